@@ -1,0 +1,23 @@
+// Package provider defines the Model interface the kernel talks to and the
+// provider-neutral message types it speaks.
+//
+// # Why one interface
+//
+// The agent loop must not care which vendor answers: a Model streams one
+// assistant turn as an iter.Seq2[Chunk, error] — text deltas while they
+// arrive, then one final ChunkMessage with the whole message, its stop reason
+// and its usage. Retries that a provider performs after it has already
+// streamed some text are announced with a ChunkRetry so that a consumer
+// can discard the partial text instead of showing it twice.
+//
+// # Implementations
+//
+//   - provider/anthropic: the Anthropic Messages API through the official
+//     Go SDK, with retries on 429/5xx/overloaded and on a stream cut before
+//     message_stop;
+//   - provider/scripted: a deterministic, offline model that replays a JSON
+//     script, for demos and tests.
+//
+// Providers know tools only by their wire schema (ToolSpec); they never run
+// them.
+package provider

@@ -1,0 +1,93 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// Call is the raw tool call as the model sent it.
+type Call struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ApprovalRequest asks a person whether something may happen.
+type ApprovalRequest struct {
+	ToolName string
+	CallID   string
+	Input    json.RawMessage
+	// Reason says why approval is needed, in words for a person.
+	Reason string
+}
+
+// ApprovalFunc answers an ApprovalRequest; an error counts as "no".
+type ApprovalFunc func(ctx context.Context, req ApprovalRequest) (bool, error)
+
+// UserInputFunc asks the user a question and returns the answer.
+type UserInputFunc func(ctx context.Context, question string) (string, error)
+
+// SnapshotRecorder saves the pre-image of a workspace path before a tool
+// changes it. The checkpoint store implements it.
+type SnapshotRecorder interface {
+	RecordSnapshot(path string) error
+}
+
+// Context carries the per-call services the kernel provides to a handler.
+// Every field may be zero in tests; the methods are safe on a zero Context.
+type Context struct {
+	// Ctx is cancelled when the call is abandoned (deadline, interrupt,
+	// session end). Long handlers must watch it.
+	Ctx context.Context
+	// SessionID is the session the call belongs to.
+	SessionID string
+	// Workspace is the absolute path of the workspace.
+	Workspace string
+	// Root is an os.Root opened on Workspace. File access through it cannot
+	// resolve outside the workspace (the kernel enforces RESOLVE_BENEATH),
+	// which is why the built-in file tools use it rather than paths.
+	Root *os.Root
+	// Call is the raw call being executed.
+	Call Call
+	// Sandbox is the active sandbox policy, or nil when none is active.
+	Sandbox *sandbox.Policy
+	// Tasks is the session's background-task registry.
+	Tasks *Tasks
+	// Approval and UserInput reach a person; nil when headless.
+	Approval  ApprovalFunc
+	UserInput UserInputFunc
+
+	// EmitFunc delivers custom events into the stream; set by the kernel.
+	EmitFunc func(name string, data any)
+	// Snapshots records pre-images; nil until a checkpointer is active.
+	Snapshots SnapshotRecorder
+}
+
+// Context returns the call's context.Context, never nil.
+func (c *Context) Context() context.Context {
+	if c == nil || c.Ctx == nil {
+		return context.Background()
+	}
+	return c.Ctx
+}
+
+// Emit sends a custom event named name into the session's event stream.
+// Without a stream it does nothing.
+func (c *Context) Emit(name string, data any) {
+	if c != nil && c.EmitFunc != nil {
+		c.EmitFunc(name, data)
+	}
+}
+
+// RecordSnapshot records the pre-image of path (relative to the workspace)
+// before the caller changes it, so that a rewind can undo the change. It is
+// a no-op until a checkpointer is active. Call it before every write.
+func (c *Context) RecordSnapshot(path string) error {
+	if c == nil || c.Snapshots == nil {
+		return nil
+	}
+	return c.Snapshots.RecordSnapshot(path)
+}

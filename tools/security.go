@@ -1,0 +1,88 @@
+package tools
+
+import "fmt"
+
+// Network is how far a tool's handler reaches over the network.
+type Network string
+
+const (
+	NetworkNone         Network = "none"
+	NetworkLoopback     Network = "loopback"
+	NetworkPrivate      Network = "private"
+	NetworkUnrestricted Network = "unrestricted"
+)
+
+// Filesystem is how much of the filesystem a tool's handler touches.
+type Filesystem string
+
+const (
+	FilesystemNone         Filesystem = "none"
+	FilesystemWorkspace    Filesystem = "workspace"
+	FilesystemUnrestricted Filesystem = "unrestricted"
+)
+
+// SideEffects is where a tool's effects land.
+type SideEffects string
+
+const (
+	SideEffectsNone      SideEffects = "none"
+	SideEffectsWorkspace SideEffects = "workspace"
+	SideEffectsExternal  SideEffects = "external"
+)
+
+// Security declares what a tool touches. Network is required; the other
+// fields default to the narrowest value ("none") when empty. The hardened
+// assembler refuses custom tools that declare nothing, and each handler runs
+// under the sandbox profile its declaration allows — so declare honestly.
+type Security struct {
+	Network     Network     `json:"network"`
+	Filesystem  Filesystem  `json:"filesystem,omitempty"`
+	SideEffects SideEffects `json:"sideEffects,omitempty"`
+}
+
+// Validate reports the first field of s that is missing or has an unknown
+// value, naming the field.
+func (s *Security) Validate() error {
+	switch s.Network {
+	case NetworkNone, NetworkLoopback, NetworkPrivate, NetworkUnrestricted:
+	case "":
+		return fmt.Errorf("security.network is required (none, loopback, private or unrestricted)")
+	default:
+		return fmt.Errorf("security.network: unknown value %q (want none, loopback, private or unrestricted)", s.Network)
+	}
+	switch s.Filesystem {
+	case "", FilesystemNone, FilesystemWorkspace, FilesystemUnrestricted:
+	default:
+		return fmt.Errorf("security.filesystem: unknown value %q (want none, workspace or unrestricted)", s.Filesystem)
+	}
+	switch s.SideEffects {
+	case "", SideEffectsNone, SideEffectsWorkspace, SideEffectsExternal:
+	default:
+		return fmt.Errorf("security.sideEffects: unknown value %q (want none, workspace or external)", s.SideEffects)
+	}
+	return nil
+}
+
+// Normalized returns a copy of s with empty optional fields set to "none".
+func (s Security) Normalized() Security {
+	if s.Filesystem == "" {
+		s.Filesystem = FilesystemNone
+	}
+	if s.SideEffects == "" {
+		s.SideEffects = SideEffectsNone
+	}
+	return s
+}
+
+// Annotations are MCP-style hints about a tool's behaviour. They are hints
+// for the permission gate and the user interface, not guarantees: the
+// sandbox enforces, annotations inform.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Bool returns a pointer to b, for the optional hints.
+func Bool(b bool) *bool { return &b }
