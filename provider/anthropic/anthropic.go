@@ -1,0 +1,632 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/lite-agent/lite-agent/provider"
+)
+
+// Defaults filled in by New for zero Options fields.
+const (
+	defaultMaxRetries     = 4
+	defaultRetryBaseDelay = 500 * time.Millisecond
+	defaultMaxTokens      = 8192
+)
+
+// maxRetryDelay caps one backoff wait, so that a large MaxRetries does not
+// turn into waits of minutes.
+const maxRetryDelay = 30 * time.Second
+
+// ErrNoAPIKey is returned by New when neither Options.APIKey nor the
+// ANTHROPIC_API_KEY environment variable gives a key.
+var ErrNoAPIKey = errors.New("anthropic: no API key: set ANTHROPIC_API_KEY (or Options.APIKey)")
+
+// errStreamCut is the cause of a retry when the event stream ended cleanly
+// but before message_stop: the server or a proxy dropped the response.
+var errStreamCut = errors.New("stream ended before message_stop")
+
+// Options configures a Model. The zero value is usable; New copies it.
+type Options struct {
+	// APIKey overrides ANTHROPIC_API_KEY.
+	APIKey string
+	// BaseURL overrides ANTHROPIC_BASE_URL; the default is the SDK's,
+	// https://api.anthropic.com.
+	BaseURL string
+	// MaxRetries is how many times one call is retried after its first
+	// request: 0 means the default, 4; a negative value means none. The
+	// budget is shared by the SDK's retries of error responses and this
+	// package's restarts of broken streams, so one Stream call sends at most
+	// MaxRetries+1 requests.
+	MaxRetries int
+	// RetryBaseDelay is the first backoff wait; the n-th retry waits
+	// RetryBaseDelay·2^(n-1) plus up to a quarter of that as jitter, unless
+	// the server says how long to wait (retry-after, retry-after-ms).
+	// 0 means the default, 500ms.
+	RetryBaseDelay time.Duration
+	// MaxTokens is used when a Request does not set MaxTokens. 0 means the
+	// default, 8192.
+	MaxTokens int
+	// HTTPClient replaces the SDK's default client (which has a
+	// response-header timeout but no overall timeout, as streams are long).
+	HTTPClient *http.Client
+}
+
+// Model is a provider.Model backed by the Anthropic Messages API. It is safe
+// for concurrent use: all per-call state lives in the Stream call.
+type Model struct {
+	client sdk.Client
+	opts   Options
+}
+
+var _ provider.Model = (*Model)(nil)
+
+// New returns a Model. A nil opts means all defaults. The key and base URL
+// are resolved as the official SDK resolves them: an explicit option wins,
+// else a non-empty ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL; the SDK itself
+// still applies ANTHROPIC_CUSTOM_HEADERS. Without a key New returns
+// ErrNoAPIKey: other SDK credential sources (auth tokens, profiles,
+// federation) are deliberately not consulted.
+func New(opts *Options) (*Model, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = defaultMaxRetries
+	case o.MaxRetries < 0:
+		o.MaxRetries = 0
+	}
+	if o.RetryBaseDelay <= 0 {
+		o.RetryBaseDelay = defaultRetryBaseDelay
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = defaultMaxTokens
+	}
+	if o.APIKey == "" {
+		// LookupEnv and a non-empty check, as the SDK does: an empty
+		// variable counts as unset.
+		if v, ok := os.LookupEnv("ANTHROPIC_API_KEY"); ok && v != "" {
+			o.APIKey = v
+		}
+	}
+	if o.APIKey == "" {
+		return nil, ErrNoAPIKey
+	}
+	if o.BaseURL == "" {
+		if v, ok := os.LookupEnv("ANTHROPIC_BASE_URL"); ok && v != "" {
+			o.BaseURL = v
+		}
+	}
+
+	// Passing WithAPIKey makes the SDK skip its own credential chain, so a
+	// stray ANTHROPIC_AUTH_TOKEN or profile on disk cannot add a second
+	// credential to our requests.
+	reqOpts := []option.RequestOption{
+		option.WithAPIKey(o.APIKey),
+		option.WithMaxRetries(o.MaxRetries),
+	}
+	if o.BaseURL != "" {
+		// The SDK reports a bad base URL only on the first request; say it now.
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("anthropic: base URL %q: want an absolute http(s) URL", o.BaseURL)
+		}
+		reqOpts = append(reqOpts, option.WithBaseURL(o.BaseURL))
+	}
+	if o.HTTPClient != nil {
+		reqOpts = append(reqOpts, option.WithHTTPClient(o.HTTPClient))
+	}
+	return &Model{client: sdk.NewClient(reqOpts...), opts: o}, nil
+}
+
+// Stream sends req and streams the answer. See the package documentation
+// for what is retried and how.
+func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Chunk, error] {
+	return func(yield func(provider.Chunk, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(provider.Chunk{}, err)
+			return
+		}
+		c := &call{m: m, params: params, budget: m.opts.MaxRetries + 1}
+		c.run(ctx, yield)
+	}
+}
+
+// call is the state of one Stream call across its attempts.
+type call struct {
+	m      *Model
+	params sdk.MessageNewParams
+	// budget is how many HTTP requests the call may send in all.
+	budget int
+	// sent counts the HTTP requests sent so far, by the SDK's retries and by
+	// our restarts alike; the middleware increments it.
+	sent int
+	// streaming says whether the last request got a success response, so
+	// that an error is known to come from reading its stream rather than
+	// from the SDK giving up on error responses.
+	streaming bool
+}
+
+// outcome is how one attempt ended.
+type outcome int
+
+const (
+	done      outcome = iota // a message was yielded, or yield returned false
+	failed                   // err is final
+	retryable                // err is the cause; the call may be restarted
+)
+
+func (c *call) run(ctx context.Context, yield func(provider.Chunk, error) bool) {
+	for {
+		out, err := c.attempt(ctx, yield)
+		switch out {
+		case done:
+			return
+		case failed:
+			yield(provider.Chunk{}, err)
+			return
+		}
+		if c.sent >= c.budget {
+			yield(provider.Chunk{}, c.exhausted(err))
+			return
+		}
+		// Announce the restart before waiting, so that a consumer can drop
+		// the partial text at once.
+		if !yield(provider.Chunk{Type: provider.ChunkRetry, Attempt: c.sent + 1, Err: err}, nil) {
+			return
+		}
+		t := time.NewTimer(c.m.backoff(c.sent - 1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			yield(provider.Chunk{}, fmt.Errorf("anthropic: %w", ctx.Err()))
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// middleware counts requests and, for an error response that does not say
+// how long to wait, tells the SDK to wait our backoff: the SDK's own
+// schedule is fixed at 0.5s·2^n, so this is how RetryBaseDelay reaches it.
+func (c *call) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	c.sent++
+	res, err := next(req)
+	c.streaming = err == nil && res != nil && res.StatusCode < 400
+	if res != nil && (retryableStatus(res.StatusCode) || res.Header.Get("X-Should-Retry") == "true") &&
+		res.Header.Get("Retry-After-Ms") == "" && res.Header.Get("Retry-After") == "" {
+		res.Header.Set("Retry-After-Ms", strconv.FormatInt(c.m.backoff(c.sent-1).Milliseconds(), 10))
+	}
+	return res, err
+}
+
+// attempt sends one request (which the SDK may retry on error responses,
+// within what is left of the budget) and streams its answer.
+func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bool) (outcome, error) {
+	// Cancelling actx on return aborts the request even if closing the
+	// stream did not.
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.streaming = false
+	stream := c.m.client.Messages.NewStreaming(actx, c.params,
+		option.WithMiddleware(c.middleware),
+		option.WithMaxRetries(max(0, c.budget-c.sent-1)),
+	)
+	defer stream.Close()
+
+	var acc accumulator
+	for stream.Next() {
+		ev := stream.Current()
+		delta, stop, err := acc.add(&ev)
+		if err != nil {
+			return failed, err
+		}
+		if delta != "" && !yield(provider.Chunk{Type: provider.ChunkTextDelta, Text: delta}, nil) {
+			return done, nil
+		}
+		if stop {
+			msg := acc.message()
+			yield(provider.Chunk{Type: provider.ChunkMessage, Message: msg, StopReason: acc.stop, Usage: acc.usage}, nil)
+			return done, nil
+		}
+	}
+	return c.classify(ctx, stream)
+}
+
+// classify decides whether the error that ended a stream early is final.
+func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.MessageStreamEventUnion]) (outcome, error) {
+	if ctx.Err() != nil {
+		return failed, fmt.Errorf("anthropic: %w", ctx.Err())
+	}
+	err := stream.Err()
+	var apiErr *sdk.Error
+	isAPI := errors.As(err, &apiErr)
+
+	if !c.streaming {
+		// The request failed before any stream: the SDK has already retried
+		// it as far as the budget and the response allowed. (A request that
+		// never reached the middleware failed while being built.)
+		if err == nil {
+			return failed, errors.New("anthropic: no response and no error from the SDK")
+		}
+		cause := err
+		if isAPI {
+			cause = wrapAPIError(apiErr)
+			if !retryableStatus(apiErr.StatusCode) {
+				return failed, fmt.Errorf("anthropic: %w", cause)
+			}
+		}
+		if c.sent >= c.budget && c.sent > 0 {
+			return failed, c.exhausted(cause)
+		}
+		return failed, fmt.Errorf("anthropic: %w", cause)
+	}
+
+	switch {
+	case err == nil:
+		return retryable, errStreamCut
+	case isAPI:
+		// An `event: error` in the stream; the SDK does not retry those.
+		e := wrapAPIError(apiErr)
+		if retryableType(string(apiErr.Type())) {
+			return retryable, e
+		}
+		return failed, fmt.Errorf("anthropic: %w", e)
+	case isDecodeError(err):
+		// A complete event that is not valid JSON is not a network fault.
+		return failed, fmt.Errorf("anthropic: malformed stream event: %w", err)
+	default:
+		// A read error: connection reset, unexpected EOF, and the like.
+		return retryable, err
+	}
+}
+
+// exhausted is the error of a call whose retry budget ran out.
+func (c *call) exhausted(cause error) error {
+	n := "attempts"
+	if c.sent == 1 {
+		n = "attempt"
+	}
+	return fmt.Errorf("anthropic: giving up after %d %s: %w", c.sent, n, cause)
+}
+
+func isDecodeError(err error) bool {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syn) || errors.As(err, &typ)
+}
+
+// retryableStatus mirrors the SDK's own rule for error responses.
+func retryableStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
+		code == http.StatusTooManyRequests || code >= 500
+}
+
+// retryableType reports whether an error event mid-stream is transient.
+func retryableType(t string) bool {
+	switch t {
+	case "overloaded_error", "api_error", "rate_limit_error", "timeout_error":
+		return true
+	}
+	return false
+}
+
+// backoff is the wait before retry n+1 (n from 0): RetryBaseDelay·2^n, capped,
+// plus up to 25% jitter so that many clients do not retry in step.
+func (m *Model) backoff(n int) time.Duration {
+	d := m.opts.RetryBaseDelay
+	for i := 0; i < n && d < maxRetryDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxRetryDelay)
+	if q := int64(d / 4); q > 0 {
+		d += time.Duration(rand.Int64N(q))
+	}
+	return d
+}
+
+// apiError is an API error with a short message: the SDK's own Error()
+// includes the method, URL and raw body. It unwraps to the *sdk.Error for
+// callers that need the status or headers.
+type apiError struct {
+	msg string
+	err *sdk.Error
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.err }
+
+// wrapAPIError formats e as "401 authentication_error: invalid x-api-key";
+// callers add the "anthropic: " prefix once, to the final error. Error events
+// inside a 200 stream carry no status of their own, so theirs is left out.
+func wrapAPIError(e *sdk.Error) error {
+	var b strings.Builder
+	if e.StatusCode >= 400 {
+		fmt.Fprintf(&b, "%d ", e.StatusCode)
+	} else {
+		b.WriteString("stream error: ")
+	}
+	typ, msg := string(e.Type()), e.Message
+	switch {
+	case typ != "" && msg != "":
+		fmt.Fprintf(&b, "%s: %s", typ, msg)
+	case typ != "":
+		b.WriteString(typ)
+	case msg != "":
+		b.WriteString(msg)
+	case strings.TrimSpace(e.RawJSON()) != "":
+		b.WriteString(strings.TrimSpace(e.RawJSON()))
+	default:
+		b.WriteString(http.StatusText(e.StatusCode))
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " (request-id %s)", e.RequestID)
+	}
+	return &apiError{msg: b.String(), err: e}
+}
+
+// accumulator builds the assistant message from stream events. Tool input
+// is kept as the raw text of the input_json_delta fragments, unparsed, so
+// that malformed JSON reaches the kernel as the model sent it.
+type accumulator struct {
+	blocks []slot // by content block index
+	stop   provider.StopReason
+	usage  provider.Usage
+}
+
+type slot struct {
+	kind  provider.BlockType // "" for blocks we skip (thinking, server tools…)
+	text  strings.Builder
+	id    string
+	name  string
+	input strings.Builder
+}
+
+// add applies one event. It returns text to stream, and whether the event
+// was message_stop.
+func (a *accumulator) add(ev *sdk.MessageStreamEventUnion) (delta string, stop bool, err error) {
+	switch ev.Type {
+	case "message_start":
+		u := ev.Message.Usage
+		a.usage = provider.Usage{
+			InputTokens:              u.InputTokens,
+			OutputTokens:             u.OutputTokens,
+			CacheCreationInputTokens: u.CacheCreationInputTokens,
+			CacheReadInputTokens:     u.CacheReadInputTokens,
+		}
+	case "content_block_start":
+		i := int(ev.Index)
+		if i < 0 || i > 10000 {
+			return "", false, fmt.Errorf("anthropic: content block index %d out of range", ev.Index)
+		}
+		for len(a.blocks) <= i {
+			a.blocks = append(a.blocks, slot{})
+		}
+		s := &a.blocks[i]
+		switch cb := ev.ContentBlock; cb.Type {
+		case "text":
+			s.kind = provider.BlockText
+			s.text.WriteString(cb.Text)
+			delta = cb.Text
+		case "tool_use":
+			s.kind = provider.BlockToolUse
+			s.id, s.name = cb.ID, cb.Name
+		}
+	case "content_block_delta":
+		i := int(ev.Index)
+		if i < 0 || i >= len(a.blocks) {
+			return "", false, fmt.Errorf("anthropic: delta for content block %d, which did not start", ev.Index)
+		}
+		s := &a.blocks[i]
+		switch {
+		case ev.Delta.Type == "text_delta" && s.kind == provider.BlockText:
+			s.text.WriteString(ev.Delta.Text)
+			delta = ev.Delta.Text
+		case ev.Delta.Type == "input_json_delta" && s.kind == provider.BlockToolUse:
+			s.input.WriteString(ev.Delta.PartialJSON)
+		}
+	case "message_delta":
+		if ev.Delta.StopReason != "" {
+			a.stop = provider.StopReason(ev.Delta.StopReason)
+		}
+		// Counts in message_delta are totals for the message, not
+		// increments; the input and cache counts are there only sometimes.
+		u := ev.Usage
+		a.usage.OutputTokens = u.OutputTokens
+		if u.JSON.InputTokens.Valid() {
+			a.usage.InputTokens = u.InputTokens
+		}
+		if u.JSON.CacheCreationInputTokens.Valid() {
+			a.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
+		}
+		if u.JSON.CacheReadInputTokens.Valid() {
+			a.usage.CacheReadInputTokens = u.CacheReadInputTokens
+		}
+	case "message_stop":
+		stop = true
+	}
+	return delta, stop, nil
+}
+
+// message returns the text and tool_use blocks in index order. Empty text
+// blocks are dropped: the API refuses them when they are sent back.
+func (a *accumulator) message() *provider.Message {
+	msg := &provider.Message{Role: provider.RoleAssistant, Content: []provider.Block{}}
+	for i := range a.blocks {
+		s := &a.blocks[i]
+		switch s.kind {
+		case provider.BlockText:
+			if s.text.Len() > 0 {
+				msg.Content = append(msg.Content, provider.Block{Type: provider.BlockText, Text: s.text.String()})
+			}
+		case provider.BlockToolUse:
+			in := s.input.String()
+			if strings.TrimSpace(in) == "" {
+				in = "{}"
+			}
+			msg.Content = append(msg.Content, provider.Block{
+				Type: provider.BlockToolUse, ID: s.id, Name: s.name, Input: json.RawMessage(in),
+			})
+		}
+	}
+	return msg
+}
+
+// params maps a provider.Request to the SDK's request parameters.
+func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
+	var p sdk.MessageNewParams
+	if req == nil {
+		return p, errors.New("anthropic: nil Request")
+	}
+	if req.Model == "" {
+		return p, errors.New("anthropic: Request.Model is empty")
+	}
+	p.Model = sdk.Model(req.Model)
+	p.MaxTokens = int64(m.opts.MaxTokens)
+	if req.MaxTokens > 0 {
+		p.MaxTokens = int64(req.MaxTokens)
+	}
+	if req.System != "" {
+		p.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	for i, t := range req.Tools {
+		tp, err := toolParam(t)
+		if err != nil {
+			return p, fmt.Errorf("anthropic: tools[%d]: %w", i, err)
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
+	}
+	for i, msg := range req.Messages {
+		blocks, err := contentParams(msg.Content)
+		if err != nil {
+			return p, fmt.Errorf("anthropic: messages[%d]: %w", i, err)
+		}
+		switch msg.Role {
+		case provider.RoleUser:
+			p.Messages = append(p.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
+		case provider.RoleAssistant:
+			p.Messages = append(p.Messages, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
+		default:
+			return p, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, msg.Role)
+		}
+	}
+	return p, nil
+}
+
+// toolParam sends the tool's JSON schema verbatim as input_schema, so that
+// nothing the schema says ($defs, additionalProperties…) is lost to the
+// SDK's typed ToolInputSchemaParam.
+func toolParam(t provider.ToolSpec) (*sdk.ToolParam, error) {
+	if t.Name == "" {
+		return nil, errors.New("tool has no name")
+	}
+	schema := bytes.TrimSpace(t.InputSchema)
+	if len(schema) == 0 {
+		schema = []byte(`{"type":"object"}`)
+	}
+	if !isJSONObject(schema) {
+		return nil, fmt.Errorf("tool %q: input schema is not a JSON object", t.Name)
+	}
+	tp := &sdk.ToolParam{
+		Name:        t.Name,
+		InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(schema)),
+	}
+	if t.Description != "" {
+		tp.Description = param.NewOpt(t.Description)
+	}
+	return tp, nil
+}
+
+func contentParams(blocks []provider.Block) ([]sdk.ContentBlockParamUnion, error) {
+	out := make([]sdk.ContentBlockParamUnion, 0, len(blocks))
+	for j, b := range blocks {
+		switch b.Type {
+		case provider.BlockText:
+			if b.Text == "" {
+				continue // the API rejects empty text blocks
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: b.Text}})
+		case provider.BlockImage:
+			img, err := imageParam(b)
+			if err != nil {
+				return nil, fmt.Errorf("content[%d]: %w", j, err)
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfImage: img})
+		case provider.BlockToolUse:
+			// Input is the model's raw text and may not be a JSON object;
+			// the API accepts only an object, and the kernel has already
+			// told the model about its bad arguments in the tool_result.
+			in := json.RawMessage(bytes.TrimSpace(b.Input))
+			if !isJSONObject(in) {
+				in = json.RawMessage("{}")
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: b.ID, Name: b.Name, Input: in}})
+		case provider.BlockToolResult:
+			tr := &sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
+			if b.IsError {
+				tr.IsError = param.NewOpt(true)
+			}
+			for k, c := range b.Content {
+				switch c.Type {
+				case provider.BlockText:
+					if c.Text == "" {
+						continue
+					}
+					tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: c.Text}})
+				case provider.BlockImage:
+					img, err := imageParam(c)
+					if err != nil {
+						return nil, fmt.Errorf("content[%d].content[%d]: %w", j, k, err)
+					}
+					tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: img})
+				default:
+					return nil, fmt.Errorf("content[%d].content[%d]: block type %q cannot be in a tool_result", j, k, c.Type)
+				}
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfToolResult: tr})
+		default:
+			return nil, fmt.Errorf("content[%d]: unsupported block type %q", j, b.Type)
+		}
+	}
+	return out, nil
+}
+
+func imageParam(b provider.Block) (*sdk.ImageBlockParam, error) {
+	mime := b.MIMEType
+	if mime == "" {
+		mime = http.DetectContentType(b.Data)
+	}
+	if !strings.HasPrefix(mime, "image/") {
+		return nil, fmt.Errorf("image block: MIME type %q is not an image type", mime)
+	}
+	return &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+		Data:      base64.StdEncoding.EncodeToString(b.Data),
+		MediaType: sdk.Base64ImageSourceMediaType(mime),
+	}}}, nil
+}
+
+// isJSONObject reports whether b is one valid JSON object.
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
