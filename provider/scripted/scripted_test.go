@@ -1,0 +1,94 @@
+package scripted
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/provider"
+)
+
+func TestParseErrorsNameThePlace(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"{\"turns\": [\n  {\"text\": \"x\",}\n]}", "line 2, column 17"},
+		{`{"turns": [{"txt": "x"}]}`, `unknown field "txt"`},
+		{`{"turns": [{"text": 5}]}`, "turns.text must be string"},
+		{`{"turns": [{"tool_calls": [{"input": {}}]}]}`, `tool_calls[0]: missing "name"`},
+		{`{"turns": [{"tool_calls": [{"name": "a", "input": {}, "raw_input": "x"}]}]}`, "not both"},
+		{`{}`, `no "turns"`},
+		{`{"turns": []} {}`, "unexpected data"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q) = %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
+func history(assistantTurns int) []provider.Message {
+	msgs := []provider.Message{{Role: provider.RoleUser}}
+	for range assistantTurns {
+		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant}, provider.Message{Role: provider.RoleUser})
+	}
+	return msgs
+}
+
+func TestStreamPicksTheTurnByHistory(t *testing.T) {
+	m, err := Parse([]byte(`{"turns": [
+	  {"text": "one two three four five six", "tool_calls": [{"name": "a", "input": {"x": 1}}, {"id": "mine", "name": "b", "raw_input": "{bad"}]},
+	  {"text": "second"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deltas []string
+	var final provider.Chunk
+	for c, err := range m.Stream(context.Background(), &provider.Request{Messages: history(0)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Type == provider.ChunkTextDelta {
+			deltas = append(deltas, c.Text)
+		} else {
+			final = c
+		}
+	}
+	if len(deltas) < 2 || strings.Join(deltas, "") != "one two three four five six" {
+		t.Errorf("deltas = %q", deltas)
+	}
+	uses := final.Message.ToolUses()
+	if final.StopReason != provider.StopToolUse || len(uses) != 2 || uses[0].ID == "" || string(uses[0].Input) != `{"x": 1}` || uses[1].ID != "mine" || string(uses[1].Input) != "{bad" {
+		t.Errorf("final = %+v", final)
+	}
+	if final.Usage.InputTokens == 0 || final.Usage.OutputTokens == 0 {
+		t.Errorf("usage = %+v", final.Usage)
+	}
+	c, err := provider.Collect(m.Stream(context.Background(), &provider.Request{Messages: history(1)}))
+	if err != nil || c.Message.Text() != "second" || c.StopReason != provider.StopEndTurn {
+		t.Errorf("turn 2 = %+v, %v", c, err)
+	}
+	_, err = provider.Collect(m.Stream(context.Background(), &provider.Request{Messages: history(2)}))
+	if !errors.Is(err, ErrScriptExhausted) || !strings.Contains(err.Error(), "has 2 turns and the session asked for turn 3") {
+		t.Errorf("exhausted: %v", err)
+	}
+}
+
+func TestScriptedErrorTurnAndCancellation(t *testing.T) {
+	m, _ := Parse([]byte(`{"turns": [{"error": "rate limited"}]}`))
+	if _, err := provider.Collect(m.Stream(context.Background(), &provider.Request{})); err == nil || !strings.Contains(err.Error(), "rate limited") {
+		t.Errorf("error turn: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := provider.Collect(m.Stream(ctx, &provider.Request{})); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	_, err := Load("/nonexistent/script.json")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/script.json") {
+		t.Errorf("Load = %v", err)
+	}
+}
