@@ -1,0 +1,39 @@
+# lite-agent — the two commands of the README are `make demo` and `make test`.
+GO        ?= go
+BIN       := bin/lite-agent
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build demo test deps bench-deps lint fmt-check bench clean
+
+all: build
+
+# deps installs missing system packages when run as root, and prints the
+# exact command otherwise.
+deps:
+	@scripts/deps.sh
+
+bench-deps:
+	@scripts/deps.sh --bench
+
+build:
+	$(GO) build -o $(BIN) ./cmd/lite-agent
+
+demo: build
+	@scripts/demo.sh
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+lint: fmt-check
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+test: deps lint
+	$(GO) test -race -count=1 ./...
+
+bench: build bench-deps
+	@bench/run.sh
+
+clean:
+	rm -rf bin

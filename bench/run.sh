@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Reruns every benchmark of BENCHMARKS.md side by side on this machine.
+#   bench/run.sh            all
+#   bench/run.sh kernel     go benchmarks of the kernel loop
+#   bench/run.sh startup    lite-agent run, one scripted turn, start to finish
+#   bench/run.sh grep       the grep tool vs ripgrep on a 20,000-file tree
+# Needs: go, hyperfine, ripgrep (make bench-deps installs them as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+out=${BENCH_OUT:-/tmp/lite-agent-bench}
+mkdir -p "$out"
+benchstat() { go run golang.org/x/perf/cmd/benchstat@latest "$@"; }
+
+if [[ $what == all || $what == kernel ]]; then
+  echo "== kernel: overhead per tool-call turn (scripted model, no-op tool)"
+  go test ./kernel -run '^$' -bench 'ToolCallTurn|ToolCallValidation' -count 6 | tee "$out/kernel.txt"
+  benchstat "$out/kernel.txt"
+fi
+
+if [[ $what == all || $what == startup ]]; then
+  echo "== startup: lite-agent run, one scripted turn, start to finish"
+  go build -o bin/lite-agent ./cmd/lite-agent
+  ws=$(mktemp -d) state=$(mktemp -d)
+  echo '{"turns": [{"text": "hello"}]}' > "$out/one-turn.json"
+  hyperfine -N --warmup 5 --runs 100 --export-markdown "$out/startup.md" \
+    "bin/lite-agent run --workspace $ws --state-dir $state --script $out/one-turn.json hi" \
+    "/bin/true"
+  rm -rf "$ws" "$state"
+fi
+
+if [[ $what == all || $what == grep ]]; then
+  echo "== grep tool vs ripgrep, 20,000 files, same query, same matches"
+  go test ./tools/builtin -run '^$' -bench 'Grep|Ripgrep' -benchtime 10x -count 6 -timeout 30m | tee "$out/grep.txt"
+  benchstat "$out/grep.txt"
+fi

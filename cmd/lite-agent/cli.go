@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// version is set by the build (-ldflags "-X main.version=...").
+var version = "dev"
+
+// exitError carries the exit code of a failure to main.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+func failf(format string, args ...any) error {
+	return &exitError{code: 1, msg: fmt.Sprintf(format, args...)}
+}
+
+const usageText = `usage: lite-agent <command> [flags]
+
+commands:
+  run [flags] PROMPT   run an agent (see 'lite-agent run -h')
+  version              print the version
+`
+
+// runCLI is main without the process: it returns the exit code.
+func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdin, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "lite-agent", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usageText)
+	default:
+		err = usageErrorf("unknown command %q\n%s", args[0], strings.TrimRight(usageText, "\n"))
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "lite-agent:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "lite-agent:", err)
+	return 1
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("run PROMPT --max-turns 3" as well as "run --max-turns 3
+// PROMPT"). Everything after "--" is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return positional, nil
+}
+
+// commaList splits a comma-separated flag value, dropping empty items.
+func commaList(s string) []string {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

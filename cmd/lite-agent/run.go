@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/provider/anthropic"
+	"github.com/lite-agent/lite-agent/provider/scripted"
+)
+
+const defaultAnthropicModel = "claude-sonnet-4-6"
+
+type runFlags struct {
+	prompt          string
+	workspace       string
+	providerName    string
+	model           string
+	script          string
+	maxTurns        int
+	maxTokens       int
+	tools           string
+	allowedTools    string
+	disallowedTools string
+	outputFormat    string
+	systemPrompt    string
+	stateDir        string
+	resume          string
+	verbose         bool
+}
+
+func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.prompt, "p", "", "the prompt (instead of the PROMPT argument; \"-\" reads stdin)")
+	fs.StringVar(&f.workspace, "workspace", "", "the directory the agent works in (default: the current directory)")
+	fs.StringVar(&f.providerName, "provider", "", "the model provider: anthropic or scripted (default: anthropic, or scripted with --script)")
+	fs.StringVar(&f.model, "model", "", "the model name (default: "+defaultAnthropicModel+" for anthropic)")
+	fs.StringVar(&f.script, "script", "", "a scripted-model JSON file; implies --provider scripted")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "stop after N model calls (0: no limit)")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "bound one model answer to N tokens (0: the provider's default)")
+	fs.StringVar(&f.tools, "tools", "", "comma list of the tools the model sees (names or wildcards; default: all, \"\" for none)")
+	fs.StringVar(&f.allowedTools, "allowed-tools", "", "comma list of tools pre-approved to run without asking")
+	fs.StringVar(&f.disallowedTools, "disallowed-tools", "", "comma list of tools removed and denied")
+	fs.StringVar(&f.outputFormat, "output-format", "text", "text, json or stream-json")
+	fs.StringVar(&f.systemPrompt, "system-prompt", "", "the system prompt")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
+	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
+	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
+		fs.PrintDefaults()
+	}
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+
+	prompt, err := resolvePrompt(f.prompt, positional, stdin)
+	if err != nil {
+		return err
+	}
+	switch f.outputFormat {
+	case "text", "json", "stream-json":
+	default:
+		return usageErrorf("--output-format must be text, json or stream-json, not %q", f.outputFormat)
+	}
+	model, modelName, err := buildModel(&f)
+	if err != nil {
+		return err
+	}
+	opts := kernel.Options{
+		Prompt:       prompt,
+		Model:        model,
+		ModelName:    modelName,
+		SystemPrompt: f.systemPrompt,
+		MaxTokens:    f.maxTokens,
+		Workspace:    f.workspace,
+		MaxTurns:     f.maxTurns,
+		StateDir:     f.stateDir,
+		Resume:       f.resume,
+	}
+	if set["tools"] {
+		opts.Tools = commaList(f.tools)
+	}
+	opts.AllowedTools = commaList(f.allowedTools)
+	opts.DisallowedTools = commaList(f.disallowedTools)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return render(f.outputFormat, f.verbose, kernel.Query(ctx, opts), stdout, stderr)
+}
+
+func resolvePrompt(flagPrompt string, positional []string, stdin io.Reader) (string, error) {
+	if flagPrompt != "" && len(positional) > 0 {
+		return "", usageErrorf("give the prompt either with -p or as an argument, not both")
+	}
+	prompt := flagPrompt
+	if prompt == "" {
+		prompt = strings.Join(positional, " ")
+	}
+	if prompt == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", failf("reading the prompt from stdin: %v", err)
+		}
+		prompt = string(b)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return "", usageErrorf("no prompt: lite-agent run [flags] PROMPT (or -p PROMPT, or - to read stdin)")
+	}
+	return prompt, nil
+}
+
+func buildModel(f *runFlags) (provider.Model, string, error) {
+	name := f.providerName
+	if name == "" {
+		name = "anthropic"
+		if f.script != "" {
+			name = "scripted"
+		}
+	}
+	switch name {
+	case "scripted":
+		if f.script == "" {
+			return nil, "", usageErrorf("--provider scripted needs --script FILE")
+		}
+		m, err := scripted.Load(f.script)
+		if err != nil {
+			return nil, "", failf("%v", err)
+		}
+		model := f.model
+		if model == "" {
+			model = "scripted"
+		}
+		return m, model, nil
+	case "anthropic":
+		if f.script != "" {
+			return nil, "", usageErrorf("--script only works with --provider scripted")
+		}
+		m, err := anthropic.New(nil)
+		if errors.Is(err, anthropic.ErrNoAPIKey) {
+			return nil, "", failf("no Anthropic API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy), or run offline with --script FILE")
+		}
+		if err != nil {
+			return nil, "", failf("%v", err)
+		}
+		model := f.model
+		if model == "" {
+			model = defaultAnthropicModel
+		}
+		return m, model, nil
+	}
+	return nil, "", usageErrorf("unknown provider %q (anthropic or scripted)", name)
+}
+
+// render writes the event stream in the chosen format and turns the run's
+// outcome into the CLI's error.
+func render(format string, verbose bool, events func(func(kernel.Event, error) bool), stdout, stderr io.Writer) error {
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	var runErr error
+	var last kernel.Event
+	wroteText := false
+	for ev, err := range events {
+		if err != nil {
+			runErr = err
+		}
+		switch format {
+		case "stream-json":
+			if e := enc.Encode(ev); e != nil {
+				return failf("writing output: %v", e)
+			}
+			// Flush per event: a consumer reads the stream as it happens.
+			out.Flush()
+		case "text":
+			renderText(ev, verbose, out, stderr, &wroteText)
+		}
+		if ev.Type == kernel.EventResult {
+			last = ev
+		}
+	}
+	if format == "json" {
+		if e := enc.Encode(last); e != nil {
+			return failf("writing output: %v", e)
+		}
+	}
+	if format == "text" && wroteText {
+		fmt.Fprintln(out)
+	}
+	if runErr != nil || last.IsError {
+		msg := last.Error
+		if msg == "" && runErr != nil {
+			msg = runErr.Error()
+		}
+		return failf("%s", firstLine(msg))
+	}
+	return nil
+}
+
+func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writer, wroteText *bool) {
+	switch ev.Type {
+	case kernel.EventTextDelta:
+		out.WriteString(ev.Text)
+		out.Flush()
+		*wroteText = true
+	case kernel.EventRetry:
+		out.Flush()
+		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Attempt, ev.Error)
+	case kernel.EventAssistantMessage:
+		if *wroteText {
+			out.WriteString("\n")
+			out.Flush()
+			*wroteText = false
+		}
+	case kernel.EventToolCall:
+		if verbose {
+			out.Flush()
+			fmt.Fprintf(stderr, "→ %s %s\n", ev.Name, truncate(string(ev.Input), 200))
+		}
+	case kernel.EventToolResult:
+		if verbose {
+			status := "ok"
+			if ev.IsError {
+				status = "error"
+			}
+			text := ""
+			for _, c := range ev.Content {
+				text += c.Text
+			}
+			fmt.Fprintf(stderr, "← %s [%s] %s\n", ev.Name, status, truncate(text, 300))
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

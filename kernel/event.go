@@ -1,0 +1,176 @@
+package kernel
+
+import (
+	"encoding/json"
+
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+// EventType names the kind of an Event. These strings are the `type` field
+// of the stream-json output, a documented contract.
+type EventType string
+
+const (
+	// EventSessionStart is first: the session id, the visible tools, the model.
+	EventSessionStart EventType = "session_start"
+	// EventTextDelta carries assistant text as it streams.
+	EventTextDelta EventType = "text_delta"
+	// EventRetry says the provider is retrying the model call: text deltas
+	// streamed since the last assistant_message are void.
+	EventRetry EventType = "retry"
+	// EventAssistantMessage is a whole assistant turn.
+	EventAssistantMessage EventType = "assistant_message"
+	// EventToolCall is a tool call the model made, before it is gated.
+	EventToolCall EventType = "tool_call"
+	// EventToolResult is the result the model will see for a call.
+	EventToolResult EventType = "tool_result"
+	// EventCustom is emitted by a tool handler through Context.Emit.
+	EventCustom EventType = "custom"
+	// EventResult is last: how the run ended.
+	EventResult EventType = "result"
+)
+
+// Result subtypes.
+const (
+	SubtypeSuccess              = "success"
+	SubtypeErrorMaxTurns        = "error_max_turns"
+	SubtypeErrorDuringExecution = "error_during_execution"
+)
+
+// Event is one item of a Query stream. Only the fields of its Type are set;
+// MarshalJSON writes only those, so that stream-json stays readable.
+type Event struct {
+	Type      EventType
+	SessionID string
+
+	// session_start
+	Model     string
+	Workspace string
+	Tools     []string
+	Resumed   bool
+
+	// text_delta
+	Text string
+
+	// retry
+	Attempt int
+
+	// assistant_message
+	Message *provider.Message
+
+	// tool_call, tool_result; Name also names a custom event.
+	ID      string
+	Name    string
+	Input   json.RawMessage
+	IsError bool
+	Content []tools.Content
+
+	// custom
+	Data any
+
+	// result
+	Subtype    string
+	NumTurns   int
+	Usage      provider.Usage
+	StopReason provider.StopReason
+	Result     string
+	DurationMS int64
+
+	// retry, result: what went wrong, in words.
+	Error string
+}
+
+// MarshalJSON encodes e with a `type` field and only the fields of its type.
+func (e Event) MarshalJSON() ([]byte, error) {
+	switch e.Type {
+	case EventSessionStart:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			Model     string    `json:"model"`
+			Workspace string    `json:"workspace"`
+			Tools     []string  `json:"tools"`
+			Resumed   bool      `json:"resumed,omitempty"`
+		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed})
+	case EventTextDelta:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			Text      string    `json:"text"`
+		}{e.Type, e.SessionID, e.Text})
+	case EventRetry:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			Attempt   int       `json:"attempt"`
+			Error     string    `json:"error"`
+		}{e.Type, e.SessionID, e.Attempt, e.Error})
+	case EventAssistantMessage:
+		return json.Marshal(struct {
+			Type      EventType         `json:"type"`
+			SessionID string            `json:"session_id"`
+			Message   *provider.Message `json:"message"`
+		}{e.Type, e.SessionID, e.Message})
+	case EventToolCall:
+		return json.Marshal(struct {
+			Type      EventType       `json:"type"`
+			SessionID string          `json:"session_id"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+		}{e.Type, e.SessionID, e.ID, e.Name, rawOrString(e.Input)})
+	case EventToolResult:
+		return json.Marshal(struct {
+			Type      EventType       `json:"type"`
+			SessionID string          `json:"session_id"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			IsError   bool            `json:"is_error"`
+			Content   []tools.Content `json:"content"`
+		}{e.Type, e.SessionID, e.ID, e.Name, e.IsError, nonNil(e.Content)})
+	case EventCustom:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			ID        string    `json:"id,omitempty"`
+			Name      string    `json:"name"`
+			Data      any       `json:"data"`
+		}{e.Type, e.SessionID, e.ID, e.Name, e.Data})
+	case EventResult:
+		return json.Marshal(struct {
+			Type       EventType           `json:"type"`
+			SessionID  string              `json:"session_id"`
+			Subtype    string              `json:"subtype"`
+			IsError    bool                `json:"is_error"`
+			NumTurns   int                 `json:"num_turns"`
+			Usage      provider.Usage      `json:"usage"`
+			StopReason provider.StopReason `json:"stop_reason,omitempty"`
+			Result     string              `json:"result"`
+			DurationMS int64               `json:"duration_ms"`
+			Error      string              `json:"error,omitempty"`
+		}{e.Type, e.SessionID, e.Subtype, e.IsError, e.NumTurns, e.Usage, e.StopReason, e.Result, e.DurationMS, e.Error})
+	}
+	type plain Event
+	return json.Marshal(plain(e))
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// rawOrString keeps a model's tool input as JSON when it is valid and as a
+// JSON string when it is not, so that a bad input never breaks the stream.
+func rawOrString(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(in) {
+		return in
+	}
+	b, _ := json.Marshal(string(in))
+	return b
+}

@@ -1,0 +1,98 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+// Options configure one Query. The zero value of every field but Model and
+// Prompt is usable.
+type Options struct {
+	// Prompt is the user's message that starts (or, with Resume, continues)
+	// the session.
+	Prompt string
+	// Model answers; ModelName is passed to it (e.g. "claude-sonnet-4-6").
+	Model     provider.Model
+	ModelName string
+	// SystemPrompt is sent with every model call.
+	SystemPrompt string
+	// MaxTokens bounds one model answer; zero lets the provider choose.
+	MaxTokens int
+
+	// Workspace is the directory the agent works in; the current directory
+	// when empty. File tools cannot reach outside it.
+	Workspace string
+
+	// CustomTools are appended after the built-in tools.
+	CustomTools []*tools.Tool
+	// Tools narrows the set of tools the model sees, by name or wildcard
+	// ("mcp__orders__*"). nil means every tool; an empty non-nil slice means
+	// none. A call to a tool outside this set gets an error result.
+	Tools []string
+	// AllowedTools pre-approves tools (names or wildcards): they run without
+	// asking. It does not hide the others — Tools does that.
+	AllowedTools []string
+	// DisallowedTools removes tools (names or wildcards) from the model's
+	// view and denies any call to them. Disallowed wins over everything.
+	DisallowedTools []string
+
+	// CanUseTool decides calls that would otherwise need a person's approval.
+	// When nil, Approval is asked; with neither, such calls are denied with
+	// a message the model sees (headless runs).
+	CanUseTool CanUseToolFunc
+	// Approval and UserInput reach a person; nil when headless.
+	Approval  tools.ApprovalFunc
+	UserInput tools.UserInputFunc
+
+	// MaxTurns bounds the number of model calls; zero means no limit.
+	MaxTurns int
+	// ToolTimeout is the default deadline of one tool call (a tool's own
+	// Timeout wins); zero means 15 minutes.
+	ToolTimeout time.Duration
+
+	// StateDir holds session transcripts. Empty means $XDG_STATE_HOME/
+	// lite-agent (or ~/.local/state/lite-agent). It must be outside the
+	// workspace, so that nothing the agent runs can rewrite history.
+	StateDir string
+	// SessionID names a new session; a random id when empty.
+	SessionID string
+	// Resume continues the session with this id: its transcript is loaded
+	// and Prompt is appended as the next user message.
+	Resume string
+
+	// Sandbox is the policy handed to tools through their Context.
+	Sandbox *sandbox.Policy
+	// Snapshots records pre-images before tools change files; nil until a
+	// checkpointer is wired in.
+	Snapshots tools.SnapshotRecorder
+}
+
+// ToolUseInfo tells CanUseTool about the call it decides.
+type ToolUseInfo struct {
+	SessionID string
+	ToolUseID string
+	// Reason says why the call was not allowed outright.
+	Reason string
+}
+
+// PermissionResult is CanUseTool's answer.
+type PermissionResult struct {
+	// Allow lets the call run; otherwise it is denied.
+	Allow bool
+	// UpdatedInput, when set with Allow, replaces the call's input (it is
+	// validated against the tool's schema like the original).
+	UpdatedInput json.RawMessage
+	// Message is shown to the model when the call is denied.
+	Message string
+	// Interrupt stops the whole run after a denial.
+	Interrupt bool
+}
+
+// CanUseToolFunc decides whether a tool call that needs approval may run.
+// An error counts as a denial.
+type CanUseToolFunc func(ctx context.Context, toolName string, input json.RawMessage, info ToolUseInfo) (PermissionResult, error)

@@ -1,0 +1,604 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/builtin"
+)
+
+// ErrMaxTurns is wrapped by the error of a run that hit Options.MaxTurns.
+var ErrMaxTurns = errors.New("reached the maximum number of turns")
+
+// ErrInterrupted is wrapped by the error of a run stopped by a permission
+// decision that asked to interrupt.
+var ErrInterrupted = errors.New("run interrupted")
+
+const defaultToolTimeout = 15 * time.Minute
+
+// Query runs the agent loop and streams its events. The stream starts with
+// session_start and ends with exactly one result event. When the run fails
+// (bad options, provider error, max turns, cancellation) the result event is
+// yielded together with a non-nil error; tool failures are not run failures
+// — they become error results the model sees, and the loop goes on.
+//
+// Stopping the iteration early cancels the run: running tools are
+// cancelled, background tasks are killed, the transcript is closed.
+func Query(ctx context.Context, opts Options) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		start := time.Now()
+		r, err := newRun(ctx, &opts)
+		if err != nil {
+			yield(Event{Type: EventResult, Subtype: SubtypeErrorDuringExecution, IsError: true, Error: err.Error(), DurationMS: time.Since(start).Milliseconds()}, err)
+			return
+		}
+		r.start = start
+		defer r.close()
+		r.loop(yield)
+	}
+}
+
+type run struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	opts   *Options
+	start  time.Time
+
+	sessionID string
+	workspace string
+	root      *os.Root
+	resumed   bool
+
+	visible map[string]*tools.Tool
+	names   []string
+	specs   []provider.ToolSpec
+	gate    gate
+
+	file     *sessionFile
+	messages []provider.Message
+	tasks    *tools.Tasks
+
+	usage       provider.Usage
+	turns       int
+	toolTimeout time.Duration
+}
+
+func newRun(ctx context.Context, o *Options) (_ *run, err error) {
+	if o.Model == nil {
+		return nil, errors.New("kernel: Options.Model is required")
+	}
+	if strings.TrimSpace(o.Prompt) == "" {
+		return nil, errors.New("kernel: Options.Prompt is empty")
+	}
+	r := &run{opts: o, toolTimeout: o.ToolTimeout}
+	if r.toolTimeout <= 0 {
+		r.toolTimeout = defaultToolTimeout
+	}
+	if r.workspace, err = resolveWorkspace(o.Workspace); err != nil {
+		return nil, err
+	}
+	stateDir, err := resolveStateDir(o.StateDir, r.workspace)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.buildTools(); err != nil {
+		return nil, err
+	}
+	if r.root, err = os.OpenRoot(r.workspace); err != nil {
+		return nil, fmt.Errorf("kernel: opening the workspace: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			r.root.Close()
+		}
+	}()
+	if err := r.openSession(stateDir); err != nil {
+		return nil, err
+	}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.tasks = tools.NewTasks()
+	r.gate.sessionID = r.sessionID
+	r.gate.canUseTool = o.CanUseTool
+	r.gate.approval = o.Approval
+	return r, nil
+}
+
+func resolveWorkspace(ws string) (string, error) {
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("kernel: no workspace given and the current directory is unknown: %w", err)
+		}
+		ws = wd
+	}
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return "", fmt.Errorf("kernel: workspace %s: %w", ws, err)
+	}
+	// Resolve symlinks once, so that every later comparison (is this path
+	// inside the workspace?) is between real paths.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("kernel: workspace %s: %w", ws, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("kernel: workspace %s: %w", ws, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("kernel: workspace %s is not a directory", ws)
+	}
+	return real, nil
+}
+
+func resolveStateDir(dir, workspace string) (string, error) {
+	if dir == "" {
+		d, err := DefaultStateDir()
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("kernel: state directory %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("kernel: creating the state directory: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if rel, err := filepath.Rel(workspace, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("kernel: the state directory %s is inside the workspace %s; it must be outside, so that nothing the agent runs can rewrite the session history", abs, workspace)
+	}
+	return abs, nil
+}
+
+// buildTools computes the tools the model sees: built-ins then custom tools,
+// narrowed by Options.Tools, minus Options.DisallowedTools.
+func (r *run) buildTools() error {
+	o := r.opts
+	all := append(builtin.All(), o.CustomTools...)
+	byName := make(map[string]*tools.Tool, len(all))
+	for _, t := range all {
+		if t == nil {
+			return errors.New("kernel: Options.CustomTools contains a nil tool")
+		}
+		if _, dup := byName[t.Name()]; dup {
+			return fmt.Errorf("kernel: two tools are named %q; tool names must be unique (custom tools cannot replace built-ins)", t.Name())
+		}
+		byName[t.Name()] = t
+	}
+	visibleNames, err := compileNamePatterns("Tools", o.Tools)
+	if err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	for _, p := range o.Tools {
+		if !strings.ContainsAny(p, "*?") && byName[p] == nil {
+			return fmt.Errorf("kernel: Tools names %q, but there is no such tool", p)
+		}
+	}
+	if r.gate.allowed, err = compileNamePatterns("AllowedTools", o.AllowedTools); err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	if r.gate.disallowed, err = compileNamePatterns("DisallowedTools", o.DisallowedTools); err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	r.visible = map[string]*tools.Tool{}
+	for _, t := range all {
+		if o.Tools != nil && !visibleNames.match(t.Name()) {
+			continue
+		}
+		if r.gate.disallowed.match(t.Name()) {
+			continue
+		}
+		r.visible[t.Name()] = t
+		r.names = append(r.names, t.Name())
+		r.specs = append(r.specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchemaJSON()})
+	}
+	return nil
+}
+
+func (r *run) openSession(stateDir string) error {
+	o := r.opts
+	if o.Resume != "" {
+		path, err := SessionPath(stateDir, o.Resume)
+		if err != nil {
+			return fmt.Errorf("kernel: %w", err)
+		}
+		tr, err := ReadTranscript(path)
+		if err != nil {
+			return fmt.Errorf("kernel: resuming: %w", err)
+		}
+		if tr.Header.Workspace != r.workspace {
+			return fmt.Errorf("kernel: session %s belongs to workspace %s, not %s", o.Resume, tr.Header.Workspace, r.workspace)
+		}
+		validLen := int64(-1)
+		if tr.Torn {
+			validLen = tr.ValidLen
+		}
+		if r.file, err = openSessionFile(path, false, validLen); err != nil {
+			return fmt.Errorf("kernel: %w", err)
+		}
+		r.sessionID, r.resumed = o.Resume, true
+		r.messages = tr.Messages
+		if repaired := repairMessages(r.messages); len(repaired) > len(r.messages) {
+			if err := r.appendMessage(repaired[len(repaired)-1]); err != nil {
+				r.file.close()
+				return err
+			}
+		}
+		return nil
+	}
+	r.sessionID = o.SessionID
+	if r.sessionID == "" {
+		r.sessionID = newSessionID()
+	}
+	path, err := SessionPath(stateDir, r.sessionID)
+	if err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	if r.file, err = openSessionFile(path, true, -1); err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	err = r.file.append(Record{Type: "session", SessionID: r.sessionID, Workspace: r.workspace, Model: o.ModelName, Created: time.Now().UTC(), Prompt: o.Prompt})
+	if err != nil {
+		r.file.close()
+		return err
+	}
+	return nil
+}
+
+func (r *run) close() {
+	r.cancel()
+	r.tasks.KillAll(5 * time.Second)
+	r.file.close()
+	r.root.Close()
+}
+
+func (r *run) appendMessage(m provider.Message) error {
+	if err := r.file.append(Record{Type: "message", Message: &m}); err != nil {
+		return err
+	}
+	r.messages = append(r.messages, m)
+	return nil
+}
+
+func (r *run) event(e Event) Event {
+	e.SessionID = r.sessionID
+	return e
+}
+
+func (r *run) loop(yield func(Event, error) bool) {
+	if !yield(r.event(Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed}), nil) {
+		return
+	}
+	prompt := provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: r.opts.Prompt}}}
+	if err := r.appendMessage(prompt); err != nil {
+		r.finish(yield, SubtypeErrorDuringExecution, err, "", "")
+		return
+	}
+	for {
+		if r.opts.MaxTurns > 0 && r.turns >= r.opts.MaxTurns {
+			r.finish(yield, SubtypeErrorMaxTurns, fmt.Errorf("%w (%d)", ErrMaxTurns, r.opts.MaxTurns), "", "")
+			return
+		}
+		msg, stop, err, ok := r.callModel(yield)
+		if !ok {
+			return
+		}
+		if err != nil {
+			r.finish(yield, SubtypeErrorDuringExecution, err, "", "")
+			return
+		}
+		r.turns++
+		stored := storable(msg)
+		if err := r.appendMessage(stored); err != nil {
+			r.finish(yield, SubtypeErrorDuringExecution, err, "", stop)
+			return
+		}
+		if !yield(r.event(Event{Type: EventAssistantMessage, Message: &stored}), nil) {
+			return
+		}
+		// The calls get the raw input, so a malformed one is reported as such.
+		uses := msg.ToolUses()
+		if len(uses) == 0 {
+			r.finish(yield, SubtypeSuccess, nil, msg.Text(), stop)
+			return
+		}
+		results, interrupt, ok := r.runTools(yield, uses)
+		// The results are recorded even when the consumer has gone, so that
+		// the transcript never ends with unanswered tool calls.
+		if err := r.appendMessage(provider.Message{Role: provider.RoleUser, Content: results}); err != nil {
+			if ok {
+				r.finish(yield, SubtypeErrorDuringExecution, err, "", stop)
+			}
+			return
+		}
+		if !ok {
+			return
+		}
+		if interrupt != "" {
+			r.finish(yield, SubtypeErrorDuringExecution, fmt.Errorf("%w: %s", ErrInterrupted, interrupt), "", stop)
+			return
+		}
+		if err := r.ctx.Err(); err != nil {
+			r.finish(yield, SubtypeErrorDuringExecution, fmt.Errorf("%w: %w", ErrInterrupted, err), "", stop)
+			return
+		}
+	}
+}
+
+// callModel streams one assistant turn. ok is false when the consumer
+// stopped the iteration.
+func (r *run) callModel(yield func(Event, error) bool) (msg *provider.Message, stop provider.StopReason, err error, ok bool) {
+	req := &provider.Request{
+		Model:     r.opts.ModelName,
+		System:    r.opts.SystemPrompt,
+		Messages:  r.messages,
+		Tools:     r.specs,
+		MaxTokens: r.opts.MaxTokens,
+	}
+	for ch, err := range r.opts.Model.Stream(r.ctx, req) {
+		if err != nil {
+			if ctxErr := r.ctx.Err(); ctxErr != nil {
+				return nil, "", fmt.Errorf("%w: %w", ErrInterrupted, ctxErr), true
+			}
+			return nil, "", fmt.Errorf("model: %w", err), true
+		}
+		switch ch.Type {
+		case provider.ChunkTextDelta:
+			if !yield(r.event(Event{Type: EventTextDelta, Text: ch.Text}), nil) {
+				return nil, "", nil, false
+			}
+		case provider.ChunkRetry:
+			e := Event{Type: EventRetry, Attempt: ch.Attempt}
+			if ch.Err != nil {
+				e.Error = ch.Err.Error()
+			}
+			if !yield(r.event(e), nil) {
+				return nil, "", nil, false
+			}
+		case provider.ChunkMessage:
+			r.usage.Add(ch.Usage)
+			if ch.Message == nil {
+				return nil, "", fmt.Errorf("model: %w", provider.ErrNoMessage), true
+			}
+			m := *ch.Message
+			m.Role = provider.RoleAssistant
+			fixToolUseIDs(&m, r.turns)
+			return &m, ch.StopReason, nil, true
+		}
+	}
+	return nil, "", fmt.Errorf("model: %w", provider.ErrNoMessage), true
+}
+
+// storable returns a copy of m that can be encoded and sent back to a
+// model: a tool_use input that is not valid JSON (a model's garbage) is
+// kept as a JSON string. The call itself still sees the raw text, so the
+// model is told exactly what was wrong with it.
+func storable(m *provider.Message) provider.Message {
+	c := *m
+	c.Content = append([]provider.Block(nil), m.Content...)
+	for i := range c.Content {
+		if c.Content[i].Type == provider.BlockToolUse {
+			c.Content[i].Input = rawOrString(c.Content[i].Input)
+		}
+	}
+	return c
+}
+
+// fixToolUseIDs gives every tool_use a unique id: results are matched to
+// calls by id, and a provider that sends none or repeats one would
+// otherwise make the conversation invalid.
+func fixToolUseIDs(m *provider.Message, turn int) {
+	seen := map[string]bool{}
+	for i := range m.Content {
+		b := &m.Content[i]
+		if b.Type != provider.BlockToolUse {
+			continue
+		}
+		if b.ID == "" || seen[b.ID] {
+			b.ID = fmt.Sprintf("toolu_lite_%d_%d", turn+1, i+1)
+		}
+		seen[b.ID] = true
+	}
+}
+
+func (r *run) finish(yield func(Event, error) bool, subtype string, err error, text string, stop provider.StopReason) {
+	e := r.event(Event{
+		Type: EventResult, Subtype: subtype, IsError: subtype != SubtypeSuccess,
+		NumTurns: r.turns, Usage: r.usage, StopReason: stop, Result: text,
+		DurationMS: time.Since(r.start).Milliseconds(),
+	})
+	if err != nil {
+		e.Error = err.Error()
+	}
+	rec := Record{Type: "result", Subtype: subtype, Usage: r.usage, Error: e.Error, Time: time.Now().UTC()}
+	if werr := r.file.append(rec); werr != nil && err == nil {
+		err = werr
+		e.Subtype, e.IsError, e.Error = SubtypeErrorDuringExecution, true, werr.Error()
+	}
+	yield(e, err)
+}
+
+// pendingCall is a gated call waiting to run.
+type pendingCall struct {
+	index int
+	tool  *tools.Tool
+	call  tools.Call
+}
+
+// runTools gates and runs the calls of one assistant turn and returns their
+// results in call order. Consecutive read-only calls run concurrently; any
+// other call runs alone, in order. interrupt is set when a permission
+// decision asked to stop the run; ok is false when the consumer stopped.
+func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (results []provider.Block, interrupt string, ok bool) {
+	results = make([]provider.Block, len(uses))
+	ok = true
+	var batch []pendingCall
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if !ok {
+			for _, p := range batch {
+				results[p.index] = toolResultBlock(p.call.ID, tools.Errorf("not run: the run was stopped before this call"))
+			}
+			batch = batch[:0]
+			return
+		}
+		out := r.execute(yield, batch, &ok)
+		for j, p := range batch {
+			results[p.index] = r.deliver(yield, p.call, out[j], &ok)
+		}
+		batch = batch[:0]
+	}
+	for i, u := range uses {
+		call := tools.Call{ID: u.ID, Name: u.Name, Input: u.Input}
+		if ok && !yield(r.event(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Input: call.Input}), nil) {
+			ok = false
+		}
+		if !ok || interrupt != "" {
+			// The consumer has gone or the run was interrupted: record the
+			// call as not run, so that the transcript stays answerable.
+			results[i] = toolResultBlock(call.ID, tools.Errorf("not run: the run was stopped before this call"))
+			continue
+		}
+		t := r.visible[call.Name]
+		if t == nil {
+			flush()
+			results[i] = r.deliver(yield, call, r.unknownTool(call.Name), &ok)
+			continue
+		}
+		d := r.gate.decide(r.ctx, t, call)
+		if !d.allow {
+			flush()
+			results[i] = r.deliver(yield, call, tools.Errorf("permission denied: %s", d.message), &ok)
+			if d.interrupt {
+				interrupt = d.message
+			}
+			continue
+		}
+		if d.input != nil {
+			call.Input = d.input
+		}
+		batch = append(batch, pendingCall{index: i, tool: t, call: call})
+		if !t.ReadOnly() {
+			flush()
+		}
+	}
+	flush()
+	return results, interrupt, ok
+}
+
+func (r *run) unknownTool(name string) *tools.Result {
+	return tools.Errorf("there is no tool named %q in this session; available tools: %s", name, strings.Join(r.names, ", "))
+}
+
+// deliver emits the tool_result event of a call and returns the block the
+// model will see.
+func (r *run) deliver(yield func(Event, error) bool, call tools.Call, res *tools.Result, ok *bool) provider.Block {
+	if *ok && !yield(r.event(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content}), nil) {
+		*ok = false
+	}
+	return toolResultBlock(call.ID, res)
+}
+
+// execute runs calls concurrently and returns their results in order. Custom
+// events the handlers emit are yielded from this goroutine while they run:
+// the consumer only ever sees events from the goroutine that iterates.
+func (r *run) execute(yield func(Event, error) bool, calls []pendingCall, ok *bool) []*tools.Result {
+	results := make([]*tools.Result, len(calls))
+	events := make(chan Event)
+	done := make(chan struct{}, len(calls))
+	callCtx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	for j, p := range calls {
+		go func() {
+			var mu sync.Mutex
+			finished := false
+			emit := func(name string, data any) {
+				mu.Lock()
+				defer mu.Unlock()
+				// A handler abandoned at its deadline may still emit; after
+				// its call has finished nobody listens, so drop the event.
+				if finished {
+					return
+				}
+				events <- r.event(Event{Type: EventCustom, ID: p.call.ID, Name: name, Data: data})
+			}
+			results[j] = r.callTool(callCtx, p, emit)
+			mu.Lock()
+			finished = true
+			mu.Unlock()
+			done <- struct{}{}
+		}()
+	}
+	for remaining := len(calls); remaining > 0; {
+		select {
+		case e := <-events:
+			if *ok && !yield(e, nil) {
+				*ok = false
+				cancel()
+			}
+		case <-done:
+			remaining--
+		}
+	}
+	return results
+}
+
+func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any)) *tools.Result {
+	if p.tool.Timeout() == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.toolTimeout)
+		defer cancel()
+	}
+	tctx := &tools.Context{
+		Ctx:       ctx,
+		SessionID: r.sessionID,
+		Workspace: r.workspace,
+		Root:      r.root,
+		Call:      p.call,
+		Sandbox:   r.opts.Sandbox,
+		Tasks:     r.tasks,
+		Approval:  r.opts.Approval,
+		UserInput: r.opts.UserInput,
+		EmitFunc:  emit,
+		Snapshots: r.opts.Snapshots,
+	}
+	return p.tool.Call(tctx, p.call.Input)
+}
+
+// toolResultBlock converts a tool result to what the model is sent. Blocks a
+// model API cannot take (audio, resource links, embedded resources) are
+// described in text so that nothing is silently dropped.
+func toolResultBlock(id string, res *tools.Result) provider.Block {
+	b := provider.Block{Type: provider.BlockToolResult, ToolUseID: id, IsError: res.IsError}
+	for _, c := range res.Content {
+		switch c.Type {
+		case tools.ContentText:
+			b.Content = append(b.Content, provider.Block{Type: provider.BlockText, Text: c.Text})
+		case tools.ContentImage:
+			b.Content = append(b.Content, provider.Block{Type: provider.BlockImage, MIMEType: c.MIMEType, Data: c.Data})
+		default:
+			one := tools.Result{Content: []tools.Content{c}}
+			b.Content = append(b.Content, provider.Block{Type: provider.BlockText, Text: one.TextOf()})
+		}
+	}
+	if len(b.Content) == 0 {
+		b.Content = []provider.Block{{Type: provider.BlockText, Text: "(no output)"}}
+	}
+	return b
+}

@@ -1,0 +1,280 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+const (
+	bashDefaultTimeout = 120 * time.Second
+	bashMaxTimeout     = 600 * time.Second
+	// bashMaxOutputBytes bounds the output returned to the model: the first
+	// and last halves are kept, the middle is cut.
+	bashMaxOutputBytes = 30000
+	// bashWaitDelay is how long the output is still read after the shell
+	// has exited (or been killed) while a background process it started
+	// keeps the output pipe open. After that the call returns regardless.
+	bashWaitDelay = time.Second
+)
+
+type bashInput struct {
+	Command     string `json:"command" jsonschema:"The shell command to run with bash -c in the workspace directory."`
+	TimeoutMS   int    `json:"timeout_ms,omitempty" jsonschema:"Kill the command (and every process it started) after this many milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."`
+	Description string `json:"description,omitempty" jsonschema:"What the command does, in 5-10 words, shown to the user (e.g. 'Run the unit tests')."`
+}
+
+const bashDescription = `Run a shell command with bash -c in the workspace directory and return its output (stdout and stderr together, in the order they were written) and its exit code.
+
+- Use it for builds, tests, git, package managers and other programs. To read, find, search or edit files use the read_file, glob, grep, edit_file and write_file tools instead of cat, find, grep, sed or echo >: they are faster and their output is made for you.
+- Each call is a fresh shell: the working directory is the workspace and cd, variables and aliases do not carry over to the next call. Chain dependent steps with && in one command.
+- Standard input is empty (/dev/null): interactive programs, prompts and pagers will not get input, so pass flags such as --yes, -y or --no-pager.
+- timeout_ms (default 120000, max 600000) kills the command and all processes it started when it runs too long. A background process (cmd &) that keeps running after the shell exits is not waited for beyond one second.
+- Output is capped at 30000 bytes: the beginning and the end are kept and the middle is cut. For long output, redirect it to a file and read or grep that file, or pipe through head/tail.
+- A non-zero exit code makes the result an error; the text ends with "exit code N".
+- Quote paths with spaces ("my dir/file").`
+
+// Bash runs shell commands in the workspace.
+//
+// Until the sandbox exists it is unconfined: the command runs with the
+// agent's own privileges, may read and write anywhere and reach any
+// network, and its Security says so. The sandbox issue confines it by
+// replacing runCommand with a confined child and a real process-tree kill.
+var Bash = tools.Must(tools.New("bash", bashDescription, bashHandler, &tools.Options{
+	Security: &tools.Security{
+		Network:     tools.NetworkUnrestricted,
+		Filesystem:  tools.FilesystemUnrestricted,
+		SideEffects: tools.SideEffectsExternal,
+	},
+	InputSchema: bashInputSchema(),
+	// The command's own timeout (at most bashMaxTimeout) always fires
+	// first, so that the result says what happened.
+	Timeout: bashMaxTimeout + 30*time.Second,
+	Annotations: &tools.Annotations{
+		Title:           "Run shell command",
+		DestructiveHint: tools.Bool(true),
+		OpenWorldHint:   tools.Bool(true),
+	},
+}))
+
+// bashInputSchema is the schema inferred from bashInput with the bounds and
+// the default that struct tags cannot state.
+func bashInputSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[bashInput](nil)
+	if err != nil {
+		panic(fmt.Errorf("bash: inferring the input schema: %w", err))
+	}
+	minLen := 1
+	s.Properties["command"].MinLength = &minLen
+	lo, hi := 1.0, float64(bashMaxTimeout/time.Millisecond)
+	t := s.Properties["timeout_ms"]
+	t.Minimum, t.Maximum = &lo, &hi
+	t.Default = json.RawMessage(fmt.Sprint(int64(bashDefaultTimeout / time.Millisecond)))
+	return s
+}
+
+func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
+	if ctx == nil || ctx.Workspace == "" {
+		return nil, errNoWorkspace
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, errors.New("command is empty; give the shell command to run")
+	}
+	timeout := time.Duration(in.TimeoutMS) * time.Millisecond
+	switch {
+	case in.TimeoutMS == 0:
+		timeout = bashDefaultTimeout
+	case in.TimeoutMS < 0 || timeout > bashMaxTimeout:
+		return nil, fmt.Errorf("field timeout_ms: %d is out of range; give 1 to %d milliseconds", in.TimeoutMS, bashMaxTimeout/time.Millisecond)
+	}
+	out := newBashOutput(bashMaxOutputBytes)
+	run, err := runCommand(ctx.Context(), ctx.Workspace, in.Command, timeout, out)
+	if err != nil {
+		return nil, err
+	}
+
+	var b strings.Builder
+	text := out.String()
+	if text == "" {
+		text = "(no output)"
+	}
+	b.WriteString(text)
+	isError := false
+	note := func(format string, args ...any) {
+		if !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteByte('\n')
+		fmt.Fprintf(&b, format, args...)
+	}
+	switch {
+	case run.timedOut:
+		isError = true
+		note("Command timed out: killed after %v (timeout_ms %d), together with the processes it started. If it needs longer, raise timeout_ms (at most %d); if it waits for input, give it non-interactive flags.", timeout, timeout.Milliseconds(), bashMaxTimeout.Milliseconds())
+	case run.cancelled:
+		isError = true
+		note("Command was cancelled: it was killed, together with the processes it started.")
+	case run.signal != "":
+		isError = true
+		note("Command was killed by signal %s.", run.signal)
+	case run.exitCode != 0:
+		isError = true
+		note("exit code %d", run.exitCode)
+	}
+	if run.pipeHeld {
+		note("(A background process kept the output open after the command finished; it was not waited for, and what it writes from now on is not shown.)")
+	}
+	return &tools.Result{Content: []tools.Content{tools.TextContent(b.String())}, IsError: isError}, nil
+}
+
+// bashRun is how a command ended.
+type bashRun struct {
+	exitCode  int    // the shell's exit status, when it exited
+	signal    string // the signal that killed it otherwise
+	timedOut  bool   // killed because the timeout passed
+	cancelled bool   // killed because the call's context was cancelled
+	pipeHeld  bool   // a leftover process still held the output open
+}
+
+// runCommand runs command with bash -c in dir, stdin from /dev/null, stdout
+// and stderr both written to out in arrival order. The shell gets its own
+// process group; on timeout or when ctx is done the whole group gets
+// SIGKILL. It returns an error only when the command could not be started.
+//
+// This is the one place that starts and kills the process: the sandbox
+// issue swaps it for a confined child (and a kill that reaches processes
+// that left the group).
+func runCommand(ctx context.Context, dir, command string, timeout time.Duration, out *bashOutput) (bashRun, error) {
+	shell, err := exec.LookPath("bash")
+	if err != nil {
+		return bashRun{}, fmt.Errorf("bash is not installed or not on PATH: %w", err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, shell, "-c", command)
+	cmd.Dir = dir
+	cmd.Stdin = nil // /dev/null
+	// The same writer for both makes os/exec give the child a single pipe
+	// for stdout and stderr, which keeps their relative order.
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The negative pid is the process group the shell leads.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = bashWaitDelay
+	if err := cmd.Start(); err != nil {
+		return bashRun{}, fmt.Errorf("starting bash in %s: %w", dir, err)
+	}
+	waitErr := cmd.Wait()
+
+	var run bashRun
+	switch {
+	case ctx.Err() != nil:
+		run.cancelled = true
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		run.timedOut = true
+	}
+	if st := cmd.ProcessState; st != nil {
+		run.exitCode = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			run.signal = bashSignalName(ws.Signal())
+		}
+	}
+	run.pipeHeld = errors.Is(waitErr, exec.ErrWaitDelay) && !run.timedOut && !run.cancelled
+	return run, nil
+}
+
+func bashSignalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	}
+	return fmt.Sprintf("%d (%v)", int(s), s)
+}
+
+// bashOutput collects a command's output, keeping the first and the last
+// half of limit bytes and counting what falls in between. It is safe for
+// concurrent writes.
+type bashOutput struct {
+	mu    sync.Mutex
+	limit int
+	head  []byte // up to limit/2 bytes from the start
+	tail  []byte // ring buffer of the latest bytes, limit - limit/2 long
+	next  int    // where the ring writes next
+	full  bool   // the ring has wrapped
+	total int64
+}
+
+func newBashOutput(limit int) *bashOutput {
+	return &bashOutput{limit: limit, tail: make([]byte, limit-limit/2)}
+}
+
+func (o *bashOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	o.total += int64(n)
+	if room := o.limit/2 - len(o.head); room > 0 {
+		k := min(room, len(p))
+		o.head = append(o.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) >= len(o.tail) {
+		// Only the last len(tail) bytes can survive.
+		copy(o.tail, p[len(p)-len(o.tail):])
+		o.next, o.full = 0, true
+		return n, nil
+	}
+	for len(p) > 0 {
+		k := copy(o.tail[o.next:], p)
+		p = p[k:]
+		o.next += k
+		if o.next == len(o.tail) {
+			o.next, o.full = 0, true
+		}
+	}
+	return n, nil
+}
+
+// String returns the kept output, with a note in place of the cut middle.
+func (o *bashOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var tail []byte
+	if o.full {
+		tail = append(append(tail, o.tail[o.next:]...), o.tail[:o.next]...)
+	} else {
+		tail = o.tail[:o.next]
+	}
+	var b strings.Builder
+	b.Write(o.head)
+	if cut := o.total - int64(len(o.head)) - int64(len(tail)); cut > 0 {
+		fmt.Fprintf(&b, "\n\n[... %d bytes cut from the middle of the output (%d bytes in all; the first %d and the last %d are shown). Redirect the output to a file and grep or read it, or pipe it through head or tail, to see the rest ...]\n\n", cut, o.total, len(o.head), len(tail))
+	}
+	b.Write(tail)
+	return strings.ToValidUTF8(b.String(), "\uFFFD")
+}

@@ -1,0 +1,221 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+func bashTestContext(t *testing.T) *tools.Context {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not on PATH; would have checked the bash tool")
+	}
+	return &tools.Context{Ctx: context.Background(), Workspace: t.TempDir()}
+}
+
+// bashRunTool calls the bash tool and returns its result and how long it
+// took.
+func bashRunTool(t *testing.T, ctx *tools.Context, input map[string]any) (*tools.Result, time.Duration) {
+	t.Helper()
+	raw, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := Bash.Call(ctx, raw)
+	return r, time.Since(start)
+}
+
+func TestBashDeclaration(t *testing.T) {
+	if Bash.Name() != "bash" || Bash.ReadOnly() {
+		t.Fatalf("name %q, read-only %v", Bash.Name(), Bash.ReadOnly())
+	}
+	sec := Bash.Security()
+	if sec == nil || sec.Network != tools.NetworkUnrestricted || sec.Filesystem != tools.FilesystemUnrestricted || sec.SideEffects != tools.SideEffectsExternal {
+		t.Fatalf("security = %+v, want the honest unconfined declaration", sec)
+	}
+	a := Bash.Annotations()
+	if a.Title != "Run shell command" || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+		t.Fatalf("annotations = %+v", a)
+	}
+	if Bash.Timeout() <= bashMaxTimeout {
+		t.Errorf("tool timeout %v would cut the command's own %v timeout short", Bash.Timeout(), bashMaxTimeout)
+	}
+	schema := string(Bash.InputSchemaJSON())
+	for _, want := range []string{`"command"`, `"timeout_ms"`, `"description"`, `"maximum":600000`, `"default":120000`, `"required":["command"]`} {
+		if !strings.Contains(schema, want) {
+			t.Errorf("schema lacks %s: %s", want, schema)
+		}
+	}
+}
+
+func TestBashOutputAndExitCode(t *testing.T) {
+	ctx := bashTestContext(t)
+	r, _ := bashRunTool(t, ctx, map[string]any{"command": "echo out1; echo err1 >&2; echo out2; echo err2 >&2", "description": "Print to both streams"})
+	if r.IsError || r.TextOf() != "out1\nerr1\nout2\nerr2\n" {
+		t.Errorf("combined output: IsError=%v %q", r.IsError, r.TextOf())
+	}
+
+	r, _ = bashRunTool(t, ctx, map[string]any{"command": "echo partial; exit 3"})
+	if !r.IsError || !strings.HasPrefix(r.TextOf(), "partial\n") || !strings.HasSuffix(r.TextOf(), "exit code 3") {
+		t.Errorf("exit 3: IsError=%v %q", r.IsError, r.TextOf())
+	}
+
+	r, _ = bashRunTool(t, ctx, map[string]any{"command": "true"})
+	if r.IsError || r.TextOf() != "(no output)" {
+		t.Errorf("no output: IsError=%v %q", r.IsError, r.TextOf())
+	}
+
+	r, _ = bashRunTool(t, ctx, map[string]any{"command": "kill -SEGV $$"})
+	if !r.IsError || !strings.Contains(r.TextOf(), "SIGSEGV") {
+		t.Errorf("killed by a signal: IsError=%v %q", r.IsError, r.TextOf())
+	}
+}
+
+func TestBashWorkingDirectoryAndStdin(t *testing.T) {
+	ctx := bashTestContext(t)
+	r, _ := bashRunTool(t, ctx, map[string]any{"command": "pwd -P; touch made-here"})
+	want, _ := filepath.EvalSymlinks(ctx.Workspace)
+	if r.IsError || strings.TrimSpace(r.TextOf()) != want {
+		t.Errorf("pwd = %q, want %q", r.TextOf(), want)
+	}
+	if _, err := os.Stat(filepath.Join(ctx.Workspace, "made-here")); err != nil {
+		t.Errorf("the command did not run in the workspace: %v", err)
+	}
+
+	// stdin is /dev/null: a read gets EOF at once instead of blocking.
+	r, d := bashRunTool(t, ctx, map[string]any{"command": `if read -r line; then echo "got [$line]"; else echo "eof"; fi; wc -c`})
+	if r.IsError || r.TextOf() != "eof\n0\n" || d > 5*time.Second {
+		t.Errorf("stdin: IsError=%v %q after %v", r.IsError, r.TextOf(), d)
+	}
+}
+
+func TestBashOutputCapKeepsHeadAndTail(t *testing.T) {
+	ctx := bashTestContext(t)
+	// 4 + 50000 + 4 bytes, written in many small pieces.
+	r, _ := bashRunTool(t, ctx, map[string]any{"command": "printf HEAD; for i in $(seq 5000); do printf '%09d\\n' $i; done; printf TAIL"})
+	text := r.TextOf()
+	if r.IsError {
+		t.Fatalf("IsError: %s", text)
+	}
+	if !strings.HasPrefix(text, "HEAD000000001\n") || !strings.HasSuffix(text, "000005000\nTAIL") {
+		t.Errorf("head or tail lost: %q ... %q", text[:min(len(text), 40)], text[max(0, len(text)-40):])
+	}
+	if !strings.Contains(text, "[... 20008 bytes cut from the middle of the output (50008 bytes in all; the first 15000 and the last 15000 are shown)") {
+		t.Errorf("cut note missing or wrong")
+	}
+	if len(text) > bashMaxOutputBytes+500 {
+		t.Errorf("output is %d bytes, cap %d", len(text), bashMaxOutputBytes)
+	}
+	// The middle really is gone.
+	if strings.Contains(text, "000002500\n") {
+		t.Errorf("the middle of the output was kept")
+	}
+}
+
+func TestBashOutputRing(t *testing.T) {
+	o := newBashOutput(10) // 5 head, 5 tail
+	for _, s := range []string{"ab", "cdefg", "hij", "klmnopqrstuvwxyz", "1", "23"} {
+		o.Write([]byte(s))
+	}
+	got := o.String()
+	if !strings.HasPrefix(got, "abcde") || !strings.HasSuffix(got, "yz123") || !strings.Contains(got, "[... 19 bytes cut") {
+		t.Errorf("ring: %q", got)
+	}
+	o = newBashOutput(10)
+	o.Write([]byte("short"))
+	o.Write([]byte("er"))
+	if got := o.String(); got != "shorter" {
+		t.Errorf("no cut: %q", got)
+	}
+}
+
+func TestBashTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	ctx := bashTestContext(t)
+	marker := filepath.Join(ctx.Workspace, "marker")
+	r, d := bashRunTool(t, ctx, map[string]any{"command": "echo started; (sleep 2; touch marker) & sleep 30", "timeout_ms": 300})
+	if d > 1500*time.Millisecond {
+		t.Errorf("timeout of 300ms returned after %v", d)
+	}
+	if !r.IsError || !strings.Contains(r.TextOf(), "started") || !strings.Contains(r.TextOf(), "timed out: killed after 300ms (timeout_ms 300), together with the processes it started") {
+		t.Errorf("timeout result: IsError=%v %q", r.IsError, r.TextOf())
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the background subshell survived the timeout and created %s", marker)
+	}
+}
+
+func TestBashBackgroundChildDoesNotHang(t *testing.T) {
+	t.Parallel()
+	ctx := bashTestContext(t)
+	r, d := bashRunTool(t, ctx, map[string]any{"command": "sleep 4 & echo started"})
+	if d > 3*time.Second {
+		t.Errorf("a background child holding stdout kept the call waiting %v", d)
+	}
+	if r.IsError || !strings.HasPrefix(r.TextOf(), "started\n") || !strings.Contains(r.TextOf(), "background process kept the output open") {
+		t.Errorf("result: IsError=%v %q", r.IsError, r.TextOf())
+	}
+	// A background child that does not hold the output is no delay at all.
+	r, d = bashRunTool(t, ctx, map[string]any{"command": "sleep 4 >/dev/null 2>&1 & echo started"})
+	if d > 900*time.Millisecond || r.IsError || r.TextOf() != "started\n" {
+		t.Errorf("detached child: IsError=%v %q after %v", r.IsError, r.TextOf(), d)
+	}
+}
+
+func TestBashCancellation(t *testing.T) {
+	t.Parallel()
+	ctx := bashTestContext(t)
+	c, cancel := context.WithCancel(context.Background())
+	ctx.Ctx = c
+	time.AfterFunc(200*time.Millisecond, cancel)
+	// The handler itself (Tool.Call would return at once on cancellation
+	// and leave the handler to finish in the background).
+	start := time.Now()
+	r, err := bashHandler(ctx, bashInput{Command: "(sleep 1; touch marker) & sleep 30"})
+	d := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d > 1500*time.Millisecond {
+		t.Errorf("cancellation took %v", d)
+	}
+	if !r.IsError || !strings.Contains(r.TextOf(), "cancelled") {
+		t.Errorf("cancelled result: IsError=%v %q", r.IsError, r.TextOf())
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(ctx.Workspace, "marker")); err == nil {
+		t.Errorf("a process of the cancelled command survived")
+	}
+}
+
+func TestBashInvalidInput(t *testing.T) {
+	ctx := bashTestContext(t)
+	for _, tc := range []struct {
+		input map[string]any
+		want  string
+	}{
+		{map[string]any{"command": "true", "timeout_ms": 600001}, "timeout_ms"},
+		{map[string]any{"command": "true", "timeout_ms": 0}, "timeout_ms"},
+		{map[string]any{"command": ""}, "command"},
+		{map[string]any{}, "command"},
+	} {
+		r, _ := bashRunTool(t, ctx, tc.input)
+		if !r.IsError || !strings.Contains(r.TextOf(), tc.want) {
+			t.Errorf("%v: IsError=%v %q, want an error naming %s", tc.input, r.IsError, r.TextOf(), tc.want)
+		}
+	}
+	r, _ := bashRunTool(t, &tools.Context{}, map[string]any{"command": "true"})
+	if !r.IsError || !strings.Contains(r.TextOf(), "no workspace") {
+		t.Errorf("no workspace: %q", r.TextOf())
+	}
+}

@@ -1,0 +1,24 @@
+// Package builtin holds the tools every agent gets: read_file, write_file,
+// edit_file, glob, grep, list_dir and bash.
+//
+// # Confinement of the file tools
+//
+// The file tools never open a path directly. The kernel opens an os.Root on
+// the workspace, and every access goes through it, so the kernel refuses any
+// path that resolves outside — through "..", an absolute path, or a symlink
+// planted inside the workspace — with RESOLVE_BENEATH semantics. Paths the
+// model gives may be relative to the workspace or absolute inside it.
+//
+// # Recording changes
+//
+// write_file and edit_file call Context.RecordSnapshot for every path they
+// are about to create or change, before changing it, and refuse the change
+// if it cannot be recorded: a change that cannot be rewound does not happen.
+//
+// # bash
+//
+// bash runs `bash -c` in the workspace in its own process group, with a
+// timeout that kills the group and an output cap that keeps the head and
+// the tail. Its declared Security is honest about what an unconfined shell
+// can do; the sandbox package confines it.
+package builtin
