@@ -10,6 +10,14 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 out=${BENCH_OUT:-/tmp/lite-agent-bench}
 mkdir -p "$out"
+# medians prints the median of each command of a hyperfine JSON export.
+medians() {
+  python3 - "$1" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print("median %8.2f ms  %s" % (r["median"] * 1000, r["command"]))
+PY
+}
 benchstat() { go run golang.org/x/perf/cmd/benchstat@latest "$@"; }
 
 if [[ $what == all || $what == kernel ]]; then
@@ -23,14 +31,15 @@ if [[ $what == all || $what == startup ]]; then
   go build -o bin/lite-agent ./cmd/lite-agent
   ws=$(mktemp -d) state=$(mktemp -d)
   echo '{"turns": [{"text": "hello"}]}' > "$out/one-turn.json"
-  hyperfine -N --warmup 5 --runs 100 --export-markdown "$out/startup.md" \
-    "bin/lite-agent run --workspace $ws --state-dir $state --script $out/one-turn.json hi" \
-    "/bin/true"
+  hyperfine -N --warmup 5 --runs 200 --export-json "$out/startup.json" \
+    -n "lite-agent run (one scripted turn)" "bin/lite-agent run --workspace $ws --state-dir $state --script $out/one-turn.json hi" \
+    -n "/bin/true" "/bin/true"
+  medians "$out/startup.json"
   rm -rf "$ws" "$state"
 fi
 
 if [[ $what == all || $what == grep ]]; then
   echo "== grep tool vs ripgrep, 20,000 files, same query, same matches"
   go test ./tools/builtin -run '^$' -bench 'Grep|Ripgrep' -benchtime 10x -count 6 -timeout 30m | tee "$out/grep.txt"
-  benchstat "$out/grep.txt"
+  benchstat -col .name "$out/grep.txt"
 fi

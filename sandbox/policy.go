@@ -1,6 +1,9 @@
 package sandbox
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // NetworkMode is how much network a confined process may reach.
 type NetworkMode string
@@ -16,31 +19,88 @@ const (
 	NetworkUnrestricted NetworkMode = "unrestricted"
 )
 
+// ParseNetworkMode checks a mode given as text (a flag, a config file).
+func ParseNetworkMode(s string) (NetworkMode, error) {
+	switch m := NetworkMode(s); m {
+	case NetworkNone, NetworkLoopback, NetworkPrivate, NetworkUnrestricted:
+		return m, nil
+	case "":
+		return NetworkNone, nil
+	}
+	return "", fmt.Errorf("unknown network mode %q (none, loopback, private or unrestricted)", s)
+}
+
 // Limits bound what one confined command may consume. Zero means the
-// preset's default.
+// default given for each field.
 type Limits struct {
-	WallTime    time.Duration
+	// WallTime kills the whole process tree when exceeded (default: none;
+	// callers such as the bash tool set their own).
+	WallTime time.Duration
+	// MemoryBytes bounds the memory of the whole tree (cgroup memory.max or
+	// memory.limit_in_bytes; RLIMIT_AS per process when no cgroup is
+	// available). Default 4 GiB.
 	MemoryBytes int64
-	Processes   int
-	FileBytes   int64
+	// Processes bounds the number of live processes/threads of the tree
+	// (cgroup pids.max). This is what stops a fork bomb, also for root,
+	// for whom RLIMIT_NPROC does nothing. Default 512.
+	Processes int
+	// FileBytes bounds the size of any file written (RLIMIT_FSIZE).
+	// Default 1 GiB.
+	FileBytes int64
+	// OutputBytes bounds what is kept of stdout+stderr; the rest is
+	// dropped and the truncation reported. Default 1 MiB.
 	OutputBytes int64
 }
 
 // Policy describes the confinement of one command or handler: what it may
 // read and write, which network it may reach, which environment it sees and
-// what it may consume. A Policy is plain data; building and applying the
-// kernel rules from it is the job of this package's confined child.
+// what it may consume.
 type Policy struct {
-	// Workspace is the only directory writable by default.
+	// Workspace is readable and writable; it is the working directory.
 	Workspace string
-	// ReadOnlyPaths and ReadWritePaths extend the workspace.
+	// ReadOnlyPaths and ReadWritePaths extend the workspace. Paths that do
+	// not exist are an error (a typo must not silently widen nothing).
 	ReadOnlyPaths  []string
 	ReadWritePaths []string
+	// SystemPaths are the read-only (and executable) system paths a normal
+	// toolchain needs. nil means DefaultSystemPaths(); an empty non-nil
+	// slice means none.
+	SystemPaths []string
+	// TempDir is the private TMPDIR, readable and writable. Empty means a
+	// fresh directory per command, removed when it ends.
+	TempDir string
 	// Network is the network mode; empty means NetworkNone.
 	Network NetworkMode
-	// Env lists the environment variables passed to the child, as NAME
-	// (copied from the parent) or NAME=VALUE.
+	// Env lists the variables passed to the child, as NAME (copied from
+	// the parent's environment) or NAME=VALUE. nil means DefaultEnv().
+	// Names that look like secrets (*_KEY, *_TOKEN, *_SECRET, *PASSWORD*,
+	// ...) are dropped unless given as NAME=VALUE explicitly.
 	Env []string
 	// Limits bound the child's resources.
 	Limits Limits
+	// BestEffort runs even when the kernel cannot enforce everything the
+	// policy asks for; what was not enforced is reported by
+	// Sandbox.Enforcement. The default fails closed.
+	BestEffort bool
+}
+
+// DefaultSystemPaths are the read-only paths a shell, git, python3 and cc
+// need: chosen narrowly — not all of /etc, not /root, not $HOME.
+func DefaultSystemPaths() []string {
+	return []string{
+		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+		"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
+		"/etc/nsswitch.conf", "/etc/localtime", "/etc/ssl/certs",
+		"/etc/ca-certificates", "/etc/alternatives", "/etc/gitconfig",
+		"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
+		"/usr/share/zoneinfo",
+		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
+		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
+	}
+}
+
+// DefaultEnv is the environment allowlist: names copied from the parent.
+func DefaultEnv() []string {
+	return []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "HOME", "USER", "LOGNAME", "TZ", "SHELL"}
 }

@@ -1,0 +1,58 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/provider/scripted"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+// Query streams a session: here a scripted model (offline, deterministic)
+// calls a custom tool, then answers. With a real model, use
+// provider/anthropic instead.
+func ExampleQuery() {
+	type WeatherIn struct {
+		City string `json:"city"`
+	}
+	weather := tools.Must(tools.New("get_weather", "Get the weather for a city",
+		func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
+		&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
+
+	model, _ := scripted.Parse([]byte(`{"turns": [
+	  {"tool_calls": [{"id": "t1", "name": "get_weather", "input": {"city": "Tokyo"}}]},
+	  {"text": "It is sunny in Tokyo."}]}`))
+	workspace, _ := os.MkdirTemp("", "ws")
+	state, _ := os.MkdirTemp("", "state")
+	defer os.RemoveAll(workspace)
+	defer os.RemoveAll(state)
+
+	for ev, err := range kernel.Query(context.Background(), kernel.Options{
+		Prompt:       "What's the weather in Tokyo?",
+		Model:        model,
+		Workspace:    workspace,
+		StateDir:     state,
+		CustomTools:  []*tools.Tool{weather},
+		Tools:        []string{"get_weather"},
+		AllowedTools: []string{"get_weather"},
+	}) {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		switch ev.Type {
+		case kernel.EventToolCall:
+			fmt.Printf("call %s %s\n", ev.Name, ev.Input)
+		case kernel.EventToolResult:
+			fmt.Printf("result %s: %s\n", ev.ID, ev.Content[0].Text)
+		case kernel.EventResult:
+			fmt.Printf("%s after %d turns: %s\n", ev.Subtype, ev.NumTurns, ev.Result)
+		}
+	}
+	// Output:
+	// call get_weather {"city": "Tokyo"}
+	// result t1: sunny in Tokyo
+	// success after 2 turns: It is sunny in Tokyo.
+}

@@ -1,0 +1,79 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"syscall"
+	"time"
+)
+
+// ErrUnsupported is wrapped by every error that says the kernel (or the
+// platform) cannot enforce what a policy asks for. The message names what
+// is missing.
+var ErrUnsupported = errors.New("sandbox: not enforceable on this system")
+
+// Command is one program to run confined.
+type Command struct {
+	// Path is the program; without a slash it is looked up in the PATH of
+	// the child's environment.
+	Path string
+	// Args is argv, including argv[0]; empty means {Path}.
+	Args []string
+	// Dir is the working directory; empty means the policy's workspace.
+	Dir string
+	// Env adds NAME=VALUE pairs on top of the policy's environment.
+	Env []string
+	// Stdin, Stdout and Stderr are the child's standard streams; nil means
+	// /dev/null (stdin) or discard (output). Output written through them is
+	// bounded by Limits.OutputBytes.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// ExitStatus is how a confined command ended.
+type ExitStatus struct {
+	// Code is the exit code, or 128+signal when a signal killed the command
+	// (the shell convention).
+	Code int
+	// Signal is the signal that killed the main process, if any.
+	Signal syscall.Signal
+	// TimedOut: the wall-time limit or the context ended the tree.
+	TimedOut bool
+	// MemoryExceeded: the memory limit was hit (OOM kill in the tree).
+	MemoryExceeded bool
+	// ProcessLimitHit: a fork failed because of the process limit.
+	ProcessLimitHit bool
+	// OutputTruncated: stdout/stderr exceeded Limits.OutputBytes; the
+	// excess was dropped. DroppedBytes says how much.
+	OutputTruncated bool
+	DroppedBytes    int64
+	// Duration is the wall time from start to the end of the whole tree.
+	Duration time.Duration
+}
+
+// Enforcement says what a prepared sandbox actually enforces. With
+// BestEffort, Missing lists what the kernel could not enforce.
+type Enforcement struct {
+	LandlockABI  int      `json:"landlock_abi"`
+	Seccomp      bool     `json:"seccomp"`
+	Cgroup       string   `json:"cgroup"` // "v2", "v1" or "" (none)
+	NetworkMode  string   `json:"network_mode"`
+	Missing      []string `json:"missing,omitempty"`
+	Unprivileged bool     `json:"unprivileged"`
+}
+
+// Capabilities is what this kernel and this user can enforce, for
+// `lite-agent sandbox check`.
+type Capabilities struct {
+	Kernel            string   `json:"kernel"`
+	LandlockABI       int      `json:"landlock_abi"` // 0: none
+	Seccomp           bool     `json:"seccomp"`
+	SeccompUserNotify bool     `json:"seccomp_user_notify"`
+	PidfdGetfd        bool     `json:"pidfd_getfd"`
+	UserNamespaces    bool     `json:"user_namespaces"`
+	CgroupV2          bool     `json:"cgroup_v2"`
+	CgroupV1          []string `json:"cgroup_v1_controllers,omitempty"`
+	CgroupWritable    bool     `json:"cgroup_writable"`
+	Root              bool     `json:"root"`
+	Notes             []string `json:"notes,omitempty"`
+}
