@@ -34,8 +34,6 @@ const (
 	// grepMaxLineBytes shortens very long lines (minified code, data) in
 	// content mode.
 	grepMaxLineBytes = 500
-	// grepBinaryProbe is how much of a file is checked for a NUL byte.
-	grepBinaryProbe = 8 << 10
 	// Files above grepBigFileBytes are read one at a time; files above
 	// grepMaxFileBytes are not searched (the output says which).
 	grepBigFileBytes = 8 << 20
@@ -657,9 +655,11 @@ func (s *grepSearch) readFile(w *grepWorker, dir *os.Root, name, rel string) (da
 			// here, as rg would cut it).
 			err = io.EOF
 		}
-		if !probed && (len(buf) >= grepBinaryProbe || err != nil) {
+		if !probed && (len(buf) >= looksBinarySniffBytes || err != nil) {
 			probed = true
-			if bytes.IndexByte(buf[:min(len(buf), grepBinaryProbe)], 0) >= 0 {
+			// The same test as read_file's, so both tools agree on what
+			// is binary.
+			if looksBinary(buf) {
 				release()
 				s.binary.Add(1)
 				return nil, nil, false

@@ -285,7 +285,7 @@ func TestGrepGitInfoExclude(t *testing.T) {
 
 func TestGrepBinarySkipped(t *testing.T) {
 	bin := "\x00\x01\x02 NEEDLE in a binary file"
-	late := strings.Repeat("x", grepBinaryProbe+10) + "\x00 NEEDLE after the probe"
+	late := strings.Repeat("x", looksBinarySniffBytes+10) + "\x00 NEEDLE after the probe"
 	ctx := grepTestWorkspace(t, map[string]string{
 		"bin.dat":  bin,
 		"late.txt": late, // the NUL is beyond the first 8 KiB: searched
