@@ -5,7 +5,10 @@ go 1.26
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/jsonschema-go v0.4.3
+	github.com/seccomp/libseccomp-golang v0.11.1
+	golang.org/x/sys v0.35.0
 )
 
 require (

@@ -10,17 +10,21 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
+type WeatherIn struct {
+	City string `json:"city"`
+}
+
+// Custom tools are defined at package level: each handler runs confined in
+// a re-execution of the program, which finds it by name. The program's main
+// (here the test binary's TestMain) calls tools.ServeConfinedCall() first.
+var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
+	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
+	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
+
 // Query streams a session: here a scripted model (offline, deterministic)
 // calls a custom tool, then answers. With a real model, use
 // provider/anthropic instead.
 func ExampleQuery() {
-	type WeatherIn struct {
-		City string `json:"city"`
-	}
-	weather := tools.Must(tools.New("get_weather", "Get the weather for a city",
-		func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
-		&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
-
 	model, _ := scripted.Parse([]byte(`{"turns": [
 	  {"tool_calls": [{"id": "t1", "name": "get_weather", "input": {"city": "Tokyo"}}]},
 	  {"text": "It is sunny in Tokyo."}]}`))

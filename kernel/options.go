@@ -65,8 +65,20 @@ type Options struct {
 	// and Prompt is appended as the next user message.
 	Resume string
 
-	// Sandbox is the policy handed to tools through their Context.
+	// Sandbox is the confinement of every command and custom handler. nil
+	// means sandbox.Policy{} — the workspace read-write, the system's
+	// toolchain read-only, no network, default limits. Its Workspace, when
+	// empty, is the session's workspace. If the kernel cannot enforce the
+	// policy the run fails (fail closed) unless the policy says BestEffort.
 	Sandbox *sandbox.Policy
+	// InProcessHandlers runs custom tool handlers in this process,
+	// unconfined, instead of in a sandboxed child. It is for tests and for
+	// handlers that need this process's state; the strict assembler refuses
+	// it. By default each custom handler runs in a confined re-execution of
+	// this program, under the profile its Security declares — which
+	// requires the program to call tools.ServeConfinedCall() at the start of
+	// main.
+	InProcessHandlers bool
 	// Snapshots records pre-images before tools change files; nil until a
 	// checkpointer is wired in.
 	Snapshots tools.SnapshotRecorder

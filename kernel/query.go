@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 	"github.com/lite-agent/lite-agent/tools/builtin"
 )
@@ -67,12 +68,23 @@ type run struct {
 	messages []provider.Message
 	tasks    *tools.Tasks
 
+	// sandbox confines bash; handlerSandboxes confine custom handlers, one
+	// per declared security profile, built on first use.
+	basePolicy       sandbox.Policy
+	sandbox          *sandbox.Sandbox
+	builtins         map[*tools.Tool]bool
+	handlerMu        sync.Mutex
+	handlerSandboxes map[handlerProfile]*sandbox.Sandbox
+
 	usage       provider.Usage
 	turns       int
 	toolTimeout time.Duration
 }
 
 func newRun(ctx context.Context, o *Options) (_ *run, err error) {
+	if tools.InConfinedChild() {
+		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call tools.ServeConfinedCall() first")
+	}
 	if o.Model == nil {
 		return nil, errors.New("kernel: Options.Model is required")
 	}
@@ -93,6 +105,14 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if err := r.buildTools(); err != nil {
 		return nil, err
 	}
+	if err := r.prepareSandbox(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.closeSandboxes()
+		}
+	}()
 	if r.root, err = os.OpenRoot(r.workspace); err != nil {
 		return nil, fmt.Errorf("kernel: opening the workspace: %w", err)
 	}
@@ -168,6 +188,10 @@ func resolveStateDir(dir, workspace string) (string, error) {
 // narrowed by Options.Tools, minus Options.DisallowedTools.
 func (r *run) buildTools() error {
 	o := r.opts
+	r.builtins = map[*tools.Tool]bool{}
+	for _, t := range builtin.All() {
+		r.builtins[t] = true
+	}
 	all := append(builtin.All(), o.CustomTools...)
 	byName := make(map[string]*tools.Tool, len(all))
 	for _, t := range all {
@@ -262,6 +286,7 @@ func (r *run) openSession(stateDir string) error {
 func (r *run) close() {
 	r.cancel()
 	r.tasks.KillAll(5 * time.Second)
+	r.closeSandboxes()
 	r.file.close()
 	r.root.Close()
 }
@@ -571,14 +596,21 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		Workspace: r.workspace,
 		Root:      r.root,
 		Call:      p.call,
-		Sandbox:   r.opts.Sandbox,
+		Sandbox:   r.sandbox,
 		Tasks:     r.tasks,
 		Approval:  r.opts.Approval,
 		UserInput: r.opts.UserInput,
 		EmitFunc:  emit,
 		Snapshots: r.opts.Snapshots,
 	}
-	return p.tool.Call(tctx, p.call.Input)
+	if r.builtins[p.tool] || r.opts.InProcessHandlers {
+		return p.tool.Call(tctx, p.call.Input)
+	}
+	sb, workspace, err := r.handlerSandbox(p.tool)
+	if err != nil {
+		return tools.Errorf("the %s tool cannot run: %v", p.tool.Name(), err)
+	}
+	return p.tool.CallConfined(tctx, sb, workspace)
 }
 
 // toolResultBlock converts a tool result to what the model is sent. Blocks a

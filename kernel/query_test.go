@@ -37,7 +37,10 @@ func script(t *testing.T, js string) provider.Model {
 }
 
 func (e env) opts(model provider.Model) Options {
-	return Options{Prompt: "go", Model: model, ModelName: "scripted", Workspace: e.ws, StateDir: e.state}
+	// Custom tools in these tests are built inside test functions, so a
+	// re-executed child could not find them: they run in-process here, and
+	// confined_test.go covers confined handlers.
+	return Options{Prompt: "go", Model: model, ModelName: "scripted", Workspace: e.ws, StateDir: e.state, InProcessHandlers: true}
 }
 
 // collect runs a query to the end and returns its events and final error.

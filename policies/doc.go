@@ -3,8 +3,12 @@
 // files. It decides nothing at run time by itself: the kernel's permission
 // gate consults it.
 //
-// The rule language and the presets are built by the permission issue (#5);
-// until then the kernel's gate knows tool names and wildcards only
-// (kernel.Options AllowedTools and DisallowedTools), and this package holds
-// no code.
+// # Presets
+//
+// Presets (presets.go) hold, for now, their sandbox part: the policy every
+// command runs under and the widest network a custom tool may declare. The
+// permission issue (#5) adds the rule language, the policy files and each
+// preset's permission mode and rules; until then the kernel's gate knows
+// tool names and wildcards only (kernel.Options AllowedTools and
+// DisallowedTools).
 package policies

@@ -60,6 +60,9 @@ type Enforcement struct {
 	NetworkMode  string   `json:"network_mode"`
 	Missing      []string `json:"missing,omitempty"`
 	Unprivileged bool     `json:"unprivileged"`
+	// Notes say how each limit is enforced (cgroup, rlimit, PID
+	// namespace), for `sandbox check` and logs.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Capabilities is what this kernel and this user can enforce, for

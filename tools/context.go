@@ -52,8 +52,10 @@ type Context struct {
 	Root *os.Root
 	// Call is the raw call being executed.
 	Call Call
-	// Sandbox is the active sandbox policy, or nil when none is active.
-	Sandbox *sandbox.Policy
+	// Sandbox confines the commands a tool runs (the bash tool runs every
+	// command through it); its Policy() is the active policy. nil when no
+	// sandbox is active — tools that run commands then refuse to.
+	Sandbox *sandbox.Sandbox
 	// Tasks is the session's background-task registry.
 	Tasks *Tasks
 	// Approval and UserInput reach a person; nil when headless.

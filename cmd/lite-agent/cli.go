@@ -32,6 +32,15 @@ const usageText = `usage: lite-agent <command> [flags]
 
 commands:
   run [flags] PROMPT   run an agent (see 'lite-agent run -h')
+  sandbox run|check    run one command confined, or show what this kernel can enforce
+                       (see 'lite-agent sandbox -h')
+  sessions             list sessions: id, start, prompt, checkpoints
+  checkpoints SESSION  list a session's checkpoints and the files each changed
+  rewind SESSION --to N
+                       go back to checkpoint N: files and conversation
+                       (see 'lite-agent rewind -h')
+  gc                   remove old checkpoints (--max-age, --max-count, --max-size)
+  verify               re-hash the checkpoint store and report corruption
   version              print the version
 `
 
@@ -45,6 +54,18 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = cmdRun(args[1:], stdin, stdout, stderr)
+	case "sandbox":
+		err = cmdSandbox(args[1:], stdin, stdout, stderr)
+	case "sessions":
+		err = cmdSessions(args[1:], stdout, stderr)
+	case "checkpoints":
+		err = cmdCheckpoints(args[1:], stdout, stderr)
+	case "rewind":
+		err = cmdRewind(args[1:], stdout, stderr)
+	case "gc":
+		err = cmdGC(args[1:], stdout, stderr)
+	case "verify":
+		err = cmdVerify(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "lite-agent", version)
 	case "help", "-h", "--help":

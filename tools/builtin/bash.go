@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -22,10 +22,6 @@ const (
 	// bashMaxOutputBytes bounds the output returned to the model: the first
 	// and last halves are kept, the middle is cut.
 	bashMaxOutputBytes = 30000
-	// bashWaitDelay is how long the output is still read after the shell
-	// has exited (or been killed) while a background process it started
-	// keeps the output pipe open. After that the call returns regardless.
-	bashWaitDelay = time.Second
 )
 
 type bashInput struct {
@@ -39,22 +35,22 @@ const bashDescription = `Run a shell command with bash -c in the workspace direc
 - Use it for builds, tests, git, package managers and other programs. To read, find, search or edit files use the read_file, glob, grep, edit_file and write_file tools instead of cat, find, grep, sed or echo >: they are faster and their output is made for you.
 - Each call is a fresh shell: the working directory is the workspace and cd, variables and aliases do not carry over to the next call. Chain dependent steps with && in one command.
 - Standard input is empty (/dev/null): interactive programs, prompts and pagers will not get input, so pass flags such as --yes, -y or --no-pager.
-- timeout_ms (default 120000, max 600000) kills the command and all processes it started when it runs too long. A background process (cmd &) that keeps running after the shell exits is not waited for beyond one second.
+- timeout_ms (default 120000, max 600000) kills the command and all processes it started when it runs too long. Processes left running in the background (cmd &) are killed when the shell exits.
+- The command runs in a sandbox: it can read and write the workspace and a private TMPDIR, read the system's toolchain, and nothing else; by default it has no network. Do not try to work around the sandbox; if a command needs more, say so to the user.
 - Output is capped at 30000 bytes: the beginning and the end are kept and the middle is cut. For long output, redirect it to a file and read or grep that file, or pipe through head/tail.
 - A non-zero exit code makes the result an error; the text ends with "exit code N".
 - Quote paths with spaces ("my dir/file").`
 
-// Bash runs shell commands in the workspace.
-//
-// Until the sandbox exists it is unconfined: the command runs with the
-// agent's own privileges, may read and write anywhere and reach any
-// network, and its Security says so. The sandbox issue confines it by
-// replacing runCommand with a confined child and a real process-tree kill.
+// Bash runs shell commands in the workspace, each one confined by the
+// session's sandbox (Context.Sandbox): Landlock, seccomp, no capabilities,
+// resource limits, and a kill of the whole process tree. Its declaration is
+// what the default sandbox policy allows — the workspace, no network; a
+// session that widens its sandbox policy widens what bash can reach.
 var Bash = tools.Must(tools.New("bash", bashDescription, bashHandler, &tools.Options{
 	Security: &tools.Security{
-		Network:     tools.NetworkUnrestricted,
-		Filesystem:  tools.FilesystemUnrestricted,
-		SideEffects: tools.SideEffectsExternal,
+		Network:     tools.NetworkNone,
+		Filesystem:  tools.FilesystemWorkspace,
+		SideEffects: tools.SideEffectsWorkspace,
 	},
 	InputSchema: bashInputSchema(),
 	// The command's own timeout (at most bashMaxTimeout) always fires
@@ -98,7 +94,10 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 		return nil, fmt.Errorf("field timeout_ms: %d is out of range; give 1 to %d milliseconds", in.TimeoutMS, bashMaxTimeout/time.Millisecond)
 	}
 	out := newBashOutput(bashMaxOutputBytes)
-	run, err := runCommand(ctx.Context(), ctx.Workspace, in.Command, timeout, out)
+	if ctx.Sandbox == nil {
+		return nil, errors.New("no sandbox is active for this session, and bash runs commands only inside one")
+	}
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out)
 	if err != nil {
 		return nil, err
 	}
@@ -131,68 +130,60 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 		isError = true
 		note("exit code %d", run.exitCode)
 	}
-	if run.pipeHeld {
-		note("(A background process kept the output open after the command finished; it was not waited for, and what it writes from now on is not shown.)")
+	if run.memoryExceeded {
+		note("The command ran out of memory: the sandbox's memory limit killed it.")
+	}
+	if run.processLimitHit {
+		note("The command hit the sandbox's limit on the number of processes.")
 	}
 	return &tools.Result{Content: []tools.Content{tools.TextContent(b.String())}, IsError: isError}, nil
 }
 
 // bashRun is how a command ended.
 type bashRun struct {
-	exitCode  int    // the shell's exit status, when it exited
-	signal    string // the signal that killed it otherwise
-	timedOut  bool   // killed because the timeout passed
-	cancelled bool   // killed because the call's context was cancelled
-	pipeHeld  bool   // a leftover process still held the output open
+	exitCode        int    // the shell's exit status, when it exited
+	signal          string // the signal that killed it otherwise
+	timedOut        bool   // killed because the timeout passed
+	cancelled       bool   // killed because the call's context was cancelled
+	memoryExceeded  bool   // the memory limit killed something in the tree
+	processLimitHit bool   // a fork failed on the process limit
 }
 
-// runCommand runs command with bash -c in dir, stdin from /dev/null, stdout
-// and stderr both written to out in arrival order. The shell gets its own
-// process group; on timeout or when ctx is done the whole group gets
-// SIGKILL. It returns an error only when the command could not be started.
-//
-// This is the one place that starts and kills the process: the sandbox
-// issue swaps it for a confined child (and a kill that reaches processes
-// that left the group).
-func runCommand(ctx context.Context, dir, command string, timeout time.Duration, out *bashOutput) (bashRun, error) {
-	shell, err := exec.LookPath("bash")
-	if err != nil {
-		return bashRun{}, fmt.Errorf("bash is not installed or not on PATH: %w", err)
-	}
+// runCommand runs command with bash -c in dir inside sb, stdin from
+// /dev/null, stdout and stderr both written to out in arrival order. On
+// timeout or when ctx is done the whole process tree is killed (the sandbox
+// reaches processes that setsid or double-fork away), and when the shell
+// exits whatever it left running in the background is killed too: nothing a
+// command starts outlives it. It returns an error only when the sandbox
+// could not start the command.
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out *bashOutput) (bashRun, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, shell, "-c", command)
-	cmd.Dir = dir
-	cmd.Stdin = nil // /dev/null
-	// The same writer for both makes os/exec give the child a single pipe
-	// for stdout and stderr, which keeps their relative order.
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The negative pid is the process group the shell leads.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	st, err := sb.Run(runCtx, &sandbox.Command{
+		Path: "bash",
+		Args: []string{"bash", "-c", command},
+		Dir:  dir,
+		// The same writer for both gives the child one pipe for stdout and
+		// stderr, which keeps their relative order.
+		Stdout: out,
+		Stderr: out,
+	})
+	if err != nil {
+		return bashRun{}, fmt.Errorf("the sandbox could not start bash: %w", err)
 	}
-	cmd.WaitDelay = bashWaitDelay
-	if err := cmd.Start(); err != nil {
-		return bashRun{}, fmt.Errorf("starting bash in %s: %w", dir, err)
-	}
-	waitErr := cmd.Wait()
-
 	var run bashRun
 	switch {
 	case ctx.Err() != nil:
 		run.cancelled = true
-	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+	case st.TimedOut || errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		run.timedOut = true
 	}
-	if st := cmd.ProcessState; st != nil {
-		run.exitCode = st.ExitCode()
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			run.signal = bashSignalName(ws.Signal())
-		}
+	run.exitCode = st.Code
+	if st.Signal != 0 {
+		run.signal = bashSignalName(st.Signal)
 	}
-	run.pipeHeld = errors.Is(waitErr, exec.ErrWaitDelay) && !run.timedOut && !run.cancelled
+	run.memoryExceeded = st.MemoryExceeded
+	run.processLimitHit = st.ProcessLimitHit
 	return run, nil
 }
 

@@ -1,0 +1,441 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// GCOptions bound the store. Zero fields set no bound; with all zero, gc
+// only drops what nothing refers to (objects of removed checkpoints,
+// duplicate copies, torn pack tails).
+type GCOptions struct {
+	// MaxAge drops rewind targets (checkpoints) sealed longer ago.
+	MaxAge time.Duration
+	// MaxCount keeps at most this many rewind targets per session, the
+	// newest.
+	MaxCount int
+	// MaxSize drops the oldest rewind targets, across sessions, until the
+	// store takes at most this many bytes (or only the newest checkpoint
+	// of each session is left).
+	MaxSize int64
+	// DryRun reports what would be removed and removes nothing.
+	DryRun bool
+	// Now is the time ages are measured from; zero means time.Now().
+	Now time.Time
+}
+
+// GCReport says what gc removed (or, in a dry run, would remove).
+type GCReport struct {
+	Sessions int `json:"sessions"`
+	// CheckpointsRemoved counts rewind targets dropped; Trimmed lists
+	// "session: now from checkpoint N".
+	CheckpointsRemoved int      `json:"checkpoints_removed"`
+	Trimmed            []string `json:"trimmed,omitempty"`
+	ObjectsRemoved     int      `json:"objects_removed"`
+	BytesBefore        int64    `json:"bytes_before"`
+	BytesAfter         int64    `json:"bytes_after"`
+	// Corrupt are objects found corrupt while compacting: not copied.
+	Corrupt []string `json:"corrupt,omitempty"`
+}
+
+// GC removes old checkpoints and the objects only they needed. Only the
+// oldest checkpoints of a session are ever removed (a rewind to a kept
+// checkpoint needs every later one), the newest checkpoint of every session
+// is kept, and no object a kept checkpoint needs is deleted. Sessions with
+// an unsealed checkpoint are left whole. It needs the store to itself:
+// while any session records, it fails with ErrStoreBusy.
+func GC(stateDir string, opts GCOptions) (*GCReport, error) {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockStore(abs, true, false)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	rep := &GCReport{}
+	if rep.BytesBefore, err = dirSize(ckptDir(abs)); err != nil {
+		return nil, err
+	}
+
+	type sess struct {
+		h       *history
+		base    int // the new base
+		frozen  bool
+		logSize int64
+	}
+	logs, err := sessionLogs(abs)
+	if err != nil {
+		return nil, err
+	}
+	var sessions []*sess
+	for _, lp := range logs {
+		h, err := readHistory(lp)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: gc: %w (run 'lite-agent verify')", err)
+		}
+		fi, _ := os.Stat(lp)
+		s := &sess{h: h, base: h.header.Base, frozen: len(h.tail) > 0 || h.torn}
+		if fi != nil {
+			s.logSize = fi.Size()
+		}
+		if !s.frozen {
+			if opts.MaxCount > 0 {
+				s.base = max(s.base, h.last-opts.MaxCount+1)
+			}
+			if opts.MaxAge > 0 {
+				cut := now.Add(-opts.MaxAge)
+				nb := h.last
+				for n := s.base; n <= h.last; n++ {
+					t := h.header.Time
+					if r := h.seal(n); r != nil {
+						t = r.Time
+					}
+					if !t.Before(cut) {
+						nb = n
+						break
+					}
+				}
+				s.base = max(s.base, nb)
+			}
+		}
+		sessions = append(sessions, s)
+	}
+	rep.Sessions = len(sessions)
+
+	// Objects and their sizes, to know what dropping a checkpoint frees.
+	objDir := filepath.Join(ckptDir(abs), "objects")
+	sizes := map[Hash]int64{}
+	packs, err := listPacks(filepath.Join(objDir, "pack"))
+	if err != nil {
+		return nil, err
+	}
+	type packInfo struct {
+		name    string
+		entries []packEntry
+		garbage int64
+	}
+	var packInfos []packInfo
+	for _, p := range packs {
+		entries, garbage, err := readPackIndex(filepath.Join(objDir, "pack"), p)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: gc: %w (run 'lite-agent verify')", err)
+		}
+		pf, err := os.Open(filepath.Join(objDir, "pack", p+".pack"))
+		if err != nil {
+			return nil, err
+		}
+		fi, _ := pf.Stat()
+		for i, e := range entries {
+			if hdr, err := readEntryHeader(pf, e.off, fi.Size()); err == nil {
+				entries[i] = hdr
+				if _, ok := sizes[e.hash]; !ok {
+					sizes[e.hash] = hdr.hdrLen + hdr.storedLen + idxEntrySize
+				}
+			}
+		}
+		pf.Close()
+		packInfos = append(packInfos, packInfo{p, entries, garbage})
+	}
+	loose := map[Hash]string{}
+	dirs, _ := os.ReadDir(objDir)
+	for _, d := range dirs {
+		if !d.IsDir() || len(d.Name()) != 2 {
+			continue
+		}
+		files, _ := os.ReadDir(filepath.Join(objDir, d.Name()))
+		for _, fe := range files {
+			h, err := parseHash(d.Name() + fe.Name())
+			if err != nil {
+				continue
+			}
+			loose[h] = filepath.Join(objDir, d.Name(), fe.Name())
+			if fi, err := fe.Info(); err == nil {
+				sizes[h] = fi.Size()
+			}
+		}
+	}
+
+	// refcounts over what the current bases keep.
+	refsOf := func(s *sess, base int) map[Hash]int {
+		m := map[Hash]int{}
+		h := *s.h
+		h.header.Base = base
+		rs := map[Hash][]ref{}
+		historyRefs(&h, rs)
+		for k, v := range rs {
+			m[k] = len(v)
+		}
+		return m
+	}
+	count := map[Hash]int{}
+	for _, s := range sessions {
+		for k, v := range refsOf(s, s.base) {
+			count[k] += v
+		}
+	}
+	liveSize := func() int64 {
+		var n int64
+		for h, c := range count {
+			if c > 0 {
+				n += sizes[h]
+			}
+		}
+		for _, s := range sessions {
+			n += s.logSize
+		}
+		return n
+	}
+	if opts.MaxSize > 0 {
+		// Drop the oldest rewind target across sessions, one at a time.
+		for liveSize() > opts.MaxSize {
+			var pick *sess
+			var pickTime time.Time
+			for _, s := range sessions {
+				if s.frozen || s.base >= s.h.last {
+					continue
+				}
+				t := s.h.header.Time
+				if r := s.h.seal(s.base); r != nil {
+					t = r.Time
+				}
+				if pick == nil || t.Before(pickTime) {
+					pick, pickTime = s, t
+				}
+			}
+			if pick == nil {
+				break
+			}
+			// Entries of checkpoint base+1 serve only target base.
+			if r := pick.h.seal(pick.base + 1); r != nil {
+				for i := range r.Entries {
+					if hh, err := parseHash(r.Entries[i].Pre.Hash); err == nil && r.Entries[i].Pre.Kind == KindFile {
+						count[hh]--
+					}
+				}
+			}
+			for _, x := range pick.h.after[pick.base] {
+				if x.State != nil && x.State.Kind == KindFile {
+					if hh, err := parseHash(x.State.Hash); err == nil {
+						count[hh]--
+					}
+				}
+			}
+			pick.base++
+		}
+	}
+
+	// Rewrite the logs whose base moved.
+	for _, s := range sessions {
+		old := s.h.header.Base
+		if s.base <= old {
+			continue
+		}
+		dropped := 0
+		for n := old; n < s.base; n++ {
+			if s.h.seal(n) != nil || n == 0 {
+				dropped++
+			}
+		}
+		rep.CheckpointsRemoved += dropped
+		rep.Trimmed = append(rep.Trimmed, fmt.Sprintf("%s: now from checkpoint %d (%d removed)", s.h.header.Session, s.base, dropped))
+		if opts.DryRun {
+			continue
+		}
+		if err := rewriteLog(s.h, s.base); err != nil {
+			return nil, err
+		}
+	}
+
+	// What every kept checkpoint needs, read back from the logs as they are
+	// now (the source of truth, not the estimate above).
+	live := map[Hash]bool{}
+	for _, s := range sessions {
+		for k := range refsOf(s, s.base) {
+			live[k] = true
+		}
+	}
+	if opts.DryRun {
+		for h := range sizes {
+			if !live[h] {
+				rep.ObjectsRemoved++
+			}
+		}
+		rep.BytesAfter = liveSize()
+		return rep, nil
+	}
+
+	// Compact the packs: keep each live object once, verified.
+	have := map[Hash]bool{}
+	for h, p := range loose {
+		if !live[h] {
+			if err := os.Remove(p); err == nil {
+				rep.ObjectsRemoved++
+			}
+			continue
+		}
+		have[h] = true
+	}
+	var rewrite []packInfo
+	for _, pi := range packInfos {
+		clean := pi.garbage == 0
+		seen := map[Hash]bool{}
+		for _, e := range pi.entries {
+			if !live[e.hash] || have[e.hash] || seen[e.hash] {
+				clean = false
+			}
+			seen[e.hash] = true
+		}
+		if clean {
+			for h := range seen {
+				have[h] = true
+			}
+			continue
+		}
+		rewrite = append(rewrite, pi)
+	}
+	if len(rewrite) > 0 {
+		st := newStore(objDir)
+		st.loaded = true // dedupe against what is copied, not the old packs
+		for h := range have {
+			st.index[h] = objLoc{}
+		}
+		for _, pi := range rewrite {
+			pf, err := os.Open(filepath.Join(objDir, "pack", pi.name+".pack"))
+			if err != nil {
+				st.close()
+				return nil, err
+			}
+			for _, e := range pi.entries {
+				if !live[e.hash] || have[e.hash] {
+					if !live[e.hash] {
+						rep.ObjectsRemoved++
+					}
+					continue
+				}
+				raw, err := readEntryData(pf, e)
+				if err != nil {
+					rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("%s (pack %s offset %d): %s", e.hash, pi.name, e.off, trimErr(err)))
+					continue
+				}
+				if _, err := st.put(raw); err != nil {
+					pf.Close()
+					st.close()
+					return nil, err
+				}
+				have[e.hash] = true
+			}
+			pf.Close()
+		}
+		// The copies are durable before the originals go.
+		if err := st.sync(); err != nil {
+			st.close()
+			return nil, err
+		}
+		if err := st.close(); err != nil {
+			return nil, err
+		}
+		for _, pi := range rewrite {
+			os.Remove(filepath.Join(objDir, "pack", pi.name+".pack"))
+			os.Remove(filepath.Join(objDir, "pack", pi.name+".idx"))
+		}
+		if err := syncDir(filepath.Join(objDir, "pack")); err != nil {
+			return nil, err
+		}
+	}
+	// Temporary files of interrupted writes (nobody is writing now).
+	os.RemoveAll(filepath.Join(objDir, "tmp"))
+	if rep.BytesAfter, err = dirSize(ckptDir(abs)); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// rewriteLog replaces a session log by one whose earliest checkpoint is
+// base: a temporary file, fsync, rename, fsync of the directory.
+func rewriteLog(h *history, base int) error {
+	lf, err := openLogFile(h.path, false, true)
+	if err != nil {
+		return err
+	}
+	defer lf.close()
+	var buf bytes.Buffer
+	enc := func(r record) error {
+		b, err := json.Marshal(&r)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+		return nil
+	}
+	hdr := h.header
+	hdr.Base = base
+	if err := enc(hdr); err != nil {
+		return err
+	}
+	for n := base; n <= h.last; n++ {
+		if r := h.seal(n); r != nil {
+			c := *r
+			if n == base {
+				c.Entries, c.Pruned = nil, true
+			}
+			if err := enc(c); err != nil {
+				return err
+			}
+		}
+		for _, x := range h.after[n] {
+			if err := enc(x); err != nil {
+				return err
+			}
+		}
+	}
+	tmp := h.path + ".gc-tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("checkpoint: gc: %w", err)
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp, h.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("checkpoint: gc: rewriting %s: %w", h.path, err)
+	}
+	return syncDir(filepath.Dir(h.path))
+}
+
+// dirSize is the apparent size of the files below dir.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,234 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestTwoSessionsInOneWorkspace(t *testing.T) {
+	e := newEnv(t, nil) // session s1
+	a := e.rec
+	b, err := Open(e.state, "s2", e.ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := Open(e.state, "s2", e.ws, nil); !errors.Is(err, ErrSessionBusy) {
+		t.Fatalf("a second recorder on s2: %v, want ErrSessionBusy", err)
+	}
+	e.plain("shared.txt", "v0\n")
+	// Both record and seal concurrently.
+	var wg sync.WaitGroup
+	for i, r := range []*Recorder{a, b} {
+		wg.Go(func() {
+			for j := range 20 {
+				p := fmt.Sprintf("s%d/f%d.txt", i+1, j)
+				if err := r.RecordSnapshot(filepath.Dir(p)); err != nil {
+					t.Error(err)
+				}
+				if err := r.RecordSnapshot(p); err != nil {
+					t.Error(err)
+				}
+				os.MkdirAll(e.abs(filepath.Dir(p)), 0o755)
+				os.WriteFile(e.abs(p), []byte(p), 0o644)
+				if _, err := r.Seal(SealInfo{Reason: ReasonToolCall, UserTurn: 0}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// s1 edits the shared file; then s2 edits it.
+	if err := a.RecordSnapshot("shared.txt"); err != nil {
+		t.Fatal(err)
+	}
+	e.plain("shared.txt", "by s1\n")
+	a.Seal(SealInfo{Reason: ReasonToolCall})
+	if err := b.RecordSnapshot("shared.txt"); err != nil {
+		t.Fatal(err)
+	}
+	e.plain("shared.txt", "by s2\n")
+	b.Seal(SealInfo{Reason: ReasonToolCall})
+
+	// s1 cannot silently undo s2's edit: for s1 it is a change made
+	// outside the agent.
+	rep, err := a.Rewind(0, RewindOptions{})
+	if !errors.Is(err, ErrConflict) || len(rep.Conflicts) != 1 || rep.Conflicts[0].Path != "shared.txt" {
+		t.Fatalf("s1 rewind over s2's edit: %v, %+v", err, rep)
+	}
+	// Per file, s1 undoes only its own files; s2's are untouched.
+	if _, err := a.Rewind(0, RewindOptions{Paths: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.abs("s1")); !os.IsNotExist(err) {
+		t.Fatal("s1/ should be gone")
+	}
+	if got, _ := os.ReadFile(e.abs("s2/f19.txt")); string(got) != "s2/f19.txt" {
+		t.Fatalf("s2's file: %q", got)
+	}
+	a.Close()
+	b.Close()
+	if rep, err := Verify(e.state); err != nil || !rep.OK() || rep.Sessions != 2 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	// s2 rewinds all of its own work, the shared file included.
+	if _, err := Rewind(e.state, "s2", 0, RewindOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(e.abs("shared.txt")); string(got) != "by s1\n" {
+		t.Fatalf("shared.txt = %q, want s1's version (s2's pre-image)", got)
+	}
+}
+
+func TestConcurrentRecordSnapshot(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := range 50 {
+		e.plain(fmt.Sprintf("d/f%02d", i), fmt.Sprintf("file %d\n", i))
+	}
+	before := snapshotTree(t, e.ws)
+	// Many goroutines record overlapping paths (the directory with its
+	// subtree, and files inside it) — like a capturer and tools at once.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				p := fmt.Sprintf("d/f%02d", (i*7+g)%50)
+				if g%3 == 0 && i%10 == 0 {
+					p = "d"
+				}
+				if err := e.rec.RecordSnapshot(p); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 50 {
+		e.plain(fmt.Sprintf("d/f%02d", i), "changed\n")
+	}
+	cp := e.seal("many")
+	if len(cp.Files) != 50 {
+		t.Fatalf("%d files changed, want 50", len(cp.Files))
+	}
+	if _, err := e.rec.Rewind(0, RewindOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	assertTree(t, e.ws, before, "rewind after concurrent recording")
+}
+
+func TestPathsAreCanonical(t *testing.T) {
+	e := newEnv(t, nil)
+	e.plain("real/f.txt", "v0\n")
+	e.must(os.Symlink("real", e.abs("alias")))
+	// An absolute path, and a path through a symlinked directory, name
+	// the same file as its plain relative path.
+	e.record(filepath.Join(e.ws, "alias/f.txt"))
+	e.record("real/f.txt")
+	e.plain("real/f.txt", "v1\n")
+	cp := e.seal("edit")
+	if len(cp.Files) != 1 || cp.Files[0].Path != "real/f.txt" {
+		t.Fatalf("files %+v, want only real/f.txt", cp.Files)
+	}
+	for _, bad := range []string{"../outside", "/etc/passwd", ".", ""} {
+		if err := e.rec.RecordSnapshot(bad); err == nil {
+			t.Errorf("RecordSnapshot(%q) was accepted", bad)
+		}
+	}
+	e.must(os.Symlink("/tmp", e.abs("out")))
+	if err := e.rec.RecordSnapshot("out/x"); !errors.Is(err, ErrOutsideWorkspace) {
+		t.Errorf("a path through a symlink leading out: %v, want ErrOutsideWorkspace", err)
+	}
+	// The state directory must be outside the workspace.
+	if _, err := Open(filepath.Join(e.ws, "state"), "x", e.ws, nil); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+		t.Fatalf("a state dir inside the workspace: %v", err)
+	}
+}
+
+func TestWatcherNoticesExternalWrites(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := e.rec.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.write("a.txt", "agent\n")
+	e.write("sub/b.txt", "agent b\n")
+	e.seal("write") // 1
+	// The agent's own next write (recorded in the open checkpoint) is
+	// not external, even though the watcher sees it.
+	e.write("c.txt", "agent c\n")
+	e.write("a.txt", "agent again\n")
+	time.Sleep(5 * watchDebounce)
+	e.seal("write") // 2
+	// Someone else edits a tracked file, and creates a directory with a
+	// tracked path inside (the watcher must add the new directory).
+	e.plain("a.txt", "the user's edit\n")
+	e.must(os.Remove(e.abs("sub/b.txt")))
+	e.plain("untracked.txt", "not the agent's business\n")
+
+	var ext []ExternalChange
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		cps := e.rec.Checkpoints()
+		ext = cps[len(cps)-1].External
+		if len(ext) >= 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var got []string
+	for _, x := range ext {
+		got = append(got, x.Path+"="+string(x.Now))
+	}
+	if strings.Join(got, " ") != "a.txt=file sub/b.txt=absent" {
+		t.Fatalf("external changes after checkpoint 2: %v", got)
+	}
+	for _, c := range e.rec.Checkpoints()[:2] {
+		if len(c.External) > 0 {
+			t.Fatalf("checkpoint %d lists the agent's own writes as external: %v", c.Number, c.External)
+		}
+	}
+	// A rewind over them is refused (sub/b.txt, created by the agent and
+	// deleted by the user, is already as it was at 0: no conflict there).
+	rep, err := e.rec.Rewind(0, RewindOptions{})
+	if !errors.Is(err, ErrConflict) || len(rep.Conflicts) != 1 || rep.Conflicts[0].Path != "a.txt" {
+		t.Fatalf("rewind over external changes: %v, %+v", err, rep.Conflicts)
+	}
+	if rep, err := e.rec.Rewind(0, RewindOptions{Force: true}); err != nil {
+		t.Fatal(err, rep)
+	}
+	if got, _ := os.ReadFile(e.abs("untracked.txt")); string(got) != "not the agent's business\n" {
+		t.Fatal("an untracked file was touched")
+	}
+	// Redo brings the user's edit back from the store.
+	cps := e.rec.Checkpoints()
+	if _, err := e.rec.Rewind(cps[len(cps)-1].Number-1, RewindOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(e.abs("a.txt")); string(got) != "the user's edit\n" {
+		t.Fatalf("a.txt after redo = %q", got)
+	}
+}
+
+func TestWatcherOverflowIsNoted(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("a.txt", "agent\n")
+	e.seal("w")
+	e.rec.noteIncomplete("the file watcher's event queue overflowed; every tracked path was re-checked")
+	cps := e.rec.Checkpoints()
+	if got := cps[len(cps)-1].Incomplete; len(got) != 1 || !strings.Contains(got[0], "overflowed") {
+		t.Fatalf("incomplete: %v", got)
+	}
+	e.rec.Close()
+	cps, _ = List(e.state, "s1")
+	if len(cps[len(cps)-1].Incomplete) != 1 {
+		t.Fatal("the note did not reach the log")
+	}
+}

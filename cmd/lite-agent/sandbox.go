@@ -1,0 +1,620 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// Exit codes of `lite-agent sandbox run` beyond the command's own, the
+// convention of timeout(1) and env(1).
+const (
+	exitTimedOut      = 124 // --timeout passed; the whole tree was killed
+	exitSandboxFailed = 125 // the sandbox could not start (reason on stderr)
+	exitCannotExec    = 126 // the command exists but could not be executed
+	exitNotFound      = 127 // the command was not found
+)
+
+const sandboxUsageText = `usage: lite-agent sandbox <command> [flags]
+
+commands:
+  run [flags] -- CMD [ARGS...]   run one command confined (see 'lite-agent sandbox run -h')
+  check [--json]                 print what this kernel can enforce and what each preset would lose
+`
+
+const sandboxRunUsageText = `usage: lite-agent sandbox run [flags] -- CMD [ARGS...]
+
+Runs CMD confined to the workspace: Landlock, seccomp, no capabilities, no
+network unless asked, a private TMPDIR, resource limits, and the whole
+process tree killed when it ends. Stdin, stdout and stderr pass through.
+
+Exit status: the command's own; 128+N when signal N killed it; 124 on
+--timeout; 125 when the sandbox could not start (the reason is on stderr);
+126 when CMD could not be executed; 127 when it was not found; 2 for a
+usage error.
+
+flags:
+`
+
+// cmdSandbox dispatches `lite-agent sandbox run|check`.
+func cmdSandbox(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErrorf("missing sandbox command\n%s", strings.TrimRight(sandboxUsageText, "\n"))
+	}
+	switch args[0] {
+	case "run":
+		return cmdSandboxRun(args[1:], stdin, stdout, stderr)
+	case "check":
+		return cmdSandboxCheck(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, sandboxUsageText)
+		return nil
+	}
+	return usageErrorf("unknown sandbox command %q\n%s", args[0], strings.TrimRight(sandboxUsageText, "\n"))
+}
+
+// sandboxRunFlags are the flags of `sandbox run`, as given.
+type sandboxRunFlags struct {
+	workspace   string
+	preset      string
+	network     string
+	allowRead   []string
+	allowWrite  []string
+	env         []string
+	timeout     string
+	maxMemory   string
+	maxProcs    int
+	maxFileSize string
+	maxOutput   string
+	bestEffort  bool
+}
+
+func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f sandboxRunFlags
+	fs := flag.NewFlagSet("sandbox run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.workspace, "workspace", "", "`DIR` the command may read and write, and its working directory (default: the current directory)")
+	fs.StringVar(&f.preset, "preset", policies.DefaultPreset, "the hardening preset `NAME`: "+strings.Join(policies.PresetNames(), ", "))
+	fs.StringVar(&f.network, "network", "", "network `MODE`: none, loopback, private or unrestricted (default: the preset's)")
+	repeated := func(dst *[]string) func(string) error {
+		return func(v string) error { *dst = append(*dst, v); return nil }
+	}
+	fs.Func("allow-read", "also allow reading `PATH` (repeatable)", repeated(&f.allowRead))
+	fs.Func("allow-write", "also allow reading and writing `PATH` (repeatable)", repeated(&f.allowWrite))
+	fs.Func("env", "pass `NAME` from this environment, or set NAME=VALUE (repeatable); by default only a small allowlist passes, and a NAME that looks like a secret passes only as NAME=VALUE", repeated(&f.env))
+	fs.StringVar(&f.timeout, "timeout", "", "kill the command and every process it started after `DURATION` (e.g. 30s, 5m; a bare number is seconds)")
+	fs.StringVar(&f.maxMemory, "max-memory", "", "bound the memory of the whole process tree to `SIZE` (e.g. 512M, 2G)")
+	fs.IntVar(&f.maxProcs, "max-procs", 0, "bound the live processes and threads of the tree to `N`")
+	fs.StringVar(&f.maxFileSize, "max-file-size", "", "bound the size of any file written to `SIZE`")
+	fs.StringVar(&f.maxOutput, "max-output", "", "keep at most `SIZE` of stdout+stderr and say what was dropped (default: the sandbox's)")
+	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even when this kernel cannot enforce everything, and print what was not enforced")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, sandboxRunUsageText)
+		fs.PrintDefaults()
+	}
+	// Flags come before the command: everything from the first non-flag
+	// (or after "--") is the command line, its own flags included.
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2}
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usageErrorf("no command: lite-agent sandbox run [flags] -- CMD [ARGS...]")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+
+	pol, err := sandboxPolicy(&f, set)
+	if err != nil {
+		return err
+	}
+	for _, e := range f.env {
+		if !strings.Contains(e, "=") && sandbox.LooksSecret(e) {
+			fmt.Fprintf(stderr, "lite-agent: sandbox: --env %s looks like a secret and is not passed by name; give --env %s=VALUE to pass it on purpose\n", e, e)
+		}
+	}
+	// The command runs where the user is when that is inside the
+	// workspace (sandbox run -- make, from a subdirectory), else at the
+	// workspace's top.
+	dir := pol.Workspace
+	if cwd, err := os.Getwd(); err == nil && within(pol.Workspace, cwd) {
+		dir = cwd
+	}
+
+	sb, err := sandbox.New(pol)
+	if err != nil {
+		return sandboxFailure(err)
+	}
+	defer sb.Close()
+	if f.bestEffort {
+		if missing := sb.Enforcement().Missing; len(missing) > 0 {
+			fmt.Fprintf(stderr, "lite-agent: sandbox: best effort: NOT enforced here: %s\n", strings.Join(missing, "; "))
+		}
+	}
+
+	// An interrupt or a termination of lite-agent ends the confined tree
+	// (which is in its own session and never sees the terminal's signals)
+	// and is reported as the shell does: 128 + the signal.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	var (
+		mu       sync.Mutex
+		received syscall.Signal
+	)
+	go func() {
+		select {
+		case s := <-sigs:
+			mu.Lock()
+			received = s.(syscall.Signal)
+			mu.Unlock()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	st, err := sb.Run(ctx, &sandbox.Command{
+		Path:   argv[0],
+		Args:   argv,
+		Dir:    dir,
+		Stdin:  stdin,
+		Stdout: stdout,
+		Stderr: stderr,
+	})
+	cancel()
+	mu.Lock()
+	sig := received
+	mu.Unlock()
+	if err != nil {
+		return startFailure(argv[0], err)
+	}
+	return sandboxExit(st, sig, pol.Limits, stderr)
+}
+
+// sandboxPolicy turns the flags into the policy: the preset's template,
+// then each flag given on top of it.
+func sandboxPolicy(f *sandboxRunFlags, set map[string]bool) (sandbox.Policy, error) {
+	preset, err := policies.PresetByName(f.preset)
+	if err != nil {
+		return sandbox.Policy{}, usageErrorf("--preset: %v", err)
+	}
+	ws := f.workspace
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			return sandbox.Policy{}, &exitError{code: exitSandboxFailed, msg: fmt.Sprintf("sandbox: the current directory: %v", err)}
+		}
+	}
+	if ws, err = filepath.Abs(ws); err != nil {
+		return sandbox.Policy{}, usageErrorf("--workspace: %v", err)
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return sandbox.Policy{}, &exitError{code: exitSandboxFailed, msg: fmt.Sprintf("sandbox: workspace %s: %v", ws, err)}
+	}
+	pol := preset.Policy(ws)
+
+	if set["network"] {
+		if f.network == "" {
+			return pol, usageErrorf("--network: give none, loopback, private or unrestricted")
+		}
+		mode, err := sandbox.ParseNetworkMode(f.network)
+		if err != nil {
+			return pol, usageErrorf("--network: %v", err)
+		}
+		pol.Network = mode
+	}
+	for _, p := range f.allowRead {
+		abs, err := flagPath("--allow-read", p)
+		if err != nil {
+			return pol, err
+		}
+		pol.ReadOnlyPaths = append(pol.ReadOnlyPaths, abs)
+	}
+	for _, p := range f.allowWrite {
+		abs, err := flagPath("--allow-write", p)
+		if err != nil {
+			return pol, err
+		}
+		pol.ReadWritePaths = append(pol.ReadWritePaths, abs)
+	}
+	if len(f.env) > 0 {
+		for _, e := range f.env {
+			name, _, _ := strings.Cut(e, "=")
+			if !validEnvName(name) {
+				return pol, usageErrorf("--env %q: want NAME or NAME=VALUE", e)
+			}
+		}
+		// The allowlist stays; --env adds to it. Secret-looking names
+		// given without a value are still dropped by the sandbox.
+		base := pol.Env
+		if base == nil {
+			base = sandbox.DefaultEnv()
+		}
+		pol.Env = append(append([]string{}, base...), f.env...)
+	}
+
+	if set["timeout"] {
+		d, err := parseTimeout(f.timeout)
+		if err != nil {
+			return pol, usageErrorf("--timeout: %v", err)
+		}
+		pol.Limits.WallTime = d
+	}
+	for _, s := range []struct {
+		name  string
+		value string
+		dst   *int64
+	}{
+		{"max-memory", f.maxMemory, &pol.Limits.MemoryBytes},
+		{"max-file-size", f.maxFileSize, &pol.Limits.FileBytes},
+		{"max-output", f.maxOutput, &pol.Limits.OutputBytes},
+	} {
+		if !set[s.name] {
+			continue
+		}
+		n, err := parseLimitSize(s.value)
+		if err != nil {
+			return pol, usageErrorf("--%s: %v", s.name, err)
+		}
+		*s.dst = n
+	}
+	if set["max-procs"] {
+		if f.maxProcs < 1 {
+			return pol, usageErrorf("--max-procs: %d is too small; give at least 1", f.maxProcs)
+		}
+		pol.Limits.Processes = f.maxProcs
+	}
+	pol.BestEffort = f.bestEffort
+	return pol, nil
+}
+
+// sandboxFailure is the error for a sandbox that could not be prepared.
+func sandboxFailure(err error) error {
+	msg := "sandbox: " + err.Error()
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		msg += "\n(see 'lite-agent sandbox check' for what this system can enforce; --best-effort runs with what it can, and says what it could not)"
+	}
+	return &exitError{code: exitSandboxFailed, msg: msg}
+}
+
+// startFailure is the error for a command the sandbox could not start:
+// 127 and 126 when the command itself is missing or cannot be executed (as
+// env(1) does), 125 for anything else.
+func startFailure(name string, err error) error {
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		return sandboxFailure(err)
+	}
+	// The sandbox looks the command up in the child's PATH; its "not
+	// found" is worded as os/exec's.
+	if errors.Is(err, exec.ErrNotFound) || strings.Contains(err.Error(), "executable file not found") {
+		return &exitError{code: exitNotFound, msg: err.Error()}
+	}
+	if code, ok := execFailureCode(err); ok {
+		return &exitError{code: code, msg: fmt.Sprintf("%v (%s)", err, name)}
+	}
+	return &exitError{code: exitSandboxFailed, msg: fmt.Sprintf("sandbox: could not start %s: %v", name, err)}
+}
+
+// sandboxExit turns how the command ended into the CLI's exit code, with a
+// line on stderr for what the sandbox did (a limit hit, output dropped).
+func sandboxExit(st *sandbox.ExitStatus, sig syscall.Signal, lim sandbox.Limits, stderr io.Writer) error {
+	if st.OutputTruncated {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: output limit reached: %d bytes of stdout/stderr were dropped (--max-output)\n", st.DroppedBytes)
+	}
+	if st.MemoryExceeded {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: the command hit the memory limit%s and was killed\n", limitNote(lim.MemoryBytes, formatSize))
+	}
+	if st.ProcessLimitHit {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: the command hit the process limit%s\n", limitNote(int64(lim.Processes), func(n int64) string { return strconv.FormatInt(n, 10) }))
+	}
+	switch {
+	case sig != 0:
+		return &exitError{code: 128 + int(sig), msg: fmt.Sprintf("sandbox: %v: the command and every process it started were killed", sig)}
+	case st.TimedOut:
+		return &exitError{code: exitTimedOut, msg: fmt.Sprintf("sandbox: timed out after %v: the command and every process it started were killed", lim.WallTime)}
+	case st.Code != 0:
+		return &exitError{code: st.Code}
+	}
+	return nil
+}
+
+func limitNote(n int64, format func(int64) string) string {
+	if n <= 0 {
+		return ""
+	}
+	return " (" + format(n) + ")"
+}
+
+// within reports whether path is root or below it.
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func flagPath(flagName, p string) (string, error) {
+	if p == "" {
+		return "", usageErrorf("%s: empty path", flagName)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", usageErrorf("%s %s: %v", flagName, p, err)
+	}
+	return abs, nil
+}
+
+func validEnvName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, c := range name {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTimeout reads a Go duration ("1m30s") or a bare number of seconds.
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return 0, fmt.Errorf("%q is not a duration (e.g. 500ms, 30s, 5m)", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q: give a duration above zero", s)
+	}
+	return d, nil
+}
+
+// parseLimitSize reads a byte count: a whole number with an optional
+// binary suffix K, M, G or T (KiB, MiB, ... and KB, MB, ... mean the same:
+// 1024-based).
+func parseLimitSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	if u, ok := strings.CutSuffix(t, "IB"); ok {
+		t = u
+	} else {
+		t = strings.TrimSuffix(t, "B")
+	}
+	shift := 0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			shift = 10
+		case 'M':
+			shift = 20
+		case 'G':
+			shift = 30
+		case 'T':
+			shift = 40
+		}
+		if shift > 0 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size above zero (e.g. 512M, 2G, 1048576)", s)
+	}
+	if n > (1<<62)>>shift {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n << shift, nil
+}
+
+// formatSize prints a byte count the way parseLimitSize reads it.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// presetReport is what one preset would get on this system.
+type presetReport struct {
+	Name    string `json:"name"`
+	Network string `json:"network"`
+	// Enforced: the preset runs here as asked, without best effort.
+	Enforced bool `json:"enforced"`
+	// Refused is why the sandbox refuses to run the preset (fail closed).
+	Refused string `json:"refused,omitempty"`
+	// Lost is what --best-effort would leave unenforced.
+	Lost []string `json:"lost,omitempty"`
+	// BestEffortError: even best effort cannot run here.
+	BestEffortError string               `json:"best_effort_error,omitempty"`
+	Enforcement     *sandbox.Enforcement `json:"enforcement,omitempty"`
+}
+
+type checkReport struct {
+	Capabilities sandbox.Capabilities `json:"capabilities"`
+	Presets      []presetReport       `json:"presets"`
+}
+
+func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sandbox check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lite-agent sandbox check [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2}
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("sandbox check takes no arguments, got %q", fs.Args())
+	}
+	rep := checkReport{Capabilities: sandbox.Probe()}
+	// Each preset is prepared for real, against a throw-away workspace,
+	// first as asked and then with best effort: what New refuses and what
+	// Enforcement reports missing is the truth, not a guess from the probe.
+	ws, err := os.MkdirTemp("", "lite-agent-check-")
+	if err != nil {
+		return failf("sandbox check: a scratch workspace: %v", err)
+	}
+	defer os.RemoveAll(ws)
+	for _, p := range policies.Presets() {
+		rep.Presets = append(rep.Presets, checkPreset(p, ws))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return failf("writing output: %v", err)
+		}
+		return nil
+	}
+	printCheck(stdout, &rep)
+	return nil
+}
+
+func checkPreset(p policies.Preset, ws string) presetReport {
+	r := presetReport{Name: p.Name, Network: string(p.Sandbox.Network)}
+	pol := p.Policy(ws)
+	sb, err := sandbox.New(pol)
+	if err == nil {
+		e := sb.Enforcement()
+		sb.Close()
+		r.Enforced, r.Enforcement = len(e.Missing) == 0, &e
+		return r
+	}
+	r.Refused = err.Error()
+	pol.BestEffort = true
+	sb, err = sandbox.New(pol)
+	if err != nil {
+		r.BestEffortError = err.Error()
+		return r
+	}
+	e := sb.Enforcement()
+	sb.Close()
+	r.Lost, r.Enforcement = e.Missing, &e
+	return r
+}
+
+// landlockFeatures says what each Landlock ABI adds (see
+// /work/shared/notes/sandbox-facts.md and landlock(7)).
+var landlockFeatures = []string{
+	1: "file access",
+	2: "cross-directory links and renames (refer)",
+	3: "truncate",
+	4: "TCP bind/connect by port",
+	5: "device ioctl",
+	6: "abstract unix socket and signal scoping",
+	7: "audit logging",
+}
+
+func printCheck(w io.Writer, rep *checkReport) {
+	c := &rep.Capabilities
+	who := "an unprivileged user"
+	if c.Root {
+		who = "root"
+	}
+	fmt.Fprintf(w, "lite-agent sandbox check: kernel %s, running as %s\n\n", orUnknown(c.Kernel), who)
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "NO"
+	}
+	landlock := "NO (kernel without Landlock, or it is not enabled in the lsm= boot list)"
+	if c.LandlockABI > 0 {
+		var have []string
+		for abi := 1; abi <= c.LandlockABI && abi < len(landlockFeatures); abi++ {
+			have = append(have, landlockFeatures[abi])
+		}
+		landlock = fmt.Sprintf("ABI %d: %s", c.LandlockABI, strings.Join(have, ", "))
+		if c.LandlockABI < 6 {
+			landlock += "; missing " + strings.Join(landlockFeatures[c.LandlockABI+1:7], ", ")
+		}
+	}
+	cgroups := "none usable"
+	switch {
+	case c.CgroupV2 && c.CgroupWritable:
+		cgroups = "v2, writable"
+	case len(c.CgroupV1) > 0 && c.CgroupWritable:
+		cgroups = "v1 (" + strings.Join(c.CgroupV1, ", ") + "), writable"
+	case c.CgroupV2 || len(c.CgroupV1) > 0:
+		cgroups = "present but NOT writable by this user"
+		if len(c.CgroupV1) > 0 {
+			cgroups += " (v1: " + strings.Join(c.CgroupV1, ", ") + ")"
+		}
+	}
+	rows := [][2]string{
+		{"Landlock", landlock},
+		{"seccomp filter", yes(c.Seccomp)},
+		{"seccomp user notification", yes(c.SeccompUserNotify)},
+		{"pidfd_getfd", yes(c.PidfdGetfd)},
+		{"user namespaces", yes(c.UserNamespaces)},
+		{"cgroups", cgroups},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-27s %s\n", r[0], r[1])
+	}
+	fmt.Fprintln(w, "\npresets:")
+	for _, p := range rep.Presets {
+		head := fmt.Sprintf("  %-11s network %-13s", p.Name, p.Network)
+		switch {
+		case p.Enforced:
+			fmt.Fprintf(w, "%s fully enforced\n", head)
+			if p.Enforcement != nil && len(p.Enforcement.Notes) > 0 {
+				fmt.Fprintf(w, "%13s how: %s\n", "", strings.Join(p.Enforcement.Notes, "; "))
+			}
+		case p.Refused == "" && len(p.Lost) > 0:
+			fmt.Fprintf(w, "%s loses: %s\n", head, strings.Join(p.Lost, "; "))
+		case p.BestEffortError != "":
+			fmt.Fprintf(w, "%s refused: %s\n%13s even --best-effort cannot run: %s\n", head, p.Refused, "", p.BestEffortError)
+		default:
+			fmt.Fprintf(w, "%s refused: %s\n", head, p.Refused)
+			if len(p.Lost) > 0 {
+				fmt.Fprintf(w, "%13s with --best-effort it would lose: %s\n", "", strings.Join(p.Lost, "; "))
+			}
+		}
+	}
+	if len(c.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes:")
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}

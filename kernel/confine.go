@@ -1,0 +1,86 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+// handlerProfile is a custom tool's declared security, the key under which
+// its sandbox is prepared: tools that declare the same get the same one.
+type handlerProfile struct {
+	declared bool
+	security tools.Security
+}
+
+// prepareSandbox builds the session's sandbox once, before the first turn,
+// so that a kernel that cannot confine commands fails the run at once
+// instead of at the first bash call.
+func (r *run) prepareSandbox() error {
+	p := sandbox.Policy{}
+	if r.opts.Sandbox != nil {
+		p = *r.opts.Sandbox
+	}
+	if p.Workspace == "" {
+		p.Workspace = r.workspace
+	}
+	sb, err := sandbox.New(p)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnsupported) {
+			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (a policy with BestEffort runs with what this kernel can enforce)", err)
+		}
+		return fmt.Errorf("kernel: preparing the sandbox: %w", err)
+	}
+	r.basePolicy = p
+	r.sandbox = sb
+	r.handlerSandboxes = map[handlerProfile]*sandbox.Sandbox{}
+	return nil
+}
+
+// handlerSandbox returns the sandbox a custom tool's handler runs in,
+// narrowed to its declared security (see tools.HandlerPolicy), and the
+// workspace its Context sees ("" when it declared no filesystem access).
+func (r *run) handlerSandbox(t *tools.Tool) (*sandbox.Sandbox, string, error) {
+	sec := t.Security()
+	key := handlerProfile{declared: sec != nil}
+	if sec != nil {
+		key.security = *sec
+	}
+	// A handler that declared no filesystem access gets no workspace; one
+	// that declared the workspace without side effects sees it read-only
+	// (the sandbox enforces that, the path is the same).
+	workspace := r.workspace
+	if sec != nil && sec.Filesystem == tools.FilesystemNone {
+		workspace = ""
+	}
+	r.handlerMu.Lock()
+	defer r.handlerMu.Unlock()
+	if sb := r.handlerSandboxes[key]; sb != nil {
+		return sb, workspace, nil
+	}
+	p, err := tools.HandlerPolicy(r.basePolicy, sec)
+	if err != nil {
+		return nil, "", err
+	}
+	sb, err := sandbox.New(p)
+	if err != nil {
+		return nil, "", fmt.Errorf("preparing its sandbox: %w", err)
+	}
+	r.handlerSandboxes[key] = sb
+	return sb, workspace, nil
+}
+
+func (r *run) closeSandboxes() {
+	r.handlerMu.Lock()
+	defer r.handlerMu.Unlock()
+	for k, sb := range r.handlerSandboxes {
+		sb.Close()
+		delete(r.handlerSandboxes, k)
+	}
+	if r.sandbox != nil {
+		r.sandbox.Close()
+		r.sandbox = nil
+	}
+}

@@ -1,0 +1,163 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+func TestMain(m *testing.M) {
+	// A confined handler runs in a re-execution of this test binary, which
+	// finds the tool by name among the package-level tools below.
+	tools.ServeConfinedCall()
+	os.Exit(m.Run())
+}
+
+type probeIn struct {
+	Read  string `json:"read,omitempty"`
+	Dial  string `json:"dial,omitempty"`
+	Write string `json:"write,omitempty"`
+}
+
+// probe tries what a handler might: read a file, dial an address, write a
+// workspace file (recording its pre-image first), and emit an event.
+func probe(c *tools.Context, in probeIn) (map[string]string, error) {
+	out := map[string]string{}
+	if in.Read != "" {
+		out["read"] = readOrErr(in.Read)
+	}
+	if in.Dial != "" {
+		conn, err := net.Dial("tcp", in.Dial)
+		if err != nil {
+			out["dial"] = "err: " + err.Error()
+		} else {
+			conn.Close()
+			out["dial"] = "ok"
+		}
+	}
+	if in.Write != "" {
+		if c.Root == nil {
+			out["write"] = "err: no workspace"
+		} else if err := c.RecordSnapshot(in.Write); err != nil {
+			out["write"] = "err: " + err.Error()
+		} else if err := c.Root.WriteFile(in.Write, []byte("written"), 0o644); err != nil {
+			out["write"] = "err: " + err.Error()
+		} else {
+			out["write"] = "ok"
+		}
+	}
+	c.Emit("probed", map[string]int{"checks": len(out)})
+	return out, nil
+}
+
+func readOrErr(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "err: " + err.Error()
+	}
+	return "ok: " + string(b)
+}
+
+var (
+	probeWorkspace = tools.Must(tools.New("probe_ws", "probes its confinement", probe, &tools.Options{
+		Security: &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace, SideEffects: tools.SideEffectsWorkspace}}))
+	probeNoFS = tools.Must(tools.New("probe_nofs", "probes its confinement", probe, &tools.Options{
+		Security: &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone}}))
+)
+
+type snapshotLog struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (s *snapshotLog) RecordSnapshot(p string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paths = append(s.paths, p)
+	return nil
+}
+
+// TestCustomHandlersRunConfined runs the same handler in-process (where the
+// attacks work, so the test proves something) and confined (where they are
+// blocked), under the profile its Security declares.
+func TestCustomHandlersRunConfined(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	if err := os.WriteFile(secret, []byte("PRIVATE KEY 0xC0FFEE"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	input := func(write string) string {
+		b, _ := json.Marshal(probeIn{Read: secret, Dial: ln.Addr().String(), Write: write})
+		return string(b)
+	}
+	run := func(inProcess bool, tool string, write string) (map[string]string, []Event, *snapshotLog) {
+		t.Helper()
+		e := newEnv(t)
+		o := e.opts(script(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "`+tool+`", "input": `+input(write)+`}]}, {"text": "done"}]}`))
+		o.InProcessHandlers = inProcess
+		o.CustomTools = []*tools.Tool{probeWorkspace, probeNoFS}
+		o.AllowedTools = []string{"probe_*"}
+		snaps := &snapshotLog{}
+		o.Snapshots = snaps
+		evs, err := collect(t, context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := byType(evs, EventToolResult)[0]
+		if res.IsError {
+			t.Fatalf("%s (inProcess=%v) failed: %s", tool, inProcess, resultText(res))
+		}
+		var out map[string]string
+		if err := json.Unmarshal([]byte(resultText(res)), &out); err != nil {
+			t.Fatalf("result %q: %v", resultText(res), err)
+		}
+		return out, evs, snaps
+	}
+
+	free, _, _ := run(true, "probe_ws", "")
+	if free["read"] != "ok: PRIVATE KEY 0xC0FFEE" || free["dial"] != "ok" {
+		t.Fatalf("in-process the attacks must work, or this test proves nothing: %v", free)
+	}
+
+	got, evs, snaps := run(false, "probe_ws", "out.txt")
+	if !strings.Contains(got["read"], "permission denied") {
+		t.Errorf("confined read of a secret outside the workspace: %q", got["read"])
+	}
+	if !strings.HasPrefix(got["dial"], "err:") {
+		t.Errorf("confined dial with network none: %q", got["dial"])
+	}
+	if got["write"] != "ok" {
+		t.Errorf("workspace write declared workspace: %q", got["write"])
+	}
+	if len(snaps.paths) != 1 || snaps.paths[0] != "out.txt" {
+		t.Errorf("RecordSnapshot from the child reached the parent as %v", snaps.paths)
+	}
+	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Name != "probed" {
+		t.Errorf("custom events from the child: %+v", c)
+	}
+
+	nofs, _, _ := run(false, "probe_nofs", "x.txt")
+	if !strings.HasPrefix(nofs["write"], "err:") || !strings.Contains(nofs["read"], "permission denied") {
+		t.Errorf("a handler declaring no filesystem access: %v", nofs)
+	}
+}

@@ -1,0 +1,123 @@
+// Child-side confinement of package sandbox (Linux).
+//
+// Two callers share this code:
+//   - la_spawn (spawn_linux.c) runs it in the vfork-style child of the Go
+//     supervisor, right before execve;
+//   - a re-executed Go child can run la_confine from a cgo constructor, before
+//     the Go runtime starts any thread (the runc nsexec pattern). Landlock and
+//     seccomp apply to the calling thread only (no TSYNC here), so it must be
+//     called while the process has exactly one thread.
+//
+// Everything here is async-signal-safe: no allocation, no locks, no stdio.
+// In the spawn path the child shares the parent's memory (CLONE_VM) and the
+// parent thread is suspended (CLONE_VFORK) until execve or _exit.
+#ifndef LITE_AGENT_CONFINE_H
+#define LITE_AGENT_CONFINE_H
+
+#include <stdint.h>
+
+// Steps, in the order they run. A failure is reported as (step, errno).
+enum la_step {
+	LA_STEP_NONE = 0,
+	LA_STEP_CLONE,        // parent: clone() itself
+	LA_STEP_SIGNALS,      // reset inherited handlers to SIG_DFL
+	LA_STEP_USERNS,       // write setgroups/uid_map/gid_map
+	LA_STEP_PID_MAX,      // process limit of the new PID namespace
+	LA_STEP_SETSID,       // new session, no controlling terminal
+	LA_STEP_CGROUP,       // join the command's cgroup (clone3 fallback only)
+	LA_STEP_RLIMIT,       // RLIMIT_FSIZE/CORE/AS/NPROC
+	LA_STEP_CAPS_BOUNDING,// PR_CAPBSET_DROP for every capability
+	LA_STEP_SECUREBITS,   // lock securebits
+	LA_STEP_CAPS_AMBIENT, // clear the ambient set
+	LA_STEP_CAPSET,       // effective/permitted/inheritable = 0
+	LA_STEP_NO_NEW_PRIVS, // PR_SET_NO_NEW_PRIVS
+	LA_STEP_LANDLOCK,     // landlock_restrict_self
+	LA_STEP_SECCOMP_NOTIFY, // child program (+ listener)
+	LA_STEP_UNSHARE_FILES,// private fd table (after the listener is in the shared one)
+	LA_STEP_SECCOMP,      // main filter
+	LA_STEP_STDIO,        // dup2 of stdin/stdout/stderr
+	LA_STEP_CLOSE_FDS,    // mark every other fd close-on-exec
+	LA_STEP_CHDIR,        // working directory
+	LA_STEP_EXEC,         // execve
+	LA_STEP_MAX
+};
+
+// la_confine_args is what la_confine applies. All pointers must stay valid
+// until la_confine returns.
+struct la_confine_args {
+	int last_cap;          // /proc/sys/kernel/cap_last_cap
+	int drop_bounding;     // 1: PR_CAPBSET_DROP every cap (needs CAP_SETPCAP)
+	int lock_securebits;   // 1: set and lock securebits (needs CAP_SETPCAP)
+	int ruleset_fd;        // Landlock ruleset fd; -1 = none (best effort)
+	uint32_t landlock_flags; // landlock_restrict_self flags (0)
+	const void *filter;    // struct sock_filter[]: main seccomp program
+	uint16_t filter_len;   // number of instructions; 0 = none (inherited
+	                       // from the spawner thread, or best effort)
+	const void *child;     // struct sock_filter[]: child program (namespace
+	uint16_t child_len;    // rules, notified calls); 0 = none
+	int child_listener;    // 1: the child program notifies: load it with
+	                       // SECCOMP_FILTER_FLAG_NEW_LISTENER
+	// 1: the caller shares its fd table with its parent (CLONE_FILES), which
+	// thereby receives the listener; after creating it, take a private copy
+	// of the table and close the listener in it.
+	int unshare_files;
+};
+
+// la_confine drops every capability, sets no_new_privs, enters the Landlock
+// domain and loads the seccomp programs (the child program, then the main
+// one), in that order (see spawn_linux.c for why). On success it returns 0
+// and, when the child program notifies, stores its listener fd (O_CLOEXEC)
+// in *listener — with unshare_files, a number valid only in the parent's
+// table. A re-executed Go child passes both programs; the spawn path passes
+// only the child program (the main one is inherited). On failure it returns
+// -errno and stores the failed step in *step. Irreversible: call it only in a
+// process (thread) that is to be confined.
+int la_confine(const struct la_confine_args *a, int *listener, int *step);
+
+// la_spawn_args describes one confined command for la_spawn.
+struct la_spawn_args {
+	const char *path;      // absolute program path
+	char *const *argv;     // NULL-terminated
+	char *const *envp;     // NULL-terminated
+	const char *dir;       // working directory
+	int stdio[3];          // fds to install as 0, 1, 2
+	int cgroup_dir;        // v2 cgroup directory fd: the child is born in it
+	                       // (clone3 CLONE_INTO_CGROUP); -1 = none
+	int cgroup_procs;      // its cgroup.procs, written ("0") by the child
+	                       // only where clone3 is unavailable; -1 = none
+	const char *pid_max;   // with new_pid: written to the namespace's
+	                       // /proc/sys/kernel/pid_max (NULL = leave it)
+	struct { int resource; uint64_t cur, max; } rlimits[8];
+	int n_rlimits;
+	int no_clone3;         // use clone, not clone3 (the thread's seccomp
+	                       // program refuses clone3)
+	int new_pid;           // CLONE_NEWPID
+	int new_user;          // CLONE_NEWUSER (unprivileged): maps below are written
+	const char *uid_map;   // "uid uid 1"
+	const char *gid_map;   // "gid gid 1"
+	struct la_confine_args confine;
+
+	// Results, written by the child (shared memory) or by la_spawn.
+	int cleared_sighand;   // set by la_spawn: clone3 reset the handlers
+	int born_in_cgroup;    // set by la_spawn: CLONE_INTO_CGROUP was used
+	int pid;
+	int pidfd;
+	int listener;          // seccomp listener fd in the parent's table, or -1
+	int err_step;          // enum la_step; 0 = success
+	int err_errno;
+};
+
+// la_spawn starts the command confined. It returns 0 when execve succeeded
+// (pid, pidfd and listener are set); otherwise -1 with err_step/err_errno set.
+// When the child was created but failed before execve it has exited: pid and
+// pidfd are still set so the caller can reap it.
+int la_spawn(struct la_spawn_args *a);
+
+// la_landlock_abi returns the Landlock ABI version, or -errno.
+int la_landlock_abi(void);
+
+// la_probe_userns reports whether this user can create a user namespace
+// with a PID namespace and map itself into it (0), or -errno.
+int la_probe_userns(const char *uid_map, const char *gid_map);
+
+#endif

@@ -1,0 +1,502 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The escape tests: each attack is tried confined, where it must fail, and
+// — where that is meaningful — unconfined, where it must work, so that the
+// test proves the sandbox stopped it and not some other accident.
+
+// escapeEnv is what the escape tests share: the compiled probe program,
+// a secret outside the workspace, a process outside the sandbox.
+type escapeEnv struct {
+	bin       string // testdata/escape.c, compiled
+	secretDir string
+	secret    string // a file in secretDir
+	victim    *exec.Cmd
+	sb        *Sandbox
+	ws        string
+}
+
+func newEscapeEnv(t *testing.T, mut func(*Policy)) *escapeEnv {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("cc not installed: cannot build the probe program (would check seccomp and Landlock denials)")
+	}
+	e := &escapeEnv{}
+	binDir := t.TempDir()
+	os.Chmod(binDir, 0o755)
+	e.bin = filepath.Join(binDir, "escape")
+	if out, err := exec.Command("cc", "-O1", "-o", e.bin, "testdata/escape.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	e.secretDir = t.TempDir()
+	e.secret = filepath.Join(e.secretDir, "id_rsa")
+	if err := os.WriteFile(e.secret, []byte("-----BEGIN FAKE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A process outside the sandbox, same user, with a secret in its
+	// environment and its cwd in the secret directory.
+	e.victim = exec.Command("sleep", "60")
+	e.victim.Dir = e.secretDir
+	e.victim.Env = []string{"VICTIM_SECRET=hunter2"}
+	if err := e.victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.victim.Process.Kill(); e.victim.Wait() })
+	e.sb, e.ws = newTestSandbox(t, func(p *Policy) {
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, binDir)
+		if mut != nil {
+			mut(p)
+		}
+	})
+	return e
+}
+
+// probe runs the probe program confined and returns its output line.
+func (e *escapeEnv) probe(t *testing.T, args ...string) (string, *ExitStatus) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	st, err := e.sb.Run(context.Background(), &Command{Path: e.bin, Args: append([]string{"escape"}, args...), Stdout: &out, Stderr: &errb})
+	if err != nil {
+		t.Fatalf("probe %v: %v", args, err)
+	}
+	return strings.TrimSpace(out.String() + errb.String()), st
+}
+
+// free runs the probe program unconfined.
+func (e *escapeEnv) free(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _ := exec.Command(e.bin, args...).CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+func root() bool { return os.Geteuid() == 0 }
+
+func TestEscapeFiles(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	victim := strconv.Itoa(e.victim.Process.Pid)
+	for _, tc := range []struct {
+		name   string
+		script string // confined; must fail (non-zero exit)
+		free   string // the same attack unconfined, must succeed ("" = not meaningful)
+		root   bool   // the unconfined half needs root
+	}{
+		{"read secret outside", "cat " + e.secret, "cat " + e.secret, false},
+		{"read /etc/shadow", "cat /etc/shadow", "cat /etc/shadow", true},
+		{"write outside", "echo x > " + e.secretDir + "/planted", "", false},
+		{"write a system path", "echo x >> /etc/hosts", "", false},
+		{"symlink to secret", "ln -s " + e.secret + " link && cat link", "", false},
+		{"hardlink to secret", "ln " + e.secret + " hard && cat hard", "ln " + e.secret + " " + e.secretDir + "/hard2 && cat " + e.secretDir + "/hard2", false},
+		{"/proc/self/root traversal", "cat /proc/self/root" + e.secret, "cat /proc/self/root" + e.secret, false},
+		{"/proc/PID/cwd traversal", "cat /proc/" + victim + "/cwd/id_rsa", "cat /proc/" + victim + "/cwd/id_rsa", false},
+		{"/proc/PID/environ", "cat /proc/" + victim + "/environ | grep hunter2", "cat /proc/" + victim + "/environ | grep -q hunter2", false},
+		{"/proc/PID/cmdline", "cat /proc/" + victim + "/cmdline", "cat /proc/" + victim + "/cmdline", false},
+		{"rename into the workspace", "mv " + e.secret + " stolen", "", false},
+		{"truncate outside", "truncate -s 0 " + e.secret, "", false},
+		{"/dev/shm", "echo x > /dev/shm/lite-agent-test", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sh(t, e.sb, tc.script)
+			if r.st.Code == 0 {
+				t.Errorf("confined %q succeeded: %v", tc.script, r)
+			}
+			if tc.free == "" {
+				return
+			}
+			if tc.root && !root() {
+				t.Logf("unconfined half skipped: needs root")
+				return
+			}
+			if out, err := exec.Command("bash", "-c", tc.free).CombinedOutput(); err != nil {
+				t.Errorf("unconfined %q failed, so the test proves nothing: %v %s", tc.free, err, out)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(e.secret); !bytes.HasPrefix(b, []byte("-----BEGIN")) {
+		t.Errorf("secret was changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(e.secretDir, "planted")); err == nil {
+		t.Errorf("a file was planted outside the workspace")
+	}
+	// What the child may read of /proc: global files, not per-process ones.
+	r := sh(t, e.sb, "head -c 10 /proc/cpuinfo >/dev/null && echo global-ok; cat /proc/self/status 2>&1 | head -1")
+	if !strings.HasPrefix(r.out, "global-ok\n") || !strings.Contains(r.out, "Permission denied") {
+		t.Errorf("/proc policy: %v", r)
+	}
+}
+
+func TestEscapeSeccomp(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	mnt := t.TempDir()
+	victim := strconv.Itoa(e.victim.Process.Pid)
+	for _, tc := range []struct {
+		args []string
+		want string // confined
+		free bool   // the unconfined run must print "ok" (as root)
+	}{
+		{[]string{"unshare-user"}, "EPERM", true},
+		{[]string{"unshare-net"}, "EPERM", true},
+		{[]string{"clone-newuser"}, "EPERM", true},
+		{[]string{"clone3"}, "ENOSYS", true},
+		{[]string{"mount", mnt}, "EPERM", true},
+		{[]string{"chroot", "/"}, "EPERM", true},
+		{[]string{"ptrace", victim}, "EPERM", true},
+		{[]string{"kill", victim}, "EPERM", true}, // Landlock signal scoping
+		{[]string{"keyctl"}, "EPERM", true},
+		{[]string{"bpf"}, "EPERM", true},
+		{[]string{"io_uring"}, "EPERM", true},
+		{[]string{"perf"}, "EPERM", true},
+		{[]string{"userfaultfd"}, "EPERM", true},
+		{[]string{"packet"}, "EPERM", true},
+		{[]string{"raw"}, "EPERM", true},
+		{[]string{"netlink"}, "EPERM", true},
+		{[]string{"inet"}, "EPERM", true},
+		{[]string{"inet6"}, "EPERM", true},
+		{[]string{"mptcp"}, "EPERM", false},
+		{[]string{"unix-dgram"}, "EPERM", true},
+		{[]string{"personality"}, "EPERM", true},
+		{[]string{"personality-query"}, "ok", true},
+		{[]string{"open", "/dev/tty"}, "ENXIO", false}, // no controlling terminal
+	} {
+		name := strings.Join(tc.args, " ")
+		t.Run(name, func(t *testing.T) {
+			got, st := e.probe(t, tc.args...)
+			if tc.args[0] == "kill" && got == "ESRCH" && e.sb.newPID {
+				// In a PID namespace the victim has no pid at all.
+				got = "EPERM"
+			}
+			if got != tc.want {
+				t.Errorf("confined %s: %q (%+v), want %s", name, got, st, tc.want)
+			}
+			if !tc.free {
+				return
+			}
+			free := e.free(t, tc.args...)
+			if tc.args[0] == "mount" && free == "ok" {
+				syscall.Unmount(mnt, 0)
+			}
+			switch {
+			case free == "ok":
+			case !root():
+				t.Logf("unconfined %s: %s (not meaningful without root)", name, free)
+			default:
+				t.Errorf("unconfined %s: %s, want ok: the test proves nothing", name, free)
+			}
+		})
+	}
+	if err := e.victim.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the victim process was hurt: %v", err)
+	}
+}
+
+func TestEscapeCapabilitiesAndSession(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	got, _ := e.probe(t, "caps")
+	for _, want := range []string{"eff=000000000 ", "prm=000000000 ", "inh=000000000 ", "ambient=0", "nnp=1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("caps: %q lacks %q", got, want)
+		}
+	}
+	if root() && !strings.Contains(got, "bounding=0 ") {
+		t.Errorf("root's bounding set not dropped: %q", got)
+	}
+	if free := e.free(t, "caps"); root() && !strings.Contains(free, "eff=1") {
+		t.Logf("unconfined caps: %s", free)
+	}
+	// A new session: the command is its own session leader.
+	r := sh(t, e.sb, `[ "$(ps -o sid= -p $$ 2>/dev/null || echo $$)" ] ; python3 -c 'import os; print(os.getsid(0) == os.getpid() or os.getsid(0) == os.getppid())'`)
+	if strings.TrimSpace(r.out) != "True" {
+		t.Errorf("not in a new session: %v", r)
+	}
+}
+
+func TestEscapeI386Table(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	if free := e.free(t, "i386"); free != "ok" {
+		t.Skipf("int 0x80 does not work unconfined here (%q): no IA32 emulation; would check that seccomp kills it", free)
+	}
+	got, st := e.probe(t, "i386")
+	if st.Signal != syscall.SIGSYS || got == "ok" {
+		t.Errorf("int 0x80 under the sandbox: output %q, status %+v; want killed by SIGSYS", got, st)
+	}
+}
+
+// openPTY returns the slave side of a new pseudo-terminal.
+func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no /dev/ptmx (%v): would check TIOCSTI/TIOCLINUX", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		t.Fatal(e)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		t.Fatal(e)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestEscapeTIOCSTI(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	pty := openPTY(t)
+	for _, args := range [][]string{{"tiocsti"}, {"tiocsti", "high"}, {"tioclinux"}} {
+		var out bytes.Buffer
+		st, err := e.sb.Run(context.Background(), &Command{Path: e.bin, Args: append([]string{"escape"}, args...), Stdin: pty, Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(out.String()); got != "EPERM" {
+			t.Errorf("confined %v on a terminal: %q %+v, want EPERM", args, got, st)
+		}
+	}
+	// Unconfined, root may push input into any terminal: the attack.
+	c := exec.Command(e.bin, "tiocsti")
+	c.Stdin = pty
+	out, _ := c.Output()
+	if got := strings.TrimSpace(string(out)); got != "ok" {
+		if root() {
+			t.Errorf("unconfined TIOCSTI as root: %q, want ok (dev.tty.legacy_tiocsti=0?)", got)
+		} else {
+			t.Logf("unconfined TIOCSTI: %q (not meaningful without CAP_SYS_ADMIN)", got)
+		}
+	}
+}
+
+func TestEscapeNetwork(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if free := e.free(t, "tcp-connect", port); free != "ok" {
+		t.Errorf("unconfined connect to the loopback listener: %s", free)
+	}
+	if got, _ := e.probe(t, "tcp-connect", port); got != "EPERM" {
+		t.Errorf("network none: connect to loopback: %q, want EPERM", got)
+	}
+	r := sh(t, e.sb, "exec 3<>/dev/tcp/127.0.0.1/"+port+" && echo connected")
+	if r.st.Code == 0 {
+		t.Errorf("bash /dev/tcp: %v", r)
+	}
+}
+
+// unixServer listens on a unix socket path (or @abstract name) and writes
+// "y" to every client.
+func unixServer(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("y"))
+			c.Close()
+		}
+	}()
+}
+
+func TestEscapeUnixSockets(t *testing.T) {
+	e := newEscapeEnv(t, nil)
+	outside := filepath.Join(e.secretDir, "docker.sock")
+	unixServer(t, outside)
+	inside := filepath.Join(e.ws, "app.sock")
+	unixServer(t, inside)
+	abstract := fmt.Sprintf("@lite-agent-test-%d", os.Getpid())
+	unixServer(t, abstract)
+	if err := os.Symlink(outside, filepath.Join(e.ws, "link.sock")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr, want string
+	}{
+		{outside, "EACCES"},
+		{"link.sock", "EACCES"}, // relative, through a symlink in the workspace
+		{abstract, "EPERM"},
+		{inside, "ok"},
+		{"app.sock", "ok"},
+	} {
+		if got, _ := e.probe(t, "unix-connect", tc.addr); got != tc.want {
+			t.Errorf("confined connect to %s: %q, want %s", tc.addr, got, tc.want)
+		}
+		if tc.want != "ok" && !strings.HasPrefix(tc.addr, "link") {
+			if free := e.free(t, "unix-connect", tc.addr); free != "ok" {
+				t.Errorf("unconfined connect to %s: %q, want ok", tc.addr, free)
+			}
+		}
+	}
+}
+
+func TestEscapeUnixSocketsSupervisedModes(t *testing.T) {
+	if netSupervisor == nil {
+		t.Skip("no network supervisor linked in: loopback/private fail closed (TestLoopbackFailsClosedWithoutSupervisor); would check unix sockets under it")
+	}
+	for _, mode := range []NetworkMode{NetworkLoopback, NetworkUnrestricted} {
+		t.Run(string(mode), func(t *testing.T) {
+			e := newEscapeEnv(t, func(p *Policy) { p.Network = mode })
+			outside := filepath.Join(e.secretDir, "docker.sock")
+			unixServer(t, outside)
+			if got, _ := e.probe(t, "unix-connect", outside); got == "ok" {
+				t.Errorf("network %s: connect to a unix socket outside the workspace succeeded", mode)
+			}
+		})
+	}
+}
+
+func TestLimitsForkBomb(t *testing.T) {
+	sb, _ := newTestSandbox(t, func(p *Policy) {
+		p.Limits.Processes = 64
+		p.Limits.WallTime = 20 * time.Second
+	})
+	// Fork until the kernel says no; count.
+	r := sh(t, sb, `python3 -c '
+import os, time
+n = 0
+try:
+    while n < 5000:
+        if os.fork() == 0:
+            time.sleep(30); os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+'`)
+	var n, errno int
+	if _, err := fmt.Sscan(r.out, &n, &errno); err != nil || n >= 64 || errno != int(syscall.EAGAIN) {
+		t.Errorf("fork bomb: %v; want fewer than 64 forks, then EAGAIN", r)
+	}
+	if sb.Enforcement().Cgroup != "" && !r.st.ProcessLimitHit {
+		t.Errorf("ProcessLimitHit not reported: %+v", r.st)
+	}
+	if r.st.TimedOut {
+		t.Errorf("the bomb's children were not killed when its main process exited: %+v", r.st)
+	}
+	// The classic one, stopped by the wall time.
+	sb2, _ := newTestSandbox(t, func(p *Policy) {
+		p.Limits.Processes = 64
+		p.Limits.WallTime = time.Second
+	})
+	start := time.Now()
+	sh(t, sb2, `b(){ b|b& }; b; sleep 10`)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("classic fork bomb took %v to end", d)
+	}
+}
+
+func TestLimitsMemoryBomb(t *testing.T) {
+	sb, _ := newTestSandbox(t, func(p *Policy) { p.Limits.MemoryBytes = 256 << 20 })
+	r := sh(t, sb, `python3 -c 'b = bytearray(1 << 30); print("allocated", len(b))'`)
+	if r.st.Code == 0 || strings.Contains(r.out, "allocated") {
+		t.Fatalf("memory bomb succeeded: %v", r)
+	}
+	if sb.Enforcement().Cgroup != "" {
+		if !r.st.MemoryExceeded {
+			t.Errorf("MemoryExceeded not reported: %+v", r.st)
+		}
+	} else if !strings.Contains(r.err, "MemoryError") {
+		t.Errorf("no memory cgroup: expected a MemoryError (RLIMIT_AS): %v", r)
+	}
+}
+
+func TestLimitsFileSize(t *testing.T) {
+	sb, ws := newTestSandbox(t, func(p *Policy) { p.Limits.FileBytes = 1 << 20 })
+	r := sh(t, sb, `head -c 3000000 /dev/zero > big; echo "status $?"`)
+	fi, err := os.Stat(filepath.Join(ws, "big"))
+	if err != nil || fi.Size() > 1<<20 {
+		t.Errorf("file-size bomb wrote %v bytes: %v", fi, err)
+	}
+	if !strings.Contains(r.out, "status 153") { // 128+SIGXFSZ
+		t.Errorf("writer not stopped by SIGXFSZ: %v", r)
+	}
+}
+
+// TestChildFilterNotifiesConnectInEveryMode pins the contract with the
+// supervisors: in every network mode some supervisor sees connect(2), the
+// only way a stream unix socket reaches a peer.
+func TestChildFilterNotifiesConnectInEveryMode(t *testing.T) {
+	for _, spec := range []notifySpec{connectOnly, netSupervised} {
+		found := false
+		for _, c := range spec.calls {
+			found = found || c.name == "connect"
+		}
+		if !found {
+			t.Errorf("a notification spec without connect: %+v", spec)
+		}
+	}
+	if _, err := buildChildFilter(true, netSupervised); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := buildMainFilter(filterSpec{network: NetworkNone}); err != nil || len(p) < 8*20 {
+		t.Fatalf("main filter: %d bytes, %v", len(p), err)
+	}
+}
+
+// TestUnrestrictedNetworkWorks: in mode unrestricted the connect supervisor
+// still sees every connect (for unix paths) and must make TCP ones work.
+func TestUnrestrictedNetworkWorks(t *testing.T) {
+	e := newEscapeEnv(t, func(p *Policy) { p.Network = NetworkUnrestricted })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("y"))
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if got, _ := e.probe(t, "tcp-connect", port); got != "ok" {
+		t.Errorf("network unrestricted: TCP connect to loopback: %q", got)
+	}
+	r := sh(t, e.sb, "exec 3<>/dev/tcp/127.0.0.1/"+port+" && head -c 1 <&3")
+	if r.out != "y" {
+		t.Errorf("bash /dev/tcp through the supervisor: %v", r)
+	}
+	if got, _ := e.probe(t, "raw"); got != "EPERM" {
+		t.Errorf("network unrestricted still refuses raw sockets: %q", got)
+	}
+}

@@ -1,0 +1,185 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Landlock access rights (linux/landlock.h), by the ABI that introduced them.
+const (
+	llExecute           = unix.LANDLOCK_ACCESS_FS_EXECUTE
+	llWriteFile         = unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	llReadFile          = unix.LANDLOCK_ACCESS_FS_READ_FILE
+	llReadDir           = unix.LANDLOCK_ACCESS_FS_READ_DIR
+	llRemoveDir         = unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
+	llRemoveFile        = unix.LANDLOCK_ACCESS_FS_REMOVE_FILE
+	llMakeChar          = unix.LANDLOCK_ACCESS_FS_MAKE_CHAR
+	llMakeDir           = unix.LANDLOCK_ACCESS_FS_MAKE_DIR
+	llMakeReg           = unix.LANDLOCK_ACCESS_FS_MAKE_REG
+	llMakeSock          = unix.LANDLOCK_ACCESS_FS_MAKE_SOCK
+	llMakeFifo          = unix.LANDLOCK_ACCESS_FS_MAKE_FIFO
+	llMakeBlock         = unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+	llMakeSym           = unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	llRefer             = unix.LANDLOCK_ACCESS_FS_REFER     // ABI 2
+	llTruncate          = unix.LANDLOCK_ACCESS_FS_TRUNCATE  // ABI 3
+	llIoctlDev          = unix.LANDLOCK_ACCESS_FS_IOCTL_DEV // ABI 5
+	llBindTCP           = unix.LANDLOCK_ACCESS_NET_BIND_TCP // ABI 4
+	llConnectTCP        = unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	llScopeAbstractUnix = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET // ABI 6
+	llScopeSignal       = unix.LANDLOCK_SCOPE_SIGNAL
+
+	llFileOnly = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
+
+	// Read-only (and executable): system paths, Policy.ReadOnlyPaths.
+	llRO = llExecute | llReadFile | llReadDir
+	// Read-write: the workspace, the temp dir, Policy.ReadWritePaths.
+	// Everything except creating device nodes (which also needs
+	// CAP_MKNOD, gone anyway).
+	llRW = llRO | llWriteFile | llRemoveDir | llRemoveFile | llMakeDir | llMakeReg |
+		llMakeSock | llMakeFifo | llMakeSym | llRefer | llTruncate | llIoctlDev
+	// The data sinks and sources of /dev a shell redirects to and from.
+	llDevRW = llReadFile | llWriteFile
+)
+
+// handledFS is every file right the given ABI knows: all of them are
+// handled, so whatever no rule grants is denied.
+func handledFS(abi int) uint64 {
+	h := uint64(llExecute | llWriteFile | llReadFile | llReadDir | llRemoveDir | llRemoveFile |
+		llMakeChar | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeBlock | llMakeSym)
+	if abi >= 2 {
+		h |= llRefer
+	}
+	if abi >= 3 {
+		h |= llTruncate
+	}
+	if abi >= 5 {
+		h |= llIoctlDev
+	}
+	return h
+}
+
+// devReadWrite are the device files a system path list may name that are
+// also written to (`> /dev/null`). Any other device stays read-only.
+var devReadWrite = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true}
+
+// llRule is one path_beneath rule before it is opened.
+type llRule struct {
+	path   string
+	access uint64
+}
+
+// landlockRules lists the rules of a normalized policy. tmp is the
+// directory that holds per-command temporary directories (or the policy's
+// TempDir).
+func landlockRules(p *Policy, tmp string) []llRule {
+	var rules []llRule
+	for _, s := range p.SystemPaths {
+		if procSelfLike(s) {
+			continue // see procSelfLike
+		}
+		acc := uint64(llRO)
+		if devReadWrite[s] {
+			acc = llDevRW
+		}
+		rules = append(rules, llRule{s, acc})
+	}
+	for _, s := range p.ReadOnlyPaths {
+		if procSelfLike(s) {
+			continue
+		}
+		rules = append(rules, llRule{s, llRO})
+	}
+	for _, s := range p.ReadWritePaths {
+		if procSelfLike(s) {
+			continue
+		}
+		rules = append(rules, llRule{s, llRW})
+	}
+	if p.Workspace != "" {
+		rules = append(rules, llRule{p.Workspace, llRW})
+	}
+	if tmp != "" {
+		rules = append(rules, llRule{tmp, llRW})
+	}
+	return rules
+}
+
+// landlockHandled returns what a ruleset for this ABI and network mode
+// handles (and so denies unless a rule allows it).
+func landlockHandled(abi int, mode NetworkMode) unix.LandlockRulesetAttr {
+	attr := unix.LandlockRulesetAttr{Access_fs: handledFS(abi)}
+	// TCP bind/connect by port: in "none" no IP socket can even be made
+	// (seccomp), Landlock refusing every port is a second wall. In the
+	// supervised modes the supervisor binds and connects on its own copy of
+	// the socket, so the child's own calls never run; Landlock stays out.
+	if abi >= 4 && mode == NetworkNone {
+		attr.Access_net = llBindTCP | llConnectTCP
+	}
+	// Scoping (ABI 6): no connecting to abstract unix sockets and no
+	// signals to processes outside this sandbox's domain.
+	if abi >= 6 {
+		attr.Scoped = llScopeAbstractUnix | llScopeSignal
+	}
+	return attr
+}
+
+// buildRuleset creates the Landlock ruleset once per policy. The fd is
+// O_CLOEXEC; children receive it through the spawn arguments.
+func buildRuleset(abi int, attr unix.LandlockRulesetAttr, rules []llRule) (int, error) {
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET,
+		uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if e != 0 {
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", e)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(int(fd))
+		}
+	}()
+	for _, r := range rules {
+		if err := addPathRule(int(fd), attr.Access_fs, r); err != nil {
+			return -1, err
+		}
+	}
+	ok = true
+	return int(fd), nil
+}
+
+func addPathRule(rulesetFD int, handled uint64, r llRule) error {
+	// O_PATH follows symlinks: the rule lands on what the path names now
+	// (/bin -> usr/bin, /etc/resolv.conf -> /run/...), which is what the
+	// child will reach through it.
+	pfd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("landlock: opening %s: %w", r.path, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("landlock: stat %s: %w", r.path, err)
+	}
+	acc := r.access & handled
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		// Directory rights on a file are EINVAL.
+		acc &= llFileOnly
+	}
+	if acc == 0 {
+		return nil
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: acc, Parent_fd: int32(pfd)}
+	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD),
+		unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("landlock: rule for %s: %w", r.path, e)
+	}
+	return nil
+}
+
+// tmpRootDir makes the directory under which per-command temporary
+// directories are created; it is in the ruleset (read-write).
+func tmpRootDir() (string, error) {
+	return os.MkdirTemp("", "lite-agent-sandbox-")
+}

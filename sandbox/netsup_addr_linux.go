@@ -1,0 +1,250 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Address rules of the network supervisor (netsup_linux.go).
+//
+// Every function here works on the supervisor's own copy of the bytes the
+// child passed; the supervisor then hands exactly these bytes to the kernel.
+// So a rule is sound when, for every way the kernel may interpret the bytes
+// (which depends on the socket's family and protocol), the destination it
+// reaches is allowed. Where the kernel's interpretation differs by protocol,
+// the rule takes the strictest reading.
+
+// inetAllowed says whether mode lets a confined process reach ip.
+// IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4
+// address the kernel will use. Zones and scope ids are ignored: the address
+// alone decides. The IPv4-compatible form (::a.b.c.d) and NAT64
+// (64:ff9b::/96) are IPv6 addresses routed like any other, hence refused.
+func inetAllowed(mode NetworkMode, ip netip.Addr) bool {
+	ip = ip.Unmap().WithZone("")
+	switch mode {
+	case NetworkUnrestricted:
+		return true
+	case NetworkLoopback:
+		return ip.IsLoopback() // 127.0.0.0/8, ::1
+	case NetworkPrivate:
+		// IsPrivate is exactly 10/8, 172.16/12, 192.168/16 and fc00::/7.
+		return ip.IsLoopback() || ip.IsPrivate()
+	}
+	return false
+}
+
+// inetBindAllowed says whether mode lets a confined process bind a socket
+// to ip. A wildcard (0.0.0.0, ::, ::ffff:0.0.0.0) would expose a listener
+// on every interface, so it is refused in every filtered mode; private mode
+// may bind the private addresses it may also connect to.
+func inetBindAllowed(mode NetworkMode, ip netip.Addr) bool {
+	if mode == NetworkUnrestricted {
+		return true
+	}
+	if ip.Unmap().IsUnspecified() {
+		return false
+	}
+	return inetAllowed(mode, ip)
+}
+
+// inetVerdict is what the supervisor does with an AF_INET/AF_INET6 address.
+type inetVerdict int
+
+const (
+	verdictAllow      inetVerdict = iota // perform the call with the copy
+	verdictDeny                          // refuse (EPERM / EACCES)
+	verdictDisconnect                    // connect(AF_UNSPEC): allowed, no destination
+	verdictNoAddress                     // kernel ignores the address: no destination
+	verdictInvalid                       // kernel would fail with errno; do not perform
+)
+
+// parseInetAddr extracts the IP address from sockaddr bytes whose family
+// is AF_INET or AF_INET6. ok is false when the bytes are too short for
+// that family (the kernel answers EINVAL).
+func parseInetAddr(sa []byte) (ip netip.Addr, ok bool) {
+	if len(sa) < 2 {
+		return netip.Addr{}, false
+	}
+	switch binary.NativeEndian.Uint16(sa) {
+	case unix.AF_INET:
+		if len(sa) < unix.SizeofSockaddrInet4 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom4([4]byte(sa[4:8])), true
+	case unix.AF_INET6:
+		// SIN6_LEN_RFC2133 (24 bytes: without sin6_scope_id) is the
+		// shortest the kernel accepts; the address ends at byte 24.
+		if len(sa) < 24 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom16([16]byte(sa[8:24])), true
+	}
+	return netip.Addr{}, false
+}
+
+// judgeInetConnect decides connect(2) on an AF_INET/AF_INET6 socket.
+func judgeInetConnect(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+	if len(sa) < 2 {
+		return verdictInvalid, unix.EINVAL
+	}
+	switch binary.NativeEndian.Uint16(sa) {
+	case unix.AF_UNSPEC:
+		// Every inet connect path (TCP, MPTCP, UDP, ping) treats
+		// AF_UNSPEC as "dissolve the association": no destination.
+		return verdictDisconnect, 0
+	case unix.AF_INET, unix.AF_INET6:
+		// An AF_INET address on an AF_INET6 UDP socket is accepted
+		// by the kernel (it connects the v4 way), so the address's
+		// own family decides, not the socket's.
+		ip, ok := parseInetAddr(sa)
+		if !ok {
+			return verdictInvalid, unix.EINVAL
+		}
+		if inetAllowed(mode, ip) {
+			return verdictAllow, 0
+		}
+		return verdictDeny, unix.EPERM
+	}
+	return verdictInvalid, unix.EAFNOSUPPORT
+}
+
+// judgeInetSend decides the destination of sendto/sendmsg on an AF_INET or
+// AF_INET6 socket when an address is given.
+func judgeInetSend(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+	if len(sa) < 2 {
+		// sendmsg with 0 < msg_namelen < 2: UDP answers EINVAL, TCP
+		// ignores the name. Neither reaches a destination of ours.
+		return verdictNoAddress, 0
+	}
+	switch binary.NativeEndian.Uint16(sa) {
+	case unix.AF_UNSPEC:
+		// Kernel quirk: IPv4 UDP treats an AF_UNSPEC name as AF_INET
+		// and sends to sin_addr; IPv6 UDP treats it as "no name". Take
+		// the strict reading whenever the bytes are long enough for
+		// IPv4 to use them.
+		if len(sa) < unix.SizeofSockaddrInet4 {
+			return verdictNoAddress, 0
+		}
+		if inetAllowed(mode, netip.AddrFrom4([4]byte(sa[4:8]))) {
+			return verdictAllow, 0
+		}
+		return verdictDeny, unix.EPERM
+	case unix.AF_INET, unix.AF_INET6:
+		ip, ok := parseInetAddr(sa)
+		if !ok {
+			return verdictInvalid, unix.EINVAL
+		}
+		if inetAllowed(mode, ip) {
+			return verdictAllow, 0
+		}
+		return verdictDeny, unix.EPERM
+	}
+	return verdictInvalid, unix.EAFNOSUPPORT
+}
+
+// judgeInetBind decides bind(2) on an AF_INET/AF_INET6 socket. Refusals
+// are EACCES (what bind gives for a forbidden address).
+func judgeInetBind(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+	if len(sa) < 2 {
+		return verdictInvalid, unix.EINVAL
+	}
+	switch binary.NativeEndian.Uint16(sa) {
+	case unix.AF_UNSPEC:
+		// IPv4 bind accepts AF_UNSPEC only as INADDR_ANY: a wildcard.
+		return verdictDeny, unix.EACCES
+	case unix.AF_INET, unix.AF_INET6:
+		ip, ok := parseInetAddr(sa)
+		if !ok {
+			return verdictInvalid, unix.EINVAL
+		}
+		if inetBindAllowed(mode, ip) {
+			return verdictAllow, 0
+		}
+		return verdictDeny, unix.EACCES
+	}
+	return verdictInvalid, unix.EAFNOSUPPORT
+}
+
+// hasSourceRoute reports whether an IPv4 options block (as returned by
+// getsockopt(IP_OPTIONS)) contains loose or strict source routing. With it,
+// the kernel sends the packet to the first hop of the route instead of the
+// destination address (verified: a datagram "to 127.0.0.1" reaches the
+// first hop).
+func hasSourceRoute(opts []byte) bool {
+	for i := 0; i < len(opts); {
+		switch t := opts[i]; t {
+		case 0: // IPOPT_END
+			return false
+		case 1: // IPOPT_NOOP
+			i++
+			continue
+		case 0x83, 0x89: // IPOPT_LSRR, IPOPT_SSRR
+			return true
+		}
+		if i+1 >= len(opts) || opts[i+1] < 2 {
+			return true // malformed: treat as dangerous
+		}
+		i += int(opts[i+1])
+	}
+	return false
+}
+
+// unixRequest is an AF_UNIX operation that names an address, given to
+// netSupervisorOptions.Unix for a decision.
+type unixRequest struct {
+	// Op is "connect", "bind" or "send" (sendto/sendmsg/sendmmsg).
+	Op string
+	// Abstract is true for the abstract namespace (sun_path[0] == 0).
+	Abstract bool
+	// Name is the abstract name without its leading NUL, or the path as
+	// the child wrote it.
+	Name string
+	// Path is set for pathname addresses: the absolute path after
+	// resolving symbolic links in the child's view — of the socket
+	// itself for connect and send, of the parent directory joined with
+	// the new name for bind.
+	Path string
+}
+
+// unixPathsUnder returns a decision function for netSupervisorOptions.Unix
+// that allows pathname sockets at or below one of roots (typically the
+// policy's workspace, its read-write paths and its TMPDIR — the rule of the
+// connect supervisor) and refuses the abstract namespace. Roots are resolved once, here, so a symlinked
+// workspace works.
+func unixPathsUnder(roots ...string) func(unixRequest) bool {
+	var clean []string
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(r); err == nil {
+			r = abs
+		}
+		if res, err := filepath.EvalSymlinks(r); err == nil {
+			r = res
+		}
+		clean = append(clean, filepath.Clean(r))
+	}
+	return func(req unixRequest) bool {
+		if req.Abstract || req.Path == "" {
+			return false
+		}
+		for _, r := range clean {
+			// The root itself counts: a read-write path may name a
+			// socket file (as within() in env.go has it).
+			if r == "/" || req.Path == r || strings.HasPrefix(req.Path, r+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func addr4(a [4]byte) netip.Addr   { return netip.AddrFrom4(a) }
+func addr16(a [16]byte) netip.Addr { return netip.AddrFrom16(a) }

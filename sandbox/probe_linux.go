@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostInfo is what this kernel and this user offer, probed once per process.
+type hostInfo struct {
+	caps       Capabilities
+	abi        int
+	seccomp    bool
+	notify     bool
+	pidfdGetfd bool
+	userns     error // nil: user+PID namespaces work for this user
+	cg         cgroupInfo
+	cgWritable map[string]bool // "v2", "pids", "memory"
+	v2Subtree  []string        // controllers our v2 parent delegates to children
+	lastCap    int
+	root       bool
+	setpcap    bool // CAP_SETPCAP in the effective set
+	uid, gid   int
+	rlimitHard map[int]uint64
+}
+
+var host = sync.OnceValue(probeHost)
+
+var rootUserNS = sync.OnceValue(func() error { return probeUserNS(0, 0) })
+
+// Probe reports what this kernel and this user can enforce. It is computed
+// once per process (it creates and removes a test cgroup and a user
+// namespace) and then cached.
+func Probe() Capabilities {
+	h := host()
+	c := h.caps
+	if h.root {
+		c.UserNamespaces = rootUserNS() == nil
+	}
+	c.CgroupV1 = append([]string(nil), c.CgroupV1...)
+	c.Notes = append([]string(nil), c.Notes...)
+	return c
+}
+
+func probeHost() *hostInfo {
+	h := &hostInfo{
+		uid: os.Getuid(), gid: os.Getgid(),
+		root:       os.Geteuid() == 0,
+		cgWritable: map[string]bool{},
+		rlimitHard: map[int]uint64{},
+	}
+	c := &h.caps
+	c.Root = h.root
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		c.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+
+	if abi, err := landlockABI(); err == nil {
+		h.abi = abi
+	} else {
+		c.Notes = append(c.Notes, fmt.Sprintf("Landlock unavailable (%v): no file-system confinement", err))
+	}
+	c.LandlockABI = h.abi
+
+	// seccomp: ask which actions the kernel implements (4.14+).
+	h.seccomp = seccompActionAvail(unix.SECCOMP_RET_KILL_PROCESS) && seccompActionAvail(unix.SECCOMP_RET_ERRNO)
+	h.notify = h.seccomp && seccompActionAvail(unix.SECCOMP_RET_USER_NOTIF)
+	c.Seccomp, c.SeccompUserNotify = h.seccomp, h.notify
+	// pidfd_getfd(-1, ...) is EBADF where the syscall exists.
+	_, _, e := unix.Syscall(unix.SYS_PIDFD_GETFD, ^uintptr(0), 0, 0)
+	h.pidfdGetfd = e != unix.ENOSYS
+	c.PidfdGetfd = h.pidfdGetfd
+
+	h.lastCap = 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			h.lastCap = n
+		}
+	}
+	h.setpcap = hasEffectiveCap(unix.CAP_SETPCAP)
+
+	// Root never needs a user namespace (and making one costs a clone):
+	// probe only for others; Probe() asks on its own.
+	if !h.root {
+		h.userns = probeUserNS(h.uid, h.gid)
+		c.UserNamespaces = h.userns == nil
+		if h.userns != nil {
+			c.Notes = append(c.Notes, fmt.Sprintf("user namespaces unavailable to this user (%v): no PID namespace and no per-sandbox RLIMIT_NPROC", h.userns))
+		}
+	}
+
+	h.cg = detectCgroups()
+	c.CgroupV2 = h.cg.v2Base != ""
+	for _, ctl := range []string{"pids", "memory"} {
+		if _, ok := h.cg.v1[ctl]; ok {
+			c.CgroupV1 = append(c.CgroupV1, ctl)
+		}
+	}
+	if h.cg.v2Base != "" && canMkdir(h.cg.v2Base) {
+		h.cgWritable["v2"] = true
+		if b, err := os.ReadFile(filepath.Join(h.cg.v2Base, "cgroup.subtree_control")); err == nil {
+			h.v2Subtree = strings.Fields(string(b))
+		}
+		// Only controllers our cgroup already delegates are used: this
+		// package never rewrites the caller's cgroup or an ancestor.
+	}
+	for _, ctl := range []string{"pids", "memory"} {
+		if base, ok := h.cg.v1[ctl]; ok && canMkdir(base) {
+			h.cgWritable[ctl] = true
+		}
+	}
+	c.CgroupWritable = len(h.cgWritable) > 0
+	if !c.CgroupWritable {
+		c.Notes = append(c.Notes, "no writable cgroup: memory is bounded per process (RLIMIT_AS), not per tree")
+	}
+	if h.abi > 0 && h.abi < 6 {
+		c.Notes = append(c.Notes, fmt.Sprintf("Landlock ABI %d < 6: signals and abstract unix sockets are isolated with a PID namespace and seccomp instead of Landlock scoping", h.abi))
+	}
+	if h.abi > 0 && h.abi < 4 {
+		c.Notes = append(c.Notes, fmt.Sprintf("Landlock ABI %d < 4: TCP ports are not restricted by Landlock (seccomp still refuses IP sockets in network mode none)", h.abi))
+	}
+	if !h.root {
+		c.Notes = append(c.Notes, "unprivileged: the capability bounding set is dropped only inside a user namespace (no_new_privs makes it moot otherwise)")
+	}
+	for _, r := range []int{unix.RLIMIT_AS, unix.RLIMIT_FSIZE, unix.RLIMIT_NPROC, unix.RLIMIT_CORE} {
+		var rl unix.Rlimit
+		if unix.Getrlimit(r, &rl) == nil {
+			h.rlimitHard[r] = rl.Max
+		} else {
+			h.rlimitHard[r] = unix.RLIM_INFINITY
+		}
+	}
+	return h
+}
+
+func seccompActionAvail(action uint32) bool {
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
+	return e == 0
+}
+
+func hasEffectiveCap(c int) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && n&(1<<uint(c)) != 0
+		}
+	}
+	return false
+}
+
+// canMkdir reports whether this user may create child cgroups under base:
+// cgroupfs permissions are plain file modes (delegation is ownership), so
+// access(2) answers without creating anything. A read-only cgroupfs mount
+// (containers) fails the same check with EROFS.
+func canMkdir(base string) bool {
+	return unix.Faccessat(unix.AT_FDCWD, base, unix.W_OK|unix.X_OK, unix.AT_EACCESS) == nil
+}

@@ -1,0 +1,1085 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// netSupervisor is installed by the network supervisor (netsup_linux.go)
+// and serves network modes loopback and private. It receives:
+//
+//   - listenerFD: the seccomp user-notification listener of the command's
+//     tree (connect, bind, listen, sendto with an address, sendmsg,
+//     sendmmsg on any socket), already in this process's fd table (the
+//     child created it while sharing the table, CLONE_FILES, then took a
+//     private copy without it: it never holds its own listener); ownership
+//     passes to the supervisor, which closes it in stop, also on error;
+//   - pidfd, pid: the command's main process — borrowed, valid until stop
+//     returns, never to be closed by the supervisor (notifications come from
+//     any process of the tree: use their own pid);
+//   - mode: NetworkLoopback or NetworkPrivate.
+//
+// It must decide every notification itself without
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE, including AF_UNIX connects (which, in
+// these modes, only it sees): pathname sockets outside the sandbox must be
+// refused. stop is called once the whole tree is gone. When netSupervisor is
+// nil, policies with these modes fail closed.
+var netSupervisor func(listenerFD, pidfd, pid int, mode NetworkMode) (stop func(), err error)
+
+type notifyKind int
+
+const (
+	notifyNone    notifyKind = iota
+	notifyConnect            // connectsup_linux.go
+	notifyNet                // netSupervisor
+)
+
+// Sandbox is a policy prepared for this kernel: the Landlock ruleset, the
+// seccomp programs and the cgroup parents exist once, and every command
+// started through it reuses them.
+type Sandbox struct {
+	pol Policy
+	enf Enforcement
+	h   *hostInfo
+
+	pieces    *cPieces
+	rawPieces confinePieces // what a child loads itself
+	notify    notifyKind
+	spec      filterSpec // network rules of the main program
+	sealed    bool       // the spawner threads carry every rule (seccomp_linux.go)
+	threadBPF []byte     // the spawner threads' program
+	// threadNotifies: the thread program sends connect to a per-thread
+	// supervisor, so children load no program of their own.
+	threadNotifies bool
+
+	cg       *cgroupManager
+	plan     cgroupPlan
+	spMu     sync.Mutex
+	spIdle   []*spawner // spawner threads without a slot, idle
+	spAll    []*spawner
+	newPID   bool
+	pidMax   string // per-namespace pid_max for newPID, or ""
+	newUser  bool
+	uidMap   string
+	gidMap   string
+	rlimits  []rlimit
+	tmpRoot  string // parent of per-command temp dirs; "" with Policy.TempDir
+	tmpMu    sync.Mutex
+	tmpPool  []string        // emptied per-command temp dirs, ready for reuse
+	tmpOwned map[string]bool // names of the directories made inside tmpRoot
+	rwRoots  []string        // canonical read-write roots (connect supervisor)
+	readable []string        // canonical readable roots (PATH trimming)
+	devNull  *os.File
+
+	pathMu  sync.Mutex
+	pathIn  string
+	pathOut string
+
+	mu      sync.Mutex
+	closed  bool
+	running map[*Process]struct{}
+	wg      sync.WaitGroup
+}
+
+// New prepares a sandbox for p: it checks the policy, probes the kernel and
+// builds the Landlock ruleset, the seccomp programs and the cgroup parents.
+// When the kernel cannot enforce something the policy needs, New fails with
+// an error wrapping ErrUnsupported that names it — unless p.BestEffort, and
+// then Enforcement().Missing lists it.
+func New(p Policy) (*Sandbox, error) {
+	q, err := normalizePolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	h := host()
+	s := &Sandbox{pol: q, h: h, running: map[*Process]struct{}{}, tmpOwned: map[string]bool{}}
+	var missing, notes []string
+	miss := func(format string, args ...any) { missing = append(missing, fmt.Sprintf(format, args...)) }
+
+	if h.abi == 0 {
+		miss("Landlock file-system confinement (needs Linux 5.13+ with landlock among the enabled LSMs)")
+	}
+	if !h.seccomp {
+		miss("seccomp filters")
+	}
+
+	// Network. loopback/private need the network supervisor; none and
+	// unrestricted use this package's connect supervisor for pathname unix
+	// sockets. Both rest on seccomp user notification and pidfd_getfd.
+	mode := q.Network
+	canNotify := h.seccomp && h.notify && h.pidfdGetfd
+	filterMode := mode
+	denyConnect := false
+	switch mode {
+	case NetworkLoopback, NetworkPrivate:
+		switch {
+		case netSupervisor == nil:
+			miss("address filtering for loopback/private networks is not available")
+		case !canNotify:
+			miss("address filtering for loopback/private networks needs seccomp user notification and pidfd_getfd (Linux 5.6+)")
+		default:
+			s.notify = notifyNet
+		}
+		if s.notify != notifyNet {
+			// Best effort gives less network, not more.
+			filterMode = NetworkNone
+			notes = append(notes, "network: none (no address filtering for "+string(mode)+")")
+		}
+	}
+	if s.notify == notifyNone {
+		if canNotify {
+			s.notify = notifyConnect
+		} else if filterMode == NetworkNone {
+			denyConnect = true // no unix connects at all rather than any
+			notes = append(notes, "connect(2) refused outright: no seccomp user notification")
+		} else {
+			miss("confinement of pathname unix sockets (needs seccomp user notification and pidfd_getfd)")
+		}
+	}
+
+	// Processes: tracking the tree, the process limit, memory, signal
+	// isolation. Cgroups first (see cgroup_linux.go for why no spawn ever
+	// migrates a process): a v2 directory when v2 delegates a controller to
+	// us; v1 slots for what v2 lacks; a v2 directory without controllers
+	// only to track the tree when nothing else can.
+	plan := cgroupPlan{}
+	v2Pids := h.cgWritable["v2"] && hasString(h.v2Subtree, "pids")
+	v2Mem := h.cgWritable["v2"] && hasString(h.v2Subtree, "memory")
+	plan.v2, plan.v2Pids, plan.v2Mem = v2Pids || v2Mem, v2Pids, v2Mem
+	plan.v1Pids = !v2Pids && h.cgWritable["pids"]
+	plan.v1Mem = !v2Mem && h.cgWritable["memory"]
+	plan.v1Track = !plan.v2 && plan.v1Pids
+	if !plan.tracks() && h.cgWritable["v2"] && !h.root && h.userns != nil {
+		plan.v2 = true // the only way left to find the whole tree
+	}
+	if forced := testForceMechanism; forced != "" {
+		plan = forcedPlan(forced, plan, h)
+	}
+	s.plan = plan
+	usernsOK := h.userns == nil
+	// A PID namespace when no cgroup can find the whole tree, or when
+	// Landlock cannot scope signals (ABI < 6): processes outside a PID
+	// namespace have no pid inside it, so they cannot be signalled.
+	if !plan.tracks() || h.abi < 6 {
+		switch {
+		case h.root:
+			s.newPID = true
+		case usernsOK:
+			s.newPID, s.newUser = true, true
+		}
+	}
+	switch {
+	case plan.v2:
+		notes = append(notes, "process tree: cgroup v2 directory per command (cgroup.kill)")
+	case plan.v1Track:
+		notes = append(notes, "process tree: cgroup v1 pids directory per command")
+	case s.newPID:
+		notes = append(notes, "process tree: PID namespace (the command is PID 1 of its namespace)")
+	default:
+		miss("killing the whole process tree (no writable cgroup, and no PID namespace: %v)", h.userns)
+	}
+	if h.abi > 0 && h.abi < 6 && !s.newPID {
+		miss("isolation of signals and abstract unix sockets (Landlock ABI %d < 6 and no PID namespace)", h.abi)
+	}
+	// The process limit. RLIMIT_NPROC does not bind uid 0, and elsewhere
+	// counts every process of the user — except in a fresh user namespace,
+	// where the count is per namespace. A PID namespace has its own pid_max
+	// from Linux 6.14 on (no lower than 301).
+	switch {
+	case plan.pidsLimit():
+		notes = append(notes, "processes: cgroup pids.max")
+	case !h.root && usernsOK:
+		s.newUser = true
+		notes = append(notes, "processes: RLIMIT_NPROC in a user namespace")
+	case s.newPID && kernelAtLeast(6, 14) && q.Limits.Processes+1 >= 301:
+		s.pidMax = strconv.Itoa(q.Limits.Processes + 1)
+		notes = append(notes, "processes: pid_max of the PID namespace")
+	case h.root:
+		miss("process limit: root is exempt from RLIMIT_NPROC, no pids cgroup is writable, and no per-namespace pid_max (Linux 6.14+, limits of 300 or more)")
+	default:
+		miss("per-sandbox process limit (no pids cgroup and no user namespace)")
+	}
+	if plan.memLimit() {
+		notes = append(notes, "memory: cgroup limit for the whole tree")
+	} else {
+		notes = append(notes, "memory: RLIMIT_AS per process (no memory cgroup: the tree as a whole is not bounded, and MemoryExceeded is not reported)")
+	}
+
+	if len(missing) > 0 && !q.BestEffort {
+		return nil, fmt.Errorf("%w: %s (set BestEffort to run without it)", ErrUnsupported, strings.Join(missing, "; "))
+	}
+	s.enf = Enforcement{
+		LandlockABI:  h.abi,
+		Seccomp:      h.seccomp,
+		Cgroup:       plan.version(),
+		NetworkMode:  string(filterMode),
+		Missing:      missing,
+		Unprivileged: !h.root,
+		Notes:        notes,
+	}
+	if s.notify == notifyNet {
+		s.enf.NetworkMode = string(mode)
+	}
+
+	// seccomp: the main program goes on the spawner threads, the child
+	// program into each child (seccomp_linux.go). A spawner thread that
+	// needs neither clone3 (CLONE_INTO_CGROUP) nor namespace flags is
+	// sealed: everything is on the thread, including the connect
+	// supervisor's notification, served per thread.
+	s.sealed = !s.newPID && !s.newUser && !plan.v2
+	s.spec = filterSpec{network: filterMode, denyConnect: denyConnect}
+	var childNotify notifySpec
+	switch s.notify {
+	case notifyConnect:
+		childNotify = connectOnly
+	case notifyNet:
+		childNotify = netSupervised
+	}
+	var childBPF []byte
+	var childNotifies bool
+	filtersDone := make(chan error, 1)
+	go func() {
+		if !h.seccomp {
+			filtersDone <- nil
+			return
+		}
+		spec := s.spec
+		if s.sealed {
+			spec.sealed = true
+			if s.notify == notifyConnect {
+				spec.notify, childNotify = connectOnly, notifySpec{}
+				s.threadNotifies = true
+			}
+		}
+		var err error
+		if s.threadBPF, err = buildMainFilter(spec); err != nil {
+			filtersDone <- err
+			return
+		}
+		if !s.sealed || len(childNotify.calls) > 0 {
+			if childBPF, err = buildChildFilter(!s.sealed, childNotify); err != nil {
+				filtersDone <- err
+				return
+			}
+			childNotifies = len(childNotify.calls) > 0
+		}
+		filtersDone <- nil
+	}()
+
+	ok := false
+	defer func() {
+		if !ok {
+			s.release()
+		}
+	}()
+	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	tmp := q.TempDir
+	if tmp == "" {
+		if s.tmpRoot, err = tmpRootDir(); err != nil {
+			return nil, fmt.Errorf("sandbox: temporary directory: %w", err)
+		}
+		tmp = s.tmpRoot
+		// The root itself is the first command's TMPDIR: one mkdir less
+		// for a sandbox that runs one command (the CLI). Commands running
+		// at the same time get directories inside it (see releaseTmp).
+		s.tmpPool = []string{s.tmpRoot}
+	}
+	s.rwRoots = canonical(append([]string{q.Workspace, tmp}, q.ReadWritePaths...))
+	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
+
+	rp := confinePieces{RulesetFD: -1, LastCap: h.lastCap}
+	if h.abi > 0 {
+		attr := landlockHandled(h.abi, filterMode)
+		if rp.RulesetFD, err = buildRuleset(h.abi, attr, landlockRules(&q, tmp)); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	// The seccomp programs compiled (libseccomp, ~0.3 ms) while the temp
+	// dir and the ruleset were made.
+	if err := <-filtersDone; err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	rp.ChildBPF, rp.ChildNotifies = childBPF, childNotifies
+	// Capabilities: the bounding set and securebits need CAP_SETPCAP, which
+	// root has, and so does the owner of a fresh user namespace.
+	rp.DropBounding = h.setpcap || s.newUser
+	rp.LockSecurebits = rp.DropBounding
+	s.rawPieces = rp
+	s.pieces = newCPieces(rp)
+
+	if s.newUser {
+		s.uidMap = fmt.Sprintf("%d %d 1", h.uid, h.uid)
+		s.gidMap = fmt.Sprintf("%d %d 1", h.gid, h.gid)
+	}
+	s.rlimits = append(s.rlimits, rlimit{unix.RLIMIT_CORE, 0, 0})
+	s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_FSIZE, uint64(q.Limits.FileBytes)))
+	if !plan.memLimit() {
+		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_AS, uint64(q.Limits.MemoryBytes)))
+	}
+	if s.newUser && !plan.pidsLimit() {
+		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_NPROC, uint64(q.Limits.Processes)))
+	}
+
+	if plan.any() {
+		if s.cg, err = newCgroupManager(h.cg, plan, q.Limits); err != nil {
+			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
+		}
+	}
+	// Make one spawner thread now, so that a kernel or hierarchy that
+	// refuses it fails New, not the first Start.
+	if plan.slots() {
+		sl, err := s.cg.acquireSlot(s.newSpawner)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		s.cg.releaseSlot(sl)
+	} else {
+		sp, err := s.acquireSpawner()
+		if err != nil {
+			return nil, err
+		}
+		s.releaseSpawner(sp)
+	}
+	ok = true
+	return s, nil
+}
+
+// acquireSpawner returns an idle spawner thread (no slot), starting one if
+// none is idle.
+func (s *Sandbox) acquireSpawner() (*spawner, error) {
+	s.spMu.Lock()
+	if n := len(s.spIdle); n > 0 {
+		sp := s.spIdle[n-1]
+		s.spIdle = s.spIdle[:n-1]
+		s.spMu.Unlock()
+		return sp, nil
+	}
+	s.spMu.Unlock()
+	sp, err := s.newSpawner(nil)
+	if err != nil {
+		return nil, err
+	}
+	s.spMu.Lock()
+	s.spAll = append(s.spAll, sp)
+	s.spMu.Unlock()
+	return sp, nil
+}
+
+// newSpawner starts a spawner thread in the v1 cgroup dirs (none: nil)
+// with this policy's thread program and, for a sealed thread, its connect
+// supervisor.
+func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
+	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies}, dirs,
+		func(listener int) (func(), error) {
+			return startConnectSup(listener, s.pol.Network, s.rwRoots)
+		})
+}
+
+func (s *Sandbox) releaseSpawner(sp *spawner) {
+	s.spMu.Lock()
+	s.spIdle = append(s.spIdle, sp)
+	s.spMu.Unlock()
+}
+
+// lowered returns an rlimit of v, capped at the current hard limit (raising
+// a hard limit needs CAP_SYS_RESOURCE, and the point is to lower it).
+func lowered(h *hostInfo, res int, v uint64) rlimit {
+	if hard, ok := h.rlimitHard[res]; ok && hard != unix.RLIM_INFINITY && v > hard {
+		v = hard
+	}
+	return rlimit{res, v, v}
+}
+
+func canonical(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if p == "" || procSelfLike(p) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Policy returns the normalized policy (defaults filled in).
+func (s *Sandbox) Policy() Policy {
+	p := s.pol
+	p.ReadOnlyPaths = append([]string(nil), p.ReadOnlyPaths...)
+	p.ReadWritePaths = append([]string(nil), p.ReadWritePaths...)
+	p.SystemPaths = append([]string(nil), p.SystemPaths...)
+	p.Env = append([]string(nil), p.Env...)
+	return p
+}
+
+// Enforcement says what this sandbox actually enforces.
+func (s *Sandbox) Enforcement() Enforcement {
+	e := s.enf
+	e.Missing = append([]string(nil), e.Missing...)
+	e.Notes = append([]string(nil), e.Notes...)
+	return e
+}
+
+// confinement returns the pieces a process needs to confine itself under
+// this policy: the Landlock ruleset fd (owned by the Sandbox, O_CLOEXEC: dup
+// it without the flag to pass it across exec), the main and child seccomp
+// programs (the child program carries the namespace rules and, when
+// ChildNotifies, the calls for a supervisor the caller must serve), and how
+// to drop capabilities. It is for a re-executed Go child that calls
+// la_confine (confine.h) from a cgo constructor before its runtime starts.
+func (s *Sandbox) confinement() (confinePieces, error) {
+	p := s.rawPieces
+	if !s.h.seccomp {
+		return p, nil
+	}
+	var err error
+	if p.MainBPF, err = buildMainFilter(s.spec); err != nil {
+		return p, err
+	}
+	var ns notifySpec
+	switch s.notify {
+	case notifyConnect:
+		ns = connectOnly
+	case notifyNet:
+		ns = netSupervised
+	}
+	if p.ChildBPF, err = buildChildFilter(true, ns); err != nil {
+		return p, err
+	}
+	p.ChildNotifies = len(ns.calls) > 0
+	return p, nil
+}
+
+// Close kills the commands still running, waits for them, and releases the
+// ruleset, the cgroups and the temporary directory.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	procs := make([]*Process, 0, len(s.running))
+	for p := range s.running {
+		procs = append(procs, p)
+	}
+	s.mu.Unlock()
+	for _, p := range procs {
+		p.Kill()
+	}
+	s.wg.Wait()
+	return s.release()
+}
+
+func (s *Sandbox) release() error {
+	var first error
+	s.spMu.Lock()
+	sps := s.spAll
+	s.spAll, s.spIdle = nil, nil
+	s.spMu.Unlock()
+	for _, sp := range sps {
+		sp.stop()
+	}
+	if s.cg != nil {
+		first = s.cg.close()
+		s.cg = nil
+	}
+	if s.pieces != nil {
+		s.pieces.free()
+		s.pieces = nil
+	}
+	if s.rawPieces.RulesetFD >= 0 {
+		unix.Close(s.rawPieces.RulesetFD)
+		s.rawPieces.RulesetFD = -1
+	}
+	if s.tmpRoot != "" {
+		if err := removeAll(s.tmpRoot); err != nil && first == nil {
+			first = err
+		}
+		s.tmpRoot = ""
+	}
+	if s.devNull != nil {
+		s.devNull.Close()
+		s.devNull = nil
+	}
+	return first
+}
+
+// acquireTmp returns an empty private temp directory for one command.
+// Directories are pooled: on some file systems mkdir+rmdir cost half a
+// millisecond, as much as the rest of a spawn.
+func (s *Sandbox) acquireTmp() (string, error) {
+	s.tmpMu.Lock()
+	if n := len(s.tmpPool); n > 0 {
+		d := s.tmpPool[n-1]
+		s.tmpPool = s.tmpPool[:n-1]
+		s.tmpMu.Unlock()
+		return d, nil
+	}
+	s.tmpMu.Unlock()
+	d, err := os.MkdirTemp(s.tmpRoot, "cmd-")
+	if err == nil {
+		s.tmpMu.Lock()
+		s.tmpOwned[filepath.Base(d)] = true
+		s.tmpMu.Unlock()
+	}
+	return d, err
+}
+
+// releaseTmp empties a command's temp directory (its whole tree is gone) and
+// pools it; anything odd (the command replaced it, it cannot be emptied) and
+// it is removed instead.
+func (s *Sandbox) releaseTmp(d string) {
+	root := d == s.tmpRoot
+	// drop gives up on d: a directory made inside the root is removed; the
+	// root itself is only removed by Close, and is not reused.
+	drop := func() {
+		if root {
+			return
+		}
+		removeAll(d)
+		s.tmpMu.Lock()
+		delete(s.tmpOwned, filepath.Base(d))
+		s.tmpMu.Unlock()
+	}
+	fi, err := os.Lstat(d)
+	if err != nil || !fi.IsDir() {
+		drop()
+		return
+	}
+	if fi.Mode().Perm() != 0o700 {
+		os.Chmod(d, 0o700)
+	}
+	f, err := os.Open(d)
+	if err != nil {
+		drop()
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		if root && s.isOwnedTmp(n) {
+			continue // another command's directory, not this one's leftovers
+		}
+		if removeAll(filepath.Join(d, n)) != nil {
+			drop()
+			return
+		}
+	}
+	s.tmpMu.Lock()
+	full := len(s.tmpPool) >= 16
+	if !full {
+		s.tmpPool = append(s.tmpPool, d)
+	}
+	s.tmpMu.Unlock()
+	if full {
+		drop()
+	}
+}
+
+func (s *Sandbox) isOwnedTmp(name string) bool {
+	s.tmpMu.Lock()
+	defer s.tmpMu.Unlock()
+	return s.tmpOwned[name]
+}
+
+// removeAll removes a temp tree a confined command may have left with
+// unwritable directories.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// Run starts cmd and waits for its whole process tree to end.
+func (s *Sandbox) Run(ctx context.Context, cmd *Command) (*ExitStatus, error) {
+	p, err := s.Start(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait()
+}
+
+// Process is a running confined command.
+type Process struct {
+	s       *Sandbox
+	pid     int
+	pidfd   int
+	v2      *v2Set // v2 directory the tree lives in, or nil
+	slot    *slot  // v1 slot the tree lives in, or nil
+	tmpDir  string
+	start   time.Time
+	stopSup func()
+
+	stdinW   *os.File
+	outR     []*os.File
+	outDone  sync.WaitGroup
+	budget   *outputBudget
+	timedOut atomic.Bool
+	killMu   sync.Mutex
+	exited   bool
+	done     chan struct{}
+	status   *ExitStatus
+	err      error
+}
+
+// Pid is the host pid of the command's main process.
+func (p *Process) Pid() int { return p.pid }
+
+// Wait waits until the command's whole process tree is gone and returns how
+// the main process ended. It may be called more than once.
+func (p *Process) Wait() (*ExitStatus, error) {
+	<-p.done
+	return p.status, p.err
+}
+
+// Kill kills the whole process tree. Wait reports how it ended.
+func (p *Process) Kill() {
+	p.killTree()
+}
+
+// Start starts cmd confined and returns at once. The error is non-nil only
+// when the sandbox could not start the command; a command that fails is a
+// normal ExitStatus. When ctx ends, or Limits.WallTime passes, the whole tree
+// is killed and ExitStatus.TimedOut is set.
+func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
+	if cmd == nil || cmd.Path == "" {
+		return nil, errors.New("sandbox: no command")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("sandbox: Start after Close")
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		s.wg.Done()
+		return nil, err
+	}
+	p := &Process{s: s, pidfd: -1, start: time.Now(), done: make(chan struct{}),
+		budget: newOutputBudget(s.pol.Limits.OutputBytes)}
+	var childFiles []*os.File // our copies of the child's ends, closed after spawn
+	ok := false
+	defer func() {
+		for _, f := range childFiles {
+			f.Close()
+		}
+		if !ok {
+			p.cleanup()
+			s.wg.Done()
+		}
+	}()
+
+	tmp := s.pol.TempDir
+	if tmp == "" {
+		d, err := s.acquireTmp()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: temporary directory: %w", err)
+		}
+		p.tmpDir, tmp = d, d
+	}
+	env := FilterEnv(os.Environ(), s.pol.Env, cmd.Env)
+	env = envSet(env, "TMPDIR", tmp)
+	if path, ok := envGet(env, "PATH"); ok {
+		env = envSet(env, "PATH", s.trimmedPATH(path))
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = s.pol.Workspace
+	}
+	if dir == "" {
+		dir = tmp
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("sandbox: working directory %q is not absolute", dir)
+	}
+	exe, err := lookPath(cmd.Path, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	argv := cmd.Args
+	if len(argv) == 0 {
+		argv = []string{cmd.Path}
+	}
+
+	// Standard streams. Output always goes through pipes so that
+	// Limits.OutputBytes holds whatever the writer is.
+	var stdio [3]int
+	switch in := cmd.Stdin.(type) {
+	case nil:
+		stdio[0] = int(s.devNull.Fd())
+	case *os.File:
+		stdio[0] = int(in.Fd())
+	default:
+		r, w, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		childFiles = append(childFiles, r)
+		p.stdinW = w
+		stdio[0] = int(r.Fd())
+		go func() {
+			// Ends when the reader ends or the tree is gone (EPIPE).
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := in.Read(buf)
+				if n > 0 {
+					if _, werr := w.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					w.Close()
+					return
+				}
+			}
+		}()
+	}
+	outFD := func(wr interface{ Write([]byte) (int, error) }) (int, error) {
+		if wr == nil {
+			return int(s.devNull.Fd()), nil
+		}
+		r, w, err := pipe()
+		if err != nil {
+			return -1, err
+		}
+		childFiles = append(childFiles, w)
+		p.outR = append(p.outR, r)
+		p.outDone.Add(1)
+		go func() {
+			defer p.outDone.Done()
+			p.budget.forward(wr, r)
+		}()
+		return int(w.Fd()), nil
+	}
+	if stdio[1], err = outFD(cmd.Stdout); err != nil {
+		return nil, err
+	}
+	if sameWriter(cmd.Stdout, cmd.Stderr) {
+		stdio[2] = stdio[1]
+	} else if stdio[2], err = outFD(cmd.Stderr); err != nil {
+		return nil, err
+	}
+
+	req := &spawnRequest{
+		path: exe, argv: argv, envp: env, dir: dir, stdio: stdio,
+		cgroupDir: -1, cgroupProcs: -1, rlimits: s.rlimits,
+		newPID: s.newPID, newUser: s.newUser, uidMap: s.uidMap, gidMap: s.gidMap,
+		pidMax: s.pidMax, pieces: s.pieces, noClone3: s.sealed,
+	}
+	if s.plan.v2 {
+		if p.v2, err = s.cg.acquireV2(); err != nil {
+			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
+		}
+		req.cgroupDir, req.cgroupProcs = int(p.v2.dirFile.Fd()), int(p.v2.procs.Fd())
+	}
+	var res spawnResult
+	if s.plan.slots() {
+		// The slot's thread sits in the command's v1 cgroups: the child is
+		// born there. The slot stays with the command until its tree is
+		// gone.
+		if p.slot, err = s.cg.acquireSlot(s.newSpawner); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		res, err = p.slot.sp.spawn(req)
+	} else {
+		var sp *spawner
+		if sp, err = s.acquireSpawner(); err != nil {
+			return nil, err
+		}
+		res, err = sp.spawn(req)
+		s.releaseSpawner(sp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.pid, p.pidfd = res.pid, res.pidfd
+	for _, f := range childFiles {
+		f.Close()
+	}
+	childFiles = nil
+
+	if res.listener >= 0 {
+		var stop func()
+		switch s.notify {
+		case notifyConnect:
+			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots)
+		case notifyNet:
+			stop, err = netSupervisor(res.listener, p.pidfd, p.pid, s.pol.Network)
+		default:
+			unix.Close(res.listener)
+			err = errors.New("sandbox: internal: unexpected seccomp listener")
+		}
+		if err != nil {
+			p.killTree()
+			reapPidfd(p.pidfd)
+			p.finishTree()
+			return nil, fmt.Errorf("sandbox: starting the network supervisor: %w", err)
+		}
+		p.stopSup = stop
+	}
+
+	s.mu.Lock()
+	s.running[p] = struct{}{}
+	s.mu.Unlock()
+	ok = true
+	go p.run(ctx)
+	return p, nil
+}
+
+// pipe returns a pipe whose read end (ours or the child's) is r. The end we
+// keep is non-blocking (the runtime poller serves it); the child's end stays
+// blocking, as programs expect.
+func pipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
+}
+
+// trimmedPATH caches trimPath for the (usually unchanging) parent PATH.
+func (s *Sandbox) trimmedPATH(path string) string {
+	s.pathMu.Lock()
+	defer s.pathMu.Unlock()
+	if path != s.pathIn || s.pathOut == "" && path != "" {
+		s.pathIn, s.pathOut = path, trimPath(path, s.readable)
+	}
+	return s.pathOut
+}
+
+// lookPath finds file as execvp would in the child's PATH (relative to the
+// working directory dir). Landlock still decides whether it may run.
+func lookPath(file string, env []string, dir string) (string, error) {
+	if strings.Contains(file, "/") {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		return file, nil
+	}
+	path, _ := envGet(env, "PATH")
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		c := filepath.Join(d, file)
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(dir, c)
+		}
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox: %q: executable file not found in the sandbox's PATH", file)
+}
+
+// run waits for the main process, then for the rest of the tree, then
+// reports.
+func (p *Process) run(ctx context.Context) {
+	exited := make(chan struct{})
+	if wt := p.s.pol.Limits.WallTime; wt > 0 || ctx.Done() != nil {
+		go func() {
+			var timer <-chan time.Time
+			if wt > 0 {
+				t := time.NewTimer(wt - time.Since(p.start))
+				defer t.Stop()
+				timer = t.C
+			}
+			select {
+			case <-ctx.Done():
+			case <-timer:
+			case <-exited:
+				return
+			}
+			p.timedOut.Store(true)
+			p.killTree()
+		}()
+	}
+	info, err := waitPidfd(p.pidfd)
+	p.killMu.Lock()
+	p.exited = true
+	p.killMu.Unlock()
+	close(exited)
+	p.finishTree()
+
+	st := &ExitStatus{TimedOut: p.timedOut.Load()}
+	if err != nil {
+		p.err = fmt.Errorf("sandbox: waiting for the command: %w", err)
+	} else {
+		switch info.Code {
+		case cldExited:
+			st.Code = int(info.Status)
+		case cldKilled, cldDumped:
+			st.Signal = syscall.Signal(info.Status)
+			st.Code = 128 + int(info.Status)
+		}
+	}
+	if s2 := p.v2; s2 != nil {
+		st.MemoryExceeded = p.s.plan.v2Mem && s2.oomKills() > s2.oomBase
+		st.ProcessLimitHit = p.s.plan.v2Pids && s2.maxEvents() > s2.maxBase
+	}
+	if sl := p.slot; sl != nil {
+		oom, pidsMax := sl.settle()
+		st.MemoryExceeded = st.MemoryExceeded || oom
+		st.ProcessLimitHit = st.ProcessLimitHit || pidsMax
+	}
+	st.DroppedBytes = p.budget.droppedBytes()
+	st.OutputTruncated = st.DroppedBytes > 0
+	st.Duration = time.Since(p.start)
+	p.status = st
+	p.cleanup()
+	s := p.s
+	s.mu.Lock()
+	delete(s.running, p)
+	s.mu.Unlock()
+	close(p.done)
+	s.wg.Done()
+}
+
+// finishTree makes sure nothing of the tree is left once the main process
+// has exited (daemons that setsid'd or double-forked included), stops the
+// supervisor and drains the output.
+func (p *Process) finishTree() {
+	switch {
+	case p.v2 != nil:
+		if p.v2.populated() {
+			p.v2.kill()
+			p.v2.waitEmpty(10 * time.Second)
+		}
+	case p.slot != nil && p.s.plan.v1Track:
+		self := p.s.cg.self
+		if !p.slot.empty(self) {
+			p.slot.kill(self)
+			p.slot.waitEmpty(self, 10*time.Second)
+		}
+	case p.s.newPID:
+		// PID 1 of the namespace has exited: the kernel killed the rest
+		// and waited for it before letting us reap PID 1.
+	default:
+		// Best effort: the session's process group.
+		unix.Kill(-p.pid, unix.SIGKILL)
+	}
+	if p.stopSup != nil {
+		p.stopSup()
+		p.stopSup = nil
+	}
+	if p.stdinW != nil {
+		p.stdinW.Close()
+	}
+	// Every writer of the output pipes is dead, so the readers see EOF at
+	// once; the deadline is a safety net for the best-effort case, where a
+	// stray process may still hold a pipe.
+	done := make(chan struct{})
+	go func() { p.outDone.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		for _, r := range p.outR {
+			r.Close()
+		}
+		<-done
+	}
+}
+
+// killTree kills every process of the command.
+func (p *Process) killTree() {
+	p.killMu.Lock()
+	defer p.killMu.Unlock()
+	switch {
+	case p.v2 != nil:
+		p.v2.kill()
+		return
+	case p.slot != nil && p.s.plan.v1Track:
+		p.slot.kill(p.s.cg.self)
+		return
+	}
+	if p.exited || p.pidfd < 0 {
+		return
+	}
+	// PID namespace: SIGKILL to its PID 1 ends the namespace. Otherwise
+	// (best effort) the main process and its session.
+	unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+	if !p.s.newPID {
+		unix.Kill(-p.pid, unix.SIGKILL)
+	}
+}
+
+func (p *Process) cleanup() {
+	for _, r := range p.outR {
+		r.Close()
+	}
+	if p.v2 != nil {
+		p.s.cg.releaseV2(p.v2)
+		p.v2 = nil
+	}
+	if p.slot != nil {
+		p.s.cg.releaseSlot(p.slot)
+		p.slot = nil
+	}
+	if p.tmpDir != "" {
+		p.s.releaseTmp(p.tmpDir)
+		p.tmpDir = ""
+	}
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+}
+
+// si_code values of SIGCHLD (waitid).
+const (
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+// childInfo is siginfo_t as waitid(2) fills it for a child: the union of
+// fields starts pointer-aligned after three ints.
+type childInfo struct {
+	Signo, Errno, Code int32
+	_                  [unsafe.Sizeof(uintptr(0)) - 4]byte
+	Pid                int32
+	UID                uint32
+	Status             int32
+	_                  [128 - 3*4 - (unsafe.Sizeof(uintptr(0)) - 4) - 3*4]byte
+}
+
+// waitPidfd reaps the process of pidfd.
+func waitPidfd(pidfd int) (childInfo, error) {
+	var info childInfo
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_WAITID, unix.P_PIDFD, uintptr(pidfd),
+			uintptr(unsafe.Pointer(&info)), unix.WEXITED, 0, 0)
+		if e != unix.EINTR {
+			if e != 0 {
+				return info, e
+			}
+			return info, nil
+		}
+	}
+}
+
+func reapPidfd(pidfd int) { waitPidfd(pidfd) }

@@ -1,0 +1,538 @@
+// The confined spawn path of package sandbox: a vfork-style clone whose
+// child confines itself and execs the command. See confine.h.
+//
+// Why C and not syscall.ForkExec: the child must run landlock_restrict_self,
+// capset and seccomp(2) between fork and exec, which the Go runtime's
+// forkAndExecInChild cannot be told to do. Re-executing the Go binary first
+// costs a runtime start-up (~2 ms); this path costs about what a plain
+// vfork+exec costs.
+//
+// The child, in order (la_child):
+//   signals  handlers reset to SIG_DFL (clone3 CLONE_CLEAR_SIGHAND, or a
+//            sigaction loop), all still blocked;
+//   userns   (unprivileged only) map our own uid/gid: the namespace gives
+//            the PID namespace and a per-sandbox RLIMIT_NPROC;
+//   pid_max  (PID namespace without pids cgroup) the namespace's process cap;
+//   setsid   no controlling terminal: TIOCSTI/TIOCSCTTY have nothing to hit;
+//   cgroup   already born in it (v1: the spawner thread's; v2: clone3
+//            CLONE_INTO_CGROUP); only the clone() fallback joins by write;
+//   rlimits  FSIZE, CORE=0, AS (no memory cgroup), NPROC (user namespace);
+//   la_confine: capabilities (bounding, securebits, ambient, capset 0),
+//            no_new_privs, landlock_restrict_self, seccomp (child program,
+//            the main one being inherited from the spawner thread);
+//   stdio    dup2 onto 0-2; every other fd close-on-exec (close_range);
+//   chdir, unblock signals, execve.
+// Any failure is stored as (step, errno) in the shared struct and the child
+// exits 127; la_spawn turns it into an error naming the step.
+//
+// Rules for everything that runs in the child (la_child, la_confine):
+//   - the child shares the parent's memory (CLONE_VM) and the parent thread
+//     is suspended until execve or _exit (CLONE_VFORK): only async-signal-
+//     safe calls, no malloc, no locks, no stdio; results go to the shared
+//     struct la_spawn_args;
+//   - all signals are blocked from before clone until just before execve,
+//     and inherited handlers (the Go runtime's) are reset to SIG_DFL first,
+//     so that no Go signal handler can ever run on the child's stack.
+#define _GNU_SOURCE
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef LANDLOCK_CREATE_RULESET_VERSION
+#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+#define LA_FAIL(s) do { *step = (s); return -errno; } while (0)
+
+int la_confine(const struct la_confine_args *a, int *listener, int *step)
+{
+	*listener = -1;
+	*step = LA_STEP_NONE;
+
+	// 1. Capabilities, while we still hold CAP_SETPCAP (root, or the owner
+	// of a fresh user namespace). The bounding set first: it is what stops
+	// a uid-0 process from regaining capabilities at execve, and dropping it
+	// needs CAP_SETPCAP in the effective set, which capset below removes.
+	// Without CAP_SETPCAP (a plain unprivileged user) the bounding set stays
+	// full, which is harmless: permitted/effective are already empty and
+	// no_new_privs makes setuid and file capabilities inert at execve.
+	if (a->drop_bounding) {
+		for (int c = 0; c <= a->last_cap; c++) {
+			// EINVAL: a capability this kernel does not know.
+			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+				LA_FAIL(LA_STEP_CAPS_BOUNDING);
+		}
+	}
+	// Securebits: uid 0 gets no capabilities from execve (NOROOT), ambient
+	// capabilities can never be raised again, and keep-caps stays off; all
+	// locked so that nothing later in the process can undo them.
+	if (a->lock_securebits) {
+		unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+			SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+			SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+			LA_FAIL(LA_STEP_SECUREBITS);
+	}
+	// Ambient capabilities survive execve of unprivileged programs: clear
+	// them (EINVAL only on kernels older than 4.3, which have none).
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		LA_FAIL(LA_STEP_CAPS_AMBIENT);
+	// Effective, permitted and inheritable to zero — also for root: root
+	// with capabilities can read /proc/PID/environ of processes outside the
+	// sandbox, bypass DAC on files Landlock allows, and so on.
+	{
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct data[2];
+		memset(data, 0, sizeof data);
+		if (syscall(SYS_capset, &hdr, data) < 0)
+			LA_FAIL(LA_STEP_CAPSET);
+	}
+
+	// 2. no_new_privs: execve can no longer grant privileges (setuid bits,
+	// file capabilities), and it is the precondition for an unprivileged
+	// landlock_restrict_self and seccomp filter. Capabilities are gone, so
+	// from here on the kernel would refuse both without it.
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		LA_FAIL(LA_STEP_NO_NEW_PRIVS);
+
+	// 3. Landlock: the ruleset was built once, in the parent, for this
+	// policy; entering it is one syscall. Before seccomp, so that the
+	// filter need not allow landlock_restrict_self (it does anyway: nesting
+	// a domain only ever restricts more).
+	if (a->ruleset_fd >= 0 &&
+	    syscall(SYS_landlock_restrict_self, a->ruleset_fd, a->landlock_flags) < 0)
+		LA_FAIL(LA_STEP_LANDLOCK);
+
+	// 4. seccomp. First the child program (namespace rules, and the calls
+	// sent to a supervisor, whose listener it needs); then, last, the main
+	// program — in the spawn path it is already there, inherited from the
+	// spawner thread. Loading order does not change what wins: the kernel
+	// runs every program and takes the most restrictive action (KILL >
+	// ERRNO > USER_NOTIF > ALLOW); the two programs never give different
+	// actions of equal rank to one syscall.
+	if (a->child_len) {
+		struct sock_fprog prog = { a->child_len, (struct sock_filter *)a->child };
+		long fd;
+		if (a->child_listener) {
+			// WAIT_KILLABLE_RECV (5.19+): once the supervisor has received
+			// a call, only a fatal signal abandons it, so a call the
+			// supervisor has already performed is never restarted behind
+			// its back. Older kernels say EINVAL: load without it.
+			fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				     SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+			if (fd < 0 && errno == EINVAL)
+				fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+					     SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+		} else {
+			fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+		}
+		if (fd < 0)
+			LA_FAIL(LA_STEP_SECCOMP_NOTIFY);
+		if (a->child_listener) {
+			*listener = (int)fd;  // created O_CLOEXEC by the kernel
+			if (a->unshare_files) {
+				// The fd table is still shared with the parent
+				// (CLONE_FILES), so the listener now also exists in the
+				// parent's table. Take a private copy of the table and
+				// drop the listener from it: the confined program never
+				// holds its own listener (it could answer its own
+				// notifications). The child program allows unshare
+				// without namespace flags for this.
+				if (unshare(CLONE_FILES) < 0)
+					LA_FAIL(LA_STEP_UNSHARE_FILES);
+				close((int)fd);
+			}
+		}
+	}
+	if (a->filter_len) {
+		struct sock_fprog prog = { a->filter_len, (struct sock_filter *)a->filter };
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			LA_FAIL(LA_STEP_SECCOMP);
+	}
+	return 0;
+}
+
+static int la_write_file(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(data);
+	ssize_t w = write(fd, data, n);
+	int e = errno;
+	close(fd);
+	if (w != (ssize_t)n) {
+		errno = w < 0 ? e : EIO;
+		return -1;
+	}
+	return 0;
+}
+
+#define LA_CHILD_FAIL(s) do { a->err_step = (s); a->err_errno = errno; goto fail; } while (0)
+
+static int la_child(void *arg)
+{
+	struct la_spawn_args *a = arg;
+	int step = 0, listener = -1;
+
+	// Inherited handlers point into the Go runtime, which must never run
+	// here; reset them (ignored signals stay ignored, as with exec). clone3
+	// did it already (CLONE_CLEAR_SIGHAND). Signals are still blocked, so
+	// nothing can arrive in between. One call per signal: set SIG_DFL and
+	// get the old action; put SIG_IGN back where it was.
+	if (!a->cleared_sighand) {
+		for (int sig = 1; sig < _NSIG; sig++) {
+			struct sigaction dfl, old;
+			if (sig == SIGKILL || sig == SIGSTOP)
+				continue;
+			memset(&dfl, 0, sizeof dfl);
+			dfl.sa_handler = SIG_DFL;
+			if (sigaction(sig, &dfl, &old) < 0)  // EINVAL: libc-internal
+				continue;
+			if (old.sa_handler == SIG_IGN && sigaction(sig, &old, NULL) < 0)
+				LA_CHILD_FAIL(LA_STEP_SIGNALS);
+		}
+	}
+
+	// A fresh user namespace (unprivileged users: it carries the PID
+	// namespace and a per-sandbox RLIMIT_NPROC count). Map only ourselves:
+	// the one mapping an unprivileged process may write for itself.
+	if (a->new_user) {
+		if (la_write_file("/proc/self/setgroups", "deny") < 0 ||
+		    la_write_file("/proc/self/uid_map", a->uid_map) < 0 ||
+		    la_write_file("/proc/self/gid_map", a->gid_map) < 0)
+			LA_CHILD_FAIL(LA_STEP_USERNS);
+	}
+
+	// Process limit without a pids cgroup: a PID namespace has its own
+	// pid_max (Linux 6.14+); no more than pid_max-1 processes and threads
+	// can exist in it. Written by PID 1 while it still has CAP_SYS_ADMIN
+	// over the namespace; the parent only asks for it on kernels that
+	// have per-namespace pid_max (elsewhere the value is global).
+	if (a->new_pid && a->pid_max && la_write_file("/proc/sys/kernel/pid_max", a->pid_max) < 0)
+		LA_CHILD_FAIL(LA_STEP_PID_MAX);
+
+	// New session: no controlling terminal, so TIOCSTI/TIOCSCTTY on an
+	// inherited terminal fd fail even before seccomp looks at them, and the
+	// caller's job control (kill -PGID) does not reach us by accident.
+	if (setsid() < 0)
+		LA_CHILD_FAIL(LA_STEP_SETSID);
+
+	// Without clone3 the child was not born in its v2 cgroup: join it now,
+	// before it runs anything ("0" is the writing process). This is a
+	// migration, which can cost milliseconds (see la_spawn).
+	if (!a->born_in_cgroup && a->cgroup_procs >= 0) {
+		if (write(a->cgroup_procs, "0", 1) != 1)
+			LA_CHILD_FAIL(LA_STEP_CGROUP);
+	}
+
+	// Resource limits. Lowering needs no privilege; the parent never asks
+	// for more than the current hard limit.
+	for (int i = 0; i < a->n_rlimits; i++) {
+		struct rlimit64 rl = { a->rlimits[i].cur, a->rlimits[i].max };
+		if (setrlimit64(a->rlimits[i].resource, &rl) < 0)
+			LA_CHILD_FAIL(LA_STEP_RLIMIT);
+	}
+
+	if (la_confine(&a->confine, &listener, &step) < 0) {
+		// A listener created before the failure is in the parent's table:
+		// publish it so that the parent closes it.
+		a->listener = listener;
+		a->err_step = step;
+		a->err_errno = errno;
+		goto fail;
+	}
+
+	// The listener's number in the parent's table, through shared memory.
+	a->listener = listener;
+
+	// Standard streams. Sources below 3 are first moved out of the way
+	// (dup2(fd, fd) would keep a close-on-exec flag); dup2 clears it on the
+	// target.
+	{
+		int src[3];
+		for (int i = 0; i < 3; i++) {
+			src[i] = a->stdio[i];
+			if (src[i] < 3) {
+				src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+				if (src[i] < 0)
+					LA_CHILD_FAIL(LA_STEP_STDIO);
+			}
+		}
+		for (int i = 0; i < 3; i++) {
+			if (dup2(src[i], i) < 0)
+				LA_CHILD_FAIL(LA_STEP_STDIO);
+		}
+	}
+	// Every other descriptor closes at execve, including ones the parent
+	// process inherited without O_CLOEXEC from whoever started it: nothing
+	// but stdin/stdout/stderr crosses into the sandbox.
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0 &&
+	    errno != ENOSYS && errno != EINVAL)
+		LA_CHILD_FAIL(LA_STEP_CLOSE_FDS);
+
+	if (chdir(a->dir) < 0)
+		LA_CHILD_FAIL(LA_STEP_CHDIR);
+
+	{
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
+	execve(a->path, a->argv, a->envp);
+	a->err_step = LA_STEP_EXEC;
+	a->err_errno = errno;
+fail:
+	_exit(127);
+}
+
+// One child stack per OS thread, made once: mmap/munmap on every spawn
+// would cost TLB shootdowns across the Go process's threads.
+#define LA_STACK_SIZE (128 * 1024)
+static __thread char *la_stack;
+
+static char *la_stack_base(void)
+{
+	if (!la_stack) {
+		long page = sysconf(_SC_PAGESIZE);
+		char *m = mmap(NULL, LA_STACK_SIZE + page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		mprotect(m, page, PROT_NONE);  // guard page below the stack
+		la_stack = m + page;
+	}
+	return la_stack;
+}
+
+#ifndef CLONE_CLEAR_SIGHAND
+#define CLONE_CLEAR_SIGHAND 0x100000000ULL
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+// struct clone_args, version 2 (Linux 5.7).
+struct la_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+		 stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+// 1 once clone3 is known to be refused (an outer seccomp policy such as
+// Docker's answers ENOSYS): use clone from then on.
+static int la_no_clone3;
+
+#if defined(__x86_64__)
+// la_clone3 runs clone3 with a new stack: the child starts on it right
+// after the syscall instruction, where no C code can follow, so the call
+// and the child's first steps are assembly. fn and arg travel in r12/r13,
+// which the child inherits; it calls fn(arg) and exits with its result
+// (fn never returns: it execs or _exits).
+static long la_clone3(struct la_clone_args *ca, int (*fn)(void *), void *arg)
+{
+	long ret;
+	register void *r12 __asm__("r12") = (void *)fn;
+	register void *r13 __asm__("r13") = arg;
+	__asm__ volatile(
+		"syscall\n\t"
+		"test %%rax, %%rax\n\t"
+		"jnz 1f\n\t"
+		"xor %%ebp, %%ebp\n\t"
+		"mov %%r13, %%rdi\n\t"
+		"call *%%r12\n\t"
+		"mov %%eax, %%edi\n\t"
+		"mov $60, %%eax\n\t"  // SYS_exit
+		"syscall\n\t"
+		"hlt\n\t"
+		"1:\n\t"
+		: "=a"(ret)
+		: "0"((long)SYS_clone3), "D"(ca), "S"(sizeof *ca), "r"(r12), "r"(r13)
+		: "rcx", "r11", "memory");
+	return ret;
+}
+#define LA_HAVE_CLONE3 1
+#endif
+
+int la_spawn(struct la_spawn_args *a)
+{
+	a->pid = -1;
+	a->pidfd = -1;
+	a->listener = -1;
+	a->err_step = LA_STEP_NONE;
+	a->err_errno = 0;
+	a->cleared_sighand = 0;
+	a->born_in_cgroup = 0;
+
+	char *base = la_stack_base();
+	if (!base) {
+		a->err_step = LA_STEP_CLONE;
+		a->err_errno = ENOMEM;
+		return -1;
+	}
+	// Stacks grow down on every architecture Go supports on Linux.
+	char *top = (char *)(((uintptr_t)(base + LA_STACK_SIZE)) & ~(uintptr_t)15);
+
+	// CLONE_VM|CLONE_VFORK: no page-table copy, the parent thread sleeps
+	// until execve. CLONE_PIDFD: a race-free handle for waiting and killing.
+	// CLONE_FILES only when a listener must reach us (see la_confine).
+	uint64_t flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD;
+	if (a->confine.child_listener) {
+		flags |= CLONE_FILES;
+		a->confine.unshare_files = 1;
+	}
+	if (a->new_pid)
+		flags |= CLONE_NEWPID;
+	if (a->new_user)
+		flags |= CLONE_NEWUSER;
+
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int pidfd = -1;
+	long pid = -1;
+	int e = 0;
+#ifdef LA_HAVE_CLONE3
+	if (!a->no_clone3 && !__atomic_load_n(&la_no_clone3, __ATOMIC_RELAXED)) {
+		// clone3: the child is born in its v2 cgroup (CLONE_INTO_CGROUP
+		// takes the cgroup locks for reading only; writing cgroup.procs
+		// takes the global threadgroup rwsem for writing, which waits for
+		// an RCU grace period: milliseconds) and with every handler
+		// already reset (CLONE_CLEAR_SIGHAND).
+		struct la_clone_args ca;
+		memset(&ca, 0, sizeof ca);
+		ca.flags = flags | CLONE_CLEAR_SIGHAND;
+		ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+		ca.exit_signal = SIGCHLD;
+		ca.stack = (uint64_t)(uintptr_t)base;
+		ca.stack_size = (uint64_t)(top - base);
+		if (a->cgroup_dir >= 0) {
+			ca.flags |= CLONE_INTO_CGROUP;
+			ca.cgroup = (uint64_t)a->cgroup_dir;
+		}
+		a->cleared_sighand = 1;
+		a->born_in_cgroup = a->cgroup_dir >= 0;
+		pid = la_clone3(&ca, la_child, a);
+		if (pid < 0) {
+			e = (int)-pid;
+			if (e == ENOSYS || e == E2BIG || e == EINVAL)
+				__atomic_store_n(&la_no_clone3, 1, __ATOMIC_RELAXED);
+			else if (e != EPERM)  // EPERM: maybe a seccomp policy; try clone
+				goto done;
+		}
+	}
+#endif
+	if (pid < 0) {
+		a->cleared_sighand = 0;
+		a->born_in_cgroup = 0;
+		pid = clone(la_child, top, (int)flags | SIGCHLD, a, &pidfd);
+		e = errno;
+	}
+#ifdef LA_HAVE_CLONE3
+done:
+#endif
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	if (pid < 0) {
+		a->err_step = LA_STEP_CLONE;
+		a->err_errno = e;
+		return -1;
+	}
+	a->pid = (int)pid;
+	a->pidfd = pidfd;
+	if (a->err_step != LA_STEP_NONE) {
+		// The child failed and exited. A listener it created lives on in
+		// our table (CLONE_FILES): close it.
+		if (a->listener >= 0) {
+			close(a->listener);
+			a->listener = -1;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+int la_landlock_abi(void)
+{
+	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	return v < 0 ? -errno : (int)v;
+}
+
+struct la_probe_args {
+	const char *uid_map, *gid_map;
+	int err;
+};
+
+static int la_probe_child(void *arg)
+{
+	struct la_probe_args *p = arg;
+	if (la_write_file("/proc/self/setgroups", "deny") < 0 ||
+	    la_write_file("/proc/self/uid_map", p->uid_map) < 0 ||
+	    la_write_file("/proc/self/gid_map", p->gid_map) < 0)
+		p->err = errno ? errno : EPERM;
+	_exit(0);
+}
+
+int la_probe_userns(const char *uid_map, const char *gid_map)
+{
+	struct la_probe_args p = { uid_map, gid_map, 0 };
+	char *base = la_stack_base();
+	if (!base)
+		return -ENOMEM;
+	char *top = (char *)(((uintptr_t)(base + LA_STACK_SIZE)) & ~(uintptr_t)15);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(la_probe_child, top,
+			  CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, &p);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	return p.err ? -p.err : 0;
+}

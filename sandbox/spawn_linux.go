@@ -1,0 +1,288 @@
+package sandbox
+
+/*
+#cgo CFLAGS: -O2 -Wall -Wno-unused-result
+#include <stdlib.h>
+#include <string.h>
+#include "confine.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// confinePieces are what a process needs to confine itself: the Landlock
+// ruleset fd, the compiled seccomp programs and how to drop capabilities.
+// The spawn path gives them to la_confine in the vfork'd child (the main
+// program is already on the spawner thread); a re-executed Go child (custom
+// tool handlers) can receive them and call la_confine from a cgo
+// constructor, before its runtime starts, with both programs.
+type confinePieces struct {
+	RulesetFD      int    // -1: no Landlock (best effort only)
+	MainBPF        []byte // struct sock_filter[]; nil: no seccomp (best effort only)
+	ChildBPF       []byte // namespace rules + notified calls; nil: none
+	ChildNotifies  bool   // ChildBPF has SECCOMP_RET_USER_NOTIF rules
+	LastCap        int
+	DropBounding   bool
+	LockSecurebits bool
+}
+
+// cPieces is the part of confinePieces every spawn passes, copied into C
+// memory once per Sandbox so that spawns neither copy nor pin Go memory.
+type cPieces struct {
+	rulesetFD      int
+	child          unsafe.Pointer
+	childN         int
+	childNotifies  bool
+	lastCap        int
+	dropBounding   bool
+	lockSecurebits bool
+}
+
+func newCPieces(p confinePieces) *cPieces {
+	c := &cPieces{rulesetFD: p.RulesetFD, lastCap: p.LastCap, childNotifies: p.ChildNotifies,
+		dropBounding: p.DropBounding, lockSecurebits: p.LockSecurebits}
+	if len(p.ChildBPF) > 0 {
+		c.child, c.childN = C.CBytes(p.ChildBPF), len(p.ChildBPF)/8
+	}
+	return c
+}
+
+func (c *cPieces) free() {
+	if c.child != nil {
+		C.free(c.child)
+		c.child = nil
+	}
+}
+
+// spawnRequest is one confined command, ready to start.
+type spawnRequest struct {
+	path  string
+	argv  []string
+	envp  []string
+	dir   string
+	stdio [3]int
+	// v2 cgroup the child is born in (directory fd, and its cgroup.procs
+	// for kernels without clone3); -1 when none. v1 cgroups need nothing
+	// here: the spawner thread already sits in them.
+	cgroupDir   int
+	cgroupProcs int
+	rlimits     []rlimit
+	newPID      bool
+	newUser     bool
+	uidMap      string
+	gidMap      string
+	pieces      *cPieces
+	pidMax      string // with newPID: the namespace's pid_max, or ""
+	noClone3    bool   // the spawner thread's program refuses clone3: use clone
+}
+
+type rlimit struct {
+	resource int
+	cur, max uint64
+}
+
+type spawnResult struct {
+	pid, pidfd, listener int
+}
+
+// stepNames name the steps of la_spawn (enum la_step).
+var stepNames = [...]string{
+	C.LA_STEP_NONE:           "none",
+	C.LA_STEP_CLONE:          "clone",
+	C.LA_STEP_SIGNALS:        "resetting signal handlers",
+	C.LA_STEP_USERNS:         "mapping the user namespace",
+	C.LA_STEP_PID_MAX:        "setting the PID namespace's pid_max",
+	C.LA_STEP_SETSID:         "setsid",
+	C.LA_STEP_CGROUP:         "joining the cgroup",
+	C.LA_STEP_RLIMIT:         "setting resource limits",
+	C.LA_STEP_CAPS_BOUNDING:  "dropping the capability bounding set",
+	C.LA_STEP_SECUREBITS:     "locking securebits",
+	C.LA_STEP_CAPS_AMBIENT:   "clearing ambient capabilities",
+	C.LA_STEP_CAPSET:         "dropping capabilities",
+	C.LA_STEP_NO_NEW_PRIVS:   "setting no_new_privs",
+	C.LA_STEP_LANDLOCK:       "entering the Landlock domain",
+	C.LA_STEP_SECCOMP:        "loading the seccomp filter",
+	C.LA_STEP_SECCOMP_NOTIFY: "loading the child seccomp filter",
+	C.LA_STEP_UNSHARE_FILES:  "unsharing the file table",
+	C.LA_STEP_STDIO:          "setting up stdin/stdout/stderr",
+	C.LA_STEP_CLOSE_FDS:      "closing inherited file descriptors",
+	C.LA_STEP_CHDIR:          "changing to the working directory",
+	C.LA_STEP_EXEC:           "executing the command",
+}
+
+// SpawnError says which step of starting a confined command failed.
+type SpawnError struct {
+	Step  string
+	Errno syscall.Errno
+}
+
+func (e *SpawnError) Error() string {
+	return fmt.Sprintf("sandbox: %s: %v", e.Step, e.Errno)
+}
+
+func (e *SpawnError) Unwrap() error { return e.Errno }
+
+// spawn runs la_spawn. On error the child, if one was created, has exited
+// and has been reaped.
+func spawn(r *spawnRequest) (spawnResult, error) {
+	// One C allocation holds the argument struct, the argv/envp arrays and
+	// every string, so a spawn costs one malloc and one free.
+	strs := make([]string, 0, len(r.argv)+len(r.envp)+4)
+	strs = append(strs, r.path, r.dir, r.uidMap, r.gidMap, r.pidMax)
+	strs = append(strs, r.argv...)
+	strs = append(strs, r.envp...)
+	ptrSize := int(unsafe.Sizeof(uintptr(0)))
+	structSize := int(unsafe.Sizeof(C.struct_la_spawn_args{}))
+	structSize = (structSize + 15) &^ 15
+	size := structSize + (len(r.argv)+1+len(r.envp)+1)*ptrSize
+	for _, s := range strs {
+		size += len(s) + 1
+	}
+	mem := C.malloc(C.size_t(size))
+	if mem == nil {
+		return spawnResult{}, errors.New("sandbox: out of memory")
+	}
+	defer C.free(mem)
+	buf := unsafe.Slice((*byte)(mem), size)
+	clear(buf[:structSize])
+	a := (*C.struct_la_spawn_args)(mem)
+	argv := unsafe.Slice((**C.char)(unsafe.Pointer(&buf[structSize])), len(r.argv)+1)
+	envp := unsafe.Slice((**C.char)(unsafe.Pointer(&buf[structSize+(len(r.argv)+1)*ptrSize])), len(r.envp)+1)
+	off := structSize + (len(r.argv)+1+len(r.envp)+1)*ptrSize
+	put := func(s string) *C.char {
+		p := (*C.char)(unsafe.Pointer(&buf[off]))
+		copy(buf[off:], s)
+		buf[off+len(s)] = 0
+		off += len(s) + 1
+		return p
+	}
+	a.path = put(r.path)
+	a.dir = put(r.dir)
+	a.uid_map = put(r.uidMap)
+	a.gid_map = put(r.gidMap)
+	a.pid_max = put(r.pidMax)
+	if r.pidMax == "" {
+		a.pid_max = nil
+	}
+	for i, s := range r.argv {
+		argv[i] = put(s)
+	}
+	argv[len(r.argv)] = nil
+	for i, s := range r.envp {
+		envp[i] = put(s)
+	}
+	envp[len(r.envp)] = nil
+	a.argv = &argv[0]
+	a.envp = &envp[0]
+	for i := range 3 {
+		a.stdio[i] = C.int(r.stdio[i])
+	}
+	if len(r.rlimits) > len(a.rlimits) {
+		return spawnResult{}, errors.New("sandbox: internal: too many rlimits")
+	}
+	a.cgroup_dir = C.int(r.cgroupDir)
+	a.cgroup_procs = C.int(r.cgroupProcs)
+	for i, rl := range r.rlimits {
+		a.rlimits[i].resource = C.int(rl.resource)
+		a.rlimits[i].cur = C.uint64_t(rl.cur)
+		a.rlimits[i].max = C.uint64_t(rl.max)
+	}
+	a.n_rlimits = C.int(len(r.rlimits))
+	a.no_clone3 = cbool(r.noClone3)
+	a.new_pid = cbool(r.newPID)
+	a.new_user = cbool(r.newUser)
+	p := r.pieces
+	a.confine.last_cap = C.int(p.lastCap)
+	a.confine.drop_bounding = cbool(p.dropBounding)
+	a.confine.lock_securebits = cbool(p.lockSecurebits)
+	a.confine.ruleset_fd = C.int(p.rulesetFD)
+	// The main program comes with the spawner thread: filter_len 0.
+	a.confine.child = p.child
+	a.confine.child_len = C.uint16_t(p.childN)
+	a.confine.child_listener = cbool(p.childNotifies)
+
+	rc := C.la_spawn(a)
+	res := spawnResult{pid: int(a.pid), pidfd: int(a.pidfd), listener: int(a.listener)}
+	if rc == 0 {
+		return res, nil
+	}
+	err := &SpawnError{Step: stepName(int(a.err_step)), Errno: syscall.Errno(a.err_errno)}
+	if res.pidfd >= 0 {
+		// The child exited (status 127) before or at execve: reap it.
+		reapPidfd(res.pidfd)
+		syscall.Close(res.pidfd)
+	}
+	return spawnResult{}, err
+}
+
+func stepName(s int) string {
+	if s >= 0 && s < len(stepNames) && stepNames[s] != "" {
+		return stepNames[s]
+	}
+	return fmt.Sprintf("step %d", s)
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// landlockABI returns the kernel's Landlock ABI version (0: none).
+func landlockABI() (int, error) {
+	v := int(C.la_landlock_abi())
+	if v < 0 {
+		return 0, syscall.Errno(-v)
+	}
+	return v, nil
+}
+
+// probeUserNS reports whether this user can make a user+PID namespace and
+// map itself into it.
+func probeUserNS(uid, gid int) error {
+	um := C.CString(fmt.Sprintf("%d %d 1", uid, uid))
+	gm := C.CString(fmt.Sprintf("%d %d 1", gid, gid))
+	defer C.free(unsafe.Pointer(um))
+	defer C.free(unsafe.Pointer(gm))
+	if rc := int(C.la_probe_userns(um, gm)); rc < 0 {
+		return syscall.Errno(-rc)
+	}
+	return nil
+}
+
+// confineThread applies p to the calling OS thread, irreversibly: Landlock
+// and seccomp apply to one thread (no TSYNC), so the caller must have locked
+// it (runtime.LockOSThread) and must never unlock it, and only a process
+// with one thread is wholly confined by it — the intended caller is a
+// re-executed child before its runtime starts (then from C), or a test in a
+// subprocess. It returns the seccomp listener (owned by the caller) when
+// the child program notifies, else -1.
+func confineThread(p confinePieces) (int, error) {
+	var a C.struct_la_confine_args
+	a.last_cap = C.int(p.LastCap)
+	a.drop_bounding = cbool(p.DropBounding)
+	a.lock_securebits = cbool(p.LockSecurebits)
+	a.ruleset_fd = C.int(p.RulesetFD)
+	if len(p.MainBPF) > 0 {
+		m := C.CBytes(p.MainBPF)
+		defer C.free(m)
+		a.filter, a.filter_len = m, C.uint16_t(len(p.MainBPF)/8)
+	}
+	if len(p.ChildBPF) > 0 {
+		c := C.CBytes(p.ChildBPF)
+		defer C.free(c)
+		a.child, a.child_len = c, C.uint16_t(len(p.ChildBPF)/8)
+		a.child_listener = cbool(p.ChildNotifies)
+	}
+	var listener, step C.int
+	if rc := C.la_confine(&a, &listener, &step); rc < 0 {
+		return -1, &SpawnError{Step: stepName(int(step)), Errno: syscall.Errno(-rc)}
+	}
+	return int(listener), nil
+}

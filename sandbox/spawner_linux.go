@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A spawner is a dedicated OS thread that starts confined commands.
+//
+// Two things that cost milliseconds or hundreds of microseconds when done
+// per spawn are done once per thread instead, because a vfork'd child
+// inherits both from the thread that forks it:
+//
+//   - the main seccomp program: attaching it costs 100-300 µs (conversion,
+//     JIT, the kernel's action-cache emulation); the thread attaches it once
+//     and every child is born with it. seccomp programs and no_new_privs
+//     are per thread, so the rest of the Go process is untouched;
+//   - v1 cgroups (slots, see cgroup_linux.go): in v1 a single thread can
+//     join a cgroup, and a child is born in its parent thread's cgroups. The
+//     thread's one migration (an RCU grace period: ~10 ms) buys every later
+//     spawn a migration-free start.
+//
+// The goroutine locks its thread and never unlocks it: when the goroutine
+// returns, the runtime ends the thread, and with it the program and the
+// cgroup membership, which no other goroutine may ever run under. The Go
+// runtime never creates new threads from a locked thread (it uses its
+// template thread), so neither leaks into other threads.
+//
+// What the thread itself still does under the main program: futex, mmap,
+// signal handling, clone/clone3 with CLONE_VM|CLONE_VFORK (and namespace
+// flags: those rules live in the child program for that reason).
+type spawner struct {
+	calls chan *spawnCall
+	done  chan struct{}
+	// listener is the seccomp listener of a sealed thread's program (its
+	// children's connect notifications), or -1; stopSup stops its
+	// supervisor.
+	listener int
+	stopSup  func()
+}
+
+// threadProgram is what a spawner thread loads.
+type threadProgram struct {
+	bpf      []byte // nil: none
+	notifies bool   // load with SECCOMP_FILTER_FLAG_NEW_LISTENER
+}
+
+type spawnCall struct {
+	req  *spawnRequest
+	res  spawnResult
+	err  error
+	done chan struct{}
+}
+
+// startSpawner starts a spawner thread that joins the v1 cgroup
+// directories dirs (may be none) and loads prog. supervise, if the program
+// notifies, is started on the listener and stopped with the spawner.
+func startSpawner(prog threadProgram, dirs []string, supervise func(listener int) (func(), error)) (*spawner, error) {
+	sp := &spawner{calls: make(chan *spawnCall), done: make(chan struct{}), listener: -1}
+	ready := make(chan error, 1)
+	go sp.loop(prog, dirs, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	if sp.listener >= 0 {
+		stop, err := supervise(sp.listener)
+		if err != nil {
+			sp.stop()
+			return nil, err
+		}
+		sp.stopSup = stop
+	}
+	return sp, nil
+}
+
+func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
+	runtime.LockOSThread() // never unlocked, except below: see the type's comment
+	if unix.Gettid() == unix.Getpid() {
+		// This is the process's main thread, which the runtime never ends
+		// (it would be left carrying the program and the cgroups, and go
+		// back to running ordinary goroutines). Hand over to a new
+		// goroutine — which cannot be scheduled here while we hold the
+		// thread — and give the thread back untouched.
+		go sp.loop(prog, dirs, ready)
+		runtime.UnlockOSThread()
+		return
+	}
+	defer close(sp.done)
+	var err error
+	if sp.listener, err = prepareSpawnerThread(prog, dirs); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for c := range sp.calls {
+		c.res, c.err = spawn(c.req)
+		close(c.done)
+	}
+}
+
+func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, err error) {
+	tid := strconv.Itoa(unix.Gettid())
+	for _, d := range dirs {
+		// "tasks" moves this thread only; cgroup.procs would move the
+		// whole Go process.
+		if err := writeFile(filepath.Join(d, "tasks"), tid); err != nil {
+			return -1, fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
+		}
+	}
+	if len(prog.bpf) == 0 {
+		return -1, nil
+	}
+	// no_new_privs first: the kernel requires it (or CAP_SYS_ADMIN) to
+	// attach a program, and the children need it anyway.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, fmt.Errorf("sandbox: spawner thread: no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{
+		Len:    uint16(len(prog.bpf) / 8),
+		Filter: (*unix.SockFilter)(unsafe.Pointer(&prog.bpf[0])),
+	}
+	// No SECCOMP_FILTER_FLAG_TSYNC: this thread only. With a listener: the
+	// thread's children share one (the thread itself never makes the
+	// notified calls); it is created O_CLOEXEC, and the spawn path marks
+	// every fd but 0-2 close-on-exec anyway, so no command inherits it.
+	flags := uintptr(0)
+	if prog.notifies {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+	}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if e == unix.EINVAL && flags&unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV != 0 {
+		flags &^= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV // before 5.19
+		r, _, e = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	}
+	runtime.KeepAlive(prog.bpf)
+	if e != 0 {
+		return -1, fmt.Errorf("sandbox: spawner thread: loading the seccomp filter: %w", e)
+	}
+	if prog.notifies {
+		return int(r), nil
+	}
+	return -1, nil
+}
+
+// spawn starts r from the spawner's thread.
+func (sp *spawner) spawn(r *spawnRequest) (spawnResult, error) {
+	c := &spawnCall{req: r, done: make(chan struct{})}
+	sp.calls <- c
+	<-c.done
+	return c.res, c.err
+}
+
+// stop ends the thread once it is idle, then its supervisor.
+func (sp *spawner) stop() {
+	close(sp.calls)
+	<-sp.done
+	if sp.stopSup != nil {
+		sp.stopSup()
+	} else if sp.listener >= 0 {
+		unix.Close(sp.listener)
+	}
+}

@@ -1,0 +1,338 @@
+package tools
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// confinedCallEnv marks a process started to run one confined tool call.
+const confinedCallEnv = "LITE_AGENT_CONFINED_CALL"
+
+// handshakeTimeout bounds how long the parent waits for a child to show it
+// serves confined calls: a program whose main does not call
+// ServeConfinedCall would otherwise run its own main in the child.
+const handshakeTimeout = 10 * time.Second
+
+// wireMsg is one line of the parent↔child protocol (JSON lines on the
+// child's stdin and stdout). Only the fields of Kind are set.
+type wireMsg struct {
+	// parent→child: "call", "reply"; child→parent: "ready", "emit",
+	// "snapshot", "approval", "input", "result".
+	Kind string `json:"kind"`
+
+	// ready, call: the tool's name.
+	Tool string `json:"tool,omitempty"`
+
+	// call
+	SessionID string          `json:"session_id,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+	Call      *Call           `json:"call,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Deadline  time.Time       `json:"deadline,omitzero"`
+
+	// emit
+	Name string          `json:"name,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+
+	// snapshot
+	Path string `json:"path,omitempty"`
+
+	// approval, input
+	Approval *ApprovalRequest `json:"approval,omitempty"`
+	Question string           `json:"question,omitempty"`
+
+	// reply
+	OK     bool   `json:"ok,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Answer string `json:"answer,omitempty"`
+
+	// result
+	Result *Result `json:"result,omitempty"`
+}
+
+// HandlerPolicy narrows base to what a custom tool declared, for running its
+// handler in a confined child:
+//
+//   - Network: the declared network mode (undeclared: base's);
+//   - Filesystem none: no workspace at all (the child works in an empty
+//     private directory), no extra paths;
+//   - Filesystem workspace: the workspace; read-only when SideEffects is
+//     none;
+//   - Filesystem unrestricted: the whole filesystem, read-write.
+//
+// The program's own executable is made readable, since the child is a
+// re-execution of it.
+func HandlerPolicy(base sandbox.Policy, sec *Security) (sandbox.Policy, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return sandbox.Policy{}, fmt.Errorf("locating this program to re-execute it: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	p := base
+	p.ReadOnlyPaths = append(append([]string(nil), base.ReadOnlyPaths...), exe)
+	p.ReadWritePaths = append([]string(nil), base.ReadWritePaths...)
+	if sec == nil {
+		return p, nil
+	}
+	s := sec.Normalized()
+	p.Network = sandbox.NetworkMode(s.Network)
+	switch s.Filesystem {
+	case FilesystemNone:
+		p.Workspace = ""
+		p.ReadOnlyPaths = []string{exe}
+		p.ReadWritePaths = nil
+	case FilesystemWorkspace:
+		if s.SideEffects == SideEffectsNone {
+			p.ReadOnlyPaths = append(p.ReadOnlyPaths, base.Workspace)
+			p.Workspace = ""
+		}
+	case FilesystemUnrestricted:
+		p.ReadWritePaths = append(p.ReadWritePaths, "/")
+	}
+	return p, nil
+}
+
+// CallConfined runs the tool's handler in a child process confined by sb:
+// the program re-executes itself, the child (which must call
+// ServeConfinedCall at the start of main) runs the handler and sends the
+// result back. Input is validated here first, so bad input never starts a
+// process. Emit, RecordSnapshot, approvals and user input reach the parent
+// over the same channel. When the call's context ends, the whole process
+// tree of the child is killed.
+//
+// workspace is what the child's Context.Workspace and Root are opened on
+// (empty when the tool declared no filesystem access); whether it is
+// writable is the sandbox's business, not the child's.
+func (t *Tool) CallConfined(ctx *Context, sb *sandbox.Sandbox, workspace string) *Result {
+	if ctx == nil {
+		ctx = &Context{}
+	}
+	prepared, errResult := t.prepareInput(ctx.Call.Input)
+	if errResult != nil {
+		return errResult
+	}
+	parent := ctx.Context()
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		parent, cancel = context.WithTimeout(parent, t.timeout)
+		defer cancel()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return Errorf("the %s tool could not start its confined child: %v", t.name, err)
+	}
+	toChild, childIn := io.Pipe()
+	childOut, fromChild := io.Pipe()
+	var stderr cappedBuffer
+	stderr.limit = 16 << 10
+	proc, err := sb.Start(parent, &sandbox.Command{
+		Path:   exe,
+		Args:   []string{exe},
+		Env:    []string{confinedCallEnv + "=1"},
+		Stdin:  toChild,
+		Stdout: fromChild,
+		Stderr: &stderr,
+	})
+	if err != nil {
+		return Errorf("the %s tool could not start in the sandbox: %v", t.name, err)
+	}
+	// When the child's tree is gone, end both pipes so that neither side
+	// of the protocol below can block forever.
+	waited := make(chan struct{})
+	var status *sandbox.ExitStatus
+	var waitErr error
+	go func() {
+		status, waitErr = proc.Wait()
+		fromChild.Close()
+		toChild.Close()
+		close(waited)
+	}()
+
+	res := t.converse(ctx, parent, bufio.NewReader(childOut), childIn, &wireMsg{
+		Kind: "call", Tool: t.name, SessionID: ctx.SessionID, Workspace: workspace,
+		Call: &ctx.Call, Input: prepared, Deadline: deadlineOf(parent),
+	})
+	// The child has sent its result (and is exiting) or has broken the
+	// protocol; either way nothing of its tree may outlive the call.
+	proc.Kill()
+	childIn.Close()
+	childOut.Close()
+	<-waited
+	if res != nil {
+		return res
+	}
+	switch {
+	case waitErr != nil:
+		return Errorf("the %s tool's confined child failed: %v", t.name, waitErr)
+	case status.TimedOut || parent.Err() != nil:
+		return Errorf("the %s tool did not finish before its deadline and was killed", t.name)
+	case status.MemoryExceeded:
+		return Errorf("the %s tool was killed: it exceeded the sandbox's memory limit", t.name)
+	}
+	return Errorf("the %s tool's confined child exited (code %d) without a result%s", t.name, status.Code, stderr.tail())
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// converse runs the parent's side of the protocol. It returns nil when the
+// child ended without a result.
+func (t *Tool) converse(ctx *Context, callCtx context.Context, r *bufio.Reader, w io.Writer, call *wireMsg) *Result {
+	enc := json.NewEncoder(w)
+	readMsg := func() (*wireMsg, error) {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		var m wireMsg
+		if err := json.Unmarshal(line, &m); err != nil {
+			return nil, fmt.Errorf("malformed message from the child: %v", err)
+		}
+		return &m, nil
+	}
+	// The handshake: a child that does not send "ready" promptly is not
+	// serving confined calls (its main lacks ServeConfinedCall).
+	type first struct {
+		m   *wireMsg
+		err error
+	}
+	got := make(chan first, 1)
+	go func() { m, err := readMsg(); got <- first{m, err} }()
+	timer := time.NewTimer(handshakeTimeout)
+	defer timer.Stop()
+	select {
+	case f := <-got:
+		if errors.Is(f.err, io.EOF) || errors.Is(f.err, io.ErrClosedPipe) {
+			return nil // the child ended; its exit status says why
+		}
+		if f.err != nil {
+			return Errorf("the %s tool's confined child does not speak the protocol (%v): the program must call tools.ServeConfinedCall() at the start of main", t.name, f.err)
+		}
+		if f.m.Kind != "ready" {
+			return Errorf("the %s tool's confined child spoke out of turn (%q); is ServeConfinedCall called at the start of main?", t.name, f.m.Kind)
+		}
+	case <-timer.C:
+		return Errorf("the %s tool's confined child did not answer within %s: the program must call tools.ServeConfinedCall() at the start of main", t.name, handshakeTimeout)
+	case <-callCtx.Done():
+		return nil
+	}
+	if err := enc.Encode(call); err != nil {
+		return nil
+	}
+	for {
+		m, err := readMsg()
+		if err != nil {
+			return nil
+		}
+		reply := &wireMsg{Kind: "reply", OK: true}
+		switch m.Kind {
+		case "result":
+			if m.Result == nil {
+				return Errorf("the %s tool's confined child sent an empty result", t.name)
+			}
+			return m.Result
+		case "emit":
+			var data any
+			_ = json.Unmarshal(m.Data, &data)
+			ctx.Emit(m.Name, data)
+			continue
+		case "snapshot":
+			if err := ctx.RecordSnapshot(m.Path); err != nil {
+				reply.OK, reply.Error = false, err.Error()
+			}
+		case "approval":
+			if ctx.Approval == nil || m.Approval == nil {
+				reply.OK, reply.Error = false, "no approval handler (headless)"
+			} else if ok, err := ctx.Approval(callCtx, *m.Approval); err != nil || !ok {
+				reply.OK = false
+				if err != nil {
+					reply.Error = err.Error()
+				}
+			}
+		case "input":
+			if ctx.UserInput == nil {
+				reply.OK, reply.Error = false, "no user-input handler (headless)"
+			} else if ans, err := ctx.UserInput(callCtx, m.Question); err != nil {
+				reply.OK, reply.Error = false, err.Error()
+			} else {
+				reply.Answer = ans
+			}
+		default:
+			return Errorf("the %s tool's confined child sent an unknown message %q", t.name, m.Kind)
+		}
+		if err := enc.Encode(reply); err != nil {
+			return nil
+		}
+	}
+}
+
+// ServeConfinedCall makes this program able to run its own tool handlers
+// confined. Call it at the very start of main, after the program's tools
+// are defined (package-level tool variables are): in a normal run it
+// returns at once; in a process started by CallConfined it runs the one
+// requested handler and exits, never returning.
+//
+// Why: Landlock and seccomp confine threads, and a Go closure cannot be
+// sent to another process, so a confined handler runs in a fresh copy of
+// the program, already confined before its first instruction, and finds
+// its handler by the tool's name. The handler sees only what that copy of
+// the program has: state built in main before the tool was defined is not
+// there.
+func ServeConfinedCall() {
+	if os.Getenv(confinedCallEnv) != "1" {
+		return
+	}
+	os.Unsetenv(confinedCallEnv)
+	os.Exit(serveConfinedCall())
+}
+
+// InConfinedChild reports whether this process was started to serve one
+// confined tool call. A program that gets here with it true has not called
+// ServeConfinedCall first; the kernel refuses to run an agent then.
+func InConfinedChild() bool { return os.Getenv(confinedCallEnv) == "1" }
+
+// cappedBuffer keeps the last bytes written, up to limit.
+type cappedBuffer struct {
+	mu    sync.Mutex
+	buf   []byte
+	limit int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.limit; over > 0 {
+		b.buf = b.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) tail() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(string(b.buf))
+	if s == "" {
+		return ""
+	}
+	return "; its stderr ends with:\n" + s
+}
+
+// errNoParent is returned by the child's remote services when the parent
+// has gone away.
+var errNoParent = errors.New("the parent process is gone")
