@@ -4,7 +4,8 @@
 #   bench/run.sh kernel     go benchmarks of the kernel loop
 #   bench/run.sh startup    lite-agent run, one scripted turn, start to finish
 #   bench/run.sh grep       the grep tool vs ripgrep on a 20,000-file tree
-# Needs: go, hyperfine, ripgrep (make bench-deps installs them as root).
+#   bench/run.sh sandbox    confined spawn vs plain exec vs bubblewrap
+# Needs: go, hyperfine, ripgrep, bubblewrap (make bench-deps installs them as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -42,4 +43,19 @@ if [[ $what == all || $what == grep ]]; then
   echo "== grep tool vs ripgrep, 20,000 files, same query, same matches"
   go test ./tools/builtin -run '^$' -bench 'Grep|Ripgrep' -benchtime 10x -count 6 -timeout 30m | tee "$out/grep.txt"
   benchstat -col .name "$out/grep.txt"
+fi
+
+if [[ $what == all || $what == sandbox ]]; then
+  echo "== sandbox: confined /bin/true from the Go API vs plain exec.Command, same run"
+  go test ./sandbox -run '^$' -bench 'SpawnConfinedTrue|SpawnPlainExecTrue' -count 6 | tee "$out/spawn.txt"
+  benchstat "$out/spawn.txt"
+  echo "== sandbox: lite-agent sandbox run -- /bin/true vs /bin/true vs bubblewrap"
+  go build -o bin/lite-agent ./cmd/lite-agent
+  ws=$(mktemp -d)
+  hyperfine -N --warmup 10 --runs 300 --export-json "$out/sandbox.json" \
+    -n "lite-agent sandbox run -- /bin/true" "bin/lite-agent sandbox run --workspace $ws -- /bin/true" \
+    -n "/bin/true" "/bin/true" \
+    -n "bwrap (agent-style flags) /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true"
+  medians "$out/sandbox.json"
+  rm -rf "$ws"
 fi

@@ -1,11 +1,129 @@
 // Package checkpoint records the pre-image of every workspace path an agent
-// changes and rewinds a session to any checkpoint.
+// changes and rewinds a session to any checkpoint — files, and with
+// TruncateTranscript the conversation.
 //
-// It owns the content-addressed object store (outside the workspace, so that
-// nothing confined can rewrite history), pre-image capture for edit tools
-// (through tools.SnapshotRecorder) and for sandboxed processes, the fsnotify
-// watcher that notices changes made outside the agent, rewind, garbage
-// collection and verification. The store and rewind are built by the
-// checkpoint issue (#4); until then this package holds no code and the
-// kernel runs with no recorder, so tools.Context.RecordSnapshot is a no-op.
+// # Checkpoints
+//
+// A checkpoint is a state of the workspace that a session can go back to.
+// Checkpoint 0 is the state before the session's first change; checkpoint
+// N is the state when the N-th change set was sealed: at a user turn
+// (always recorded, so that every user turn is a rewind target), after a
+// tool call that changed something, after a rewind. Each sealed checkpoint
+// holds, for every path changed since the previous one, its pre-image (what
+// it was before: a regular file's content and mode bits, a symlink's
+// target, a directory's mode, or absent) and its post-image (what the agent
+// left, by hash), the changed-line counts, and the paths it does not cover.
+// Only what the agent touched is recorded — nothing scans the workspace,
+// so the cost of a checkpoint grows with what changed, not with the size of
+// the tree.
+//
+// # Capturing pre-images
+//
+// Whatever is about to change a path calls Recorder.RecordSnapshot first:
+// the built-in edit tools (through tools.SnapshotRecorder), and a capturer
+// that sees what a sandboxed command is about to change (from any
+// goroutine, with workspace-relative or absolute paths). The first call
+// for a path in the open checkpoint saves its state; later calls return at
+// once. A directory is saved with its whole subtree, because a rename or
+// removal changes everything below it; whatever is found below a recorded
+// directory at the seal and was not there when it was recorded gets
+// pre-image "absent" (it was created, or moved in). A symlink is saved as a
+// link, and its target too (writing through a link changes the target).
+// Paths are keyed by their real location: symlinks in parent directories
+// are resolved, and a path through a link leading out of the workspace is
+// refused (ErrOutsideWorkspace).
+//
+// # The store
+//
+// Contents live in <stateDir>/checkpoints/objects, outside the workspace
+// so that nothing confined can rewrite history, named by SHA-256 and
+// stored once however many checkpoints use them. Small objects (under 512
+// KiB) are appended to a pack file of the writer that stored them (one
+// write each, deflated when that helps, indexed beside the pack); large ones
+// are loose files written the atomic way (temporary file, fsync, rename,
+// fsync of the directory). Packing is what keeps the store near the size of
+// what it holds: on ext4 a file per small pre-image would cost a 4 KiB
+// block each. Every read re-hashes the content; a corrupt object is an
+// error naming it (ErrCorrupt), never restored.
+//
+// # The session log
+//
+// Each session has a log, <stateDir>/checkpoints/sessions/<id>.jsonl, of
+// JSON lines appended with one write(2) per batch (see log.go for the
+// record types). Pre-images are logged before RecordSnapshot returns, and
+// objects are always written before the record that refers to them; Seal
+// makes the pack and the log durable (fsync) before it returns.
+//
+// # Rewind
+//
+// Rewind (or Recorder.Rewind within a running session) restores every path
+// changed after the chosen checkpoint to its state there: contents, mode
+// bits, symlinks; paths created since are removed, deleted ones come back,
+// directories too. Paths the agent never touched are never touched, and a
+// directory the agent created is kept (Kept) when something the agent did
+// not create is inside it. Before writing anything, every path is checked
+// against what the agent left — the post-image of its last checkpoint, and
+// the external changes noticed since; a difference is a conflict and any
+// conflict refuses the whole rewind (ErrConflict, listed in the report)
+// unless RewindOptions.Force. Every object is verified before the first
+// write. A rewind is itself a checkpoint holding the pre-images of what it
+// overwrote, so it is undone by rewinding to the checkpoint before it (redo).
+// RewindOptions.Paths restores chosen paths only; DryRun returns a unified
+// diff and writes nothing.
+//
+// # External changes
+//
+// Recorder.Watch runs an fsnotify watcher on every directory of the
+// workspace (except .git and ignored directories; new directories are added
+// as they appear). Events come after the fact and carry no process id, so
+// the rule is: a path recorded in the open checkpoint is the agent's; any
+// other path the session has recorded whose state now differs from the one
+// last known is an external change (NoteExternal), logged with its content
+// so that even a forced rewind loses nothing. A rewind that would undo the
+// agent's work across an external change reports it as a conflict. The
+// same check runs when the agent records a path that changed since it last
+// left it, and at every rewind, so a missed event (ErrEventOverflow, noted
+// in Checkpoint.Incomplete, after which every tracked path is re-checked)
+// never lets a rewind destroy a change silently.
+//
+// # Ignore rules
+//
+// Paths inside .git, paths matched by the ignore files (.gitignore and
+// .lite-agent-ignore by default, gitignore syntax, read per directory) or
+// by Options.Ignore, and files larger than Options.MaxFileSize (64 MiB by
+// default) are not stored. They are named in the checkpoint
+// (Checkpoint.Ignored), so the user knows what a rewind will not bring
+// back, and a rewind leaves them alone.
+//
+// # Crash safety and concurrency
+//
+// A kill -9 at any moment leaves whole log lines (a torn last line is
+// ignored and cut off before the next append), whole pack entries (a torn
+// tail is never referenced) and loose objects that exist whole or not at
+// all. A checkpoint never sealed — the process died during a tool call, a
+// seal or a rewind — is sealed as "recovered" when the session is next
+// opened or rewound, with the current state as post-image, so the session
+// can still be rewound to every sealed checkpoint (and past the recovered
+// one). Sessions are locked (flock) by the Recorder or rewind using them;
+// two sessions in one workspace have separate logs and packs and share the
+// append-only object store, and each sees the other's edits as external.
+// gc takes the store exclusively and so never runs while a session records.
+//
+// # Upkeep
+//
+// GC drops the oldest checkpoints of sessions by age, count and total store
+// size — never an object a kept checkpoint needs, never the newest
+// checkpoint of a session — and compacts the packs. Verify re-hashes every
+// object and checks every reference, and reports what is wrong instead of
+// repairing it.
+//
+// # Conversation rewind
+//
+// The kernel's transcript is JSON lines; a user turn is a "message" record
+// whose role is "user" with at least one text block (tool results are role
+// "user" too, but with tool_result blocks only). TruncateTranscript cuts a
+// transcript before a given user turn (saving what it cut), and
+// TranscriptTurnOffset gives the offset to a caller that holds the file.
+// Checkpoint.UserTurn and RewindReport.UserTurn say which turn a
+// user-turn checkpoint begins.
 package checkpoint

@@ -678,6 +678,9 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		return nil, nil
 	}
 	number := r.openNumber()
+	for _, p := range r.order {
+		r.ign.forget(p) // an ignore file the agent changed applies from now on
+	}
 
 	// Everything now below a recorded directory that was not recorded did
 	// not exist when the directory was recorded (a recorded directory is
@@ -921,14 +924,18 @@ func (r *Recorder) NoteExternal(paths []string) {
 		}
 		cands = append(cands, cand{p, k})
 	}
+	// A directory moved or removed takes tracked paths below it along,
+	// with no event of their own: check those too.
+	tracked := make([]string, 0, len(r.known))
+	for p := range r.known {
+		tracked = append(tracked, p)
+	}
+	sort.Strings(tracked)
 	for _, rel := range rels {
 		add(rel)
-		if len(rels) < 64 || r.known[rel].Kind == KindDir {
-			for p := range r.known {
-				if strings.HasPrefix(p, rel+"/") {
-					add(p)
-				}
-			}
+		prefix := rel + "/"
+		for i := sort.SearchStrings(tracked, prefix); i < len(tracked) && strings.HasPrefix(tracked[i], prefix); i++ {
+			add(tracked[i])
 		}
 	}
 	r.mu.Unlock()

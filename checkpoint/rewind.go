@@ -132,7 +132,6 @@ type pathPlan struct {
 	cur       pstate
 	curData   []byte
 	conflicts []string
-	selected  bool
 	action    string
 	kept      bool
 	skip      string

@@ -161,11 +161,11 @@ func TestConflictAndForceAndRedo(t *testing.T) {
 	e.plain("f.txt", "user's\n") // the user edits after the agent
 	before := snapshotTree(t, e.ws)
 
-	rep, err := Rewind(e.state, "s1", 0, RewindOptions{})
+	_, err := Rewind(e.state, "s1", 0, RewindOptions{})
 	if !errors.Is(err, ErrSessionBusy) {
 		t.Fatalf("rewind of a session in use: %v, want ErrSessionBusy", err)
 	}
-	rep, err = e.rec.Rewind(0, RewindOptions{})
+	rep, err := e.rec.Rewind(0, RewindOptions{})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("rewind over a user edit: err %v, want ErrConflict", err)
 	}

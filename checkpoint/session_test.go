@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 func TestTwoSessionsInOneWorkspace(t *testing.T) {
@@ -230,5 +232,53 @@ func TestWatcherOverflowIsNoted(t *testing.T) {
 	cps, _ = List(e.state, "s1")
 	if len(cps[len(cps)-1].Incomplete) != 1 {
 		t.Fatal("the note did not reach the log")
+	}
+}
+
+// TestWatcherOverflow: when the kernel's event queue overflows, events are
+// lost; the gap is noted and every tracked path is checked again.
+func TestWatcherOverflow(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("a.txt", "agent\n")
+	e.seal("write")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := e.rec.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A change whose events are lost: made while nothing watches (the
+	// watch is removed), then the overflow the kernel would report.
+	e.rec.watch.fw.Remove(e.ws)
+	e.plain("a.txt", "changed while events were lost\n")
+	e.rec.watch.fw.Errors <- fsnotify.ErrEventOverflow
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		cps := e.rec.Checkpoints()
+		if c := cps[len(cps)-1]; len(c.Incomplete) == 1 && len(c.External) == 1 && c.External[0].Path == "a.txt" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("after an overflow: %+v", e.rec.Checkpoints())
+}
+
+// A directory moved away by someone else: its tracked contents changed
+// with no event of their own.
+func TestNoteExternalCoversPathsBelowADirectory(t *testing.T) {
+	e := newEnv(t, nil)
+	e.plain("d/keep", "k\n")
+	for i := range 70 {
+		e.write(fmt.Sprintf("d/x%02d", i), "agent\n")
+	}
+	e.seal("write")
+	e.must(os.Rename(e.abs("d"), e.abs("elsewhere")))
+	batch := []string{"d"}
+	for i := range 70 { // a large batch of unrelated paths too
+		batch = append(batch, fmt.Sprintf("other%d", i))
+	}
+	e.rec.NoteExternal(batch)
+	cps := e.rec.Checkpoints()
+	if ext := cps[len(cps)-1].External; len(ext) != 70 || ext[0].Path != "d/x00" || ext[0].Now != KindAbsent {
+		t.Fatalf("external: %d %+v", len(ext), ext)
 	}
 }

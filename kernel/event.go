@@ -27,6 +27,9 @@ const (
 	EventToolResult EventType = "tool_result"
 	// EventCustom is emitted by a tool handler through Context.Emit.
 	EventCustom EventType = "custom"
+	// EventCheckpoint is a sealed checkpoint (Data), or a failure to seal
+	// one (Error).
+	EventCheckpoint EventType = "checkpoint"
 	// EventResult is last: how the run ended.
 	EventResult EventType = "result"
 )
@@ -137,6 +140,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Name      string    `json:"name"`
 			Data      any       `json:"data"`
 		}{e.Type, e.SessionID, e.ID, e.Name, e.Data})
+	case EventCheckpoint:
+		return json.Marshal(struct {
+			Type       EventType `json:"type"`
+			SessionID  string    `json:"session_id"`
+			Checkpoint any       `json:"checkpoint,omitempty"`
+			Error      string    `json:"error,omitempty"`
+		}{e.Type, e.SessionID, e.Data, e.Error})
 	case EventResult:
 		return json.Marshal(struct {
 			Type       EventType           `json:"type"`

@@ -79,8 +79,13 @@ type Options struct {
 	// requires the program to call tools.ServeConfinedCall() at the start of
 	// main.
 	InProcessHandlers bool
-	// Snapshots records pre-images before tools change files; nil until a
-	// checkpointer is wired in.
+	// Checkpoints opens the session's checkpointer: with it, the pre-image
+	// of every change is recorded, a checkpoint is sealed at every user turn
+	// and after every tool call that changed something, and each one is a
+	// checkpoint event. nil: no checkpoints.
+	Checkpoints CheckpointerFunc
+	// Snapshots records pre-images when Checkpoints is nil (tests, custom
+	// recorders).
 	Snapshots tools.SnapshotRecorder
 }
 

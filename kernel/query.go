@@ -64,9 +64,11 @@ type run struct {
 	specs   []provider.ToolSpec
 	gate    gate
 
-	file     *sessionFile
-	messages []provider.Message
-	tasks    *tools.Tasks
+	file         *sessionFile
+	messages     []provider.Message
+	tasks        *tools.Tasks
+	checkpointer Checkpointer
+	snapshots    tools.SnapshotRecorder
 
 	// sandbox confines bash; handlerSandboxes confine custom handlers, one
 	// per declared security profile, built on first use.
@@ -125,6 +127,16 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 		return nil, err
 	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.snapshots = o.Snapshots
+	if o.Checkpoints != nil {
+		cp, err := o.Checkpoints(r.ctx, r.sessionID, r.workspace)
+		if err != nil {
+			r.cancel()
+			r.file.close()
+			return nil, fmt.Errorf("kernel: opening the checkpoint store: %w", err)
+		}
+		r.checkpointer, r.snapshots = cp, cp
+	}
 	r.tasks = tools.NewTasks()
 	r.gate.sessionID = r.sessionID
 	r.gate.canUseTool = o.CanUseTool
@@ -284,9 +296,12 @@ func (r *run) openSession(stateDir string) error {
 }
 
 func (r *run) close() {
-	r.cancel()
 	r.tasks.KillAll(5 * time.Second)
 	r.closeSandboxes()
+	if r.checkpointer != nil {
+		r.checkpointer.Close()
+	}
+	r.cancel()
 	r.file.close()
 	r.root.Close()
 }
@@ -306,6 +321,10 @@ func (r *run) event(e Event) Event {
 
 func (r *run) loop(yield func(Event, error) bool) {
 	if !yield(r.event(Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed}), nil) {
+		return
+	}
+	// Every user turn is a rewind target: "before this prompt".
+	if !r.checkpoint(yield, CheckpointCause{Reason: "user_turn", UserTurn: userTurns(r.messages)}) {
 		return
 	}
 	prompt := provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: r.opts.Prompt}}}
@@ -487,6 +506,9 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 		for j, p := range batch {
 			results[p.index] = r.deliver(yield, p.call, out[j], &ok)
 		}
+		if ok && !r.checkpoint(yield, batchCause(batch, userTurns(r.messages)-1)) {
+			ok = false
+		}
 		batch = batch[:0]
 	}
 	for i, u := range uses {
@@ -601,7 +623,7 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		Approval:  r.opts.Approval,
 		UserInput: r.opts.UserInput,
 		EmitFunc:  emit,
-		Snapshots: r.opts.Snapshots,
+		Snapshots: r.snapshots,
 	}
 	if r.builtins[p.tool] || r.opts.InProcessHandlers {
 		return p.tool.Call(tctx, p.call.Input)

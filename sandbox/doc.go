@@ -1,17 +1,105 @@
-// Package sandbox confines the commands and tool handlers an agent runs.
+// Package sandbox confines the commands and tool handlers an agent runs:
+// the workspace is the only writable place, secrets outside it are
+// unreadable, the network is off unless the policy allows it, and nothing a
+// command starts outlives it.
 //
 // # Policy
 //
-// A Policy names the workspace (the only writable place), extra read-only and
-// read-write paths, the network mode, the environment allowlist and resource
-// limits. It is data: the permission gate decides whether a call may run at
-// all; this package decides what the call can touch once it runs.
+// A Policy names the workspace (read-write, the working directory), extra
+// read-only and read-write paths, the read-only system paths a toolchain
+// needs (chosen narrowly: /usr, /lib*, /bin, selected /etc files — not all of
+// /etc, not /root, not $HOME), a private TMPDIR, the network mode, the
+// environment allowlist (secret-looking variables never pass unless given
+// explicitly) and limits. New builds the kernel rules for a policy once;
+// Run and Start use them for every command.
 //
-// # Confinement
+// # The confined child
 //
 // A Go process cannot confine a goroutine — Landlock and seccomp apply to
 // threads and the runtime moves goroutines between them — so confined code
-// always runs in a child process that applies Landlock, drops capabilities,
-// sets no_new_privs and loads a seccomp filter before it executes the
-// command or the handler. See DESIGN.md, "Confinement".
+// always runs in a child process. Commands start through a small cgo spawn
+// path (a vfork-style clone) from a locked "spawner" thread that has loaded
+// the main seccomp program once; the child inherits it. In the child, in
+// this order: signal handlers reset; for unprivileged users a user namespace
+// (and a PID namespace); setsid (no controlling terminal, so no TIOCSTI on
+// it); rlimits (file size, core 0, address space without a memory cgroup);
+// every capability dropped — bounding, ambient, effective, permitted,
+// inheritable, plus securebits — even when started as root; no_new_privs;
+// landlock_restrict_self on the ruleset built in the parent; the small
+// per-child seccomp program last; then execve. A failure before exec reaches
+// the parent as (step, errno) and becomes a SpawnError naming the step.
+//
+// Custom Go tool handlers run in a confined re-execution of the program
+// started through the same path (see tools.ServeConfinedCall): the program
+// is confined before its first instruction.
+//
+// # What each layer stops
+//
+// Landlock (the highest ABI the kernel has): file access — system paths
+// read and execute, workspace, TMPDIR and read-write paths read-write,
+// nothing else, no device nodes; TCP bind/connect in network mode none;
+// with ABI 6+, abstract unix sockets and signals scoped to the sandbox.
+//
+// seccomp (libseccomp; denials return EPERM): ptrace, process_vm_*,
+// mount and the mount API, pivot_root, chroot, unshare/setns and clone with
+// namespace flags, clone3 (ENOSYS, so libc falls back to clone), bpf,
+// perf_event_open, keyctl/add_key/request_key, userfaultfd, io_uring,
+// kexec, module loading, ioctl TIOCSTI/TIOCLINUX (compared on the low 32
+// bits), sockets other than AF_UNIX/AF_INET/AF_INET6, raw sockets, AF_UNIX
+// datagram sockets, pidfd_getfd, and more (see seccomp_linux.go). Only the
+// native architecture is allowed: the i386 table through int 0x80 and x32
+// kill the process.
+//
+// Pathname unix sockets, which Landlock does not check on connect: every
+// connect is trapped by seccomp user notification; the supervisor copies
+// the address, resolves it as the child would, allows only sockets beneath
+// the read-write roots, and connects the child's socket (taken with
+// pidfd_getfd) itself — it never answers "continue", so the child cannot
+// swap the address after the check. /proc: per-process entries are never in
+// the ruleset (a rule on /proc/self would name the parent's directory), so
+// /proc/PID/cwd, root and environ traversal are refused.
+//
+// # Network modes
+//
+// none (default): no AF_INET/AF_INET6 sockets. unrestricted: no network
+// filter. loopback (127.0.0.0/8, ::1) and private (plus 10/8, 172.16/12,
+// 192.168/16, fc00::/7): connect, bind, listen, addressed sendto, sendmsg
+// and sendmmsg are trapped by seccomp user notification; the supervisor
+// (netsup_linux.go) copies the address and data from the child, checks the
+// notification is still pending, takes the child's socket with pidfd_getfd,
+// and performs the call itself on that socket with its own validated copy
+// — TCP, UDP and MPTCP alike, before any packet leaves. We chose this over
+// a network namespace with only lo because a namespace has its own
+// loopback: a tool declared "loopback" must reach the user's local
+// services, and unprivileged user namespaces are restricted on some
+// distributions.
+//
+// # Process lifetime and limits
+//
+// The tree is tracked by a cgroup (v1 pids/memory as here, or v2 with
+// CLONE_INTO_CGROUP) or, for users without a writable cgroup, a PID
+// namespace. Timeout, cancellation and Kill end the whole tree, including
+// processes that setsid or double-fork; Wait returns when the tree is gone.
+// The process limit is pids.max (it also stops a fork bomb started by root,
+// for whom RLIMIT_NPROC does nothing), or RLIMIT_NPROC inside a fresh user
+// namespace, or the namespace's pid_max. Memory: memory cgroup, else
+// RLIMIT_AS per process. File size: RLIMIT_FSIZE. Output beyond
+// Limits.OutputBytes is dropped and reported.
+//
+// # Fail closed
+//
+// When the kernel lacks something a policy needs, New refuses with an error
+// wrapping ErrUnsupported that names what is missing. BestEffort is an
+// explicit choice; then Enforcement().Missing lists what was not enforced.
+// Probe reports what this kernel and this user can enforce
+// (`lite-agent sandbox check`).
+//
+// # Limits of this implementation
+//
+//   - Unprivileged users without a writable cgroup get per-process memory
+//     limits (RLIMIT_AS) and no MemoryExceeded/ProcessLimitHit reports.
+//   - Commands run at the same time under one Sandbox can see each
+//     other's TMPDIRs.
+//   - Unix servers reached through the supervisors see the agent's
+//     credentials, not the child's.
 package sandbox

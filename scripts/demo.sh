@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README demo: a scripted agent (offline, no API key) works on a copy of
 # examples/demo in a fresh temporary workspace: it lists, reads, edits and
-# writes files, runs the new test with bash, and greps.
+# writes files, runs the new test with bash inside the sandbox, and greps.
+# Then the session's checkpoints are listed and the files are rewound to the
+# state before the agent's first change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +25,11 @@ echo "== greet.py after:"
 sed 's/^/   /' "$ws/greet.py"
 echo "== files in the workspace:"
 (cd "$ws" && find . -type f | sort | sed 's/^/   /')
-echo "== the session transcript is outside the workspace: $state/sessions/"
+echo "== the session transcript and checkpoints are outside the workspace: $state"
+session=$("$bin" sessions --state-dir "$state" --workspace "$ws" --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session_id"])')
+echo "== checkpoints of session $session:"
+"$bin" checkpoints --state-dir "$state" "$session" | sed 's/^/   /'
+echo "== rewind to checkpoint 0 (before the agent's first change):"
+"$bin" rewind --state-dir "$state" "$session" --to 0 --files-only | sed 's/^/   /'
+echo "== greet.py after the rewind:"
+sed 's/^/   /' "$ws/greet.py"

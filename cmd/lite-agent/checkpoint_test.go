@@ -188,7 +188,7 @@ func TestRewindCommand(t *testing.T) {
 	}
 
 	// Per file: b.txt only, files only.
-	if code, out, errOut = s.run("rewind", "sess-1", "--to", "2", "--path", "b.txt"); code != 0 {
+	if code, _, errOut = s.run("rewind", "sess-1", "--to", "2", "--path", "b.txt"); code != 0 {
 		t.Fatalf("--path: exit %d, %s", code, errOut)
 	}
 	if !strings.HasPrefix(s.read("b.txt"), "<") || s.read("a.txt") != "the user's\n" {

@@ -37,6 +37,7 @@ type runFlags struct {
 	stateDir        string
 	resume          string
 	verbose         bool
+	noCheckpoints   bool
 }
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -58,6 +59,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
 	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
+	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
 		fs.PrintDefaults()
@@ -98,6 +100,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	if set["tools"] {
 		opts.Tools = commaList(f.tools)
+	}
+	if !f.noCheckpoints {
+		opts.Checkpoints = openCheckpoints(f.stateDir)
 	}
 	opts.AllowedTools = commaList(f.allowedTools)
 	opts.DisallowedTools = commaList(f.disallowedTools)

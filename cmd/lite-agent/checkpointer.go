@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/kernel"
+)
+
+// recorder adapts a checkpoint.Recorder to kernel.Checkpointer: the kernel
+// says when checkpoints begin and end, the store says how they are kept.
+// (The strict assembler, package local, will own this wiring.)
+type recorder struct{ *checkpoint.Recorder }
+
+func (r recorder) Checkpoint(_ context.Context, c kernel.CheckpointCause) (any, error) {
+	cp, err := r.Seal(checkpoint.SealInfo{Reason: c.Reason, ToolCallID: c.ToolCallID, ToolName: c.ToolName, UserTurn: c.UserTurn})
+	if cp == nil {
+		// A nil *Checkpoint in an interface would not be nil.
+		return nil, err
+	}
+	return cp, err
+}
+
+// openCheckpoints returns the kernel's checkpointer factory for stateDir
+// (empty: the default). The watcher notices changes made outside the agent
+// while the session runs, so that a rewind never silently destroys them.
+func openCheckpoints(stateDir string) kernel.CheckpointerFunc {
+	return func(ctx context.Context, sessionID, workspace string) (kernel.Checkpointer, error) {
+		dir, err := stateDirOf(stateDir)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := checkpoint.Open(dir, sessionID, workspace, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := rec.Watch(ctx); err != nil {
+			rec.Close()
+			return nil, err
+		}
+		return recorder{rec}, nil
+	}
+}
