@@ -26,8 +26,11 @@ import (
 // Layout: under the cgroup this process already belongs to (so that an
 // outer limit, such as a systemd unit's or a container's, still applies),
 // one directory per Sandbox, lite-agent.<pid>.<n>, and in it one directory
-// per running command. Command directories are pooled: creating a memory
-// cgroup costs tens of microseconds, reusing an empty one costs nothing.
+// per running command, c<k>. Command directories are pooled (v2 sets and v1
+// slots below): making one costs a mkdir and, for a slot, a migration;
+// reusing an empty one costs nothing. Directories of processes that died
+// without Close are removed by the next New (cleanStale). This package
+// never writes to the caller's own cgroup or an ancestor's.
 
 // cgroupInfo is where this process sits in each hierarchy.
 type cgroupInfo struct {

@@ -46,7 +46,13 @@
 // perf_event_open, keyctl/add_key/request_key, userfaultfd, io_uring,
 // kexec, module loading, ioctl TIOCSTI/TIOCLINUX (compared on the low 32
 // bits), sockets other than AF_UNIX/AF_INET/AF_INET6, raw sockets, AF_UNIX
-// datagram sockets, pidfd_getfd, and more (see seccomp_linux.go). Only the
+// datagram sockets, pidfd_getfd, and more (see seccomp_linux.go). Outside
+// network mode unrestricted, also IP sockets other than TCP, UDP and MPTCP
+// stream or datagram sockets (no SCTP, UDP-Lite, ping, ...), and the
+// socket options that would send a socket's traffic elsewhere than its
+// checked address: source routes (IP_OPTIONS, IPV6_RTHDR, ...) and a
+// forced egress interface (SO_BINDTODEVICE, IP_UNICAST_IF, sticky
+// IPV6_PKTINFO, ...; level and name compared on the low 32 bits). Only the
 // native architecture is allowed: the i386 table through int 0x80 and x32
 // kill the process.
 //
@@ -68,7 +74,11 @@
 // (netsup_linux.go) copies the address and data from the child, checks the
 // notification is still pending, takes the child's socket with pidfd_getfd,
 // and performs the call itself on that socket with its own validated copy
-// — TCP, UDP and MPTCP alike, before any packet leaves. We chose this over
+// — TCP, UDP and MPTCP alike, before any packet leaves. Unix sockets follow
+// the rule of the other modes (beneath the read-write roots only). What is
+// never trapped — write(2) or send() on a connected socket — can only reach
+// the checked peer because seccomp refuses the re-routing socket options
+// and other IP protocols (above). We chose this over
 // a network namespace with only lo because a namespace has its own
 // loopback: a tool declared "loopback" must reach the user's local
 // services, and unprivileged user namespaces are restricted on some
@@ -102,4 +112,32 @@
 //     other's TMPDIRs.
 //   - Unix servers reached through the supervisors see the agent's
 //     credentials, not the child's.
+//   - In the PID-namespace mode (Enforcement.Notes: "process tree: PID
+//     namespace (the command is PID 1 of its namespace)"; users without a
+//     writable cgroup, or root with Landlock ABI < 6) the command's main
+//     process is the init of its namespace, with init's semantics
+//     (measured; TestPIDNamespaceInit pins them): a signal it has no
+//     handler for is discarded when sent from inside the namespace — by
+//     itself (kill $$, raise) or by its tree — for every signal, SIGKILL
+//     and SIGSTOP included (`bash -c 'kill $$; echo x'` prints x); from
+//     outside only SIGKILL and SIGSTOP get through (the package only sends
+//     SIGKILL, so its limits hold). Kernel signals that are not faults are
+//     discarded too: a write to a broken pipe fails with EPIPE instead of
+//     SIGPIPE, a write past Limits.FileBytes with EFBIG instead of SIGXFSZ
+//     (the status is the program's error code, not 128+signal), alarm(2)
+//     without a handler does nothing; faults (SIGSEGV, SIGBUS, SIGILL,
+//     SIGFPE, SIGSYS) still kill it, and abort(3) ends as SIGSEGV, not
+//     SIGABRT. Orphans are reparented to the command and stay zombies,
+//     holding pids of Limits.Processes, until it waits for them or exits.
+//     getpid() is 1, getppid() 0. Only the main process is concerned:
+//     `bash -c 'cmd'` execs cmd as PID 1, `bash -c 'cmd; exit $?'` runs it
+//     as PID 2 with the usual semantics (bash, PID 1, reaps orphans; its
+//     own `kill $$` needs a trap). Not fixed: an init that runs without an
+//     exec would share (vfork, CLONE_VM) or copy (fork: 1.3 ms with a 16
+//     MiB heap, 44 ms with 1 GiB) the agent's memory inside the sandbox
+//     for the command's lifetime. The sound fix execs an init image (PID 1
+//     vforks the command, then executes /proc/self/exe stopped in a C
+//     constructor before the Go runtime; spawning a 5 MB cgo binary up to
+//     such a constructor measured ~0.5 ms, a whole confined spawn ~0.9 ms)
+//     and reports the command's wait status through a pipe.
 package sandbox

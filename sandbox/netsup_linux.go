@@ -12,7 +12,7 @@ package sandbox
 // destination: arg 4 != 0), sendmsg and sendmmsg of the native
 // architecture, with SECCOMP_FILTER_FLAG_NEW_LISTENER and
 // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (see "Signals" below). The parent takes the listener with
-// pidfd_getfd and calls netSupervisor(listenerFD, pidfd, pid, mode):
+// pidfd_getfd and calls netSupervisor(listenerFD, pidfd, pid, opts):
 //
 //   - listenerFD is the parent's copy of the listener. The supervisor owns
 //     it from the call on, also when it returns an error, and closes it in
@@ -87,7 +87,7 @@ package sandbox
 //
 // # What is refused
 //
-// AF_INET/AF_INET6 (TCP, UDP, MPTCP, ping sockets alike — the protocol does
+// AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
 // not matter, the address does): connect and send to anything outside the
 // mode's ranges fail with EPERM, bind with EACCES (including wildcard
 // addresses, which would expose a listener on every interface), listen on a
@@ -102,9 +102,10 @@ package sandbox
 // included, fails with EPERM. MSG_ZEROCOPY fails with EOPNOTSUPP (the
 // supervisor's buffer would be pinned after it is reused).
 //
-// AF_UNIX: operations that name an address go to netSupervisorOptions.Unix;
-// without one (the netSupervisor hook) they fail with EACCES, except
-// autobind (bind with an empty name). See unixRequest, unixPathsUnder and
+// AF_UNIX: operations that name an address go to netSupervisorOptions.Unix
+// (Sandbox.Start passes unixPathsUnder of the policy's read-write roots);
+// without one they fail with EACCES, except autobind (bind with an empty
+// name). See unixRequest, unixPathsUnder and
 // the notes in handleUnixAddr. Other families are refused with EPERM.
 //
 // Sends are copied in chunks of 64 KiB, at most 1 MiB per call: a stream
@@ -121,12 +122,17 @@ package sandbox
 // connected to an allowed private address, given IP_OPTIONS with a loose
 // source route afterwards, sends with plain send()/write() to the route's
 // first hop, a non-private address. The supervisor refuses such sockets
-// only when it sees a call. The main filter must deny setsockopt(IPPROTO_IP,
-// IP_OPTIONS) and setsockopt(IPPROTO_IPV6, IPV6_RTHDR / IPV6_2292RTHDR /
-// IPV6_2292PKTOPTIONS) (level and name are registers: plain rules), and
-// allow inet sockets only of protocols 0, TCP, UDP, MPTCP (and ICMP/ICMPv6
-// for ping sockets if wanted): SCTP, where the kernel has it, connects
-// through setsockopt(SCTP_SOCKOPT_CONNECTX) with addresses in memory.
+// only when it sees a call. So the main filter (seccomp_linux.go,
+// routingSockopts) denies, in every mode but unrestricted, the socket
+// options that source-route (IP_OPTIONS, IPV6_RTHDR, IPV6_2292RTHDR,
+// IPV6_2292PKTOPTIONS) or force an egress interface (SO_BINDTODEVICE,
+// SO_BINDTOIFINDEX, IP_UNICAST_IF, IPV6_UNICAST_IF, sticky IPV6_PKTINFO:
+// with one, a datagram "to 127.0.0.1" leaves through that interface), and
+// lets AF_INET/AF_INET6 sockets exist only as stream or datagram sockets
+// of protocol 0, TCP, UDP or MPTCP (inetTypesDenied, inetProtosDenied):
+// SCTP, where the kernel has it, connects through
+// setsockopt(SCTP_SOCKOPT_CONNECTX) with addresses in memory; ping
+// sockets are not needed.
 //
 // # Cost
 //
@@ -153,13 +159,12 @@ import (
 
 func init() { netSupervisor = superviseNetwork }
 
-// superviseNetwork is the netSupervisor hook: AF_INET/AF_INET6 by mode,
-// AF_UNIX addresses refused (the hook carries no policy to decide them
-// with). A caller that has the policy's read-write roots should call
-// startNetSupervisor with Unix: unixPathsUnder(roots...) instead, so that
-// loopback/private allow the same unix sockets as the connect supervisor.
-func superviseNetwork(listenerFD, pidfd, pid int, mode NetworkMode) (stop func(), err error) {
-	s, err := startNetSupervisor(listenerFD, pidfd, pid, netSupervisorOptions{Mode: mode})
+// superviseNetwork is the netSupervisor hook: AF_INET/AF_INET6 by
+// opts.Mode, AF_UNIX addresses by opts.Unix — Sandbox.Start passes
+// unixPathsUnder(the policy's read-write roots), so that loopback/private
+// allow the same unix sockets as the connect supervisor of the other modes.
+func superviseNetwork(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error) {
+	s, err := startNetSupervisor(listenerFD, pidfd, pid, opts)
 	if err != nil {
 		return nil, err
 	}

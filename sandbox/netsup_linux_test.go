@@ -879,7 +879,7 @@ func TestNetSupervisorStartErrors(t *testing.T) {
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
 		t.Errorf("listener fd not closed on error: %v", err)
 	}
-	if _, err := superviseNetwork(-1, -1, 1, "bogus"); err == nil {
+	if _, err := superviseNetwork(-1, -1, 1, netSupervisorOptions{Mode: "bogus"}); err == nil {
 		t.Fatal("unknown mode accepted")
 	}
 	if netSupervisor == nil {

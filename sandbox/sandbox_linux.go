@@ -29,14 +29,19 @@ import (
 //   - pidfd, pid: the command's main process — borrowed, valid until stop
 //     returns, never to be closed by the supervisor (notifications come from
 //     any process of the tree: use their own pid);
-//   - mode: NetworkLoopback or NetworkPrivate.
+//   - opts.Mode: NetworkLoopback or NetworkPrivate;
+//   - opts.Unix: the rule for AF_UNIX addresses, the connect supervisor's
+//     of the other modes (connectsup_linux.go): pathname sockets at or
+//     beneath a read-write root of the policy (workspace, temp dir,
+//     ReadWritePaths; Sandbox.unixRule), nothing else, and no abstract
+//     names.
 //
 // It must decide every notification itself without
-// SECCOMP_USER_NOTIF_FLAG_CONTINUE, including AF_UNIX connects (which, in
-// these modes, only it sees): pathname sockets outside the sandbox must be
-// refused. stop is called once the whole tree is gone. When netSupervisor is
-// nil, policies with these modes fail closed.
-var netSupervisor func(listenerFD, pidfd, pid int, mode NetworkMode) (stop func(), err error)
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE, including AF_UNIX connects and binds
+// (which, in these modes, only it sees): pathname sockets outside the
+// sandbox must be refused. stop is called once the whole tree is gone.
+// When netSupervisor is nil, policies with these modes fail closed.
+var netSupervisor func(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error)
 
 type notifyKind int
 
@@ -82,10 +87,15 @@ type Sandbox struct {
 	rwRoots  []string        // canonical read-write roots (connect supervisor)
 	readable []string        // canonical readable roots (PATH trimming)
 	devNull  *os.File
+	// unixRule decides AF_UNIX addresses for the network supervisor by
+	// rwRoots, as the connect supervisor does (nil unless notifyNet).
+	unixRule func(unixRequest) bool
 
 	pathMu  sync.Mutex
 	pathIn  string
 	pathOut string
+	homeIn  string
+	homeOK  bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -300,6 +310,12 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	s.rwRoots = canonical(append([]string{q.Workspace, tmp}, q.ReadWritePaths...))
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
+	if s.notify == notifyNet {
+		// The same roots as startConnectSup gets: a pathname unix socket
+		// is reachable (and may be created) in every network mode beneath
+		// them, and nowhere else.
+		s.unixRule = unixPathsUnder(s.rwRoots...)
+	}
 
 	rp := confinePieces{RulesetFD: -1, LastCap: h.lastCap}
 	if h.abi > 0 {
@@ -706,6 +722,13 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	if path, ok := envGet(env, "PATH"); ok {
 		env = envSet(env, "PATH", s.trimmedPATH(path))
 	}
+	// A HOME the command cannot read (the caller's own, usually) breaks
+	// tools that insist on their config files — git dies on an unreadable
+	// ~/.gitconfig. Such a command gets its private temp dir as HOME:
+	// empty, writable, gone afterwards.
+	if home, ok := envGet(env, "HOME"); ok && !s.readableDir(home) {
+		env = envSet(env, "HOME", tmp)
+	}
 	dir := cmd.Dir
 	if dir == "" {
 		dir = s.pol.Workspace
@@ -828,7 +851,8 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		case notifyConnect:
 			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots)
 		case notifyNet:
-			stop, err = netSupervisor(res.listener, p.pidfd, p.pid, s.pol.Network)
+			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
+				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule})
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")
@@ -869,6 +893,27 @@ func (s *Sandbox) trimmedPATH(path string) string {
 		s.pathIn, s.pathOut = path, trimPath(path, s.readable)
 	}
 	return s.pathOut
+}
+
+// readableDir reports whether dir is beneath a root the sandbox can read
+// (cached for the usually unchanging HOME).
+func (s *Sandbox) readableDir(dir string) bool {
+	s.pathMu.Lock()
+	defer s.pathMu.Unlock()
+	if dir == s.homeIn {
+		return s.homeOK
+	}
+	ok := false
+	if real, err := filepath.EvalSymlinks(dir); err == nil && filepath.IsAbs(real) {
+		for _, r := range s.readable {
+			if within(real, r) {
+				ok = true
+				break
+			}
+		}
+	}
+	s.homeIn, s.homeOK = dir, ok
+	return ok
 }
 
 // lookPath finds file as execvp would in the child's PATH (relative to the

@@ -187,13 +187,14 @@ func TestTmpdirPrivateAndCleaned(t *testing.T) {
 }
 
 func TestToolchainWorksInside(t *testing.T) {
-	sb, ws := newTestSandbox(t, func(p *Policy) {
-		// HOME in the workspace: git and python want a writable home.
-		p.Env = append(DefaultEnv(), "HOME="+os.TempDir())
-	})
-	home := filepath.Join(ws, "home")
-	os.Mkdir(home, 0o755)
-	env := func(c *Command) { c.Env = []string{"HOME=" + home} }
+	// The caller's HOME is not readable inside: the command gets its
+	// private temp dir instead (git dies on an unreadable ~/.gitconfig).
+	t.Setenv("HOME", t.TempDir())
+	sb, _ := newTestSandbox(t, nil)
+	r := sh(t, sb, `[ "$HOME" = "$TMPDIR" ] && echo home-ok`)
+	if r.out != "home-ok\n" {
+		t.Errorf("HOME outside the sandbox was not replaced: %v", r)
+	}
 	for _, tc := range []struct{ name, script, want string }{
 		{"python3", `python3 -c 'import json,sys,os,subprocess; print(json.dumps({"ok": subprocess.run(["echo","x"],capture_output=True).stdout.decode().strip()}))'`, `{"ok": "x"}`},
 		{"git", `git init -q repo && cd repo && git config user.email a@b && git config user.name t && echo hi > f && git add f && git commit -qm m && git log --oneline | wc -l`, "1"},
@@ -203,7 +204,7 @@ func TestToolchainWorksInside(t *testing.T) {
 			t.Logf("skipping %s: not installed", tc.name)
 			continue
 		}
-		r := sh(t, sb, tc.script, env)
+		r := sh(t, sb, tc.script)
 		if r.st.Code != 0 || strings.TrimSpace(r.out) != tc.want {
 			t.Errorf("%s: %v", tc.name, r)
 		}

@@ -175,6 +175,17 @@ func buildMainFilter(spec filterSpec) ([]byte, error) {
 		b.add("socket", eperm, cond(0, seccomp.CompareEqual, unix.AF_INET))
 		b.add("socket", eperm, cond(0, seccomp.CompareEqual, unix.AF_INET6))
 	}
+	switch spec.network {
+	case NetworkLoopback, NetworkPrivate:
+		// What the network supervisor relies on: see routingSockopts.
+		addInetSocketRules(&b)
+		addRoutingSockoptRules(&b)
+	case NetworkNone, "":
+		// No IP socket can be made (above: the socket rules would add
+		// nothing to that), but one could arrive over a unix socket from
+		// outside: a second wall, cheap.
+		addRoutingSockoptRules(&b)
+	}
 
 	// personality: querying (0xffffffff) and the harmless personas stay
 	// allowed; the flags above are refused. A query has every bit set, so
@@ -189,6 +200,191 @@ func buildMainFilter(spec filterSpec) ([]byte, error) {
 		return nil, b.err
 	}
 	return exportBPF(f)
+}
+
+// The network rules of modes loopback and private (addInetSocketRules,
+// addRoutingSockoptRules; mode none gets the latter too).
+//
+// The network supervisor (netsup_linux.go) sees connect, bind, listen,
+// sendto with an address, sendmsg and sendmmsg, and checks the address
+// each names. It never sees what carries no address: write(2), send(),
+// sendto(..., NULL, 0), splice, sendfile on a connected socket, which go to
+// the peer validated at connect. So two things must be impossible, and
+// only this program can make them so:
+//
+//   - a socket whose protocol takes its destination from somewhere else
+//     than connect/sendto/sendmsg (inetTypesDenied, inetProtosDenied);
+//   - a socket option that sends a connected socket's traffic somewhere
+//     else than its peer (routingSockopts).
+
+// maskedValue is a CompareMaskedEqual operand: arg & mask == value.
+type maskedValue struct{ mask, value uint64 }
+
+// inetTypesDenied: AF_INET/AF_INET6 sockets are SOCK_STREAM (1) or
+// SOCK_DGRAM (2), nothing else — matched on type & SOCK_TYPE_MASK, so
+// SOCK_NONBLOCK/SOCK_CLOEXEC do not matter, and on the low bits only (the
+// kernel reads an int, and these masks look at nothing else). Denied:
+// 0, 3 (SOCK_RAW: refused for every family above too), 4-7 (SOCK_RDM,
+// SOCK_SEQPACKET, SOCK_DCCP, ...), 8-15 (SOCK_PACKET, ...). The type
+// matters, not only the protocol: the kernel resolves protocol 0 to the
+// first protocol registered for the type, and for SOCK_SEQPACKET that is
+// SCTP wherever the sctp module is loaded.
+var inetTypesDenied = []maskedValue{
+	{0xf, 0},
+	{0xf, 3},
+	{0xc, 4},
+	{0x8, 8},
+}
+
+// inetProtocolMax: protocols above it are denied by a CompareGreater rule
+// on the whole 64-bit register. That rule also refuses every value with
+// junk in the upper 32 bits (which the kernel would ignore: it reads an
+// int), so the masked rules below only ever decide values below 2^32 with
+// clean upper halves: whatever the kernel reads, it reads what they judged.
+// (Junk over an allowed protocol is refused too: the safe side, and no
+// libc or Go call passes any.)
+const inetProtocolMax = unix.IPPROTO_MPTCP // 262
+
+// inetProtosDenied, with the rule above, denies every AF_INET/AF_INET6
+// protocol except 0 (the type's default: TCP for stream, UDP for datagram
+// sockets), IPPROTO_TCP (6), IPPROTO_UDP (17) and IPPROTO_MPTCP (262).
+// Refused with them: SCTP (132), which connects through
+// setsockopt(SCTP_SOCKOPT_CONNECTX) with the addresses in memory and sends
+// to any address of an association — nothing the supervisor sees;
+// UDP-Lite (136), DCCP (33), L2TP, SMC (256) and whatever else a kernel
+// may grow, none of which the supervisor was written for; and ICMP (1)
+// and ICMPv6 (58) datagram ("ping") sockets, which no tool in here needs.
+// Refusing them here also means a confined process cannot make the kernel
+// load a protocol module (socket() of an unknown protocol asks modprobe
+// for net-pf-N-proto-P): less kernel code within its reach.
+//
+// libseccomp compares an argument once per rule and has no "not in", so
+// the complement is written as bit patterns — the set bits of 6 (110), 17
+// (1 0001) and 262 (1 0000 0110) — each rule matching only values that
+// are not allowed. TestInetProtocolRules checks every value up to 2^20
+// and the ones with junk in the upper half.
+var inetProtosDenied = []maskedValue{
+	{0x08, 0x08},   // bit 3: 8-15, 24-31, ...: no allowed value has it
+	{0x20, 0x20},   // bit 5
+	{0x40, 0x40},   // bit 6
+	{0x80, 0x80},   // bit 7
+	{0x11, 0x01},   // bit 0 without bit 4: 1, 3, 5, 7, 257, 259, 261
+	{0x11, 0x10},   // bit 4 without bit 0: 16, 18, 20, 22
+	{0x06, 0x02},   // bit 1 without bit 2: 2, 3, 18, 19, 258, 259
+	{0x06, 0x04},   // bit 2 without bit 1: 4, 5, 20, 21, 260, 261
+	{0x14, 0x14},   // bits 2 and 4: 20-23
+	{0x104, 0x100}, // bit 8 without bit 2: 256-259
+}
+
+// routingSockopts are the setsockopt(level, optname) pairs refused outside
+// mode unrestricted: each can make an already-validated socket's traffic
+// leave for somewhere its address does not say. Level and name are ints
+// for the kernel: compared on the low 32 bits only, so junk in the upper
+// half of the register does not get past (the kernel would ignore it).
+//
+// Source routes: the packet goes to the route's first hop, with the
+// validated address only as the last entry of the route (the supervisor's
+// author verified a UDP socket connected to an allowed 10.x host sending
+// with write(2) to the first hop of a loose source route).
+//
+//   - IP_OPTIONS: LSRR/SSRR. Denied whatever the option bytes carry (the
+//     filter cannot read them, and record-route or timestamps are of no
+//     use to a build). Linux 6.18 (measured here) already wants
+//     CAP_NET_RAW for a source route; the filter does not count on it;
+//   - IPV6_RTHDR: a routing header (type 4, segment routing, is accepted
+//     from anyone); IPV6_2292PKTOPTIONS sets the same sticky routing header
+//     (and pktinfo, below) from a cmsg buffer; IPV6_2292RTHDR as a
+//     setsockopt only asks to receive routing headers, denied anyway:
+//     nothing needs the RFC 2292 API and its name is the routing header's.
+//
+// A forced egress interface: the route lookup then uses that interface
+// and, finding no route through it, the kernel assumes the destination is
+// on its link. Measured here (veth to a network namespace): with
+// SO_BINDTODEVICE or IP_UNICAST_IF on a non-loopback interface, a UDP
+// datagram and a TCP SYN addressed to 127.0.0.1 leave through that
+// interface (an ARP query for 127.0.0.1 goes out; whoever on the link
+// answers it receives the packets). The supervisor validated 127.0.0.1 and
+// makes these very calls on the same socket: loopback mode would reach the
+// local network. IPv6 answered ENETUNREACH for ::1 there, denied alike.
+//
+//   - SO_BINDTODEVICE, SO_BINDTOIFINDEX (unprivileged since Linux 5.7 on
+//     an unbound socket), IP_UNICAST_IF, IPV6_UNICAST_IF (never needed a
+//     capability), IPV6_PKTINFO as a setsockopt (RFC 3542 sticky option:
+//     interface and source of every later send).
+//
+// Second wall, the kernel wants a capability (dropped in every mode):
+// SO_MARK (CAP_NET_ADMIN or CAP_NET_RAW; policy routing by mark picks
+// another table, hence another next hop), IP_XFRM_POLICY/IP_IPSEC_POLICY
+// and the IPv6 ones (CAP_NET_ADMIN; a per-socket tunnel-mode IPsec policy
+// sends everything to the tunnel endpoint).
+//
+// Not refused, and why:
+//
+//   - IP_PKTINFO: as a setsockopt only asks to receive the ancillary data;
+//     the sending form is a control message of sendmsg, which the
+//     supervisor sees and checks (no interface, an allowed source);
+//   - IPV6_RECVPKTINFO, IP_RECVOPTS, IP_RETOPTS (IP_RECVRETOPTS): receive
+//     flags only;
+//   - IP_MULTICAST_IF, IPV6_MULTICAST_IF: only for multicast destinations,
+//     which no filtered mode allows (the supervisor refuses 224/4 and
+//     ff00::/8);
+//   - IP_TRANSPARENT, IPV6_TRANSPARENT, IP_FREEBIND: source addresses and
+//     bind, not destinations (and TRANSPARENT wants CAP_NET_RAW or
+//     CAP_NET_ADMIN); bind is supervised;
+//   - SO_DONTROUTE, MSG_DONTROUTE: restrict the route to the link, never
+//     change the destination address;
+//   - IPV6_ADDRFORM: turns an IPv6 socket connected to a v4-mapped address
+//     into an IPv4 one connected to the same address;
+//   - IPV6_HOPOPTS, IPV6_DSTOPTS, IPV6_RTHDRDSTOPTS: options along the
+//     path, not the path (and they want CAP_NET_RAW);
+//   - TCP_REPAIR (CAP_NET_ADMIN), TCP_FASTOPEN_CONNECT (the SYN goes to
+//     the address connect(2) gave, which was supervised).
+var routingSockopts = []struct{ level, name uint64 }{
+	{unix.IPPROTO_IP, unix.IP_OPTIONS},
+	{unix.IPPROTO_IPV6, unix.IPV6_RTHDR},
+	{unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR},
+	{unix.IPPROTO_IPV6, unix.IPV6_2292PKTOPTIONS},
+	{unix.SOL_SOCKET, unix.SO_BINDTODEVICE},
+	{unix.SOL_SOCKET, unix.SO_BINDTOIFINDEX},
+	{unix.IPPROTO_IP, unix.IP_UNICAST_IF},
+	{unix.IPPROTO_IPV6, unix.IPV6_UNICAST_IF},
+	{unix.IPPROTO_IPV6, unix.IPV6_PKTINFO},
+	{unix.SOL_SOCKET, unix.SO_MARK},
+	{unix.IPPROTO_IP, unix.IP_XFRM_POLICY},
+	{unix.IPPROTO_IP, unix.IP_IPSEC_POLICY},
+	{unix.IPPROTO_IPV6, unix.IPV6_XFRM_POLICY},
+	{unix.IPPROTO_IPV6, unix.IPV6_IPSEC_POLICY},
+}
+
+// addInetSocketRules refuses AF_INET/AF_INET6 sockets of other types or
+// protocols (inetTypesDenied, inetProtosDenied).
+func addInetSocketRules(b *ruleBuilder) {
+	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	// One condition for both families: AF_INET is 2 (0b0010), AF_INET6 10
+	// (0b1010), and they are the only 64-bit values v with v &^ 8 == 2.
+	// The family is compared on the whole register: a value with junk in
+	// the upper half is above AF_INET6 and refused by buildMainFilter's
+	// family rules, so this sees every socket the kernel would make as
+	// AF_INET or AF_INET6. (Half the rules of one per family: libseccomp's
+	// compile time, paid by New, grows with them.)
+	isInet := cond(0, seccomp.CompareMaskedEqual, ^uint64(8), unix.AF_INET)
+	for _, t := range inetTypesDenied {
+		b.add("socket", eperm, isInet, cond(1, seccomp.CompareMaskedEqual, t.mask, t.value))
+	}
+	b.add("socket", eperm, isInet, cond(2, seccomp.CompareGreater, inetProtocolMax))
+	for _, p := range inetProtosDenied {
+		b.add("socket", eperm, isInet, cond(2, seccomp.CompareMaskedEqual, p.mask, p.value))
+	}
+}
+
+// addRoutingSockoptRules refuses the socket options of routingSockopts.
+func addRoutingSockoptRules(b *ruleBuilder) {
+	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	for _, o := range routingSockopts {
+		b.add("setsockopt", eperm,
+			cond(1, seccomp.CompareMaskedEqual, 0xffffffff, o.level),
+			cond(2, seccomp.CompareMaskedEqual, 0xffffffff, o.name))
+	}
 }
 
 // notifySpec lists the syscalls sent to a supervisor (SECCOMP_RET_USER_NOTIF).

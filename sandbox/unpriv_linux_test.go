@@ -21,6 +21,8 @@ var unprivilegedTests = []string{
 	"TestEscapeFiles", "TestEscapeSeccomp", "TestEscapeCapabilitiesAndSession", "TestEscapeI386Table",
 	"TestEscapeNetwork", "TestEscapeUnixSockets", "TestEscapeTIOCSTI",
 	"TestLimitsForkBomb", "TestLimitsMemoryBomb", "TestLimitsFileSize",
+	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
+	"TestPIDNamespaceInit",
 }
 
 const nobody = 65534

@@ -26,7 +26,24 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <unistd.h>
+
+#ifndef IPV6_2292RTHDR
+#define IPV6_2292RTHDR 5
+#endif
+#ifndef IPV6_2292PKTOPTIONS
+#define IPV6_2292PKTOPTIONS 6
+#endif
+#ifndef IP_UNICAST_IF
+#define IP_UNICAST_IF 50
+#endif
+#ifndef IPV6_UNICAST_IF
+#define IPV6_UNICAST_IF 76
+#endif
+#ifndef SO_BINDTOIFINDEX
+#define SO_BINDTOIFINDEX 62
+#endif
 
 static int report(long r)
 {
@@ -38,6 +55,112 @@ static int report(long r)
 }
 
 static int child_fn(void *arg) { (void)arg; _exit(0); }
+
+static const char *result(long r)
+{
+	return r < 0 ? strerrorname_np(errno) : "ok";
+}
+
+// sockopts tries, each on a fresh socket, the socket options that could
+// send an already-connected socket's traffic somewhere else than its
+// peer, and a few harmless ones (controls), and prints name=result pairs.
+// The socket is AF_INET (IP and socket levels) or AF_INET6; where that
+// family cannot be made (network none) an AF_UNIX stream socket stands in,
+// so that a refusal by the filter (EPERM) is still told apart from the
+// kernel's answer (EOPNOTSUPP, ENOPROTOOPT).
+static int sockopts(void)
+{
+	// Loose source route via 127.0.0.2 (nothing is sent: only set). Some
+	// kernels (6.18 here) want CAP_NET_RAW for a source route; any kernel
+	// takes a record-route option from anyone, which shows that the filter
+	// refuses IP_OPTIONS whatever it carries.
+	static const unsigned char lsrr[8] = { 1, 0x83, 7, 4, 127, 0, 0, 2 };
+	static const unsigned char rr[8] = { 1, 7, 7, 4, 0, 0, 0, 0 };
+	// IPv6 segment routing header (type 4) with segments [::1, ::1].
+	unsigned char srh[40] = { 0, 4, 4, 1, 1, 0, 0, 0 };
+	srh[8 + 15] = 1;
+	srh[24 + 15] = 1;
+	int one = 1, zero = 0, lo_be = (int)htonl(1);
+	struct in6_pktinfo pi6 = { .ipi6_ifindex = 1 };
+	struct in_addr any4 = { 0 };
+	struct {
+		const char *name;
+		int family, level, opt;
+		const void *val;
+		socklen_t len;
+		int high;  // junk in the upper 32 bits of level and optname
+	} cases[] = {
+		{ "ip_options", AF_INET, IPPROTO_IP, IP_OPTIONS, rr, sizeof rr, 0 },
+		{ "ip_options_high", AF_INET, IPPROTO_IP, IP_OPTIONS, rr, sizeof rr, 1 },
+		{ "ip_options_lsrr", AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof lsrr, 0 },
+		{ "ip_unicast_if", AF_INET, IPPROTO_IP, IP_UNICAST_IF, &lo_be, sizeof lo_be, 0 },
+		{ "ipv6_rthdr", AF_INET6, IPPROTO_IPV6, IPV6_RTHDR, srh, sizeof srh, 0 },
+		{ "ipv6_rthdr_high", AF_INET6, IPPROTO_IPV6, IPV6_RTHDR, srh, sizeof srh, 1 },
+		{ "ipv6_2292rthdr", AF_INET6, IPPROTO_IPV6, IPV6_2292RTHDR, &one, sizeof one, 0 },
+		{ "ipv6_2292pktoptions", AF_INET6, IPPROTO_IPV6, IPV6_2292PKTOPTIONS, NULL, 0, 0 },
+		{ "ipv6_pktinfo", AF_INET6, IPPROTO_IPV6, IPV6_PKTINFO, &pi6, sizeof pi6, 0 },
+		{ "ipv6_unicast_if", AF_INET6, IPPROTO_IPV6, IPV6_UNICAST_IF, &lo_be, sizeof lo_be, 0 },
+		{ "so_bindtodevice", AF_INET, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3, 0 },
+		{ "so_bindtoifindex", AF_INET, SOL_SOCKET, SO_BINDTOIFINDEX, &one, sizeof one, 0 },
+		{ "so_mark", AF_INET, SOL_SOCKET, SO_MARK, &one, sizeof one, 0 },
+		// controls: must keep working
+		{ "ip_tos", AF_INET, IPPROTO_IP, IP_TOS, &zero, sizeof zero, 0 },
+		{ "ip_pktinfo", AF_INET, IPPROTO_IP, IP_PKTINFO, &one, sizeof one, 0 },
+		{ "ip_multicast_if", AF_INET, IPPROTO_IP, IP_MULTICAST_IF, &any4, sizeof any4, 0 },
+		{ "ipv6_recvpktinfo", AF_INET6, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one, 0 },
+		{ "ipv6_tclass", AF_INET6, IPPROTO_IPV6, IPV6_TCLASS, &zero, sizeof zero, 0 },
+		{ "so_reuseaddr", AF_INET, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one, 0 },
+		{ "so_keepalive", AF_INET, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int fd = socket(cases[i].family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		long hi = cases[i].high ? 1L << 32 : 0;
+		long r = syscall(SYS_setsockopt, fd, hi | cases[i].level, hi | cases[i].opt,
+				 cases[i].val, cases[i].len);
+		printf("%s%s=%s", i ? " " : "", cases[i].name, result(r));
+		close(fd);
+	}
+	printf("\n");
+	return 0;
+}
+
+// socket_protos tries AF_INET/AF_INET6 stream and datagram sockets with
+// every protocol number up to 300, every other type up to 9 (3, raw, is
+// refused in every mode anyway) with a few protocols, each also with junk in
+// the upper half of the register, and prints family/type/protocol=result
+// for each attempt the filter did not refuse (anything but EPERM: the
+// kernel does not answer EPERM for these). Unconfined this takes a while:
+// the kernel asks modprobe for every protocol it does not know.
+static int socket_protos(void)
+{
+	static const long extra[] = { 1L << 32 | 132, 1L << 32 | 6, 1L << 32, 65536 + 17, -1 };
+	static const long few[] = { 0, 6, 17, 132, 262 };
+	int first = 1;
+	for (int f = 0; f < 2; f++) {
+		int fam = f ? AF_INET6 : AF_INET;
+		for (int type = 0; type <= 9; type++) {
+			if (type == SOCK_RAW)
+				continue;
+			int all = type == SOCK_STREAM || type == SOCK_DGRAM;
+			int nfew = (int)(sizeof few / sizeof few[0]), nextra = (int)(sizeof extra / sizeof extra[0]);
+			int n = (all ? 301 : nfew) + nextra;
+			for (int i = 0; i < n; i++) {
+				long proto = i >= n - nextra ? extra[i - (n - nextra)] : all ? i : few[i];
+				long fd = syscall(SYS_socket, fam, type | SOCK_CLOEXEC, proto);
+				if (fd >= 0)
+					close((int)fd);
+				else if (errno == EPERM)
+					continue;
+				printf("%s%d/%d/%ld=%s", first ? "" : " ", fam, type, proto, result(fd));
+				first = 0;
+			}
+		}
+	}
+	printf("\n");
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -157,6 +280,22 @@ int main(int argc, char **argv)
 		}
 		return report(r);
 	}
+	if (!strcmp(what, "unix-bind")) {
+		// bind a pathname socket and listen on it; the socket file stays.
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0)
+			return report(fd);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		strncpy(sa.sun_path, arg, sizeof sa.sun_path - 1);
+		r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+		if (r == 0)
+			r = listen(fd, 1);
+		return report(r);
+	}
+	if (!strcmp(what, "sockopts"))
+		return sockopts();
+	if (!strcmp(what, "socket-protos"))
+		return socket_protos();
 	if (!strcmp(what, "tiocsti")) {
 		// fd 0 is a terminal; the high bits must not help.
 		char c = 'x';
