@@ -5,6 +5,7 @@
 #   bench/run.sh startup    lite-agent run, one scripted turn, start to finish
 #   bench/run.sh grep       the grep tool vs ripgrep on a 20,000-file tree
 #   bench/run.sh sandbox    confined spawn vs plain exec vs bubblewrap
+#   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the issue's size)
 # Needs: go, hyperfine, ripgrep, bubblewrap (make bench-deps installs them as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,4 +59,11 @@ if [[ $what == all || $what == sandbox ]]; then
     -n "bwrap (agent-style flags) /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true"
   medians "$out/sandbox.json"
   rm -rf "$ws"
+fi
+
+if [[ $what == all || $what == checkpoint ]]; then
+  echo "== checkpoints vs shadow git, side by side (files: ${LITE_AGENT_CKPT_BENCH_FILES:-2000})"
+  go test ./checkpoint -run '^$' -bench 'SessionStart|OneFile|Rewind100' -benchtime 5x -count 3 -timeout 60m | tee "$out/checkpoint.txt"
+  go test ./checkpoint -run '^$' -bench 'StoreSize50' -benchtime 1x -timeout 60m | tee -a "$out/checkpoint.txt"
+  benchstat -col .name "$out/checkpoint.txt"
 fi
