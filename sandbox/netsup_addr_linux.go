@@ -88,6 +88,25 @@ func parseInetAddr(sa []byte) (ip netip.Addr, ok bool) {
 	return netip.Addr{}, false
 }
 
+// judgeInetDestination decides a destination given as an AF_INET or
+// AF_INET6 sockaddr (connect, addressed sends).
+func judgeInetDestination(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+	ip, ok := parseInetAddr(sa)
+	if !ok {
+		return verdictInvalid, unix.EINVAL
+	}
+	return destinationVerdict(mode, ip)
+}
+
+// destinationVerdict allows ip when the mode reaches it; a refused
+// destination is EPERM, what a seccomp-denied network call gives.
+func destinationVerdict(mode NetworkMode, ip netip.Addr) (inetVerdict, unix.Errno) {
+	if inetAllowed(mode, ip) {
+		return verdictAllow, 0
+	}
+	return verdictDeny, unix.EPERM
+}
+
 // judgeInetConnect decides connect(2) on an AF_INET/AF_INET6 socket.
 func judgeInetConnect(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
 	if len(sa) < 2 {
@@ -102,14 +121,7 @@ func judgeInetConnect(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
 		// An AF_INET address on an AF_INET6 UDP socket is accepted
 		// by the kernel (it connects the v4 way), so the address's
 		// own family decides, not the socket's.
-		ip, ok := parseInetAddr(sa)
-		if !ok {
-			return verdictInvalid, unix.EINVAL
-		}
-		if inetAllowed(mode, ip) {
-			return verdictAllow, 0
-		}
-		return verdictDeny, unix.EPERM
+		return judgeInetDestination(mode, sa)
 	}
 	return verdictInvalid, unix.EAFNOSUPPORT
 }
@@ -131,19 +143,9 @@ func judgeInetSend(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
 		if len(sa) < unix.SizeofSockaddrInet4 {
 			return verdictNoAddress, 0
 		}
-		if inetAllowed(mode, netip.AddrFrom4([4]byte(sa[4:8]))) {
-			return verdictAllow, 0
-		}
-		return verdictDeny, unix.EPERM
+		return destinationVerdict(mode, netip.AddrFrom4([4]byte(sa[4:8])))
 	case unix.AF_INET, unix.AF_INET6:
-		ip, ok := parseInetAddr(sa)
-		if !ok {
-			return verdictInvalid, unix.EINVAL
-		}
-		if inetAllowed(mode, ip) {
-			return verdictAllow, 0
-		}
-		return verdictDeny, unix.EPERM
+		return judgeInetDestination(mode, sa)
 	}
 	return verdictInvalid, unix.EAFNOSUPPORT
 }
