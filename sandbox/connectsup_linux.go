@@ -107,14 +107,14 @@ func (s *connectSup) loop() {
 		var recvErr error
 		hup := false
 		err := s.rc.Read(func(fd uintptr) bool {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if n, _ := unix.Poll(pfd, 0); n == 0 {
-				return false // wait for the poller
-			}
-			if pfd[0].Revents&unix.POLLIN == 0 {
+			ready, gone := pollListener(fd)
+			if gone {
 				// POLLHUP: every process of the filter is gone.
 				hup = true
 				return true
+			}
+			if !ready {
+				return false // wait for the poller
 			}
 			req = seccompNotif{}
 			_, _, e := unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req)))

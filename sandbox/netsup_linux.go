@@ -436,13 +436,13 @@ func (s *netSupervisorRun) loop() {
 		var got, hup bool
 		var recvErr syscall.Errno
 		err := s.rc.Read(func(fd uintptr) bool {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if n, _ := unix.Poll(pfd, 0); n == 0 {
-				return false // park until the poller says it is readable
-			}
-			if pfd[0].Revents&unix.POLLIN == 0 {
+			ready, gone := pollListener(fd)
+			if gone {
 				hup = true // POLLHUP: the filter's last task is gone
 				return true
+			}
+			if !ready {
+				return false // park until the poller says it is readable
 			}
 			// A notification is waiting, so RECV does not block (and a
 			// single reader cannot lose the race for it). The kernel

@@ -1,0 +1,39 @@
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+// pollFn is unix.Poll; tests replace it to inject the interruptions a
+// loaded machine produces.
+var pollFn = unix.Poll
+
+// pollListener asks, without blocking, whether a seccomp listener has a
+// notification waiting (ready) or has no process left to serve (hup). Both
+// false means: park until the runtime's poller reports it readable.
+//
+// poll with a zero timeout still fails with EINTR when a signal is pending
+// as it looks — and the Go runtime signals its threads all the time
+// (preemption, GC). Reading that failure as "no revents, so hang-up" ended
+// the supervisor loop while its processes lived on, each later connect of
+// theirs then blocking forever in the kernel: the start-up hang of issue 3.
+// Only POLLHUP, POLLERR or POLLNVAL mean the listener is finished.
+func pollListener(fd uintptr) (ready, hup bool) {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := pollFn(pfd, 0)
+		switch {
+		case err == unix.EINTR || err == unix.EAGAIN || err == unix.ENOMEM:
+			continue // transient: ask again
+		case err != nil:
+			return false, true // EBADF, EFAULT: the listener is unusable
+		case n == 0:
+			return false, false
+		}
+		switch r := pfd[0].Revents; {
+		case r&unix.POLLIN != 0:
+			return true, false
+		case r&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
+			return false, true
+		}
+		return false, false
+	}
+}
