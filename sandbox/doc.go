@@ -112,10 +112,6 @@
 //     other's TMPDIRs.
 //   - Unix servers reached through the supervisors see the agent's
 //     credentials, not the child's.
-//   - Known open bug: under heavy parallel load a command occasionally
-//     never starts (no output at all) and is killed at its timeout. It
-//     fails closed — nothing runs — but it is a reliability bug still
-//     under investigation (see the escape suite's retry in test/).
 //   - In the PID-namespace mode (Enforcement.Notes: "process tree: PID
 //     namespace (the command is PID 1 of its namespace)"; users without a
 //     writable cgroup, or root with Landlock ABI < 6) the command's main

@@ -380,12 +380,6 @@ func (r *result) failedClosed() bool {
 	return false
 }
 
-// hungBeforeAnyOutput: a bash-tool run whose command printed nothing at all
-// and was killed by its timeout (see the retry in runScenario).
-func (r *result) hungBeforeAnyOutput() bool {
-	return r.mode == bashTool && strings.HasPrefix(r.out, "(no output)") && strings.Contains(r.out, "Command timed out")
-}
-
 // saysUnsupported: the refusal names the sandbox's "not enforceable"
 // error, which says what is missing.
 func (r *result) saysUnsupported() bool {

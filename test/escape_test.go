@@ -482,16 +482,6 @@ func (s *suite) runScenario(t *testing.T, sc scenario) {
 		go func() {
 			defer wg.Done()
 			j.r = s.run(t, j.fx, &sc, modes[i])
-			if j.r.hungBeforeAnyOutput() {
-				// Known open bug (issue #3 note): under parallel load a
-				// bash-tool command now and then produces nothing at all
-				// before its timeout — the shell never got going. That is
-				// a reliability bug, not an escape (nothing ran); it is
-				// logged loudly and the scenario runs once more, with every
-				// assertion as strict as before.
-				t.Logf("KNOWN BUG (issue #3): the %s run produced no output before its timeout; retrying once:\n%s", j.r.mode, j.r)
-				j.r = s.run(t, j.fx, &sc, modes[i])
-			}
 		}()
 	}
 	wg.Wait()
