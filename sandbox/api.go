@@ -28,7 +28,20 @@ type Command struct {
 	// bounded by Limits.OutputBytes.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// BeforeChange, when set, is called before the command or any process
+	// it starts changes a path inside the policy's workspace — creates,
+	// opens for writing, truncates, renames, links, removes, or changes the
+	// mode of it — so that a checkpoint can save the path's pre-image
+	// first (see capture_linux.go for how, and what is not seen). Calls
+	// come one at a time, in the order the processes made them.
+	BeforeChange ChangeFunc
 }
+
+// ChangeFunc is called before a confined process changes paths (absolute,
+// symlink-free, inside the workspace). The change proceeds once it returns
+// nil; an error refuses the call (ENOSPC when the error says so, else
+// EPERM), so that no change happens whose pre-image could not be saved.
+type ChangeFunc func(paths []string) error
 
 // ExitStatus is how a confined command ended.
 type ExitStatus struct {

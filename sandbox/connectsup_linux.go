@@ -70,11 +70,14 @@ type connectSup struct {
 	mode  NetworkMode
 	roots []string // canonical read-write roots
 	once  sync.Once
+	// capture, if set, answers the change-capture calls that share the
+	// listener (capture_linux.go).
+	capture *capturer
 }
 
 // startConnectSup serves the notifications of listener (whose ownership
 // passes to it) until stop is called.
-func startConnectSup(listener int, mode NetworkMode, roots []string) (stop func(), err error) {
+func startConnectSup(listener int, mode NetworkMode, roots []string, capture *capturer) (stop func(), err error) {
 	// Non-blocking so that the runtime's poller watches the fd: no thread
 	// is parked per command. RECV itself ignores O_NONBLOCK, so it is only
 	// called once poll says a notification is pending.
@@ -88,7 +91,7 @@ func startConnectSup(listener int, mode NetworkMode, roots []string) (stop func(
 		f.Close()
 		return nil, err
 	}
-	s := &connectSup{file: f, rc: rc, mode: mode, roots: roots}
+	s := &connectSup{file: f, rc: rc, mode: mode, roots: roots, capture: capture}
 	go s.loop()
 	return s.stop, nil
 }
@@ -102,11 +105,28 @@ func (s *connectSup) stop() {
 }
 
 func (s *connectSup) loop() {
+	// A TCP connect in mode unrestricted may block for minutes: one
+	// goroutine per notification. Capture calls are answered in order,
+	// here.
+	serveListener(s.rc, func(req seccompNotif) {
+		if s.capture.handles(req.Data.Nr) {
+			flags, errno := s.capture.answer(&req, s.idValid)
+			s.respond(req.ID, flags, errno)
+			return
+		}
+		go s.handle(req)
+	})
+}
+
+// serveListener receives the notifications of a seccomp listener and
+// passes each to handle, until the listener is closed or every process of
+// its filter is gone.
+func serveListener(rc syscall.RawConn, handle func(seccompNotif)) {
 	for {
 		var req seccompNotif
 		var recvErr error
 		hup := false
-		err := s.rc.Read(func(fd uintptr) bool {
+		err := rc.Read(func(fd uintptr) bool {
 			ready, gone := pollListener(fd)
 			if gone {
 				// POLLHUP: every process of the filter is gone.
@@ -131,15 +151,16 @@ func (s *connectSup) loop() {
 			// read the notification. Anything else: try again.
 			continue
 		}
-		// A TCP connect in mode unrestricted may block for minutes: one
-		// goroutine per notification.
-		go s.handle(req)
+		handle(req)
 	}
 }
 
 func (s *connectSup) handle(req seccompNotif) {
-	errno := s.decide(&req)
-	resp := seccompNotifResp{ID: req.ID}
+	s.respond(req.ID, 0, s.decide(&req))
+}
+
+func (s *connectSup) respond(id uint64, flags uint32, errno syscall.Errno) {
+	resp := seccompNotifResp{ID: id, Flags: flags}
 	if errno != 0 {
 		resp.Error = -int32(errno)
 	}

@@ -183,6 +183,9 @@ type netSupervisorOptions struct {
 	// Logf, if set, receives internal failures (never the child's
 	// refused calls, which are normal).
 	Logf func(format string, args ...any)
+	// capture, if set, answers the change-capture calls that share the
+	// listener (capture_linux.go).
+	capture *capturer
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -471,6 +474,15 @@ func (s *netSupervisorRun) loop() {
 		c.arch = binary.NativeEndian.Uint32(buf[20:])
 		for i := range c.args {
 			c.args[i] = binary.NativeEndian.Uint64(buf[32+8*i:])
+		}
+		if s.opts.capture.handles(c.nr) && c.arch == s.arch {
+			// A change-capture call sharing the listener: answered here,
+			// in the order received (capture_linux.go).
+			req := seccompNotif{ID: c.id, Pid: c.tid}
+			req.Data.Nr, req.Data.Arch, req.Data.Args = c.nr, c.arch, c.args
+			flags, errno := s.opts.capture.answer(&req, s.idValid)
+			s.respond(c.id, 0, errno, flags)
+			continue
 		}
 		select {
 		case s.sem <- struct{}{}:

@@ -85,8 +85,10 @@ type Sandbox struct {
 	tmpPool  []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned map[string]bool // names of the directories made inside tmpRoot
 	rwRoots  []string        // canonical read-write roots (connect supervisor)
-	readable []string        // canonical readable roots (PATH trimming)
-	devNull  *os.File
+	// workspaceReal is the canonical workspace (change capture), or "".
+	workspaceReal string
+	readable      []string // canonical readable roots (PATH trimming)
+	devNull       *os.File
 	// unixRule decides AF_UNIX addresses for the network supervisor by
 	// rwRoots, as the connect supervisor does (nil unless notifyNet).
 	unixRule func(unixRequest) bool
@@ -96,6 +98,11 @@ type Sandbox struct {
 	pathOut string
 	homeIn  string
 	homeOK  bool
+
+	// captureChild is the child program with the change-capture calls
+	// (capture_linux.go), for commands with BeforeChange; nil unless
+	// Policy.CaptureChanges.
+	captureChild *cProgram
 
 	mu      sync.Mutex
 	closed  bool
@@ -157,6 +164,10 @@ func New(p Policy) (*Sandbox, error) {
 		} else {
 			miss("confinement of pathname unix sockets (needs seccomp user notification and pidfd_getfd)")
 		}
+	}
+
+	if q.CaptureChanges && s.notify == notifyNone {
+		miss("capturing changes for checkpoints (needs seccomp user notification and pidfd_getfd, Linux 5.6+)")
 	}
 
 	// Processes: tracking the tree, the process limit, memory, signal
@@ -268,7 +279,10 @@ func New(p Policy) (*Sandbox, error) {
 		spec := s.spec
 		if s.sealed {
 			spec.sealed = true
-			if s.notify == notifyConnect {
+			// A process has at most one listener in its filter chain: with
+			// change capture the connect notification stays in the child
+			// program, whose listener also carries the capture calls.
+			if s.notify == notifyConnect && !q.CaptureChanges {
 				spec.notify, childNotify = connectOnly, notifySpec{}
 				s.threadNotifies = true
 			}
@@ -284,6 +298,14 @@ func New(p Policy) (*Sandbox, error) {
 				return
 			}
 			childNotifies = len(childNotify.calls) > 0
+		}
+		if q.CaptureChanges && s.notify != notifyNone {
+			bpf, err := buildChildFilter(!s.sealed, withCapture(childNotify))
+			if err != nil {
+				filtersDone <- err
+				return
+			}
+			s.captureChild = newCProgram(bpf, true)
 		}
 		filtersDone <- nil
 	}()
@@ -309,6 +331,9 @@ func New(p Policy) (*Sandbox, error) {
 		s.tmpPool = []string{s.tmpRoot}
 	}
 	s.rwRoots = canonical(append([]string{q.Workspace, tmp}, q.ReadWritePaths...))
+	if ws := canonical([]string{q.Workspace}); len(ws) == 1 {
+		s.workspaceReal = ws[0]
+	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
 	if s.notify == notifyNet {
 		// The same roots as startConnectSup gets: a pathname unix socket
@@ -401,7 +426,7 @@ func (s *Sandbox) acquireSpawner() (*spawner, error) {
 func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies}, dirs,
 		func(listener int) (func(), error) {
-			return startConnectSup(listener, s.pol.Network, s.rwRoots)
+			return startConnectSup(listener, s.pol.Network, s.rwRoots, nil)
 		})
 }
 
@@ -519,6 +544,8 @@ func (s *Sandbox) release() error {
 		s.pieces.free()
 		s.pieces = nil
 	}
+	s.captureChild.free()
+	s.captureChild = nil
 	if s.rawPieces.RulesetFD >= 0 {
 		unix.Close(s.rawPieces.RulesetFD)
 		s.rawPieces.RulesetFD = -1
@@ -813,6 +840,15 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		newPID: s.newPID, newUser: s.newUser, uidMap: s.uidMap, gidMap: s.gidMap,
 		pidMax: s.pidMax, pieces: s.pieces, noClone3: s.sealed,
 	}
+	var capt *capturer
+	if cmd.BeforeChange != nil {
+		if s.captureChild == nil {
+			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
+		}
+		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange); capt != nil {
+			req.child = s.captureChild
+		}
+	}
 	if s.plan.v2 {
 		if p.v2, err = s.cg.acquireV2(); err != nil {
 			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
@@ -849,10 +885,10 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		var stop func()
 		switch s.notify {
 		case notifyConnect:
-			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots)
+			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots, capt)
 		case notifyNet:
 			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
-				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule})
+				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt})
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")

@@ -79,6 +79,29 @@ type spawnRequest struct {
 	pieces      *cPieces
 	pidMax      string // with newPID: the namespace's pid_max, or ""
 	noClone3    bool   // the spawner thread's program refuses clone3: use clone
+	// child, when set, replaces pieces' child program (the one with change
+	// capture, for commands that ask for it).
+	child *cProgram
+}
+
+// cProgram is a seccomp program in C memory.
+type cProgram struct {
+	insns    unsafe.Pointer
+	n        int
+	notifies bool
+}
+
+// newCProgram copies bpf into C memory, so that spawns neither copy nor
+// pin Go memory; free releases it.
+func newCProgram(bpf []byte, notifies bool) *cProgram {
+	return &cProgram{insns: C.CBytes(bpf), n: len(bpf) / 8, notifies: notifies}
+}
+
+func (c *cProgram) free() {
+	if c != nil && c.insns != nil {
+		C.free(c.insns)
+		c.insns = nil
+	}
 }
 
 type rlimit struct {
@@ -205,6 +228,11 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	a.confine.child = p.child
 	a.confine.child_len = C.uint16_t(p.childN)
 	a.confine.child_listener = cbool(p.childNotifies)
+	if c := r.child; c != nil {
+		a.confine.child = c.insns
+		a.confine.child_len = C.uint16_t(c.n)
+		a.confine.child_listener = cbool(c.notifies)
+	}
 
 	rc := C.la_spawn(a)
 	res := spawnResult{pid: int(a.pid), pidfd: int(a.pidfd), listener: int(a.listener)}
