@@ -26,6 +26,11 @@ func (r *run) prepareSandbox() error {
 	if p.Workspace == "" {
 		p.Workspace = r.workspace
 	}
+	// Checkpoints need the pre-images of what commands and handlers change
+	// (tools.Context.BeforeChange).
+	if r.opts.Checkpoints != nil || r.opts.Snapshots != nil {
+		p.CaptureChanges = true
+	}
 	sb, err := sandbox.New(p)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnsupported) {

@@ -149,8 +149,10 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 	if got["write"] != "ok" {
 		t.Errorf("workspace write declared workspace: %q", got["write"])
 	}
-	if len(snaps.paths) != 1 || snaps.paths[0] != "out.txt" {
-		t.Errorf("RecordSnapshot from the child reached the parent as %v", snaps.paths)
+	// Twice: the handler's own RecordSnapshot (proxied from the child),
+	// then the sandbox's change capture when the handler opens the file.
+	if len(snaps.paths) != 2 || snaps.paths[0] != "out.txt" || snaps.paths[1] != "out.txt" {
+		t.Errorf("RecordSnapshot from the child and its capture reached the parent as %v", snaps.paths)
 	}
 	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Name != "probed" {
 		t.Errorf("custom events from the child: %+v", c)

@@ -286,8 +286,11 @@ func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupM
 }
 
 // cleanStale removes directories left by lite-agent processes that died
-// without Close (best effort; they are empty once their processes are gone).
+// without Close (kill -9): the commands still running in them, which lost
+// their supervisor, are killed first (best effort).
 func cleanStale(base string) {
+	_, err := os.Stat(filepath.Join(base, "cgroup.controllers"))
+	v2 := err == nil
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return
@@ -305,7 +308,15 @@ func cleanStale(base string) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			continue
 		}
-		removeCgroupTree(filepath.Join(base, e.Name()))
+		set := filepath.Join(base, e.Name())
+		if cmds, err := os.ReadDir(set); err == nil {
+			for _, c := range cmds {
+				if c.IsDir() {
+					killMembers(filepath.Join(set, c.Name()), -1, v2)
+				}
+			}
+		}
+		removeCgroupTree(set)
 	}
 }
 

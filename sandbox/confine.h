@@ -97,6 +97,9 @@ struct la_spawn_args {
 	const char *gid_map;   // "gid gid 1"
 	struct la_confine_args confine;
 
+	int parent_pid;        // set by la_spawn: our pid, for the child's check
+	                       // that its parent still lives (PDEATHSIG)
+
 	// Results, written by the child (shared memory) or by la_spawn.
 	int cleared_sighand;   // set by la_spawn: clone3 reset the handlers
 	int born_in_cgroup;    // set by la_spawn: CLONE_INTO_CGROUP was used

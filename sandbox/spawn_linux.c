@@ -256,6 +256,15 @@ static int la_child(void *arg)
 	// New session: no controlling terminal, so TIOCSTI/TIOCSCTTY on an
 	// inherited terminal fd fail even before seccomp looks at them, and the
 	// caller's job control (kill -PGID) does not reach us by accident.
+	// Die with the thread that started us, even when the agent is killed
+	// outright (SIGKILL leaves it no chance to clean up). The parent may
+	// already be gone: then go now. (In a new PID namespace the parent is
+	// outside it and getppid() says 0; PID 1's death ends the namespace.)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		LA_CHILD_FAIL(LA_STEP_SETSID);
+	if (!a->new_pid && getppid() != a->parent_pid)
+		_exit(127);
+
 	if (setsid() < 0)
 		LA_CHILD_FAIL(LA_STEP_SETSID);
 
@@ -401,6 +410,7 @@ int la_spawn(struct la_spawn_args *a)
 {
 	a->pid = -1;
 	a->pidfd = -1;
+	a->parent_pid = getpid();
 	a->listener = -1;
 	a->err_step = LA_STEP_NONE;
 	a->err_errno = 0;

@@ -145,6 +145,9 @@ func (t *Tool) CallConfined(ctx *Context, sb *sandbox.Sandbox, workspace string)
 		Stdin:  toChild,
 		Stdout: fromChild,
 		Stderr: &stderr,
+		// Files the handler writes itself (os.WriteFile, ...) get their
+		// pre-images recorded like a command's.
+		BeforeChange: ctx.BeforeChange(),
 	})
 	if err != nil {
 		return Errorf("the %s tool could not start in the sandbox: %v", t.name, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -92,4 +94,33 @@ func (c *Context) RecordSnapshot(path string) error {
 		return nil
 	}
 	return c.Snapshots.RecordSnapshot(path)
+}
+
+// BeforeChange is the hook that gives confined processes' changes to the
+// checkpointer: before a command or handler the tool runs changes a path
+// in the workspace, the path's pre-image is recorded (see
+// sandbox.Command.BeforeChange). nil when nothing records pre-images.
+func (c *Context) BeforeChange() sandbox.ChangeFunc {
+	if c == nil || c.Snapshots == nil || c.Workspace == "" {
+		return nil
+	}
+	// The sandbox reports symlink-free paths; the workspace may have been
+	// named through a link.
+	ws := c.Workspace
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	snaps := c.Snapshots
+	return func(paths []string) error {
+		for _, p := range paths {
+			rel, err := filepath.Rel(ws, p)
+			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue
+			}
+			if err := snaps.RecordSnapshot(filepath.ToSlash(rel)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

@@ -97,7 +97,7 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	if ctx.Sandbox == nil {
 		return nil, errors.New("no sandbox is active for this session, and bash runs commands only inside one")
 	}
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out)
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, ctx.BeforeChange())
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ type bashRun struct {
 // exits whatever it left running in the background is killed too: nothing a
 // command starts outlives it. It returns an error only when the sandbox
 // could not start the command.
-func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out *bashOutput) (bashRun, error) {
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out *bashOutput, beforeChange sandbox.ChangeFunc) (bashRun, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	st, err := sb.Run(runCtx, &sandbox.Command{
@@ -167,6 +167,9 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		// stderr, which keeps their relative order.
 		Stdout: out,
 		Stderr: out,
+		// With checkpoints on, the pre-image of everything the command
+		// changes is recorded before the change.
+		BeforeChange: beforeChange,
 	})
 	if err != nil {
 		return bashRun{}, fmt.Errorf("the sandbox could not start bash: %w", err)

@@ -1,0 +1,254 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// treeState describes a directory tree byte for byte: every path with its
+// type, mode bits, and content or link target.
+func treeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "symlink -> " + target
+		case fi.IsDir():
+			out[rel] = fmt.Sprintf("dir %o", fi.Mode().Perm())
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = fmt.Sprintf("file %o %q", fi.Mode().Perm(), b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func diffTrees(want, got map[string]string) string {
+	var lines []string
+	for p, w := range want {
+		if g, ok := got[p]; !ok {
+			lines = append(lines, fmt.Sprintf("missing %s (want %s)", p, w))
+		} else if g != w {
+			lines = append(lines, fmt.Sprintf("%s: got %s, want %s", p, g, w))
+		}
+	}
+	for p, g := range got {
+		if _, ok := want[p]; !ok {
+			lines = append(lines, fmt.Sprintf("extra %s (%s)", p, g))
+		}
+	}
+	slices.Sort(lines)
+	if len(lines) > 12 {
+		lines = append(lines[:12], fmt.Sprintf("... and %d more", len(lines)-12))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestBashChangesRewindToEveryCheckpoint: a scripted session changes the
+// workspace through bash in every way the issue names — sed -i, mv, rm,
+// chmod +x, ln -s, mkdir -p, a generator writing 100 files — next to the
+// edit tools. The same steps run unconfined in a mirror give the tree at
+// every checkpoint; rewinding the session to each checkpoint, newest to
+// oldest, must give exactly that tree, and a redo must give the last one.
+func TestBashChangesRewindToEveryCheckpoint(t *testing.T) {
+	steps := []string{
+		"sed -i s/alpha/beta/ a.txt",
+		"mv b.txt b2.txt && rm c.txt && mv d1 d2",
+		"chmod +x run.sh && ln -s a.txt link && mkdir -p x/y/z && echo deep > x/y/z/f",
+		"mkdir gen && for i in $(seq 1 100); do echo \"file $i\" > gen/f$i.txt; done && printf 'v2\\n' > a.txt",
+		"rm -r gen/f1*.txt && chmod 600 b2.txt && rm link && ln -s b2.txt link",
+	}
+	setup := func(dir string) {
+		writeFile(t, filepath.Join(dir, "a.txt"), "alpha\nkeep\n")
+		writeFile(t, filepath.Join(dir, "b.txt"), "B\n")
+		writeFile(t, filepath.Join(dir, "c.txt"), "C\n")
+		os.Chmod(filepath.Join(dir, "c.txt"), 0o600)
+		writeFile(t, filepath.Join(dir, "run.sh"), "#!/bin/sh\necho run\n")
+		writeFile(t, filepath.Join(dir, "d1", "inner.txt"), "inner\n")
+		writeFile(t, filepath.Join(dir, "untouched", "u.txt"), "u\n")
+	}
+
+	// The oracle: the tree after each step, made unconfined.
+	mirror := t.TempDir()
+	setup(mirror)
+	states := []map[string]string{treeState(t, mirror)}
+	for _, s := range steps {
+		cmd := exec.Command("bash", "-c", s)
+		cmd.Dir = mirror
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("mirror step %q: %v\n%s", s, err, out)
+		}
+		states = append(states, treeState(t, mirror))
+	}
+
+	ws, state := t.TempDir(), t.TempDir()
+	setup(ws)
+	var turns []string
+	for i, s := range steps {
+		in, _ := json.Marshal(map[string]any{"command": s})
+		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "s%d", "name": "bash", "input": %s}]}`, i+1, in))
+	}
+	turns = append(turns, `{"text": "done"}`)
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
+	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", "reshape the tree")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var numbers []int
+	for _, ev := range evs {
+		if ev["type"] == "tool_result" && ev["is_error"] == true {
+			t.Fatalf("a step failed in the sandbox: %v", ev)
+		}
+		if ev["type"] == "checkpoint" {
+			numbers = append(numbers, int(ev["checkpoint"].(map[string]any)["number"].(float64)))
+		}
+	}
+	if len(numbers) != len(steps)+1 {
+		t.Fatalf("checkpoint numbers %v: want one per user turn and one per step (%d)", numbers, len(steps)+1)
+	}
+	if diff := diffTrees(states[len(steps)], treeState(t, ws)); diff != "" {
+		t.Fatalf("the confined session did not produce the mirror's tree:\n%s", diff)
+	}
+	id := evs[0]["session_id"].(string)
+	rewind := func(to int) {
+		t.Helper()
+		out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", fmt.Sprint(to), "--files-only").CombinedOutput()
+		if err != nil {
+			t.Fatalf("rewind --to %d: %v\n%s", to, err, out)
+		}
+	}
+	// Checkpoint numbers[k] was sealed with the tree of states[k].
+	for k := len(numbers) - 1; k >= 0; k-- {
+		rewind(numbers[k])
+		if diff := diffTrees(states[k], treeState(t, ws)); diff != "" {
+			t.Fatalf("after rewind --to %d (state after %d steps):\n%s", numbers[k], k, diff)
+		}
+	}
+	// Redo: every rewind is itself recorded, so the session can go back to
+	// where it was before the rewinds.
+	out, err := exec.Command(binary, "checkpoints", "--state-dir", state, id).CombinedOutput()
+	if err != nil {
+		t.Fatalf("checkpoints: %v\n%s", err, out)
+	}
+	rewind(numbers[len(numbers)-1])
+	if diff := diffTrees(states[len(steps)], treeState(t, ws)); diff != "" {
+		t.Fatalf("redo to the last checkpoint:\n%s\ncheckpoints:\n%s", diff, out)
+	}
+}
+
+// TestKill9DuringBashCheckpointing: the agent is killed (SIGKILL) while a
+// bash command rewrites many files under capture. The store must verify,
+// and the session must rewind to its first checkpoint.
+func TestKill9DuringBashCheckpointing(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	for i := range 50 {
+		writeFile(t, filepath.Join(ws, "src", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("original %d\n", i))
+	}
+	before := treeState(t, ws)
+	// Output goes nowhere (a dead agent's pipe would end the loop with
+	// SIGPIPE, hiding whether the sandbox ends it); "tick" is written
+	// through a descriptor opened once, which works with or without the
+	// capture supervisor — so only the death of the loop stops it.
+	loop := "exec >/dev/null 2>&1; exec 3>>.tick; mkdir -p new; " +
+		"while true; do for f in src/*.txt; do echo churn >> $f; done; echo x > new/$RANDOM; echo tick >&3; done"
+	in, _ := json.Marshal(map[string]any{"command": loop, "timeout_ms": 60000})
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, fmt.Sprintf(`{"turns": [{"tool_calls": [{"id": "loop", "name": "bash", "input": %s}]}, {"text": "done"}]}`, in))
+	cmd := exec.Command(binary, "run", "--workspace", ws, "--state-dir", state, "--output-format", "stream-json",
+		"--script", script, "--allowed-tools", "bash", "churn")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once the command has visibly been changing files for a while.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(ws, "src", "f00.txt"))
+		if strings.Count(string(b), "churn") >= 20 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	// The confined tree dies with its cgroup or namespace only when the
+	// agent cleans up; a SIGKILLed agent cannot. Wait until nothing writes.
+	waitQuiet(t, ws)
+
+	if out, err := exec.Command(binary, "verify", "--state-dir", state).CombinedOutput(); err != nil {
+		t.Fatalf("verify after kill -9: %v\n%s", err, out)
+	}
+	var id string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["session_id"] != nil {
+			id = ev["session_id"].(string)
+			break
+		}
+	}
+	if id == "" {
+		t.Fatalf("no session id in the killed run's output:\n%s", stdout.String())
+	}
+	out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", "0", "--files-only", "--force").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rewind after kill -9: %v\n%s", err, out)
+	}
+	after := treeState(t, ws)
+	delete(after, ".tick") // opened before any capture could see it
+	if diff := diffTrees(before, after); diff != "" {
+		t.Fatalf("after kill -9 and rewind --to 0:\n%s", diff)
+	}
+}
+
+// waitQuiet waits until the command's tick file stops growing: the
+// command must die with the agent that started it, even one killed with
+// SIGKILL.
+func waitQuiet(t *testing.T, dir string) {
+	t.Helper()
+	prev := ""
+	for i := 0; i < 100; i++ {
+		time.Sleep(50 * time.Millisecond)
+		fi, err := os.Stat(filepath.Join(dir, ".tick"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := fmt.Sprint(fi.Size())
+		if cur == prev {
+			return
+		}
+		prev = cur
+	}
+	t.Fatalf("%s is still changing 5 s after the agent was killed: a confined command outlived the agent", dir)
+}
