@@ -63,7 +63,7 @@ fi
 
 if [[ $what == all || $what == checkpoint ]]; then
   echo "== checkpoints vs shadow git, side by side (files: ${LITE_AGENT_CKPT_BENCH_FILES:-2000})"
-  go test ./checkpoint -run '^$' -bench 'SessionStart|OneFile|Rewind100' -benchtime 5x -count 3 -timeout 60m | tee "$out/checkpoint.txt"
+  go test ./checkpoint -run '^$' -bench 'SessionStart|OneFile|BashEdit|Rewind100' -benchtime 5x -count 3 -timeout 60m | tee "$out/checkpoint.txt"
   go test ./checkpoint -run '^$' -bench 'StoreSize50' -benchtime 1x -timeout 60m | tee -a "$out/checkpoint.txt"
   benchstat -col .name "$out/checkpoint.txt"
 fi

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -232,6 +233,90 @@ func BenchmarkCheckpointOneFileEdit(b *testing.B) {
 		for b.Loop() {
 			n++
 			edit(b, filepath.Join(ws, files[rnd.IntN(len(files))]), n)
+			g.commit()
+		}
+	})
+}
+
+// BenchmarkCheckpointBashEdit is the one-file edit made by a real bash
+// command in the sandbox: "bash-alone" is the confined command without
+// capture (what any sandboxed agent pays), "lite-agent" the same command
+// with change capture feeding RecordSnapshot, then the Seal — so the
+// checkpoint's cost is lite-agent minus bash-alone — and "shadow-git" the
+// confined command followed by `git add -A && git commit`.
+func BenchmarkCheckpointBashEdit(b *testing.B) {
+	if c := sandbox.Probe(); c.LandlockABI == 0 || !c.SeccompUserNotify {
+		b.Skip("no Landlock or seccomp user notification here: nothing to capture with")
+	}
+	bashEdit := func(b *testing.B, sb *sandbox.Sandbox, ws, f string, n int, hook sandbox.ChangeFunc) {
+		var out strings.Builder
+		st, err := sb.Run(context.Background(), &sandbox.Command{Path: "/bin/bash",
+			Args: []string{"bash", "-c", fmt.Sprintf("echo 'edit %d' >> %q", n, f)}, Dir: ws,
+			Stdout: &out, Stderr: &out, BeforeChange: hook})
+		if err != nil || st.Code != 0 {
+			b.Fatal(err, st, out.String())
+		}
+	}
+	newSB := func(b *testing.B, ws string, capture bool) *sandbox.Sandbox {
+		sb, err := sandbox.New(sandbox.Policy{Workspace: ws, CaptureChanges: capture})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sb.Close() })
+		return sb
+	}
+	b.Run("bash-alone", func(b *testing.B) {
+		ws, files := benchWorkspace(b)
+		sb := newSB(b, ws, false)
+		rnd := rand.New(rand.NewPCG(1, 1))
+		n := 0
+		for b.Loop() {
+			n++
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil)
+		}
+	})
+	b.Run("lite-agent", func(b *testing.B) {
+		ws, files := benchWorkspace(b)
+		sb := newSB(b, ws, true)
+		r, err := Open(b.TempDir(), "bench", ws, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		if err := r.Watch(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		real, _ := filepath.EvalSymlinks(ws)
+		hook := func(paths []string) error {
+			for _, p := range paths {
+				rel, _ := filepath.Rel(real, p)
+				if err := r.RecordSnapshot(rel); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		rnd := rand.New(rand.NewPCG(1, 1))
+		n := 0
+		for b.Loop() {
+			n++
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, hook)
+			if cp, err := r.Seal(SealInfo{Reason: ReasonToolCall, ToolName: "bash"}); err != nil || cp == nil || len(cp.Files) != 1 {
+				b.Fatal(cp, err)
+			}
+		}
+	})
+	b.Run("shadow-git", func(b *testing.B) {
+		ws, files := benchWorkspace(b)
+		sb := newSB(b, ws, false)
+		g := newShadowGit(b, ws)
+		g.run("git init -q")
+		g.commit()
+		rnd := rand.New(rand.NewPCG(1, 1))
+		n := 0
+		for b.Loop() {
+			n++
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil)
 			g.commit()
 		}
 	})
