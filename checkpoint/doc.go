@@ -20,9 +20,14 @@
 // # Capturing pre-images
 //
 // Whatever is about to change a path calls Recorder.RecordSnapshot first:
-// the built-in edit tools (through tools.SnapshotRecorder), and a capturer
-// that sees what a sandboxed command is about to change (from any
-// goroutine, with workspace-relative or absolute paths). The first call
+// the built-in edit tools (through tools.SnapshotRecorder), and the
+// sandbox's change capture, which stops every write-side system call of a
+// confined command or handler (open for writing, creat, truncate, rename,
+// unlink, rmdir, mkdir, link, symlink, chmod) until the paths it names are
+// recorded (sandbox.Command.BeforeChange, wired by tools.Context.
+// BeforeChange) — so `sed -i`, `mv`, `rm -r` and code generators run
+// through bash are rewound like the edit tools' changes. Calls come from
+// any goroutine, with workspace-relative or absolute paths. The first call
 // for a path in the open checkpoint saves its state; later calls return at
 // once. A directory is saved with its whole subtree, because a rename or
 // removal changes everything below it; whatever is found below a recorded

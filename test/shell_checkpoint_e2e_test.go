@@ -252,3 +252,62 @@ func waitQuiet(t *testing.T, dir string) {
 	}
 	t.Fatalf("%s is still changing 5 s after the agent was killed: a confined command outlived the agent", dir)
 }
+
+// TestUserEditMidSessionSurvivesRewind: while the agent's bash command
+// runs, the user edits a file the agent changed earlier in the session.
+// A rewind must refuse, name the file, and leave the user's edit alone.
+func TestUserEditMidSessionSurvivesRewind(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "f.txt"), "original\n")
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [
+	  {"tool_calls": [{"id": "one", "name": "bash", "input": {"command": "echo agent > f.txt"}}]},
+	  {"tool_calls": [{"id": "two", "name": "bash", "input": {"command": "until [ -e go-on ]; do sleep 0.05; done; echo later > g.txt"}}]},
+	  {"text": "done"}]}`)
+	cmd := exec.Command(binary, "run", "--workspace", ws, "--state-dir", state, "--output-format", "stream-json",
+		"--script", script, "--allowed-tools", "bash", "work")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Step one is done once f.txt says so; step two waits for go-on.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) == "agent\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("step one never ran: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // let the step's checkpoint seal
+	writeFile(t, filepath.Join(ws, "f.txt"), "the user's own edit\n")
+	time.Sleep(200 * time.Millisecond) // let the watcher see it
+	// go-on itself is made by the test (outside the agent): the watcher
+	// records it as an external change too, which a rewind leaves alone.
+	writeFile(t, filepath.Join(ws, "go-on"), "")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var id string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["session_id"] != nil {
+			id = ev["session_id"].(string)
+			break
+		}
+	}
+	out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", "0", "--files-only").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "f.txt") || !strings.Contains(string(out), "--force") {
+		t.Fatalf("rewind over a mid-session user edit must refuse and name f.txt (err %v):\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) != "the user's own edit\n" {
+		t.Fatalf("the refused rewind changed the user's file: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "g.txt")); err != nil {
+		t.Fatalf("the refused rewind changed other files: %v", err)
+	}
+}
