@@ -15,6 +15,9 @@
 //   - provider/anthropic: the Anthropic Messages API through the official
 //     Go SDK, with retries on 429/5xx/overloaded and on a stream cut before
 //     message_stop;
+//   - provider/openai: OpenAI Chat Completions and compatible servers
+//     (vLLM, Ollama, llama.cpp, LM Studio) through the official Go SDK, with
+//     the same retry scheme;
 //   - provider/scripted: a deterministic, offline model that replays a JSON
 //     script, for demos and tests.
 //
