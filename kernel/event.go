@@ -23,6 +23,12 @@ const (
 	EventAssistantMessage EventType = "assistant_message"
 	// EventToolCall is a tool call the model made, before it is gated.
 	EventToolCall EventType = "tool_call"
+	// EventPermission says what the permission gate decided about a call
+	// and why: which rule, hook, mode, CanUseTool or approval.
+	EventPermission EventType = "permission"
+	// EventHook reports a hook that failed (error, timeout, bad output)
+	// and what was done about it.
+	EventHook EventType = "hook"
 	// EventToolResult is the result the model will see for a call.
 	EventToolResult EventType = "tool_result"
 	// EventCustom is emitted by a tool handler through Context.Emit.
@@ -71,6 +77,23 @@ type Event struct {
 
 	// custom
 	Data any
+
+	// permission: Decision is "allow" or "deny"; DecidedBy is "rule",
+	// "hook", "mode", "default", "can_use_tool", "approval" or "headless";
+	// Rule and RuleSource name the rule, Hook the hook; Asked says whether
+	// CanUseTool or a person was asked; Reason says why (for a denial, the
+	// message the model sees).
+	Decision   string
+	DecidedBy  string
+	Rule       string
+	RuleSource string
+	Mode       PermissionMode
+	Asked      bool
+	// permission, hook: the hook's name; hook: its event.
+	Hook      string
+	HookEvent string
+	// permission: why; hook: what was done about the failure.
+	Reason string
 
 	// result
 	Subtype    string
@@ -132,6 +155,32 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			IsError   bool            `json:"is_error"`
 			Content   []tools.Content `json:"content"`
 		}{e.Type, e.SessionID, e.ID, e.Name, e.IsError, nonNil(e.Content)})
+	case EventPermission:
+		return json.Marshal(struct {
+			Type       EventType      `json:"type"`
+			SessionID  string         `json:"session_id"`
+			ID         string         `json:"id"`
+			Name       string         `json:"name"`
+			Decision   string         `json:"decision"`
+			DecidedBy  string         `json:"by"`
+			Rule       string         `json:"rule,omitempty"`
+			RuleSource string         `json:"rule_source,omitempty"`
+			Hook       string         `json:"hook,omitempty"`
+			Mode       PermissionMode `json:"mode"`
+			Asked      bool           `json:"asked,omitempty"`
+			Reason     string         `json:"reason"`
+		}{e.Type, e.SessionID, e.ID, e.Name, e.Decision, e.DecidedBy, e.Rule, e.RuleSource, e.Hook, e.Mode, e.Asked, e.Reason})
+	case EventHook:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			ID        string    `json:"id,omitempty"`
+			Name      string    `json:"name,omitempty"`
+			Hook      string    `json:"hook"`
+			HookEvent string    `json:"hook_event"`
+			Error     string    `json:"error"`
+			Outcome   string    `json:"outcome"`
+		}{e.Type, e.SessionID, e.ID, e.Name, e.Hook, e.HookEvent, e.Error, e.Reason})
 	case EventCustom:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`

@@ -1,10 +1,9 @@
 package kernel
 
 import (
-	"context"
-	"encoding/json"
 	"time"
 
+	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
@@ -32,18 +31,35 @@ type Options struct {
 	CustomTools []*tools.Tool
 	// Tools narrows the set of tools the model sees, by name or wildcard
 	// ("mcp__orders__*"). nil means every tool; an empty non-nil slice means
-	// none. A call to a tool outside this set gets an error result.
+	// none. A call to a tool outside this set gets an error result. This,
+	// not AllowedTools, is how to restrict what the model can use — in
+	// every permission mode, bypassPermissions included.
 	Tools []string
-	// AllowedTools pre-approves tools (names or wildcards): they run without
-	// asking. It does not hide the others — Tools does that.
+	// AllowedTools pre-approves calls: allow rules ("read_file",
+	// "mcp__orders__*", "bash(git status)", "bash(npm run test:*)",
+	// "write_file(src/**)"). It does not hide the others — Tools does
+	// that — and it does not beat a deny or ask rule.
 	AllowedTools []string
-	// DisallowedTools removes tools (names or wildcards) from the model's
-	// view and denies any call to them. Disallowed wins over everything.
+	// DisallowedTools are deny rules. An entry without an argument pattern
+	// also removes the tool from the model's view. Deny wins over
+	// everything, in every mode.
 	DisallowedTools []string
+	// Rules are more permission rules (allow, ask and deny; see
+	// policies.ParseRule): presets' and policy files' rules arrive here.
+	Rules []policies.Rule
 
-	// CanUseTool decides calls that would otherwise need a person's approval.
-	// When nil, Approval is asked; with neither, such calls are denied with
-	// a message the model sees (headless runs).
+	// PermissionMode decides what no rule or hook decided; "" is default.
+	PermissionMode PermissionMode
+	// AllowDangerouslySkipPermissions must be set for PermissionMode
+	// bypassPermissions: the run fails otherwise. Deny rules, ask rules,
+	// hooks and the sandbox still apply.
+	AllowDangerouslySkipPermissions bool
+	// Hooks run at the points of the session their Event names (see Hook).
+	Hooks []Hook
+
+	// CanUseTool decides calls that would otherwise ask. When nil,
+	// Approval is asked; with neither, such calls are denied with a
+	// message the model sees (headless runs).
 	CanUseTool CanUseToolFunc
 	// Approval and UserInput reach a person; nil when headless.
 	Approval  tools.ApprovalFunc
@@ -88,28 +104,3 @@ type Options struct {
 	// recorders).
 	Snapshots tools.SnapshotRecorder
 }
-
-// ToolUseInfo tells CanUseTool about the call it decides.
-type ToolUseInfo struct {
-	SessionID string
-	ToolUseID string
-	// Reason says why the call was not allowed outright.
-	Reason string
-}
-
-// PermissionResult is CanUseTool's answer.
-type PermissionResult struct {
-	// Allow lets the call run; otherwise it is denied.
-	Allow bool
-	// UpdatedInput, when set with Allow, replaces the call's input (it is
-	// validated against the tool's schema like the original).
-	UpdatedInput json.RawMessage
-	// Message is shown to the model when the call is denied.
-	Message string
-	// Interrupt stops the whole run after a denial.
-	Interrupt bool
-}
-
-// CanUseToolFunc decides whether a tool call that needs approval may run.
-// An error counts as a denial.
-type CanUseToolFunc func(ctx context.Context, toolName string, input json.RawMessage, info ToolUseInfo) (PermissionResult, error)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
@@ -81,6 +82,7 @@ type run struct {
 	usage       provider.Usage
 	turns       int
 	toolTimeout time.Duration
+	ended       bool // SessionEnd hooks have run
 }
 
 func newRun(ctx context.Context, o *Options) (_ *run, err error) {
@@ -102,6 +104,12 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	}
 	stateDir, err := resolveStateDir(o.StateDir, r.workspace)
 	if err != nil {
+		return nil, err
+	}
+	if r.gate.mode, err = permissionMode(o); err != nil {
+		return nil, err
+	}
+	if err := r.buildRules(); err != nil {
 		return nil, err
 	}
 	if err := r.buildTools(); err != nil {
@@ -139,9 +147,45 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	}
 	r.tasks = tools.NewTasks()
 	r.gate.sessionID = r.sessionID
+	r.gate.workspace = r.workspace
 	r.gate.canUseTool = o.CanUseTool
 	r.gate.approval = o.Approval
 	return r, nil
+}
+
+// permissionMode checks the mode and its opt-in.
+func permissionMode(o *Options) (PermissionMode, error) {
+	m, err := policies.ParseMode(string(o.PermissionMode))
+	if err != nil {
+		return "", fmt.Errorf("kernel: PermissionMode: %w", err)
+	}
+	if m == PermissionBypass && !o.AllowDangerouslySkipPermissions {
+		return "", errors.New("kernel: PermissionMode bypassPermissions needs AllowDangerouslySkipPermissions (--dangerously-skip-permissions): it runs every call without asking, except what deny rules, ask rules and hooks say")
+	}
+	return m, nil
+}
+
+// buildRules compiles the session's rules: Options.Rules (presets, policy
+// files), AllowedTools as allow rules, DisallowedTools as deny rules.
+func (r *run) buildRules() error {
+	o := r.opts
+	rules := append([]policies.Rule(nil), o.Rules...)
+	allow, err := policies.ParseRules(policies.Allow, "AllowedTools", o.AllowedTools...)
+	if err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	deny, err := policies.ParseRules(policies.Deny, "DisallowedTools", o.DisallowedTools...)
+	if err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	rules = append(append(rules, allow...), deny...)
+	if r.gate.rules, err = policies.Compile(rules, r.workspace); err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	if r.gate.hooks, err = compileHooks(o.Hooks, r.workspace); err != nil {
+		return err
+	}
+	return nil
 }
 
 func resolveWorkspace(ws string) (string, error) {
@@ -197,7 +241,7 @@ func resolveStateDir(dir, workspace string) (string, error) {
 }
 
 // buildTools computes the tools the model sees: built-ins then custom tools,
-// narrowed by Options.Tools, minus Options.DisallowedTools.
+// narrowed by Options.Tools, minus the tools a deny rule denies whole.
 func (r *run) buildTools() error {
 	o := r.opts
 	r.builtins = map[*tools.Tool]bool{}
@@ -224,18 +268,15 @@ func (r *run) buildTools() error {
 			return fmt.Errorf("kernel: Tools names %q, but there is no such tool", p)
 		}
 	}
-	if r.gate.allowed, err = compileNamePatterns("AllowedTools", o.AllowedTools); err != nil {
-		return fmt.Errorf("kernel: %w", err)
-	}
-	if r.gate.disallowed, err = compileNamePatterns("DisallowedTools", o.DisallowedTools); err != nil {
-		return fmt.Errorf("kernel: %w", err)
-	}
 	r.visible = map[string]*tools.Tool{}
 	for _, t := range all {
 		if o.Tools != nil && !visibleNames.match(t.Name()) {
 			continue
 		}
-		if r.gate.disallowed.match(t.Name()) {
+		// A deny rule for the whole tool (DisallowedTools "bash", a policy
+		// file's deny = ["bash"]) hides it: the model is not offered what
+		// it can never use.
+		if _, denied := r.gate.rules.DeniesWholeTool(t.Name()); denied {
 			continue
 		}
 		r.visible[t.Name()] = t
@@ -295,7 +336,23 @@ func (r *run) openSession(stateDir string) error {
 	return nil
 }
 
+// sessionEnd runs the SessionEnd hooks once.
+func (r *run) sessionEnd(how string, report func(Event)) {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	in := r.gate.hookInput()
+	in.Event, in.Reason = HookSessionEnd, how
+	// The run's context may be cancelled already (an interrupt); the hooks
+	// still get their own timeout.
+	r.gate.hooks.notify(context.WithoutCancel(r.ctx), in, nil, report)
+}
+
 func (r *run) close() {
+	// A consumer that stopped early ended the run: SessionEnd hooks still
+	// run, with nowhere to report to.
+	r.sessionEnd("stopped", func(Event) {})
 	r.tasks.KillAll(5 * time.Second)
 	r.closeSandboxes()
 	if r.checkpointer != nil {
@@ -323,11 +380,39 @@ func (r *run) loop(yield func(Event, error) bool) {
 	if !yield(r.event(Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed}), nil) {
 		return
 	}
+	live := true // the consumer still listens
+	report := func(e Event) {
+		if live && !yield(r.event(e), nil) {
+			live = false
+		}
+	}
+	source := "startup"
+	if r.resumed {
+		source = "resume"
+	}
+	base := r.gate.hookInput()
+	in := base
+	in.Event, in.Source = HookSessionStart, source
+	extra := r.gate.hooks.notify(r.ctx, in, nil, report)
+	in = base
+	in.Event, in.Prompt = HookUserPromptSubmit, r.opts.Prompt
+	more, blocked := r.gate.hooks.promptSubmit(r.ctx, in, report)
+	if !live {
+		return
+	}
+	if blocked != nil {
+		r.finish(yield, SubtypeErrorDuringExecution, blocked, "", "")
+		return
+	}
+	extra = append(extra, more...)
 	// Every user turn is a rewind target: "before this prompt".
 	if !r.checkpoint(yield, CheckpointCause{Reason: "user_turn", UserTurn: userTurns(r.messages)}) {
 		return
 	}
 	prompt := provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: r.opts.Prompt}}}
+	if len(extra) > 0 {
+		prompt.Content = append(prompt.Content, provider.Block{Type: provider.BlockText, Text: "Additional context from hooks:\n" + strings.Join(extra, "\n")})
+	}
 	if err := r.appendMessage(prompt); err != nil {
 		r.finish(yield, SubtypeErrorDuringExecution, err, "", "")
 		return
@@ -357,6 +442,12 @@ func (r *run) loop(yield func(Event, error) bool) {
 		// The calls get the raw input, so a malformed one is reported as such.
 		uses := msg.ToolUses()
 		if len(uses) == 0 {
+			in := r.gate.hookInput()
+			in.Event, in.Result = HookStop, msg.Text()
+			r.gate.hooks.notify(r.ctx, in, nil, report)
+			if !live {
+				return
+			}
 			r.finish(yield, SubtypeSuccess, nil, msg.Text(), stop)
 			return
 		}
@@ -468,6 +559,17 @@ func (r *run) finish(yield func(Event, error) bool, subtype string, err error, t
 	if err != nil {
 		e.Error = err.Error()
 	}
+	// SessionEnd hooks run before the result event, so that their
+	// failures are still reported in the stream.
+	consumer := true
+	r.sessionEnd(subtype, func(ev Event) {
+		if consumer && !yield(r.event(ev), nil) {
+			consumer = false
+		}
+	})
+	if !consumer {
+		return
+	}
 	rec := Record{Type: "result", Subtype: subtype, Usage: r.usage, Error: e.Error, Time: time.Now().UTC()}
 	if werr := r.file.append(rec); werr != nil && err == nil {
 		err = werr
@@ -481,6 +583,32 @@ type pendingCall struct {
 	index int
 	tool  *tools.Tool
 	call  tools.Call
+	// context is what PreToolUse hooks added for the model.
+	context []string
+}
+
+// permissionEvent describes a gate decision for the stream.
+func permissionEvent(call tools.Call, mode PermissionMode, d decision) Event {
+	e := Event{Type: EventPermission, ID: call.ID, Name: call.Name, Decision: "deny", DecidedBy: d.by, Hook: d.hook, Mode: mode, Asked: d.asked, Reason: d.reason}
+	if d.allow {
+		e.Decision = "allow"
+	} else if d.message != "" {
+		e.Reason = d.message
+	}
+	if d.rule != nil {
+		e.Rule, e.RuleSource = d.rule.Text, d.rule.Source
+	}
+	return e
+}
+
+// postHooks runs the PostToolUse (or, for an error result,
+// PostToolUseFailure) hooks of a call.
+func (r *run) postHooks(yield func(Event, error) bool, call tools.Call, res *tools.Result, ok *bool) *tools.Result {
+	return r.gate.hooks.post(r.ctx, r.gate.hookInput(), call, res, func(e Event) {
+		if *ok && !yield(r.event(e), nil) {
+			*ok = false
+		}
+	})
 }
 
 // runTools gates and runs the calls of one assistant turn and returns their
@@ -504,7 +632,8 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 		}
 		out := r.execute(yield, batch, &ok)
 		for j, p := range batch {
-			results[p.index] = r.deliver(yield, p.call, out[j], &ok)
+			res := withContext(r.postHooks(yield, p.call, out[j], &ok), p.context)
+			results[p.index] = r.deliver(yield, p.call, res, &ok)
 		}
 		if ok && !r.checkpoint(yield, batchCause(batch, userTurns(r.messages)-1)) {
 			ok = false
@@ -528,10 +657,35 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 			results[i] = r.deliver(yield, call, r.unknownTool(call.Name), &ok)
 			continue
 		}
-		d := r.gate.decide(r.ctx, t, call)
+		// The input is validated (and defaulted) before the gate, so that
+		// rules, hooks, CanUseTool and the handler all see the same input;
+		// a call the schema refuses never reaches the gate.
+		prepared, bad := t.PrepareInput(call.Input)
+		if bad != nil {
+			flush()
+			results[i] = r.deliver(yield, call, r.postHooks(yield, call, bad, &ok), &ok)
+			continue
+		}
+		call.Input = prepared
+		if !t.ReadOnly() {
+			// Earlier read-only calls run before this one is decided (and
+			// perhaps asked about).
+			flush()
+		}
+		report := func(e Event) {
+			if ok && !yield(r.event(e), nil) {
+				ok = false
+			}
+		}
+		d := r.gate.decide(r.ctx, t, call, report)
+		report(permissionEvent(call, r.gate.mode, d))
 		if !d.allow {
 			flush()
-			results[i] = r.deliver(yield, call, tools.Errorf("permission denied: %s", d.message), &ok)
+			in := r.gate.hookInput()
+			in.Event, in.ToolName, in.ToolUseID, in.ToolInput, in.Reason = HookPermissionDenied, call.Name, call.ID, call.Input, d.message
+			r.gate.hooks.notify(r.ctx, in, &call, report)
+			res := withContext(tools.Errorf("permission denied: %s", d.message), d.context)
+			results[i] = r.deliver(yield, call, res, &ok)
 			if d.interrupt {
 				interrupt = d.message
 			}
@@ -540,7 +694,7 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 		if d.input != nil {
 			call.Input = d.input
 		}
-		batch = append(batch, pendingCall{index: i, tool: t, call: call})
+		batch = append(batch, pendingCall{index: i, tool: t, call: call, context: d.context})
 		if !t.ReadOnly() {
 			flush()
 		}

@@ -150,7 +150,7 @@ func TestHeadlessDeniesMutatingToolsNotPreApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := byType(evs, EventToolResult)
-	if !res[0].IsError || !strings.Contains(resultText(res[0]), "needs approval") || !strings.Contains(resultText(res[0]), "--allowed-tools write_file") {
+	if !res[0].IsError || !strings.Contains(resultText(res[0]), "needs approval") || !strings.Contains(resultText(res[0]), `--allowed-tools "write_file(x.txt)"`) {
 		t.Errorf("write_file result = %v %q, want a denial telling how to pre-approve", res[0].IsError, resultText(res[0]))
 	}
 	if res[1].IsError {
@@ -206,7 +206,17 @@ func TestBadOptionsFailClearly(t *testing.T) {
 		{"no prompt", func(o *Options) { o.Prompt = " " }, "Prompt is empty"},
 		{"state inside workspace", func(o *Options) { o.StateDir = filepath.Join(e.ws, ".state") }, "must be outside"},
 		{"unknown tool in Tools", func(o *Options) { o.Tools = []string{"nope"} }, `no such tool`},
-		{"bad pattern", func(o *Options) { o.AllowedTools = []string{"bash(rm)"} }, "not a tool name"},
+		{"bad pattern", func(o *Options) { o.AllowedTools = []string{"ba sh"} }, "not a tool name"},
+		{"bad rule", func(o *Options) { o.DisallowedTools = []string{"bash(git status"} }, "must end with ')'"},
+		{"bad mode", func(o *Options) { o.PermissionMode = "yolo" }, "unknown permission mode"},
+		{"bypass without opt-in", func(o *Options) { o.PermissionMode = PermissionBypass }, "needs AllowDangerouslySkipPermissions"},
+		{"bad hook event", func(o *Options) {
+			o.Hooks = []Hook{{Event: "BeforeEverything", Func: func(context.Context, *HookInput) (*HookOutput, error) { return nil, nil }}}
+		}, "unknown event"},
+		{"hook without func", func(o *Options) { o.Hooks = []Hook{{Event: HookPreToolUse}} }, "Func is nil"},
+		{"bad hook matcher", func(o *Options) {
+			o.Hooks = []Hook{{Event: HookPreToolUse, Matcher: "get_weather(x)", Func: func(context.Context, *HookInput) (*HookOutput, error) { return nil, nil }}}
+		}, "takes no argument pattern"},
 		{"missing workspace", func(o *Options) { o.Workspace = filepath.Join(e.ws, "missing") }, "no such file"},
 		{"resume unknown", func(o *Options) { o.Resume = "abc" }, "no session transcript"},
 		{"duplicate tool", func(o *Options) { o.CustomTools = []*tools.Tool{echoTool(t, "read_file", true)} }, "two tools are named"},

@@ -1,8 +1,36 @@
-// Package local is the strict assembler: local.New builds a hardened agent
-// from a preset, refusing any custom tool whose security declaration is
-// missing or broader than the preset allows, and wires the kernel, the
-// sandbox, checkpoints and the permission rules together.
+// Package local is the strict assembler: New builds a hardened agent from a
+// preset, refusing anything that would weaken it, and wires the kernel, the
+// sandbox, checkpoints, the permission rules and the hooks together. The
+// agent's Query is kernel.Query with all of that already in place; the
+// package has no loop of its own.
 //
-// It is built by the permission issue (#5); until then this package holds
-// no code. Use kernel.Query directly.
+// # What New refuses
+//
+// Every refusal is an error that names the tool and the field, or the file
+// and the line:
+//
+//   - a custom tool without Security;
+//   - a custom tool whose Security.Network is beyond what the preset
+//     allows custom tools (loopback, in every preset);
+//   - under strict, a custom tool with Security.Filesystem "unrestricted"
+//     or Security.SideEffects "external";
+//   - InProcessHandlers (custom handlers always run confined);
+//   - bypassPermissions under a preset that forbids it (strict), or
+//     without AllowDangerouslySkipPermissions;
+//   - a policy file with a bad rule, mode, hook or key; under strict, a
+//     workspace policy file that would loosen the policy.
+//
+// # What New wires
+//
+//   - the preset's sandbox policy for commands; each custom handler runs
+//     in a confined re-execution of the program under the profile its
+//     Security allows (so call tools.ServeConfinedCall() first in main);
+//   - rules: the preset's, the user's policy file's, the workspace's
+//     policy file's, then Config.Rules, AllowedTools and DisallowedTools
+//     (policies.Load documents the merge; deny wins wherever it is);
+//   - the permission mode: Config.PermissionMode, else the last policy
+//     file that sets one, else the preset's;
+//   - hooks: the policy files' command hooks (run in the sandbox, see
+//     CommandHook), then Config.Hooks;
+//   - checkpoints in the state directory, unless NoCheckpoints.
 package local

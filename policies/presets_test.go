@@ -90,3 +90,51 @@ func TestPresetsReadAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestPresetPermissions: the permission half of each preset, as the issue
+// states it for strict.
+func TestPresetPermissions(t *testing.T) {
+	want := map[string]struct {
+		mode                  Mode
+		bypass, trust, fs, ex bool
+	}{
+		"strict":     {ModeDefault, false, false, false, false},
+		"standard":   {ModeDefault, true, true, true, true},
+		"permissive": {ModeAcceptEdits, true, true, true, true},
+	}
+	ws := t.TempDir()
+	for _, p := range Presets() {
+		w := want[p.Name]
+		if p.PermissionMode != w.mode || p.AllowBypassPermissions != w.bypass || p.TrustWorkspacePolicy != w.trust ||
+			p.CustomToolUnrestrictedFilesystem != w.fs || p.CustomToolExternalSideEffects != w.ex {
+			t.Errorf("%s: %+v", p.Name, p)
+		}
+		if !p.NetworkAllowed(sandbox.NetworkLoopback) || p.NetworkAllowed(sandbox.NetworkPrivate) || p.NetworkAllowed(sandbox.NetworkUnrestricted) {
+			t.Errorf("%s: custom tools' network is not capped at loopback", p.Name)
+		}
+		set, err := Compile(p.Rules, ws)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		for _, path := range []string{".git/hooks/pre-commit", ".lite-agent/policy.toml", "sub/../.git/config"} {
+			for _, tool := range []string{"write_file", "edit_file"} {
+				if d := set.Decide(tool, pathInput(path)); d.Behavior != Deny || !strings.HasPrefix(d.Rule.Source, "preset ") {
+					t.Errorf("%s: %s(%s) = %q", p.Name, tool, path, d.Behavior)
+				}
+			}
+		}
+		if d := set.Decide("write_file", pathInput("src/main.go")); d.Behavior != "" {
+			t.Errorf("%s: write_file(src/main.go) = %q", p.Name, d.Behavior)
+		}
+		// Presets read back from their JSON match the same way.
+		b, _ := json.Marshal(p)
+		var back Preset
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		set2, err := Compile(back.Rules, ws)
+		if err != nil || set2.Decide("write_file", pathInput(".git/config")).Behavior != Deny {
+			t.Errorf("%s: rules read back from JSON do not deny (%v)", p.Name, err)
+		}
+	}
+}

@@ -264,6 +264,16 @@ func (t *Tool) Call(ctx *Context, input json.RawMessage) *Result {
 	}
 }
 
+// PrepareInput validates input against the tool's schema and applies its
+// defaults, as Call does before the handler runs: it returns the JSON the
+// handler will get, or the error result the model would see. The kernel's
+// permission gate decides on this input, so that a rule, a hook and the
+// handler all read the same bytes.
+func (t *Tool) PrepareInput(input json.RawMessage) (json.RawMessage, *Result) {
+	out, res := t.prepareInput(input)
+	return out, res
+}
+
 // prepareInput parses input, applies schema defaults and validates it. It
 // returns the normalised JSON, or an error result that names what is wrong.
 func (t *Tool) prepareInput(input json.RawMessage) ([]byte, *Result) {

@@ -34,6 +34,8 @@ commands:
   run [flags] PROMPT   run an agent (see 'lite-agent run -h')
   sandbox run|check    run one command confined, or show what this kernel can enforce
                        (see 'lite-agent sandbox -h')
+  policy show [NAME]   print a preset (strict, standard, permissive) as data, and with
+                       --workspace DIR the rules and hooks its policy files add
   sessions             list sessions: id, start, prompt, checkpoints
   checkpoints SESSION  list a session's checkpoints and the files each changed
   rewind SESSION --to N
@@ -56,6 +58,8 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdRun(args[1:], stdin, stdout, stderr)
 	case "sandbox":
 		err = cmdSandbox(args[1:], stdin, stdout, stderr)
+	case "policy":
+		err = cmdPolicy(args[1:], stdout, stderr)
 	case "sessions":
 		err = cmdSessions(args[1:], stdout, stderr)
 	case "checkpoints":

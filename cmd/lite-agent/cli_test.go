@@ -78,7 +78,7 @@ func TestRunStreamJSON(t *testing.T) {
 		t.Errorf("last event = %v", last)
 	}
 	joined := strings.Join(types, " ")
-	for _, want := range []string{"tool_call tool_result", "assistant_message"} {
+	for _, want := range []string{"tool_call permission tool_result", "assistant_message"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("event types %q lack %q", joined, want)
 		}

@@ -6,13 +6,24 @@
 //	lite-agent sandbox run [flags] -- CMD [ARGS...]
 //	                                     run one command confined
 //	lite-agent sandbox check [--json]    what this kernel can enforce, per preset
+//	lite-agent policy show [NAME] [--workspace DIR] [--json]
+//	                                     a preset as data (and what policy files add)
 //	lite-agent version                   print the version
 //
 // run flags: --workspace DIR, --provider anthropic|scripted, --model NAME,
 // --script FILE (implies scripted), --max-turns N, --tools LIST,
-// --allowed-tools LIST, --disallowed-tools LIST (comma lists of tool names
-// or wildcards), --output-format text|json|stream-json, --system-prompt
-// TEXT, --state-dir DIR, --resume SESSION, --verbose.
+// --allowed-tools LIST, --disallowed-tools LIST (comma lists of allow and
+// deny rules: tool names, wildcards, "bash(git status)", "read_file(src/**)"),
+// --preset strict|standard|permissive, --permission-mode
+// default|acceptEdits|plan|dontAsk|bypassPermissions|auto,
+// --dangerously-skip-permissions, --output-format text|json|stream-json,
+// --system-prompt TEXT, --state-dir DIR, --resume SESSION, --verbose. The
+// agent is built by package local (the strict assembler): the preset, the
+// policy files ($XDG_CONFIG_HOME/lite-agent/policy.toml and
+// WORKSPACE/.lite-agent/policy.toml), then the flags. When stdin is a
+// terminal, a call that asks is an interactive prompt (allow once, allow
+// always for this session, deny); otherwise it is denied with a message the
+// model sees.
 //
 // sandbox run flags: --workspace DIR (default: the current directory; the
 // command runs there, or in the current directory when that is inside it),
@@ -37,7 +48,10 @@
 // one JSON event per line, each with a "type": session_start (with
 // session_id) first, then text_delta, assistant_message, tool_call and
 // tool_result (with the model's tool-use "id"; tool_result with "is_error"
-// and "content"), custom, retry, and result last.
+// and "content"), permission (between them: "decision", "by", "rule",
+// "rule_source", "hook", "mode", "reason"), hook (a hook that failed),
+// custom, retry, and result last. In text output, denials and hook
+// failures are shown on stderr.
 //
 // # Exit codes
 //

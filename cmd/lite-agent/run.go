@@ -14,8 +14,10 @@ import (
 	"syscall"
 
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/anthropic"
+	"github.com/lite-agent/lite-agent/provider/openai"
 	"github.com/lite-agent/lite-agent/provider/scripted"
 )
 
@@ -25,6 +27,8 @@ type runFlags struct {
 	prompt          string
 	workspace       string
 	providerName    string
+	baseURL         string
+	apiKey          string
 	model           string
 	script          string
 	maxTurns        int
@@ -38,6 +42,10 @@ type runFlags struct {
 	resume          string
 	verbose         bool
 	noCheckpoints   bool
+	// Permissions (permissions.go).
+	preset          string
+	permissionMode  string
+	skipPermissions bool
 }
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -46,20 +54,23 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.prompt, "p", "", "the prompt (instead of the PROMPT argument; \"-\" reads stdin)")
 	fs.StringVar(&f.workspace, "workspace", "", "the directory the agent works in (default: the current directory)")
-	fs.StringVar(&f.providerName, "provider", "", "the model provider: anthropic or scripted (default: anthropic, or scripted with --script)")
-	fs.StringVar(&f.model, "model", "", "the model name (default: "+defaultAnthropicModel+" for anthropic)")
+	fs.StringVar(&f.providerName, "provider", "", "the model provider: anthropic, openai (or any OpenAI-compatible server) or scripted (default: anthropic, or scripted with --script)")
+	fs.StringVar(&f.model, "model", "", "the model name (default: "+defaultAnthropicModel+" for anthropic; required for openai)")
+	fs.StringVar(&f.baseURL, "base-url", "", "the API base URL, e.g. http://localhost:11434/v1 (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
+	fs.StringVar(&f.apiKey, "api-key", "", "the API key (default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY; prefer those, a flag shows in ps)")
 	fs.StringVar(&f.script, "script", "", "a scripted-model JSON file; implies --provider scripted")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "stop after N model calls (0: no limit)")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "bound one model answer to N tokens (0: the provider's default)")
 	fs.StringVar(&f.tools, "tools", "", "comma list of the tools the model sees (names or wildcards; default: all, \"\" for none)")
-	fs.StringVar(&f.allowedTools, "allowed-tools", "", "comma list of tools pre-approved to run without asking")
-	fs.StringVar(&f.disallowedTools, "disallowed-tools", "", "comma list of tools removed and denied")
+	fs.StringVar(&f.allowedTools, "allowed-tools", "", "comma list of allow rules: tools or calls pre-approved to run without asking (\"read_file,bash(git status),bash(npm run test:*)\"); does not hide other tools")
+	fs.StringVar(&f.disallowedTools, "disallowed-tools", "", "comma list of deny rules (\"bash(curl:*),write_file(/etc/**)\"); a tool named without an argument is also removed from the model's view")
 	fs.StringVar(&f.outputFormat, "output-format", "text", "text, json or stream-json")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "the system prompt")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
 	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
 	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
+	permissionFlags(fs, &f)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
 		fs.PrintDefaults()
@@ -87,29 +98,18 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := kernel.Options{
-		Prompt:       prompt,
-		Model:        model,
-		ModelName:    modelName,
-		SystemPrompt: f.systemPrompt,
-		MaxTokens:    f.maxTokens,
-		Workspace:    f.workspace,
-		MaxTurns:     f.maxTurns,
-		StateDir:     f.stateDir,
-		Resume:       f.resume,
+	agent, err := buildAgent(&f, set, model, modelName, stdin, stderr)
+	if err != nil {
+		return err
 	}
-	if set["tools"] {
-		opts.Tools = commaList(f.tools)
+	var queryOpts []local.QueryOption
+	if f.resume != "" {
+		queryOpts = append(queryOpts, local.Resume(f.resume))
 	}
-	if !f.noCheckpoints {
-		opts.Checkpoints = openCheckpoints(f.stateDir)
-	}
-	opts.AllowedTools = commaList(f.allowedTools)
-	opts.DisallowedTools = commaList(f.disallowedTools)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return render(f.outputFormat, f.verbose, kernel.Query(ctx, opts), stdout, stderr)
+	return render(f.outputFormat, f.verbose, agent.Query(ctx, prompt, queryOpts...), stdout, stderr)
 }
 
 func resolvePrompt(flagPrompt string, positional []string, stdin io.Reader) (string, error) {
@@ -146,6 +146,9 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 		if f.script == "" {
 			return nil, "", usageErrorf("--provider scripted needs --script FILE")
 		}
+		if f.baseURL != "" || f.apiKey != "" {
+			return nil, "", usageErrorf("--base-url and --api-key do not apply to --provider scripted")
+		}
 		m, err := scripted.Load(f.script)
 		if err != nil {
 			return nil, "", failf("%v", err)
@@ -159,7 +162,7 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 		if f.script != "" {
 			return nil, "", usageErrorf("--script only works with --provider scripted")
 		}
-		m, err := anthropic.New(nil)
+		m, err := anthropic.New(&anthropic.Options{APIKey: f.apiKey, BaseURL: f.baseURL})
 		if errors.Is(err, anthropic.ErrNoAPIKey) {
 			return nil, "", failf("no Anthropic API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy), or run offline with --script FILE")
 		}
@@ -171,8 +174,23 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 			model = defaultAnthropicModel
 		}
 		return m, model, nil
+	case "openai":
+		if f.script != "" {
+			return nil, "", usageErrorf("--script only works with --provider scripted")
+		}
+		if f.model == "" {
+			return nil, "", usageErrorf("--provider openai needs --model NAME (e.g. gpt-4.1, or a model your server serves)")
+		}
+		m, err := openai.New(&openai.Options{APIKey: f.apiKey, BaseURL: f.baseURL})
+		if errors.Is(err, openai.ErrNoAPIKey) {
+			return nil, "", failf("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at a local server such as http://localhost:11434/v1")
+		}
+		if err != nil {
+			return nil, "", failf("%v", err)
+		}
+		return m, f.model, nil
 	}
-	return nil, "", usageErrorf("unknown provider %q (anthropic or scripted)", name)
+	return nil, "", usageErrorf("unknown provider %q (anthropic, openai or scripted)", name)
 }
 
 // render writes the event stream in the chosen format and turns the run's
@@ -240,6 +258,8 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writ
 			out.Flush()
 			fmt.Fprintf(stderr, "→ %s %s\n", ev.Name, truncate(string(ev.Input), 200))
 		}
+	case kernel.EventPermission, kernel.EventHook:
+		renderPermission(ev, verbose, out, stderr)
 	case kernel.EventToolResult:
 		if verbose {
 			status := "ok"

@@ -1,7 +1,8 @@
-package main
+package local
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/kernel"
@@ -9,7 +10,6 @@ import (
 
 // recorder adapts a checkpoint.Recorder to kernel.Checkpointer: the kernel
 // says when checkpoints begin and end, the store says how they are kept.
-// (The strict assembler, package local, will own this wiring.)
 type recorder struct{ *checkpoint.Recorder }
 
 func (r recorder) Checkpoint(_ context.Context, c kernel.CheckpointCause) (any, error) {
@@ -21,12 +21,21 @@ func (r recorder) Checkpoint(_ context.Context, c kernel.CheckpointCause) (any, 
 	return cp, err
 }
 
-// openCheckpoints returns the kernel's checkpointer factory for stateDir
-// (empty: the default). The watcher notices changes made outside the agent
-// while the session runs, so that a rewind never silently destroys them.
-func openCheckpoints(stateDir string) kernel.CheckpointerFunc {
+// Checkpoints returns the kernel's checkpointer factory for a state
+// directory ("" is kernel.DefaultStateDir()). The watcher notices changes
+// made outside the agent while the session runs, so that a rewind never
+// silently destroys them.
+func Checkpoints(stateDir string) kernel.CheckpointerFunc {
 	return func(ctx context.Context, sessionID, workspace string) (kernel.Checkpointer, error) {
-		dir, err := stateDirOf(stateDir)
+		dir := stateDir
+		if dir == "" {
+			d, err := kernel.DefaultStateDir()
+			if err != nil {
+				return nil, err
+			}
+			dir = d
+		}
+		dir, err := filepath.Abs(dir)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,182 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/provider/scripted"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+func TestMain(m *testing.M) {
+	// Confined handlers run in a re-execution of this test binary.
+	tools.ServeConfinedCall()
+	os.Exit(m.Run())
+}
+
+func tool(name string, sec *tools.Security) *tools.Tool {
+	return tools.Must(tools.New(name, "test tool", func(*tools.Context, struct{}) (string, error) { return "ok", nil }, &tools.Options{Security: sec}))
+}
+
+func model(t *testing.T, js string) *scripted.Model {
+	t.Helper()
+	m, err := scripted.Parse([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// noFiles reads no user policy file (the test machine's own must not leak
+// in); the workspace's file is read.
+var noFiles = &policies.LoadOptions{UserFile: "-"}
+
+func TestNewRefuses(t *testing.T) {
+	ws := t.TempDir()
+	m := model(t, `{"turns": [{"text": "hi"}]}`)
+	none := &tools.Security{Network: tools.NetworkNone}
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"no security", Config{CustomTools: []*tools.Tool{tool("undeclared", nil)}}, []string{`custom tool "undeclared"`, "field Security is missing"}},
+		{"network private", Config{CustomTools: []*tools.Tool{tool("lan", &tools.Security{Network: tools.NetworkPrivate})}}, []string{`custom tool "lan"`, "field Security.Network", `"private"`}},
+		{"network unrestricted under permissive", Config{Preset: "permissive", CustomTools: []*tools.Tool{tool("web", &tools.Security{Network: tools.NetworkUnrestricted})}}, []string{`custom tool "web"`, "Security.Network", "permissive"}},
+		{"filesystem unrestricted under strict", Config{CustomTools: []*tools.Tool{tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted})}}, []string{`custom tool "fs"`, "field Security.Filesystem", "unrestricted"}},
+		{"external side effects under strict", Config{CustomTools: []*tools.Tool{tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal})}}, []string{`custom tool "mail"`, "field Security.SideEffects", "external"}},
+		{"every refusal at once", Config{CustomTools: []*tools.Tool{tool("a", nil), tool("b", &tools.Security{Network: tools.NetworkUnrestricted})}}, []string{`"a"`, `"b"`}},
+		{"in-process handlers", Config{InProcessHandlers: true}, []string{"InProcessHandlers"}},
+		{"bypass under strict", Config{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}, []string{"strict preset does not allow bypassPermissions"}},
+		{"bypass without opt-in", Config{Preset: "standard", PermissionMode: kernel.PermissionBypass}, []string{"AllowDangerouslySkipPermissions"}},
+		{"unknown preset", Config{Preset: "lax"}, []string{`unknown preset "lax"`}},
+		{"bad mode", Config{PermissionMode: "yolo"}, []string{"unknown permission mode"}},
+		{"no model", Config{Model: nil}, []string{"Model is required"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			if c.name != "no model" {
+				cfg.Model = m
+			}
+			cfg.Workspace, cfg.PolicyFiles = ws, noFiles
+			a, err := New(cfg)
+			if err == nil {
+				t.Fatalf("New accepted it: %+v", a.Options())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	// What strict refuses, standard accepts (network still at most loopback).
+	ok := []*tools.Tool{
+		tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),
+		tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal}),
+		tool("plain", none),
+	}
+	if _, err := New(Config{Preset: "standard", Model: m, Workspace: ws, PolicyFiles: noFiles, CustomTools: ok}); err != nil {
+		t.Errorf("standard refused: %v", err)
+	}
+	if _, err := New(Config{Model: m, Workspace: ws, PolicyFiles: noFiles, CustomTools: ok[2:]}); err != nil {
+		t.Errorf("strict refused a tool declaring nothing: %v", err)
+	}
+}
+
+func TestNewWiresPresetAndPolicyFiles(t *testing.T) {
+	ws, cfgHome := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".lite-agent"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".lite-agent/policy.toml"), []byte("[permissions]\ndeny = [\"bash(curl:*)\"]\n"), 0o644)
+	user := filepath.Join(cfgHome, "policy.toml")
+	os.WriteFile(user, []byte("[permissions]\ndefault_mode = \"acceptEdits\"\nallow = [\"bash(make:*)\"]\n"), 0o644)
+	a, err := New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: &policies.LoadOptions{UserFile: user},
+		Rules: []policies.Rule{policies.MustParseRule(policies.Ask, "bash(make deploy:*)")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := a.Options()
+	if o.PermissionMode != kernel.PermissionAcceptEdits || o.Sandbox == nil || o.Sandbox.Network != "none" || o.Checkpoints == nil || o.InProcessHandlers {
+		t.Errorf("options: mode %q sandbox %+v checkpoints %v in-process %v", o.PermissionMode, o.Sandbox, o.Checkpoints != nil, o.InProcessHandlers)
+	}
+	var texts []string
+	for _, r := range o.Rules {
+		texts = append(texts, string(r.Behavior)+" "+r.Text+" @"+filepath.Base(r.Source))
+	}
+	got := strings.Join(texts, "\n")
+	for _, want := range []string{"deny write_file(.git/**) @preset strict", "allow bash(make:*) @policy.toml:3", "deny bash(curl:*) @policy.toml:2", "ask bash(make deploy:*)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rules lack %q:\n%s", want, got)
+		}
+	}
+	// Preset order: preset, user file, workspace file, options.
+	if !strings.Contains(got, "@preset strict\nallow bash(make:*)") || !strings.HasSuffix(got, "ask bash(make deploy:*) @.") {
+		t.Errorf("rules are not in layer order:\n%s", got)
+	}
+	if len(a.Policy().Files) != 2 {
+		t.Errorf("files read: %v", a.Policy().Files)
+	}
+	// The options layer overrides the files' mode.
+	b, err := New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: &policies.LoadOptions{UserFile: user}, PermissionMode: kernel.PermissionPlan})
+	if err != nil || b.Options().PermissionMode != kernel.PermissionPlan {
+		t.Errorf("mode override: %v %v", err, b.Options().PermissionMode)
+	}
+}
+
+func TestNewReportsBadPolicyFiles(t *testing.T) {
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".lite-agent"), 0o755)
+	path := filepath.Join(ws, ".lite-agent/policy.toml")
+	os.WriteFile(path, []byte("[permissions]\ndeny = [\n  \"bash(curl:*)\",\n  \"bash(git status\",\n]\n"), 0o644)
+	_, err := New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: noFiles})
+	if err == nil || !strings.Contains(err.Error(), path+":4:") || !strings.Contains(err.Error(), "must end with ')'") {
+		t.Fatalf("err = %v", err)
+	}
+	// Strict does not let the workspace's file loosen the policy.
+	os.WriteFile(path, []byte("[permissions]\nallow = [\"bash\"]\n"), 0o644)
+	_, err = New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: noFiles})
+	if err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "strict preset does not let the workspace's policy file loosen") {
+		t.Fatalf("strict with a loosening workspace file: err = %v", err)
+	}
+	if _, err := New(Config{Preset: "standard", Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: noFiles}); err != nil {
+		t.Fatalf("standard trusts the workspace file: %v", err)
+	}
+}
+
+// TestConfinedHandlerRuns: an accepted custom tool's handler runs confined
+// (not in-process) and its result reaches the model.
+func TestConfinedHandlerRuns(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	a, err := New(Config{
+		Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "pid_probe", "input": {}}]}, {"text": "done"}]}`),
+		Workspace: ws, StateDir: state, PolicyFiles: noFiles,
+		CustomTools: []*tools.Tool{pidProbe}, AllowedTools: []string{"pid_probe"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for ev, err := range a.Query(context.Background(), "go") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == kernel.EventToolResult {
+			text = ev.Content[0].Text
+		}
+	}
+	var pid int
+	if err := json.Unmarshal([]byte(text), &pid); err != nil || pid == 0 || pid == os.Getpid() {
+		t.Errorf("the handler ran in pid %q (this process is %d): not confined in a child", text, os.Getpid())
+	}
+}
+
+var pidProbe = tools.Must(tools.New("pid_probe", "reports its process id",
+	func(*tools.Context, struct{}) (int, error) { return os.Getpid(), nil },
+	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
