@@ -15,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
 // env is a workspace and a state directory for one test.
@@ -97,8 +98,8 @@ func TestQueryWritesEditsAndReads(t *testing.T) {
 		t.Fatalf("file = %q, %v; want edited content", got, rerr)
 	}
 	start := evs[0]
-	if start.Type != EventSessionStart || start.SessionID == "" || len(start.Tools) != 7 {
-		t.Fatalf("first event = %+v, want session_start with id and 7 built-in tools", start)
+	if start.Type != EventSessionStart || start.SessionID == "" || len(start.Tools) != len(builtin.All()) {
+		t.Fatalf("first event = %+v, want session_start with id and the %d built-in tools", start, len(builtin.All()))
 	}
 	calls, results := byType(evs, EventToolCall), byType(evs, EventToolResult)
 	if len(calls) != 3 || len(results) != 3 {

@@ -2,9 +2,9 @@ package builtin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +28,9 @@ type bashInput struct {
 	Command     string `json:"command" jsonschema:"The shell command to run with bash -c in the workspace directory."`
 	TimeoutMS   int    `json:"timeout_ms,omitempty" jsonschema:"Kill the command (and every process it started) after this many milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."`
 	Description string `json:"description,omitempty" jsonschema:"What the command does, in 5-10 words, shown to the user (e.g. 'Run the unit tests')."`
+	// RunInBackground starts the command as a background task and returns
+	// at once; see bash_output and kill_task.
+	RunInBackground bool `json:"run_in_background,omitempty" jsonschema:"Start the command in the background and return its task_id at once, for dev servers, watchers and other long-running commands. Read its output with bash_output and stop it with kill_task. It has no timeout unless timeout_ms is given, and it is killed when the session ends."`
 }
 
 const bashDescription = `Run a shell command with bash -c in the workspace directory and return its output (stdout and stderr together, in the order they were written) and its exit code.
@@ -39,7 +42,8 @@ const bashDescription = `Run a shell command with bash -c in the workspace direc
 - The command runs in a sandbox: it can read and write the workspace and a private TMPDIR, read the system's toolchain, and nothing else; by default it has no network. Do not try to work around the sandbox; if a command needs more, say so to the user.
 - Output is capped at 30000 bytes: the beginning and the end are kept and the middle is cut. For long output, redirect it to a file and read or grep that file, or pipe through head/tail.
 - A non-zero exit code makes the result an error; the text ends with "exit code N".
-- Quote paths with spaces ("my dir/file").`
+- Quote paths with spaces ("my dir/file").
+- run_in_background: true starts a long-running command (a dev server, a watcher) as a background task and returns its task_id at once; read new output with bash_output, stop it with kill_task. Background tasks run in the same sandbox and are killed when the session ends.`
 
 // Bash runs shell commands in the workspace, each one confined by the
 // session's sandbox (Context.Sandbox): Landlock, seccomp, no capabilities,
@@ -75,7 +79,8 @@ func bashInputSchema() *jsonschema.Schema {
 	lo, hi := 1.0, float64(bashMaxTimeout/time.Millisecond)
 	t := s.Properties["timeout_ms"]
 	t.Minimum, t.Maximum = &lo, &hi
-	t.Default = json.RawMessage(fmt.Sprint(int64(bashDefaultTimeout / time.Millisecond)))
+	// No schema default: an absent timeout means 2 minutes for a command
+	// and none for a background task, which a filled-in default would hide.
 	return s
 }
 
@@ -88,6 +93,8 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	}
 	timeout := time.Duration(in.TimeoutMS) * time.Millisecond
 	switch {
+	case in.TimeoutMS == 0 && in.RunInBackground:
+		timeout = 0 // until killed, or the session ends
 	case in.TimeoutMS == 0:
 		timeout = bashDefaultTimeout
 	case in.TimeoutMS < 0 || timeout > bashMaxTimeout:
@@ -96,6 +103,9 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	out := newBashOutput(bashMaxOutputBytes)
 	if ctx.Sandbox == nil {
 		return nil, errors.New("no sandbox is active for this session, and bash runs commands only inside one")
+	}
+	if in.RunInBackground {
+		return startBackground(ctx, in, timeout)
 	}
 	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, ctx.BeforeChange())
 	if err != nil {
@@ -156,8 +166,11 @@ type bashRun struct {
 // exits whatever it left running in the background is killed too: nothing a
 // command starts outlives it. It returns an error only when the sandbox
 // could not start the command.
-func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out *bashOutput, beforeChange sandbox.ChangeFunc) (bashRun, error) {
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, beforeChange sandbox.ChangeFunc) (bashRun, error) {
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	st, err := sb.Run(runCtx, &sandbox.Command{
 		Path: "bash",

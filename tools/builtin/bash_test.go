@@ -57,7 +57,12 @@ func TestBashDeclaration(t *testing.T) {
 		t.Errorf("tool timeout %v would cut the command's own %v timeout short", Bash.Timeout(), bashMaxTimeout)
 	}
 	schema := string(Bash.InputSchemaJSON())
-	for _, want := range []string{`"command"`, `"timeout_ms"`, `"description"`, `"maximum":600000`, `"default":120000`, `"required":["command"]`} {
+	// No schema default for timeout_ms: absent means 2 minutes for a
+	// command but no limit for a background task.
+	if strings.Contains(schema, `"default"`) {
+		t.Errorf("schema fills in a default timeout, which would time background tasks out: %s", schema)
+	}
+	for _, want := range []string{`"command"`, `"timeout_ms"`, `"description"`, `"maximum":600000`, `"run_in_background"`, `"required":["command"]`} {
 		if !strings.Contains(schema, want) {
 			t.Errorf("schema lacks %s: %s", want, schema)
 		}

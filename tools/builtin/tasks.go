@@ -1,0 +1,144 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+// Background tasks: `bash` with run_in_background starts the command in the
+// session's sandbox as a task of the session's registry (tools.Tasks);
+// bash_output reads what it wrote since the last read, kill_task ends its
+// whole process tree. The kernel kills every task when the session ends.
+
+// taskOutputCap bounds what one background task keeps of its output; the
+// rest is counted and dropped, and bash_output says so. It is below the
+// sandbox's own output limit (1 MiB), so that the drop is seen here.
+const taskOutputCap = 512 << 10
+
+// taskKillWait bounds how long kill_task waits for the tree to be gone.
+const taskKillWait = 10 * time.Second
+
+func startBackground(ctx *tools.Context, in bashInput, timeout time.Duration) (*tools.Result, error) {
+	if ctx.Tasks == nil {
+		return nil, errors.New("this session has no background-task registry; run the command without run_in_background")
+	}
+	desc := in.Description
+	if desc == "" {
+		desc = in.Command
+	}
+	sb, dir, hook := ctx.Sandbox, ctx.Workspace, ctx.BeforeChange()
+	task, err := ctx.Tasks.Start(desc, taskOutputCap, func(tctx context.Context, out *tools.Task) error {
+		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, hook)
+		switch {
+		case err != nil:
+			return err
+		case run.cancelled:
+			return errors.New("killed")
+		case run.timedOut:
+			return fmt.Errorf("timed out after %v and was killed", timeout)
+		case run.signal != "":
+			return fmt.Errorf("killed by signal %s", run.signal)
+		case run.exitCode != 0:
+			return fmt.Errorf("exit code %d", run.exitCode)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tools.Text(fmt.Sprintf("Started background task %s: %s\nRead its output with bash_output {\"task_id\": %q}; stop it with kill_task {\"task_id\": %q}. It is killed when the session ends.", task.ID, desc, task.ID, task.ID)), nil
+}
+
+type taskInput struct {
+	TaskID string `json:"task_id" jsonschema:"The id bash returned when it started the background task (e.g. task-1)."`
+}
+
+// BashOutput returns what a background task wrote since the last call.
+var BashOutput = tools.Must(tools.New("bash_output",
+	`Read the output a background task (started with bash run_in_background) wrote since the last bash_output call for it, and its status: running, or how it ended. A task keeps at most 512 KiB of output (the rest is dropped, and the result says how much); one call returns at most the last 30000 bytes of the new output.`,
+	func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
+		t, err := lookupTask(ctx, in.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		return tools.Text(taskReport(t)), nil
+	},
+	&tools.Options{
+		Security:    &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone},
+		Annotations: &tools.Annotations{Title: "Read background task output", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
+	}))
+
+// KillTask stops a background task and every process it started.
+var KillTask = tools.Must(tools.New("kill_task",
+	`Stop a background task (started with bash run_in_background) and every process it started, and return the output it wrote since the last bash_output.`,
+	func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
+		t, err := lookupTask(ctx, in.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if !t.Running() {
+			return tools.Text("The task had already finished.\n" + taskReport(t)), nil
+		}
+		if err := ctx.Tasks.Kill(t.ID, taskKillWait); err != nil {
+			return nil, err
+		}
+		return tools.Text(taskReport(t)), nil
+	},
+	&tools.Options{
+		Security:    &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsWorkspace},
+		Annotations: &tools.Annotations{Title: "Stop background task", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
+	}))
+
+func lookupTask(ctx *tools.Context, id string) (*tools.Task, error) {
+	if ctx.Tasks == nil {
+		return nil, errors.New("this session has no background tasks")
+	}
+	id = strings.TrimSpace(id)
+	t, ok := ctx.Tasks.Get(id)
+	if !ok {
+		var ids []string
+		for _, t := range ctx.Tasks.List() {
+			ids = append(ids, t.ID)
+		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("field task_id: no background task %q; none has been started in this session", id)
+		}
+		return nil, fmt.Errorf("field task_id: no background task %q; the session's tasks are %s", id, strings.Join(ids, ", "))
+	}
+	return t, nil
+}
+
+// taskReport is a task's new output and status, for the model.
+func taskReport(t *tools.Task) string {
+	out, dropped := t.ReadNew()
+	var b strings.Builder
+	switch {
+	case out == "":
+		b.WriteString("(no new output)")
+	case len(out) > bashMaxOutputBytes:
+		fmt.Fprintf(&b, "(%d earlier bytes of new output not shown)\n", len(out)-bashMaxOutputBytes)
+		b.WriteString(out[len(out)-bashMaxOutputBytes:])
+	default:
+		b.WriteString(out)
+	}
+	if !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	if t.Running() {
+		fmt.Fprintf(&b, "Task %s is running (started %s ago).", t.ID, time.Since(t.Started).Round(time.Second))
+	} else if err := t.Err(); err != nil {
+		fmt.Fprintf(&b, "Task %s has ended: %v.", t.ID, err)
+	} else {
+		fmt.Fprintf(&b, "Task %s has ended: exit code 0.", t.ID)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, " %d bytes of its output were dropped over the 512 KiB cap.", dropped)
+	}
+	return b.String()
+}
