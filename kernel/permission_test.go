@@ -14,6 +14,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
 // outcome is what happened to one call of a run.
@@ -227,7 +228,7 @@ func TestRuleOrder(t *testing.T) {
 		o := e.opts(nil)
 		o.AllowedTools = []string{"write_file"}
 		_, evs := runCalls(t, o)
-		if len(evs[0].Tools) != 7 {
+		if len(evs[0].Tools) != len(builtin.All()) {
 			t.Errorf("visible tools = %v", evs[0].Tools)
 		}
 	})

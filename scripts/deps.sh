@@ -19,6 +19,19 @@ for p in "${want[@]}"; do
     missing+=("$p")
   fi
 done
+# The MCP reference servers the mcp package's tests run (they skip without
+# node and npm); pinned, into a cache outside the repository.
+if command -v npm >/dev/null; then
+  npm_dir="${LITE_AGENT_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lite-agent/npm}"
+  npm_pkgs=(@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31)
+  for p in "${npm_pkgs[@]}"; do
+    grep -qs "\"version\": \"${p##*@}\"" "$npm_dir/node_modules/${p%@*}/package.json" && continue
+    npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --loglevel=error "${npm_pkgs[@]}" >&2 ||
+      echo "warning: npm could not install ${npm_pkgs[*]}; the mcp tests will try again" >&2
+    break
+  done
+fi
+
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 if ! command -v apt-get >/dev/null; then
