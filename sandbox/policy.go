@@ -97,6 +97,9 @@ func DefaultSystemPaths() []string {
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 		"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
 		"/etc/nsswitch.conf", "/etc/localtime", "/etc/ssl/certs",
+		// node (and other OpenSSL 3 programs) refuse to start without it;
+		// the file only, not /etc/ssl, which holds private/.
+		"/etc/ssl/openssl.cnf",
 		"/etc/ca-certificates", "/etc/alternatives", "/etc/gitconfig",
 		"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
 		"/usr/share/zoneinfo",
