@@ -5,6 +5,8 @@
 #   bench/run.sh startup    lite-agent run, one scripted turn, start to finish
 #   bench/run.sh grep       the grep tool vs ripgrep on a 20,000-file tree
 #   bench/run.sh sandbox    confined spawn vs plain exec vs bubblewrap
+#   bench/run.sh gate       permission gate with 200 rules
+#   bench/run.sh mcp        in-process MCP tool call vs plain
 #   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the size)
 # Needs: go, hyperfine, ripgrep, bubblewrap (make bench-deps installs them as root).
 set -euo pipefail
@@ -59,6 +61,16 @@ if [[ $what == all || $what == sandbox ]]; then
     -n "bwrap (agent-style flags) /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true"
   medians "$out/sandbox.json"
   rm -rf "$ws"
+fi
+
+if [[ $what == all || $what == gate ]]; then
+  echo "== permission gate, 200 rules"
+  go test ./kernel/ -run '^$' -bench BenchmarkGate200Rules -benchtime=20000x -count=5 | tee "$out/gate.txt"
+fi
+
+if [[ $what == all || $what == mcp ]]; then
+  echo "== in-process MCP tool call vs plain"
+  go test ./mcp -run '^$' -bench ToolCall -count 6 | tee "$out/mcp.txt"
 fi
 
 if [[ $what == all || $what == checkpoint ]]; then
