@@ -167,43 +167,10 @@ type call struct {
 	streaming bool
 }
 
-// outcome is how one attempt ended.
-type outcome int
-
-const (
-	done      outcome = iota // a message was yielded, or yield returned false
-	failed                   // err is final
-	retryable                // err is the cause; the call may be restarted
-)
-
 func (c *call) run(ctx context.Context, yield func(provider.Chunk, error) bool) {
-	for {
-		out, err := c.attempt(ctx, yield)
-		switch out {
-		case done:
-			return
-		case failed:
-			yield(provider.Chunk{}, err)
-			return
-		}
-		if c.sent >= c.budget {
-			yield(provider.Chunk{}, c.exhausted(err))
-			return
-		}
-		// Announce the restart before waiting, so that a consumer can drop
-		// the partial text at once.
-		if !yield(provider.Chunk{Type: provider.ChunkRetry, Attempt: c.sent + 1, Err: err}, nil) {
-			return
-		}
-		t := time.NewTimer(c.m.backoff(c.sent - 1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			yield(provider.Chunk{}, fmt.Errorf("anthropic: %w", ctx.Err()))
-			return
-		case <-t.C:
-		}
-	}
+	r := provider.Restarts{Name: "anthropic", Budget: c.budget, Sent: func() int { return c.sent },
+		Backoff: c.m.backoff, Exhausted: c.exhausted}
+	r.Run(ctx, yield, func() (provider.Outcome, error) { return c.attempt(ctx, yield) })
 }
 
 // middleware counts requests and, for an error response that does not say
@@ -222,7 +189,7 @@ func (c *call) middleware(req *http.Request, next option.MiddlewareNext) (*http.
 
 // attempt sends one request (which the SDK may retry on error responses,
 // within what is left of the budget) and streams its answer.
-func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bool) (outcome, error) {
+func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bool) (provider.Outcome, error) {
 	// Cancelling actx on return aborts the request even if closing the
 	// stream did not.
 	actx, cancel := context.WithCancel(ctx)
@@ -239,24 +206,24 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 		ev := stream.Current()
 		delta, stop, err := acc.add(&ev)
 		if err != nil {
-			return failed, err
+			return provider.Failed, err
 		}
 		if delta != "" && !yield(provider.Chunk{Type: provider.ChunkTextDelta, Text: delta}, nil) {
-			return done, nil
+			return provider.Done, nil
 		}
 		if stop {
 			msg := acc.message()
 			yield(provider.Chunk{Type: provider.ChunkMessage, Message: msg, StopReason: acc.stop, Usage: acc.usage}, nil)
-			return done, nil
+			return provider.Done, nil
 		}
 	}
 	return c.classify(ctx, stream)
 }
 
 // classify decides whether the error that ended a stream early is final.
-func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.MessageStreamEventUnion]) (outcome, error) {
+func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.MessageStreamEventUnion]) (provider.Outcome, error) {
 	if ctx.Err() != nil {
-		return failed, fmt.Errorf("anthropic: %w", ctx.Err())
+		return provider.Failed, fmt.Errorf("anthropic: %w", ctx.Err())
 	}
 	err := stream.Err()
 	var apiErr *sdk.Error
@@ -267,37 +234,37 @@ func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.Messag
 		// it as far as the budget and the response allowed. (A request that
 		// never reached the middleware failed while being built.)
 		if err == nil {
-			return failed, errors.New("anthropic: no response and no error from the SDK")
+			return provider.Failed, errors.New("anthropic: no response and no error from the SDK")
 		}
 		cause := err
 		if isAPI {
 			cause = wrapAPIError(apiErr)
 			if !retryableStatus(apiErr.StatusCode) {
-				return failed, fmt.Errorf("anthropic: %w", cause)
+				return provider.Failed, fmt.Errorf("anthropic: %w", cause)
 			}
 		}
 		if c.sent >= c.budget && c.sent > 0 {
-			return failed, c.exhausted(cause)
+			return provider.Failed, c.exhausted(cause)
 		}
-		return failed, fmt.Errorf("anthropic: %w", cause)
+		return provider.Failed, fmt.Errorf("anthropic: %w", cause)
 	}
 
 	switch {
 	case err == nil:
-		return retryable, errStreamCut
+		return provider.Retryable, errStreamCut
 	case isAPI:
 		// An `event: error` in the stream; the SDK does not retry those.
 		e := wrapAPIError(apiErr)
 		if retryableType(string(apiErr.Type())) {
-			return retryable, e
+			return provider.Retryable, e
 		}
-		return failed, fmt.Errorf("anthropic: %w", e)
+		return provider.Failed, fmt.Errorf("anthropic: %w", e)
 	case isDecodeError(err):
 		// A complete event that is not valid JSON is not a network fault.
-		return failed, fmt.Errorf("anthropic: malformed stream event: %w", err)
+		return provider.Failed, fmt.Errorf("anthropic: malformed stream event: %w", err)
 	default:
 		// A read error: connection reset, unexpected EOF, and the like.
-		return retryable, err
+		return provider.Retryable, err
 	}
 }
 

@@ -205,43 +205,10 @@ type httpErrorRes struct {
 	url    string
 }
 
-// outcome is how one attempt ended.
-type outcome int
-
-const (
-	done      outcome = iota // a message was yielded, or yield returned false
-	failed                   // err is final
-	retryable                // err is the cause; the call may be restarted
-)
-
 func (c *call) run(ctx context.Context, yield func(provider.Chunk, error) bool) {
-	for {
-		out, err := c.attempt(ctx, yield)
-		switch out {
-		case done:
-			return
-		case failed:
-			yield(provider.Chunk{}, err)
-			return
-		}
-		if c.sent >= c.budget {
-			yield(provider.Chunk{}, c.exhausted(err))
-			return
-		}
-		// Announce the restart before waiting, so that a consumer can drop
-		// the partial text at once.
-		if !yield(provider.Chunk{Type: provider.ChunkRetry, Attempt: c.sent + 1, Err: err}, nil) {
-			return
-		}
-		t := time.NewTimer(c.m.backoff(c.sent - 1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			yield(provider.Chunk{}, fmt.Errorf("openai: %w", ctx.Err()))
-			return
-		case <-t.C:
-		}
-	}
+	r := provider.Restarts{Name: "openai", Budget: c.budget, Sent: func() int { return c.sent },
+		Backoff: c.m.backoff, Exhausted: c.exhausted}
+	r.Run(ctx, yield, func() (provider.Outcome, error) { return c.attempt(ctx, yield) })
 }
 
 // middleware counts requests, keeps error bodies and, for an error response
@@ -295,7 +262,7 @@ func (h *headCapture) Read(p []byte) (int, error) {
 
 // attempt sends one request (which the SDK may retry on error responses,
 // within what is left of the budget) and streams its answer.
-func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bool) (outcome, error) {
+func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bool) (provider.Outcome, error) {
 	// Cancelling actx on return aborts the request even if closing the
 	// stream did not.
 	actx, cancel := context.WithCancel(ctx)
@@ -312,44 +279,44 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 		chunk := stream.Current()
 		delta, err := acc.add(&chunk)
 		if err != nil {
-			return failed, fmt.Errorf("openai: malformed stream chunk: %w: %s", err, snippet([]byte(chunk.RawJSON())))
+			return provider.Failed, fmt.Errorf("openai: malformed stream chunk: %w: %s", err, snippet([]byte(chunk.RawJSON())))
 		}
 		if delta != "" && !yield(provider.Chunk{Type: provider.ChunkTextDelta, Text: delta}, nil) {
-			return done, nil
+			return provider.Done, nil
 		}
 	}
 	if ctx.Err() != nil {
-		return failed, fmt.Errorf("openai: %w", ctx.Err())
+		return provider.Failed, fmt.Errorf("openai: %w", ctx.Err())
 	}
 	err := stream.Err()
 	if !c.streaming {
-		return failed, c.requestError(err)
+		return provider.Failed, c.requestError(err)
 	}
 	var evErr *ssestream.StreamError
 	switch {
 	case c.jsonBody != nil && acc.chunks == 0:
-		return failed, fmt.Errorf("openai: the server answered with application/json instead of an event stream (does it support \"stream\": true?): %s", snippet(c.jsonBody.head))
+		return provider.Failed, fmt.Errorf("openai: the server answered with application/json instead of an event stream (does it support \"stream\": true?): %s", snippet(c.jsonBody.head))
 	case errors.As(err, &evErr):
 		// An error object inside a 200 stream; the SDK does not retry those.
 		e, transient := streamError(evErr)
 		if transient {
-			return retryable, e
+			return provider.Retryable, e
 		}
-		return failed, fmt.Errorf("openai: %w", e)
+		return provider.Failed, fmt.Errorf("openai: %w", e)
 	case isDecodeError(err):
 		// A complete event that is not valid JSON is not a network fault.
-		return failed, fmt.Errorf("openai: malformed stream chunk: %w", err)
+		return provider.Failed, fmt.Errorf("openai: malformed stream chunk: %w", err)
 	case !acc.finished && err == nil:
-		return retryable, errStreamCut
+		return provider.Retryable, errStreamCut
 	case !acc.finished:
 		// A read error: connection reset, unexpected EOF, and the like.
-		return retryable, err
+		return provider.Retryable, err
 	}
 	// The answer is complete once a finish_reason has arrived: what may be
 	// missing after it is the usage chunk and [DONE], which is not worth
 	// paying for a second generation. The usage may be zero then.
 	yield(provider.Chunk{Type: provider.ChunkMessage, Message: acc.message(), StopReason: acc.stopReason(), Usage: acc.usage}, nil)
-	return done, nil
+	return provider.Done, nil
 }
 
 // requestError is the error of an attempt whose request got no 2xx response:
