@@ -99,7 +99,7 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if r.toolTimeout <= 0 {
 		r.toolTimeout = defaultToolTimeout
 	}
-	if r.workspace, err = resolveWorkspace(o.Workspace); err != nil {
+	if r.workspace, err = ResolveWorkspace(o.Workspace); err != nil {
 		return nil, err
 	}
 	stateDir, err := resolveStateDir(o.StateDir, r.workspace)
@@ -188,7 +188,10 @@ func (r *run) buildRules() error {
 	return nil
 }
 
-func resolveWorkspace(ws string) (string, error) {
+// ResolveWorkspace returns the real (absolute, symlink-free) path of the
+// workspace ws, the current directory when empty, and checks that it is a
+// directory.
+func ResolveWorkspace(ws string) (string, error) {
 	if ws == "" {
 		wd, err := os.Getwd()
 		if err != nil {

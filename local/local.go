@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/lite-agent/lite-agent/kernel"
@@ -111,7 +109,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := CheckTools(preset, cfg.CustomTools); err != nil {
 		return nil, err
 	}
-	ws, err := workspace(cfg.Workspace)
+	ws, err := kernel.ResolveWorkspace(cfg.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -192,25 +190,6 @@ func CheckTools(preset policies.Preset, ts []*tools.Tool) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func workspace(ws string) (string, error) {
-	if ws == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", fmt.Errorf("local: no workspace given and the current directory is unknown: %w", err)
-		}
-		ws = wd
-	}
-	abs, err := filepath.Abs(ws)
-	if err != nil {
-		return "", fmt.Errorf("local: workspace %s: %w", ws, err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("local: workspace %s: %w", ws, err)
-	}
-	return real, nil
 }
 
 // Preset returns the agent's preset.
