@@ -33,7 +33,7 @@ func benchCall(b *testing.B, call func() *tools.Result) {
 
 // BenchmarkToolCall compares one call of the same tool: plain (Tool.Call)
 // and through the in-process MCP server (a tools/call round trip over the
-// go-sdk's in-memory transport); then both the way the kernel runs a
+// in-memory connection of memconn.go); then both the way the kernel runs a
 // custom tool, in a confined re-execution of the program (where the MCP
 // session is set up afresh in each child); and a call to the go-sdk
 // server over stdio inside the sandbox, for scale.

@@ -26,7 +26,7 @@ var clientImpl = &sdk.Implementation{Name: "lite-agent", Version: "1"}
 
 // Server is an in-process MCP server: a named set of tools built with the
 // tools.New contract, served by the official MCP Go SDK and called through a
-// real MCP client session over the SDK's in-memory transport.
+// real MCP client session, connected in memory (memconn.go).
 //
 // Each tool added with AddTool is exposed as a *tools.Tool named
 // mcp__{server}__{tool} (see Tools), with the original's description,
@@ -197,7 +197,7 @@ func (s *Server) session() (*sdk.ClientSession, error) {
 	if cs := s.cs.Load(); cs != nil {
 		return cs, nil
 	}
-	ct, st := sdk.NewInMemoryTransports()
+	ct, st := memTransports()
 	ctx := context.Background()
 	ss, err := s.sdk.Connect(ctx, st, nil)
 	if err != nil {
