@@ -3,6 +3,7 @@ package sandbox
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // outputBudget bounds what a command's stdout and stderr together may
@@ -10,10 +11,12 @@ import (
 // from the pipes (so the command never blocks on a full pipe) but dropped
 // and counted.
 type outputBudget struct {
-	mu      sync.Mutex
-	left    int64
-	dropped int64
-	broken  bool // a writer failed
+	mu     sync.Mutex
+	left   int64
+	broken bool // a writer failed
+	// dropped is read without mu: the holder of mu may be blocked in a
+	// caller's Write for ever.
+	dropped atomic.Int64
 }
 
 func newOutputBudget(limit int64) *outputBudget { return &outputBudget{left: limit} }
@@ -44,7 +47,7 @@ func (b *outputBudget) write(w io.Writer, p []byte) {
 	defer b.mu.Unlock()
 	keep := min(int64(len(p)), b.left)
 	b.left -= keep
-	b.dropped += int64(len(p)) - keep
+	b.dropped.Add(int64(len(p)) - keep)
 	if keep > 0 && !b.broken {
 		if _, err := w.Write(p[:keep]); err != nil {
 			b.broken = true
@@ -53,11 +56,7 @@ func (b *outputBudget) write(w io.Writer, p []byte) {
 }
 
 // droppedBytes is how much was discarded so far.
-func (b *outputBudget) droppedBytes() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.dropped
-}
+func (b *outputBudget) droppedBytes() int64 { return b.dropped.Load() }
 
 // sameWriter reports whether a and b are the same writer, so that stdout
 // and stderr share one pipe and keep their relative order (as os/exec does).

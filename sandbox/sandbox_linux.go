@@ -1077,13 +1077,23 @@ func (p *Process) finishTree() {
 	go func() { p.outDone.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(outputGrace):
 		for _, r := range p.outR {
 			r.Close()
 		}
-		<-done
+		// A caller's writer that blocks (an io.Pipe nobody reads) holds
+		// its forwarder in Write, which closing our end cannot end: the
+		// command is over, so Wait does not wait for it any longer.
+		select {
+		case <-done:
+		case <-time.After(outputGrace):
+		}
 	}
 }
+
+// outputGrace is how long finishTree waits for the output to drain, twice
+// (a variable for tests).
+var outputGrace = 2 * time.Second
 
 // killTree kills every process of the command.
 func (p *Process) killTree() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -467,5 +468,32 @@ func TestMechanisms(t *testing.T) {
 				t.Errorf("read /etc/shadow: %v", r)
 			}
 		})
+	}
+}
+
+// TestWaitWithBlockedWriter: a Stdout writer that never returns (an
+// io.Pipe nobody reads) must not make Wait hang once the command is over.
+func TestWaitWithBlockedWriter(t *testing.T) {
+	saved := outputGrace
+	outputGrace = 100 * time.Millisecond
+	t.Cleanup(func() { outputGrace = saved })
+	sb, _ := newTestSandbox(t, nil)
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	done := make(chan error, 1)
+	go func() {
+		st, err := sb.Run(context.Background(), &Command{Path: "/bin/echo", Args: []string{"echo", "hi"}, Stdout: pw})
+		if err == nil && st.Code != 0 {
+			err = fmt.Errorf("exit %d", st.Code)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return: a blocked output writer hangs Wait")
 	}
 }
