@@ -89,6 +89,8 @@ struct la_spawn_args {
 	                       // /proc/sys/kernel/pid_max (NULL = leave it)
 	struct { int resource; uint64_t cur, max; } rlimits[8];
 	int n_rlimits;
+	int status_fd;         // kept open across execve (the init's status
+	                       // pipe, see init_linux.c); -1 = none
 	int no_clone3;         // use clone, not clone3 (the thread's seccomp
 	                       // program refuses clone3)
 	int new_pid;           // CLONE_NEWPID

@@ -112,32 +112,14 @@
 //     other's TMPDIRs.
 //   - Unix servers reached through the supervisors see the agent's
 //     credentials, not the child's.
-//   - In the PID-namespace mode (Enforcement.Notes: "process tree: PID
-//     namespace (the command is PID 1 of its namespace)"; users without a
-//     writable cgroup, or root with Landlock ABI < 6) the command's main
-//     process is the init of its namespace, with init's semantics
-//     (measured; TestPIDNamespaceInit pins them): a signal it has no
-//     handler for is discarded when sent from inside the namespace — by
-//     itself (kill $$, raise) or by its tree — for every signal, SIGKILL
-//     and SIGSTOP included (`bash -c 'kill $$; echo x'` prints x); from
-//     outside only SIGKILL and SIGSTOP get through (the package only sends
-//     SIGKILL, so its limits hold). Kernel signals that are not faults are
-//     discarded too: a write to a broken pipe fails with EPIPE instead of
-//     SIGPIPE, a write past Limits.FileBytes with EFBIG instead of SIGXFSZ
-//     (the status is the program's error code, not 128+signal), alarm(2)
-//     without a handler does nothing; faults (SIGSEGV, SIGBUS, SIGILL,
-//     SIGFPE, SIGSYS) still kill it, and abort(3) ends as SIGSEGV, not
-//     SIGABRT. Orphans are reparented to the command and stay zombies,
-//     holding pids of Limits.Processes, until it waits for them or exits.
-//     getpid() is 1, getppid() 0. Only the main process is concerned:
-//     `bash -c 'cmd'` execs cmd as PID 1, `bash -c 'cmd; exit $?'` runs it
-//     as PID 2 with the usual semantics (bash, PID 1, reaps orphans; its
-//     own `kill $$` needs a trap). Not fixed: an init that runs without an
-//     exec would share (vfork, CLONE_VM) or copy (fork: 1.3 ms with a 16
-//     MiB heap, 44 ms with 1 GiB) the agent's memory inside the sandbox
-//     for the command's lifetime. The sound fix execs an init image (PID 1
-//     vforks the command, then executes /proc/self/exe stopped in a C
-//     constructor before the Go runtime; spawning a 5 MB cgo binary up to
-//     such a constructor measured ~0.5 ms, a whole confined spawn ~0.9 ms)
-//     and reports the command's wait status through a pipe.
+//   - In the PID-namespace mode (users without a writable cgroup, or root
+//     with Landlock ABI < 6) the namespace's first process is an init —
+//     this program re-executed (/proc/self/exe, stopped in a C constructor
+//     before the Go runtime, init_linux.c) — which forks the command as
+//     PID 2, reaps orphans and reports the command's wait status. So the
+//     command keeps the usual signal semantics (`kill $$`, SIGPIPE,
+//     SIGXFSZ; TestPIDNamespaceInit), at ~0.5 ms more per spawn, and the
+//     init counts as one of Limits.Processes. The confined command may
+//     execute the agent's binary too (Landlock must let the first process
+//     execute it); it holds no secret and runs confined like any program.
 package sandbox

@@ -3,13 +3,15 @@ package sandbox
 import (
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 )
 
-// TestPIDNamespaceInit pins what the package doc's limits say about the
-// PID-namespace mode, where the command is PID 1 of its namespace. If an
-// init process is ever put in front of the command, this test fails: then
-// update the doc.
+// TestPIDNamespaceInit: where the tree is a PID namespace, the command
+// runs under our init (init_linux.c), not as the namespace's PID 1, so it
+// has the signal semantics it has everywhere else — each case here gives
+// the same result unconfined — while orphans still go to an init inside
+// the sandbox.
 func TestPIDNamespaceInit(t *testing.T) {
 	if root() {
 		// Root tracks the tree with cgroups here: force the namespace.
@@ -19,32 +21,47 @@ func TestPIDNamespaceInit(t *testing.T) {
 	sb, _ := newTestSandbox(t, nil)
 	testForceMechanism = ""
 	if !sb.newPID {
-		t.Skipf("the sandbox does not use a PID namespace here (%+v): nothing to pin", sb.Enforcement())
+		t.Skipf("the sandbox does not use a PID namespace here (%+v): nothing to check", sb.Enforcement())
 	}
-	for _, tc := range []struct{ script, want string }{
-		// Signals without a handler, from inside, are dropped — all.
-		{`kill -TERM $$; kill -INT $$; kill -KILL $$; echo alive`, "alive"},
-		{`exec python3 -c 'import os,signal; os.kill(os.getpid(), signal.SIGTERM); print("alive")'`, "alive"},
-		// A trap makes it work.
-		{`trap 'echo trapped; exit 3' TERM; kill $$; echo not-reached`, "trapped"},
-		// A single simple command is exec'd by bash: PID 1. With a second
-		// command, bash stays PID 1 and the command is PID 2.
-		{`exec python3 -c 'import os; print(os.getpid(), os.getppid())'`, "1 0"},
-		{`python3 -c 'import os; print(os.getpid())'; exit $?`, "2"},
-		// Orphans become the command's children.
-		{`exec python3 -c 'import os,time
-if os.fork() == 0:
-    if os.fork() == 0: os._exit(0)
-    time.sleep(0.1); os._exit(0)
-os.wait(); time.sleep(0.3)
-print("orphan", os.waitpid(-1, os.WNOHANG)[0] > 0)'`, "orphan True"},
+	if !sb.withInit {
+		t.Fatalf("a PID namespace without an init: %+v", sb.Enforcement())
+	}
+	for _, tc := range []struct {
+		script string
+		code   int
+		out    string
+	}{
+		// A signal it has no handler for ends it, from itself too.
+		{`kill -TERM $$; echo alive`, 143, ""},
+		{`exec python3 -c 'import os,signal; os.kill(os.getpid(), signal.SIGTERM); print("alive")'`, 143, ""},
+		// SIGPIPE kills a writer to a closed pipe, as it does outside.
+		{`exec python3 -c 'import os,signal; signal.signal(signal.SIGPIPE, signal.SIG_DFL); r, w = os.pipe(); os.close(r); os.write(w, b"x"); print("alive")'`, 141, ""},
+		// A trap still works.
+		{`trap 'echo trapped; exit 3' TERM; kill $$; echo not-reached`, 3, "trapped\n"},
+		// Its parent is the init, inside the namespace.
+		{`exec python3 -c 'import os; print(os.getpid() > 1, os.getppid())'`, 0, "True 1\n"},
+		// Exit codes pass through.
+		{`exit 7`, 7, ""},
 	} {
 		if strings.Contains(tc.script, "python3") && !hasPython(t) {
 			continue
 		}
 		r := sh(t, sb, tc.script)
-		if strings.TrimSpace(r.out) != tc.want {
-			t.Errorf("%q: %v, want output %q", tc.script, r, tc.want)
+		if r.st.Code != tc.code || r.out != tc.out {
+			t.Errorf("%q: %v, want code %d output %q", tc.script, r, tc.code, tc.out)
+		}
+		if !strings.Contains(tc.script, "getppid") {
+			// The same script unconfined ends the same way.
+			cmd := exec.Command("bash", "-c", tc.script)
+			cmd.Run()
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			code := ws.ExitStatus()
+			if ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			if code != tc.code {
+				t.Errorf("%q ends with %d unconfined: the expectation is wrong", tc.script, code)
+			}
 		}
 	}
 }

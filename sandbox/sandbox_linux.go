@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -69,22 +70,28 @@ type Sandbox struct {
 	// supervisor, so children load no program of their own.
 	threadNotifies bool
 
-	cg       *cgroupManager
-	plan     cgroupPlan
-	spMu     sync.Mutex
-	spIdle   []*spawner // spawner threads without a slot, idle
-	spAll    []*spawner
-	newPID   bool
-	pidMax   string // per-namespace pid_max for newPID, or ""
-	newUser  bool
-	uidMap   string
-	gidMap   string
-	rlimits  []rlimit
-	tmpRoot  string // parent of per-command temp dirs; "" with Policy.TempDir
-	tmpMu    sync.Mutex
-	tmpPool  []string        // emptied per-command temp dirs, ready for reuse
-	tmpOwned map[string]bool // names of the directories made inside tmpRoot
-	rwRoots  []string        // canonical read-write roots (connect supervisor)
+	cg     *cgroupManager
+	plan   cgroupPlan
+	spMu   sync.Mutex
+	spIdle []*spawner // spawner threads without a slot, idle
+	spAll  []*spawner
+	newPID bool
+	pidMax string // per-namespace pid_max for newPID, or ""
+	// withInit: in a PID namespace the command runs under our init
+	// (init_linux.c), which gets initRlimits and applies initAS (RLIMIT_AS
+	// for the command, "-" for none) itself after its exec.
+	withInit    bool
+	initRlimits []rlimit
+	initAS      string
+	newUser     bool
+	uidMap      string
+	gidMap      string
+	rlimits     []rlimit
+	tmpRoot     string // parent of per-command temp dirs; "" with Policy.TempDir
+	tmpMu       sync.Mutex
+	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
+	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
+	rwRoots     []string        // canonical read-write roots (connect supervisor)
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -207,7 +214,7 @@ func New(p Policy) (*Sandbox, error) {
 	case plan.v1Track:
 		notes = append(notes, "process tree: cgroup v1 pids directory per command")
 	case s.newPID:
-		notes = append(notes, "process tree: PID namespace (the command is PID 1 of its namespace)")
+		notes = append(notes, "process tree: PID namespace (under an init: the command is PID 2)")
 	default:
 		miss("killing the whole process tree (no writable cgroup, and no PID namespace: %v)", h.userns)
 	}
@@ -342,10 +349,29 @@ func New(p Policy) (*Sandbox, error) {
 		s.unixRule = unixPathsUnder(s.rwRoots...)
 	}
 
+	// In a PID namespace the command's parent is our init, which is this
+	// program: the confined first process must be able to execute it (and
+	// so may the command: the binary holds no secret, and it runs confined
+	// like anything else).
+	var initExe string
+	if s.newPID {
+		if exe, err := os.Executable(); err == nil {
+			if initExe, err = filepath.EvalSymlinks(exe); err != nil {
+				initExe = ""
+			}
+		}
+		if initExe == "" {
+			s.enf.Notes = append(s.enf.Notes, "PID namespace without an init: the command is PID 1 (its own executable could not be located)")
+		}
+	}
 	rp := confinePieces{RulesetFD: -1, LastCap: h.lastCap}
 	if h.abi > 0 {
 		attr := landlockHandled(h.abi, filterMode)
-		if rp.RulesetFD, err = buildRuleset(h.abi, attr, landlockRules(&q, tmp)); err != nil {
+		rules := landlockRules(&q, tmp)
+		if initExe != "" {
+			rules = append(rules, llRule{initExe, llRO})
+		}
+		if rp.RulesetFD, err = buildRuleset(h.abi, attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
@@ -373,6 +399,16 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	if s.newUser && !plan.pidsLimit() {
 		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_NPROC, uint64(q.Limits.Processes)))
+	}
+	if initExe != "" {
+		s.withInit, s.initAS = true, "-"
+		for _, rl := range s.rlimits {
+			if rl.resource == unix.RLIMIT_AS {
+				s.initAS = strconv.FormatUint(rl.cur, 10)
+				continue
+			}
+			s.initRlimits = append(s.initRlimits, rl)
+		}
 	}
 
 	if plan.any() {
@@ -675,6 +711,9 @@ type Process struct {
 	tmpDir  string
 	start   time.Time
 	stopSup func()
+	// initStatus reads the PID-namespace init's reports (nil without one).
+	initStatus *bufio.Reader
+	initPipe   *os.File
 
 	stdinW   *os.File
 	outR     []*os.File
@@ -840,6 +879,19 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		newPID: s.newPID, newUser: s.newUser, uidMap: s.uidMap, gidMap: s.gidMap,
 		pidMax: s.pidMax, pieces: s.pieces, noClone3: s.sealed,
 	}
+	if s.withInit {
+		// The namespace's first process is our init, which starts the
+		// command and reports on this pipe (init_linux.c).
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		childFiles = append(childFiles, w)
+		p.initStatus = bufio.NewReader(r)
+		p.initPipe = r
+		req.path, req.rlimits, req.initFD = "/proc/self/exe", s.initRlimits, int(w.Fd())
+		req.argv = append([]string{initMarker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
+	}
 	var capt *capturer
 	if cmd.BeforeChange != nil {
 		if s.captureChild == nil {
@@ -880,6 +932,18 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		f.Close()
 	}
 	childFiles = nil
+	if p.initStatus != nil {
+		// The init has started; wait for the command's execve.
+		if err := p.initStarted(); err != nil {
+			p.killTree()
+			reapPidfd(p.pidfd)
+			p.finishTree()
+			if res.listener >= 0 {
+				unix.Close(res.listener)
+			}
+			return nil, err
+		}
+	}
 
 	if res.listener >= 0 {
 		var stop func()
@@ -1009,7 +1073,18 @@ func (p *Process) run(ctx context.Context) {
 	st := &ExitStatus{TimedOut: p.timedOut.Load()}
 	if err != nil {
 		p.err = fmt.Errorf("sandbox: waiting for the command: %w", err)
+	} else if ws, ok := p.initReport(); ok {
+		// The init reported how the command ended.
+		switch {
+		case ws.Exited():
+			st.Code = ws.ExitStatus()
+		case ws.Signaled():
+			st.Signal = ws.Signal()
+			st.Code = 128 + int(ws.Signal())
+		}
 	} else {
+		// No init, or it was killed (timeout, Kill) before the command
+		// ended: the first process's own end.
 		switch info.Code {
 		case cldExited:
 			st.Code = int(info.Status)
@@ -1122,6 +1197,10 @@ func (p *Process) cleanup() {
 	for _, r := range p.outR {
 		r.Close()
 	}
+	if p.initPipe != nil {
+		p.initPipe.Close()
+		p.initPipe, p.initStatus = nil, nil
+	}
 	if p.v2 != nil {
 		p.s.cg.releaseV2(p.v2)
 		p.v2 = nil
@@ -1174,3 +1253,36 @@ func waitPidfd(pidfd int) (childInfo, error) {
 }
 
 func reapPidfd(pidfd int) { waitPidfd(pidfd) }
+
+// initStarted reads the init's first report: the command's execve
+// succeeded, or why it failed (the error a direct spawn would give).
+func (p *Process) initStarted() error {
+	line, err := p.initStatus.ReadString('\n')
+	switch {
+	case err != nil:
+		return fmt.Errorf("sandbox: the PID namespace's init ended before starting the command: %w", err)
+	case line == "S\n":
+		return nil
+	case strings.HasPrefix(line, "E"):
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		return &SpawnError{Step: stepNames[stepExec], Errno: syscall.Errno(n)}
+	}
+	return fmt.Errorf("sandbox: the PID namespace's init said %q", line)
+}
+
+// initReport returns the command's wait status as the init reported it
+// once the command ended; false when there is no init or it ended first.
+func (p *Process) initReport() (syscall.WaitStatus, bool) {
+	if p.initStatus == nil {
+		return 0, false
+	}
+	line, err := p.initStatus.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "X") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil {
+		return 0, false
+	}
+	return syscall.WaitStatus(n), true
+}

@@ -320,6 +320,9 @@ static int la_child(void *arg)
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0 &&
 	    errno != ENOSYS && errno != EINVAL)
 		LA_CHILD_FAIL(LA_STEP_CLOSE_FDS);
+	// Except the init's status pipe, when the program is the init.
+	if (a->status_fd >= 0 && fcntl(a->status_fd, F_SETFD, 0) < 0)
+		LA_CHILD_FAIL(LA_STEP_CLOSE_FDS);
 
 	if (chdir(a->dir) < 0)
 		LA_CHILD_FAIL(LA_STEP_CHDIR);

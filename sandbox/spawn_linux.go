@@ -5,6 +5,9 @@ package sandbox
 #include <stdlib.h>
 #include <string.h>
 #include "confine.h"
+#include "init.h"
+
+static const char *la_init_marker(void) { return LA_INIT_MARKER; }
 */
 import "C"
 
@@ -79,10 +82,20 @@ type spawnRequest struct {
 	pieces      *cPieces
 	pidMax      string // with newPID: the namespace's pid_max, or ""
 	noClone3    bool   // the spawner thread's program refuses clone3: use clone
+	// initFD is the init's status pipe (init_linux.c), kept open across
+	// the execve of the init; 0: the program is the command itself.
+	initFD int
 	// child, when set, replaces pieces' child program (the one with change
 	// capture, for commands that ask for it).
 	child *cProgram
 }
+
+// initMarker is the argv[0] that makes this program the init of a PID
+// namespace (init_linux.c).
+var initMarker = C.GoString(C.la_init_marker())
+
+// stepExec is the execve step, for code outside this cgo file.
+const stepExec = C.LA_STEP_EXEC
 
 // cProgram is a seccomp program in C memory.
 type cProgram struct {
@@ -217,6 +230,10 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	}
 	a.n_rlimits = C.int(len(r.rlimits))
 	a.no_clone3 = cbool(r.noClone3)
+	a.status_fd = -1
+	if r.initFD > 0 {
+		a.status_fd = C.int(r.initFD)
+	}
 	a.new_pid = cbool(r.newPID)
 	a.new_user = cbool(r.newUser)
 	p := r.pieces
