@@ -442,29 +442,12 @@ func parseStoreSize(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	u := strings.ToUpper(strings.TrimSpace(s))
-	u = strings.TrimSuffix(strings.TrimSuffix(u, "B"), "I")
-	mult := int64(1)
-	if n := len(u); n > 0 {
-		switch u[n-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			u = u[:n-1]
-		}
-	}
+	u, shift := splitSizeUnit(s)
 	v, err := strconv.ParseFloat(u, 64)
 	if err != nil || v <= 0 {
 		return 0, fmt.Errorf("%q is not a size (e.g. 500M or 2G)", s)
 	}
-	return int64(v * float64(mult)), nil
+	return int64(v * float64(int64(1)<<shift)), nil
 }
 
 func humanSize(n int64) string {

@@ -396,13 +396,22 @@ func parseTimeout(s string) (time.Duration, error) {
 // binary suffix K, M, G or T (KiB, MiB, ... and KB, MB, ... mean the same:
 // 1024-based).
 func parseLimitSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	if u, ok := strings.CutSuffix(t, "IB"); ok {
-		t = u
-	} else {
-		t = strings.TrimSuffix(t, "B")
+	t, shift := splitSizeUnit(s)
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size above zero (e.g. 512M, 2G, 1048576)", s)
 	}
-	shift := 0
+	if n > (1<<62)>>shift {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n << shift, nil
+}
+
+// splitSizeUnit splits a size into its number and the shift of its
+// 1024-based unit: "2GiB", "2GB" and "2G" are ("2", 30).
+func splitSizeUnit(s string) (number string, shift uint) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
 	if t != "" {
 		switch t[len(t)-1] {
 		case 'K':
@@ -418,14 +427,7 @@ func parseLimitSize(s string) (int64, error) {
 			t = t[:len(t)-1]
 		}
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a size above zero (e.g. 512M, 2G, 1048576)", s)
-	}
-	if n > (1<<62)>>shift {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	return n << shift, nil
+	return t, shift
 }
 
 // formatSize prints a byte count the way parseLimitSize reads it.
