@@ -17,6 +17,10 @@ func TestMain(m *testing.M) {
 	// A confined handler runs in a re-execution of this test binary, which
 	// finds the tool by name among the package-level tools below.
 	tools.ServeConfinedCall()
+	// The external MCP server of mcp_test.go is this binary too.
+	if os.Getenv(mcpServerEnv) != "" {
+		os.Exit(serveMCPStdio())
+	}
 	os.Exit(m.Run())
 }
 

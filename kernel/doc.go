@@ -62,6 +62,75 @@
 // UserPromptSubmit blocks the prompt; notification hooks are only
 // reported. Command hooks from policy files are wired by package local.
 //
+// # MCP servers
+//
+// Options.MCPServers are connected (package mcp) after the sandbox is
+// prepared and before the tools are built, so the first model call waits
+// until every server has connected or failed, each bounded by
+// MCPConnectTimeout. Their tools join the custom tools before Tools,
+// AllowedTools, DisallowedTools, the rules and the hook matchers are
+// applied, so mcp__{server}__{tool} names and wildcards work in all of
+// them. session_start reports each server's status (mcp_servers): a
+// server that failed is named there with the reason, and the run goes on
+// without it; Tools may name its tools without error. A tool of an
+// external server is a proxy (mcp.IsProxy) and is called in this process
+// — the server is the confined part — while a tool of an in-process
+// server runs confined like any custom tool. A server that dies
+// mid-session makes its calls error results. The servers are shut down
+// when the run ends.
+//
+// # Subagents
+//
+// With Options.Agents, the model gets the agent tool ({agent, prompt,
+// description?}), which runs a subagent: its own loop over its own
+// conversation, with the definition's prompt as system prompt, its model
+// name, its turn limit, its permission mode and its tools, ending with
+// its final text as the call's result. What guards the main agent guards
+// the subagent, because it is the same object, not a copy: the rules
+// (with the allow rules added during the run), the hooks, CanUseTool
+// (told which agent asks: ToolUseInfo.Agent), the approval handler, the
+// sandbox, the checkpointer, the background tasks and the budget. Its
+// tools are the main agent's, narrowed by the definition — never wider,
+// and never the agent tool itself: subagents do not start subagents. In
+// plan mode its subagents are in plan mode too. The agent tool changes
+// nothing itself, so it runs without asking unless a rule or hook says
+// otherwise, and agent calls run one at a time.
+//
+// A subagent's events are forwarded into the main stream with Agent,
+// AgentID (unique in the session) and ParentToolUseID (the agent call)
+// set; no session_start or result event of its own. Its tool hooks
+// (PreToolUse, PostToolUse, PostToolUseFailure, PermissionDenied) run with
+// HookInput.Agent set; the session hooks (SessionStart, SessionEnd,
+// UserPromptSubmit, Stop) belong to the main agent. Its messages are kept
+// in the transcript as agent_message records, beside the main
+// conversation. An interrupt inside a subagent stops the whole run.
+//
+// # Budget
+//
+// Options.MaxBudgetTokens counts the tokens every model call reports
+// (input, output, cache creation and cache reads), the main agent's and
+// every subagent's. After the call that exceeds it, nothing more runs:
+// the tool calls still asked for get error results ("not run"), a
+// subagent returns, and the run ends with a result of subtype
+// error_max_budget (ErrMaxBudget) whose usage is the whole run's — even
+// when the call that exceeded it was the final answer, which is kept in
+// the result. A budget in money would need prices, which no provider
+// reports yet, so there is none.
+//
+// # Structured output
+//
+// Options.OutputFormat gives a JSON Schema (describing an object) that the
+// final answer must match; the system prompt says so. The answer (a
+// Markdown code fence around it is tolerated) is validated like tool
+// input, with the schema's defaults applied, and returned compact as the
+// result's StructuredOutput (structured_output). An answer that does not
+// match is followed by a user message telling the model what is wrong —
+// a user turn, and a rewind target, like a prompt — up to MaxRetries times
+// (DefaultOutputRetries); then the run ends with a result of subtype
+// error_structured_output (ErrStructuredOutput). Each answer counts as a
+// turn for MaxTurns and its tokens against the budget. Subagents answer
+// in free text.
+//
 // # Sessions
 //
 // Each session is a JSONL transcript in the state directory, outside the

@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -45,6 +46,12 @@ const (
 	SubtypeSuccess              = "success"
 	SubtypeErrorMaxTurns        = "error_max_turns"
 	SubtypeErrorDuringExecution = "error_during_execution"
+	// SubtypeErrorMaxBudget: the run (with its subagents) used more tokens
+	// than Options.MaxBudgetTokens.
+	SubtypeErrorMaxBudget = "error_max_budget"
+	// SubtypeErrorStructuredOutput: the final answer did not match
+	// Options.OutputFormat, after the retries.
+	SubtypeErrorStructuredOutput = "error_structured_output"
 )
 
 // Event is one item of a Query stream. Only the fields of its Type are set;
@@ -53,11 +60,23 @@ type Event struct {
 	Type      EventType
 	SessionID string
 
-	// session_start
-	Model     string
-	Workspace string
-	Tools     []string
-	Resumed   bool
+	// Set on every event a subagent's loop emits (they are forwarded into
+	// the parent's stream): the agent's name (its key in Options.Agents),
+	// its id, unique in the session, and the id of the parent's agent tool
+	// call that started it.
+	Agent           string
+	AgentID         string
+	ParentToolUseID string
+
+	// session_start; MCPServers is each configured MCP server's status
+	// (connected with its tools, or failed and why); Agents are the names
+	// of the subagents the agent tool can start.
+	Model      string
+	Workspace  string
+	Tools      []string
+	Resumed    bool
+	MCPServers []mcp.ServerStatus
+	Agents     []string
 
 	// text_delta
 	Text string
@@ -102,63 +121,83 @@ type Event struct {
 	StopReason provider.StopReason
 	Result     string
 	DurationMS int64
+	// StructuredOutput is the final answer as JSON, validated against
+	// Options.OutputFormat.
+	StructuredOutput json.RawMessage
 
 	// retry, result: what went wrong, in words.
 	Error string
 }
 
+// agentTag is the part of every event's JSON that says which subagent
+// emitted it; empty (and absent) for the main agent.
+type agentTag struct {
+	Agent           string `json:"agent,omitempty"`
+	AgentID         string `json:"agent_id,omitempty"`
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
+}
+
 // MarshalJSON encodes e with a `type` field and only the fields of its type.
 func (e Event) MarshalJSON() ([]byte, error) {
+	tag := agentTag{e.Agent, e.AgentID, e.ParentToolUseID}
 	switch e.Type {
 	case EventSessionStart:
 		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			Model     string    `json:"model"`
-			Workspace string    `json:"workspace"`
-			Tools     []string  `json:"tools"`
-			Resumed   bool      `json:"resumed,omitempty"`
-		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed})
+			Type       EventType          `json:"type"`
+			SessionID  string             `json:"session_id"`
+			Model      string             `json:"model"`
+			Workspace  string             `json:"workspace"`
+			Tools      []string           `json:"tools"`
+			Resumed    bool               `json:"resumed,omitempty"`
+			MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
+			Agents     []string           `json:"agents,omitempty"`
+		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed, e.MCPServers, e.Agents})
 	case EventTextDelta:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`
 			SessionID string    `json:"session_id"`
-			Text      string    `json:"text"`
-		}{e.Type, e.SessionID, e.Text})
+			agentTag
+			Text string `json:"text"`
+		}{e.Type, e.SessionID, tag, e.Text})
 	case EventRetry:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`
 			SessionID string    `json:"session_id"`
-			Attempt   int       `json:"attempt"`
-			Error     string    `json:"error"`
-		}{e.Type, e.SessionID, e.Attempt, e.Error})
+			agentTag
+			Attempt int    `json:"attempt"`
+			Error   string `json:"error"`
+		}{e.Type, e.SessionID, tag, e.Attempt, e.Error})
 	case EventAssistantMessage:
 		return json.Marshal(struct {
-			Type      EventType         `json:"type"`
-			SessionID string            `json:"session_id"`
-			Message   *provider.Message `json:"message"`
-		}{e.Type, e.SessionID, e.Message})
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
+			Message *provider.Message `json:"message"`
+		}{e.Type, e.SessionID, tag, e.Message})
 	case EventToolCall:
 		return json.Marshal(struct {
-			Type      EventType       `json:"type"`
-			SessionID string          `json:"session_id"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Input     json.RawMessage `json:"input"`
-		}{e.Type, e.SessionID, e.ID, e.Name, rawOrString(e.Input)})
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{e.Type, e.SessionID, tag, e.ID, e.Name, rawOrString(e.Input)})
 	case EventToolResult:
 		return json.Marshal(struct {
-			Type      EventType       `json:"type"`
-			SessionID string          `json:"session_id"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			IsError   bool            `json:"is_error"`
-			Content   []tools.Content `json:"content"`
-		}{e.Type, e.SessionID, e.ID, e.Name, e.IsError, nonNil(e.Content)})
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
+			ID      string          `json:"id"`
+			Name    string          `json:"name"`
+			IsError bool            `json:"is_error"`
+			Content []tools.Content `json:"content"`
+		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.IsError, nonNil(e.Content)})
 	case EventPermission:
 		return json.Marshal(struct {
-			Type       EventType      `json:"type"`
-			SessionID  string         `json:"session_id"`
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
 			ID         string         `json:"id"`
 			Name       string         `json:"name"`
 			Decision   string         `json:"decision"`
@@ -169,46 +208,50 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Mode       PermissionMode `json:"mode"`
 			Asked      bool           `json:"asked,omitempty"`
 			Reason     string         `json:"reason"`
-		}{e.Type, e.SessionID, e.ID, e.Name, e.Decision, e.DecidedBy, e.Rule, e.RuleSource, e.Hook, e.Mode, e.Asked, e.Reason})
+		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.Decision, e.DecidedBy, e.Rule, e.RuleSource, e.Hook, e.Mode, e.Asked, e.Reason})
 	case EventHook:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`
 			SessionID string    `json:"session_id"`
-			ID        string    `json:"id,omitempty"`
-			Name      string    `json:"name,omitempty"`
-			Hook      string    `json:"hook"`
-			HookEvent string    `json:"hook_event"`
-			Error     string    `json:"error"`
-			Outcome   string    `json:"outcome"`
-		}{e.Type, e.SessionID, e.ID, e.Name, e.Hook, e.HookEvent, e.Error, e.Reason})
+			agentTag
+			ID        string `json:"id,omitempty"`
+			Name      string `json:"name,omitempty"`
+			Hook      string `json:"hook"`
+			HookEvent string `json:"hook_event"`
+			Error     string `json:"error"`
+			Outcome   string `json:"outcome"`
+		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.Hook, e.HookEvent, e.Error, e.Reason})
 	case EventCustom:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`
 			SessionID string    `json:"session_id"`
-			ID        string    `json:"id,omitempty"`
-			Name      string    `json:"name"`
-			Data      any       `json:"data"`
-		}{e.Type, e.SessionID, e.ID, e.Name, e.Data})
+			agentTag
+			ID   string `json:"id,omitempty"`
+			Name string `json:"name"`
+			Data any    `json:"data"`
+		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.Data})
 	case EventCheckpoint:
 		return json.Marshal(struct {
-			Type       EventType `json:"type"`
-			SessionID  string    `json:"session_id"`
-			Checkpoint any       `json:"checkpoint,omitempty"`
-			Error      string    `json:"error,omitempty"`
-		}{e.Type, e.SessionID, e.Data, e.Error})
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
+			Checkpoint any    `json:"checkpoint,omitempty"`
+			Error      string `json:"error,omitempty"`
+		}{e.Type, e.SessionID, tag, e.Data, e.Error})
 	case EventResult:
 		return json.Marshal(struct {
-			Type       EventType           `json:"type"`
-			SessionID  string              `json:"session_id"`
-			Subtype    string              `json:"subtype"`
-			IsError    bool                `json:"is_error"`
-			NumTurns   int                 `json:"num_turns"`
-			Usage      provider.Usage      `json:"usage"`
-			StopReason provider.StopReason `json:"stop_reason,omitempty"`
-			Result     string              `json:"result"`
-			DurationMS int64               `json:"duration_ms"`
-			Error      string              `json:"error,omitempty"`
-		}{e.Type, e.SessionID, e.Subtype, e.IsError, e.NumTurns, e.Usage, e.StopReason, e.Result, e.DurationMS, e.Error})
+			Type             EventType           `json:"type"`
+			SessionID        string              `json:"session_id"`
+			Subtype          string              `json:"subtype"`
+			IsError          bool                `json:"is_error"`
+			NumTurns         int                 `json:"num_turns"`
+			Usage            provider.Usage      `json:"usage"`
+			StopReason       provider.StopReason `json:"stop_reason,omitempty"`
+			Result           string              `json:"result"`
+			StructuredOutput json.RawMessage     `json:"structured_output,omitempty"`
+			DurationMS       int64               `json:"duration_ms"`
+			Error            string              `json:"error,omitempty"`
+		}{e.Type, e.SessionID, e.Subtype, e.IsError, e.NumTurns, e.Usage, e.StopReason, e.Result, e.StructuredOutput, e.DurationMS, e.Error})
 	}
 	type plain Event
 	return json.Marshal(plain(e))

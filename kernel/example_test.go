@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/tools"
@@ -59,4 +61,82 @@ func ExampleQuery() {
 	// call get_weather {"city": "Tokyo"}
 	// result t1: sunny in Tokyo
 	// success after 2 turns: It is sunny in Tokyo.
+}
+
+// A subagent runs its own loop — its own prompt, conversation and tools —
+// and its final text is the agent call's result. Its events come in the
+// same stream, tagged with the agent. (The scripted model replays the
+// subagent's own script, chosen by its name.)
+func ExampleQuery_subagents() {
+	model, _ := scripted.Parse([]byte(`{
+	  "turns": [
+	    {"tool_calls": [{"id": "a1", "name": "agent", "input": {"agent": "counter", "prompt": "How many files are there?"}}]},
+	    {"text": "The counter found none."}],
+	  "agents": {"counter": {"turns": [
+	    {"tool_calls": [{"id": "g1", "name": "glob", "input": {"pattern": "*"}}]},
+	    {"text": "There are no files."}]}}}`))
+	workspace, _ := os.MkdirTemp("", "ws")
+	state, _ := os.MkdirTemp("", "state")
+	defer os.RemoveAll(workspace)
+	defer os.RemoveAll(state)
+
+	for ev, err := range kernel.Query(context.Background(), kernel.Options{
+		Prompt:    "Count the files.",
+		Model:     model,
+		Workspace: workspace,
+		StateDir:  state,
+		Agents: map[string]kernel.AgentDefinition{
+			"counter": {Description: "Counts files.", Prompt: "You count files.", Tools: []string{"glob"}},
+		},
+	}) {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		switch {
+		case ev.Type == kernel.EventToolCall && ev.Agent != "":
+			fmt.Printf("[%s, for call %s] call %s\n", ev.Agent, ev.ParentToolUseID, ev.Name)
+		case ev.Type == kernel.EventToolResult && ev.Agent == "":
+			fmt.Printf("result of %s: %s\n", ev.Name, ev.Content[0].Text)
+		case ev.Type == kernel.EventResult:
+			fmt.Println(ev.Result)
+		}
+	}
+	// Output:
+	// [counter, for call a1] call glob
+	// result of agent: There are no files.
+	// The counter found none.
+}
+
+// With OutputFormat the final answer must be JSON matching the schema; a
+// wrong answer is sent back with what is wrong, and the model answers
+// again.
+func ExampleQuery_structuredOutput() {
+	type Count struct {
+		Files int `json:"files"`
+	}
+	schema, _ := jsonschema.For[Count](nil)
+	model, _ := scripted.Parse([]byte(`{"turns": [{"text": "None."}, {"text": "{\"files\": 0}"}]}`))
+	workspace, _ := os.MkdirTemp("", "ws")
+	state, _ := os.MkdirTemp("", "state")
+	defer os.RemoveAll(workspace)
+	defer os.RemoveAll(state)
+
+	for ev, err := range kernel.Query(context.Background(), kernel.Options{
+		Prompt:       "Count the files.",
+		Model:        model,
+		Workspace:    workspace,
+		StateDir:     state,
+		OutputFormat: &kernel.OutputFormat{Schema: schema},
+	}) {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		if ev.Type == kernel.EventResult {
+			fmt.Printf("%s after %d answers: %s\n", ev.Subtype, ev.NumTurns, ev.StructuredOutput)
+		}
+	}
+	// Output:
+	// success after 2 answers: {"files":0}
 }

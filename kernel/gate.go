@@ -87,6 +87,11 @@ type decision struct {
 //     handler, else (headless) denied with a message the model sees.
 //
 // Permission is not confinement: an allowed call still runs sandboxed.
+//
+// A subagent's gate is a copy of its parent's that shares the same rules
+// (and the allow rules added at run time), hooks, CanUseTool and approval
+// handler; only the mode (see AgentDefinition.PermissionMode) and the
+// agent's name differ.
 type gate struct {
 	rules      *policies.Ruleset
 	mode       PermissionMode
@@ -95,10 +100,22 @@ type gate struct {
 	approval   tools.ApprovalFunc
 	sessionID  string
 	workspace  string
+	// delegate is the agent tool: it changes nothing itself, and every
+	// call the subagent it starts makes passes this gate, so it runs
+	// without asking by default and is not refused in plan mode (the
+	// subagent is in plan mode then too).
+	delegate *tools.Tool
+	// agent and agentID name the subagent deciding ("" for the main agent).
+	agent, agentID string
 }
 
 func (g *gate) hookInput() HookInput {
-	return HookInput{SessionID: g.sessionID, Workspace: g.workspace, PermissionMode: g.mode}
+	return HookInput{SessionID: g.sessionID, Workspace: g.workspace, PermissionMode: g.mode, Agent: g.agent, AgentID: g.agentID}
+}
+
+// readOnly reports whether the gate treats t as changing nothing.
+func (g *gate) readOnly(t *tools.Tool) bool {
+	return t.ReadOnly() || g.delegate != nil && t == g.delegate
 }
 
 func ruleDenial(v policies.Decision, after string) decision {
@@ -121,7 +138,7 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 	if v.Behavior == policies.Deny {
 		return ruleDenial(v, "")
 	}
-	if g.mode == PermissionPlan && !t.ReadOnly() {
+	if g.mode == PermissionPlan && !g.readOnly(t) {
 		return decision{by: byMode, reason: "plan mode refuses tools that are not read-only",
 			message: fmt.Sprintf("this session is in plan mode: %s is not read-only, and no such tool runs in plan mode. Investigate with read-only tools and present your plan; the user will leave plan mode to carry it out", name)}
 	}
@@ -202,6 +219,9 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 		if t.ReadOnly() {
 			return allowed(byDefault, name+" is read-only", nil)
 		}
+		if g.readOnly(t) {
+			return allowed(byDefault, name+" changes nothing itself; every call of the subagent it starts passes the gate", nil)
+		}
 		askBy = byDefault
 		askReason = fmt.Sprintf("%s can change the workspace or the world and is not pre-approved", name)
 		if why := rc.NotAllowedBecause(); why != "" && v.Behavior == "" {
@@ -225,7 +245,7 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 			message: fmt.Sprintf("this session never asks for approval (dontAsk mode), and this call needs it: %s. Pre-approve it with an allow rule, or do without it", askReason)}
 	}
 	if g.canUseTool != nil {
-		info := ToolUseInfo{SessionID: g.sessionID, ToolUseID: call.ID, Reason: askReason, Mode: g.mode, Suggestions: rc.Suggest()}
+		info := ToolUseInfo{SessionID: g.sessionID, ToolUseID: call.ID, Agent: g.agent, AgentID: g.agentID, Reason: askReason, Mode: g.mode, Suggestions: rc.Suggest()}
 		res, err := g.canUseTool(ctx, name, input, info)
 		if err != nil {
 			return asked(decision{by: byCanUseTool, reason: askReason, message: fmt.Sprintf("permission check for %s failed: %v", name, err)})
@@ -256,7 +276,11 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 		return d
 	}
 	if g.approval != nil {
-		ok, err := g.approval(ctx, tools.ApprovalRequest{ToolName: name, CallID: call.ID, Input: input, Reason: askReason})
+		reason := askReason
+		if g.agent != "" {
+			reason = fmt.Sprintf("asked by the subagent %s (%s): %s", g.agent, g.agentID, askReason)
+		}
+		ok, err := g.approval(ctx, tools.ApprovalRequest{ToolName: name, CallID: call.ID, Input: input, Reason: reason})
 		if err != nil {
 			return asked(decision{by: byApproval, reason: askReason, message: fmt.Sprintf("asking for approval of %s failed: %v", name, err)})
 		}

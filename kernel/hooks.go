@@ -91,6 +91,10 @@ type HookInput struct {
 	SessionID      string         `json:"session_id"`
 	Workspace      string         `json:"cwd"`
 	PermissionMode PermissionMode `json:"permission_mode"`
+	// Agent and AgentID name the subagent in which a tool event happens
+	// (empty for the main agent): hooks fire inside subagents too.
+	Agent   string `json:"agent,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
 	// Tool events.
 	ToolName  string          `json:"tool_name,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`

@@ -3,6 +3,9 @@ package kernel
 import (
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -27,7 +30,8 @@ type Options struct {
 	// when empty. File tools cannot reach outside it.
 	Workspace string
 
-	// CustomTools are appended after the built-in tools.
+	// CustomTools are appended after the built-in tools (and are followed
+	// by the MCP servers' tools and the agent tool).
 	CustomTools []*tools.Tool
 	// Tools narrows the set of tools the model sees, by name or wildcard
 	// ("mcp__orders__*"). nil means every tool; an empty non-nil slice means
@@ -103,4 +107,70 @@ type Options struct {
 	// Snapshots records pre-images when Checkpoints is nil (tests, custom
 	// recorders).
 	Snapshots tools.SnapshotRecorder
+
+	// MCPServers are the MCP servers of the session, by name (the {server}
+	// of mcp__{server}__{tool}); mcp.Config.Servers from mcp.LoadConfig
+	// fits here, and an in-process server is an entry {Server: srv}. They
+	// are connected before the first model call (see "MCP servers" in the
+	// package documentation).
+	MCPServers map[string]mcp.ServerConfig
+	// MCPMaxNetwork refuses, without starting them, external servers that
+	// declare a wider network (mcp.Options.MaxNetwork); empty: no cap.
+	MCPMaxNetwork tools.Network
+	// MCPConnectTimeout bounds connecting each server; zero means
+	// mcp.DefaultConnectTimeout.
+	MCPConnectTimeout time.Duration
+
+	// Agents are the subagents the agent tool can start, by name (see
+	// "Subagents" in the package documentation). The agent tool exists
+	// only when Agents is not empty, and Tools, rules and hooks see it as
+	// AgentTool like any other tool.
+	Agents map[string]AgentDefinition
+
+	// MaxBudgetTokens ends the run with a result of subtype
+	// error_max_budget once the model calls of the run and of all its
+	// subagents have used more tokens than this (input, output and cache
+	// tokens together); zero means no limit. A budget in money needs
+	// prices, which no provider reports yet.
+	MaxBudgetTokens int64
+
+	// OutputFormat asks for a final answer that is JSON matching a
+	// schema; nil means free text.
+	OutputFormat *OutputFormat
 }
+
+// AgentDefinition describes a subagent. Its JSON form is what
+// `lite-agent run --agents` reads.
+type AgentDefinition struct {
+	// Description tells the main agent when to use this subagent.
+	Description string `json:"description"`
+	// Prompt is the subagent's system prompt.
+	Prompt string `json:"prompt"`
+	// Tools narrows the tools the subagent sees, by name or wildcard, like
+	// Options.Tools; nil means every tool the main agent sees. It never
+	// widens: a tool the main agent cannot see is not given, and the agent
+	// tool itself is never given (subagents do not start subagents).
+	Tools []string `json:"tools,omitempty"`
+	// Model is the model name the subagent's calls use; "" or "inherit"
+	// means Options.ModelName. The provider is the main agent's.
+	Model string `json:"model,omitempty"`
+	// MaxTurns bounds the subagent's model calls; zero means no limit.
+	MaxTurns int `json:"maxTurns,omitempty"`
+	// PermissionMode is the subagent's mode; "" means the main agent's.
+	// bypassPermissions needs Options.AllowDangerouslySkipPermissions, and
+	// when the main agent is in plan mode its subagents are too.
+	PermissionMode PermissionMode `json:"permissionMode,omitempty"`
+}
+
+// OutputFormat asks for structured output.
+type OutputFormat struct {
+	// Schema is the JSON Schema the final answer must match.
+	Schema *jsonschema.Schema
+	// MaxRetries is how many times the model is told what is wrong with
+	// its answer and asked again; zero means DefaultOutputRetries, and a
+	// negative value means none.
+	MaxRetries int
+}
+
+// DefaultOutputRetries is OutputFormat.MaxRetries when zero.
+const DefaultOutputRetries = 2

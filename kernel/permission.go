@@ -40,10 +40,15 @@ const (
 type ToolUseInfo struct {
 	SessionID string
 	ToolUseID string
+	// Agent and AgentID name the subagent whose call this is (its key in
+	// Options.Agents, and its id in the session's events); both are empty
+	// for the main agent.
+	Agent   string
+	AgentID string
 	// Reason says why the call was not allowed outright (which rule, hook
 	// or mode asked).
 	Reason string
-	// Mode is the session's permission mode.
+	// Mode is the permission mode of the agent asking.
 	Mode PermissionMode
 	// Suggestions are allow rules that would let this call run without
 	// asking (one per part of a compound command; none when a part is not

@@ -32,8 +32,17 @@ func runCalls(t *testing.T, o Options, calls ...string) (map[string]outcome, []E
 	if err != nil && !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("run: %v", err)
 	}
+	return outcomesOf(evs, func(Event) bool { return true }), evs
+}
+
+// outcomesOf collects, by call id, the permission and result events that
+// keep accepts.
+func outcomesOf(evs []Event, keep func(Event) bool) map[string]outcome {
 	out := map[string]outcome{}
 	for _, ev := range evs {
+		if !keep(ev) {
+			continue
+		}
 		o := out[ev.ID]
 		switch ev.Type {
 		case EventPermission:
@@ -45,7 +54,7 @@ func runCalls(t *testing.T, o Options, calls ...string) (map[string]outcome, []E
 		}
 		out[ev.ID] = o
 	}
-	return out, evs
+	return out
 }
 
 func call(id, name, input string) string {

@@ -2,15 +2,18 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -24,6 +27,14 @@ var ErrMaxTurns = errors.New("reached the maximum number of turns")
 // ErrInterrupted is wrapped by the error of a run stopped by a permission
 // decision that asked to interrupt.
 var ErrInterrupted = errors.New("run interrupted")
+
+// ErrMaxBudget is wrapped by the error of a run that used more tokens than
+// Options.MaxBudgetTokens.
+var ErrMaxBudget = errors.New("exceeded the token budget")
+
+// ErrStructuredOutput is wrapped by the error of a run whose final answer
+// did not match Options.OutputFormat.
+var ErrStructuredOutput = errors.New("the final answer does not match the output schema")
 
 const defaultToolTimeout = 15 * time.Minute
 
@@ -49,24 +60,21 @@ func Query(ctx context.Context, opts Options) iter.Seq2[Event, error] {
 	}
 }
 
-type run struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	opts   *Options
-	start  time.Time
+// session is what the main agent and its subagents share: one workspace
+// and root, one sandbox, one transcript, one checkpointer, one task
+// registry, one set of MCP servers, one token budget. A subagent gets none
+// of these afresh — it uses the parent's — so that nothing the parent
+// enforces is weaker inside it.
+type session struct {
+	opts  *Options // the caller's
+	start time.Time
 
 	sessionID string
 	workspace string
 	root      *os.Root
 	resumed   bool
 
-	visible map[string]*tools.Tool
-	names   []string
-	specs   []provider.ToolSpec
-	gate    gate
-
 	file         *sessionFile
-	messages     []provider.Message
 	tasks        *tools.Tasks
 	checkpointer Checkpointer
 	snapshots    tools.SnapshotRecorder
@@ -78,11 +86,54 @@ type run struct {
 	builtins         map[*tools.Tool]bool
 	handlerMu        sync.Mutex
 	handlerSandboxes map[handlerProfile]*sandbox.Sandbox
+	toolTimeout      time.Duration
 
-	usage       provider.Usage
-	turns       int
-	toolTimeout time.Duration
-	ended       bool // SessionEnd hooks have run
+	mcp        *mcp.Manager // nil without MCP servers
+	mcpStatus  []mcp.ServerStatus
+	mcpChanges lateRecorder // where MCP servers' changes are recorded
+	agentTool  *tools.Tool  // nil without Agents
+	output     *outputCheck
+
+	mu    sync.Mutex
+	usage provider.Usage // every model call, the main agent's and the subagents'
+	halt  *ending        // set when the whole run must stop (budget, a subagent's interrupt)
+}
+
+// run is one agent's loop: the main agent's, or a subagent's (see
+// subagent.go), with its own conversation and tools over the shared
+// session.
+type run struct {
+	*session
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// What differs between the main agent and a subagent.
+	prompt    string
+	system    string
+	modelName string
+	maxTurns  int
+	// agent, agentID and parentCallID name a subagent ("" for the main
+	// agent).
+	agent, agentID, parentCallID string
+	parentTurn                   int
+
+	visible map[string]*tools.Tool
+	names   []string
+	specs   []provider.ToolSpec
+	gate    gate
+
+	messages []provider.Message
+	turns    int
+	ended    bool // SessionEnd hooks have run
+}
+
+// ending is how an agent's loop ended.
+type ending struct {
+	subtype    string
+	err        error
+	text       string
+	stop       provider.StopReason
+	structured json.RawMessage
 }
 
 func newRun(ctx context.Context, o *Options) (_ *run, err error) {
@@ -95,7 +146,10 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if strings.TrimSpace(o.Prompt) == "" {
 		return nil, errors.New("kernel: Options.Prompt is empty")
 	}
-	r := &run{opts: o, toolTimeout: o.ToolTimeout}
+	if o.MaxBudgetTokens < 0 {
+		return nil, errors.New("kernel: Options.MaxBudgetTokens is negative")
+	}
+	r := &run{session: &session{opts: o, toolTimeout: o.ToolTimeout}, prompt: o.Prompt, system: o.SystemPrompt, modelName: o.ModelName, maxTurns: o.MaxTurns}
 	if r.toolTimeout <= 0 {
 		r.toolTimeout = defaultToolTimeout
 	}
@@ -112,8 +166,14 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if err := r.buildRules(); err != nil {
 		return nil, err
 	}
-	if err := r.buildTools(); err != nil {
+	if err := checkAgents(o); err != nil {
 		return nil, err
+	}
+	if r.output, err = newOutputCheck(o.OutputFormat); err != nil {
+		return nil, err
+	}
+	if r.output != nil {
+		r.system = r.output.instruct(r.system)
 	}
 	if err := r.prepareSandbox(); err != nil {
 		return nil, err
@@ -123,6 +183,19 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 			r.closeSandboxes()
 		}
 	}()
+	// MCP servers are connected before the tools are built, so that their
+	// tools are named in Tools, rules and hook matchers like any other.
+	if err := r.connectMCP(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && r.mcp != nil {
+			r.mcp.Close()
+		}
+	}()
+	if err := r.buildTools(); err != nil {
+		return nil, err
+	}
 	if r.root, err = os.OpenRoot(r.workspace); err != nil {
 		return nil, fmt.Errorf("kernel: opening the workspace: %w", err)
 	}
@@ -145,11 +218,15 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 		}
 		r.checkpointer, r.snapshots = cp, cp
 	}
+	if r.snapshots != nil {
+		r.mcpChanges.set(r.snapshots)
+	}
 	r.tasks = tools.NewTasks()
 	r.gate.sessionID = r.sessionID
 	r.gate.workspace = r.workspace
 	r.gate.canUseTool = o.CanUseTool
 	r.gate.approval = o.Approval
+	r.gate.delegate = r.agentTool
 	return r, nil
 }
 
@@ -243,8 +320,9 @@ func resolveStateDir(dir, workspace string) (string, error) {
 	return abs, nil
 }
 
-// buildTools computes the tools the model sees: built-ins then custom tools,
-// narrowed by Options.Tools, minus the tools a deny rule denies whole.
+// buildTools computes the tools the model sees: built-ins, custom tools,
+// the connected MCP servers' tools and the agent tool, narrowed by
+// Options.Tools, minus the tools a deny rule denies whole.
 func (r *run) buildTools() error {
 	o := r.opts
 	r.builtins = map[*tools.Tool]bool{}
@@ -252,13 +330,24 @@ func (r *run) buildTools() error {
 		r.builtins[t] = true
 	}
 	all := append(builtin.All(), o.CustomTools...)
+	if r.mcp != nil {
+		all = append(all, r.mcp.Tools()...)
+	}
+	if len(o.Agents) > 0 {
+		t, err := newAgentTool(o.Agents)
+		if err != nil {
+			return err
+		}
+		r.agentTool = t
+		all = append(all, t)
+	}
 	byName := make(map[string]*tools.Tool, len(all))
 	for _, t := range all {
 		if t == nil {
 			return errors.New("kernel: Options.CustomTools contains a nil tool")
 		}
 		if _, dup := byName[t.Name()]; dup {
-			return fmt.Errorf("kernel: two tools are named %q; tool names must be unique (custom tools cannot replace built-ins)", t.Name())
+			return fmt.Errorf("kernel: two tools are named %q; tool names must be unique (custom tools cannot replace built-ins, and an in-process MCP server's tools come either through MCPServers or through CustomTools, not both)", t.Name())
 		}
 		byName[t.Name()] = t
 	}
@@ -266,9 +355,12 @@ func (r *run) buildTools() error {
 	if err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
-	for _, p := range o.Tools {
-		if !strings.ContainsAny(p, "*?") && byName[p] == nil {
-			return fmt.Errorf("kernel: Tools names %q, but there is no such tool", p)
+	if err := r.checkToolNames("Tools", o.Tools, byName); err != nil {
+		return err
+	}
+	for name, def := range o.Agents {
+		if err := r.checkToolNames(fmt.Sprintf("Agents[%q].Tools", name), def.Tools, byName); err != nil {
+			return err
 		}
 	}
 	r.visible = map[string]*tools.Tool{}
@@ -282,9 +374,26 @@ func (r *run) buildTools() error {
 		if _, denied := r.gate.rules.DeniesWholeTool(t.Name()); denied {
 			continue
 		}
-		r.visible[t.Name()] = t
-		r.names = append(r.names, t.Name())
-		r.specs = append(r.specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchemaJSON()})
+		r.addVisible(t)
+	}
+	return nil
+}
+
+func (r *run) addVisible(t *tools.Tool) {
+	r.visible[t.Name()] = t
+	r.names = append(r.names, t.Name())
+	r.specs = append(r.specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchemaJSON()})
+}
+
+// checkToolNames refuses a name (not a wildcard) that names no tool. A
+// name of an MCP server that did not connect is let through: the failure
+// is reported in session_start and must not stop the run.
+func (r *run) checkToolNames(field string, names []string, byName map[string]*tools.Tool) error {
+	for _, p := range names {
+		if strings.ContainsAny(p, "*?") || byName[p] != nil || r.mcpMayOffer(p) {
+			continue
+		}
+		return fmt.Errorf("kernel: %s names %q, but there is no such tool", field, p)
 	}
 	return nil
 }
@@ -357,6 +466,9 @@ func (r *run) close() {
 	// run, with nowhere to report to.
 	r.sessionEnd("stopped", func(Event) {})
 	r.tasks.KillAll(5 * time.Second)
+	if r.mcp != nil {
+		r.mcp.Close()
+	}
 	r.closeSandboxes()
 	if r.checkpointer != nil {
 		r.checkpointer.Close()
@@ -366,21 +478,86 @@ func (r *run) close() {
 	r.root.Close()
 }
 
+// appendMessage records a message of the conversation. A subagent's
+// messages are kept in the transcript as "agent_message" records, which
+// are not part of the main conversation a resumed session reloads.
 func (r *run) appendMessage(m provider.Message) error {
-	if err := r.file.append(Record{Type: "message", Message: &m}); err != nil {
+	rec := Record{Type: "message", Message: &m}
+	if r.agentID != "" {
+		rec.Type, rec.Agent, rec.AgentID = "agent_message", r.agent, r.agentID
+	}
+	if err := r.file.append(rec); err != nil {
 		return err
 	}
 	r.messages = append(r.messages, m)
 	return nil
 }
 
+// event stamps an event with the session and, in a subagent, the agent.
 func (r *run) event(e Event) Event {
 	e.SessionID = r.sessionID
+	if r.agentID != "" {
+		e.Agent, e.AgentID, e.ParentToolUseID = r.agent, r.agentID, r.parentCallID
+	}
 	return e
 }
 
+// addUsage counts a model call against the run's budget. When the budget
+// is exceeded the whole run must stop: every agent's loop sees it through
+// halted.
+func (r *run) addUsage(u provider.Usage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.usage.Add(u)
+	if budget := r.opts.MaxBudgetTokens; budget > 0 && r.halt == nil {
+		if used := totalTokens(r.usage); used > budget {
+			r.halt = &ending{subtype: SubtypeErrorMaxBudget, err: fmt.Errorf("%w: %d tokens used, the budget is %d", ErrMaxBudget, used, budget)}
+		}
+	}
+}
+
+func totalTokens(u provider.Usage) int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// halted returns why the whole run must stop, or nil.
+func (r *run) halted() *ending {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.halt
+}
+
+// haltAll makes the whole run stop with end, unless it is stopping already.
+func (r *run) haltAll(end ending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.halt == nil {
+		r.halt = &end
+	}
+}
+
+func (r *run) totalUsage() provider.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.usage
+}
+
+// userTurn is the index of the user turn the current tool calls belong to:
+// a subagent's calls belong to the turn of the parent's call that started it.
+func (r *run) userTurn() int {
+	if r.agentID != "" {
+		return r.parentTurn
+	}
+	return userTurns(r.messages) - 1
+}
+
 func (r *run) loop(yield func(Event, error) bool) {
-	if !yield(r.event(Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed}), nil) {
+	start := Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.mcpStatus}
+	for name := range r.opts.Agents {
+		start.Agents = append(start.Agents, name)
+	}
+	slices.Sort(start.Agents)
+	if !yield(r.event(start), nil) {
 		return
 	}
 	live := true // the consumer still listens
@@ -398,13 +575,13 @@ func (r *run) loop(yield func(Event, error) bool) {
 	in.Event, in.Source = HookSessionStart, source
 	extra := r.gate.hooks.notify(r.ctx, in, nil, report)
 	in = base
-	in.Event, in.Prompt = HookUserPromptSubmit, r.opts.Prompt
+	in.Event, in.Prompt = HookUserPromptSubmit, r.prompt
 	more, blocked := r.gate.hooks.promptSubmit(r.ctx, in, report)
 	if !live {
 		return
 	}
 	if blocked != nil {
-		r.finish(yield, SubtypeErrorDuringExecution, blocked, "", "")
+		r.finish(yield, ending{subtype: SubtypeErrorDuringExecution, err: blocked})
 		return
 	}
 	extra = append(extra, more...)
@@ -412,67 +589,108 @@ func (r *run) loop(yield func(Event, error) bool) {
 	if !r.checkpoint(yield, CheckpointCause{Reason: "user_turn", UserTurn: userTurns(r.messages)}) {
 		return
 	}
-	prompt := provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: r.opts.Prompt}}}
+	prompt := provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: r.prompt}}}
 	if len(extra) > 0 {
 		prompt.Content = append(prompt.Content, provider.Block{Type: provider.BlockText, Text: "Additional context from hooks:\n" + strings.Join(extra, "\n")})
 	}
 	if err := r.appendMessage(prompt); err != nil {
-		r.finish(yield, SubtypeErrorDuringExecution, err, "", "")
+		r.finish(yield, ending{subtype: SubtypeErrorDuringExecution, err: err})
 		return
 	}
-	for {
-		if r.opts.MaxTurns > 0 && r.turns >= r.opts.MaxTurns {
-			r.finish(yield, SubtypeErrorMaxTurns, fmt.Errorf("%w (%d)", ErrMaxTurns, r.opts.MaxTurns), "", "")
+	end, ok := r.converse(yield)
+	if !ok {
+		return
+	}
+	if end.subtype == SubtypeSuccess {
+		in := r.gate.hookInput()
+		in.Event, in.Result = HookStop, end.text
+		r.gate.hooks.notify(r.ctx, in, nil, report)
+		if !live {
 			return
+		}
+	}
+	r.finish(yield, end)
+}
+
+// converse calls the model and runs the tools it asks for until it gives
+// a final answer or something ends the loop: the main agent's loop and
+// every subagent's. The conversation so far must end with a user message.
+// ok is false when the consumer stopped the iteration.
+func (r *run) converse(yield func(Event, error) bool) (end ending, ok bool) {
+	retries := 0
+	for {
+		if r.maxTurns > 0 && r.turns >= r.maxTurns {
+			return ending{subtype: SubtypeErrorMaxTurns, err: fmt.Errorf("%w (%d)", ErrMaxTurns, r.maxTurns)}, true
 		}
 		msg, stop, err, ok := r.callModel(yield)
 		if !ok {
-			return
+			return ending{}, false
 		}
 		if err != nil {
-			r.finish(yield, SubtypeErrorDuringExecution, err, "", "")
-			return
+			return ending{subtype: SubtypeErrorDuringExecution, err: err}, true
 		}
 		r.turns++
 		stored := storable(msg)
 		if err := r.appendMessage(stored); err != nil {
-			r.finish(yield, SubtypeErrorDuringExecution, err, "", stop)
-			return
+			return ending{subtype: SubtypeErrorDuringExecution, err: err, stop: stop}, true
 		}
 		if !yield(r.event(Event{Type: EventAssistantMessage, Message: &stored}), nil) {
-			return
+			return ending{}, false
 		}
 		// The calls get the raw input, so a malformed one is reported as such.
 		uses := msg.ToolUses()
 		if len(uses) == 0 {
-			in := r.gate.hookInput()
-			in.Event, in.Result = HookStop, msg.Text()
-			r.gate.hooks.notify(r.ctx, in, nil, report)
-			if !live {
-				return
+			if h := r.halted(); h != nil {
+				// This answer used up the budget (or a subagent stopped
+				// the run): the run ends as that says, answer kept.
+				e := *h
+				e.text, e.stop = msg.Text(), stop
+				return e, true
 			}
-			r.finish(yield, SubtypeSuccess, nil, msg.Text(), stop)
-			return
+			if r.output == nil || r.agentID != "" {
+				return ending{subtype: SubtypeSuccess, text: msg.Text(), stop: stop}, true
+			}
+			structured, problem := r.output.check(msg.Text())
+			if problem == "" {
+				return ending{subtype: SubtypeSuccess, text: msg.Text(), stop: stop, structured: structured}, true
+			}
+			if retries >= r.output.retries {
+				return ending{subtype: SubtypeErrorStructuredOutput, text: msg.Text(), stop: stop,
+					err: fmt.Errorf("%w (answers given: %d): %s", ErrStructuredOutput, retries+1, problem)}, true
+			}
+			retries++
+			// The correction is a user turn like a prompt, and a rewind
+			// target like one.
+			if !r.checkpoint(yield, CheckpointCause{Reason: "user_turn", UserTurn: userTurns(r.messages)}) {
+				return ending{}, false
+			}
+			if err := r.appendMessage(correction(problem)); err != nil {
+				return ending{subtype: SubtypeErrorDuringExecution, err: err, stop: stop}, true
+			}
+			continue
 		}
 		results, interrupt, ok := r.runTools(yield, uses)
 		// The results are recorded even when the consumer has gone, so that
 		// the transcript never ends with unanswered tool calls.
 		if err := r.appendMessage(provider.Message{Role: provider.RoleUser, Content: results}); err != nil {
 			if ok {
-				r.finish(yield, SubtypeErrorDuringExecution, err, "", stop)
+				return ending{subtype: SubtypeErrorDuringExecution, err: err, stop: stop}, true
 			}
-			return
+			return ending{}, false
 		}
 		if !ok {
-			return
+			return ending{}, false
 		}
 		if interrupt != "" {
-			r.finish(yield, SubtypeErrorDuringExecution, fmt.Errorf("%w: %s", ErrInterrupted, interrupt), "", stop)
-			return
+			return ending{subtype: SubtypeErrorDuringExecution, err: fmt.Errorf("%w: %s", ErrInterrupted, interrupt), stop: stop}, true
+		}
+		if h := r.halted(); h != nil {
+			e := *h
+			e.stop = stop
+			return e, true
 		}
 		if err := r.ctx.Err(); err != nil {
-			r.finish(yield, SubtypeErrorDuringExecution, fmt.Errorf("%w: %w", ErrInterrupted, err), "", stop)
-			return
+			return ending{subtype: SubtypeErrorDuringExecution, err: fmt.Errorf("%w: %w", ErrInterrupted, err), stop: stop}, true
 		}
 	}
 }
@@ -481,11 +699,12 @@ func (r *run) loop(yield func(Event, error) bool) {
 // stopped the iteration.
 func (r *run) callModel(yield func(Event, error) bool) (msg *provider.Message, stop provider.StopReason, err error, ok bool) {
 	req := &provider.Request{
-		Model:     r.opts.ModelName,
-		System:    r.opts.SystemPrompt,
+		Model:     r.modelName,
+		System:    r.system,
 		Messages:  r.messages,
 		Tools:     r.specs,
 		MaxTokens: r.opts.MaxTokens,
+		Agent:     r.agent,
 	}
 	for ch, err := range r.opts.Model.Stream(r.ctx, req) {
 		if err != nil {
@@ -508,7 +727,7 @@ func (r *run) callModel(yield func(Event, error) bool) (msg *provider.Message, s
 				return nil, "", nil, false
 			}
 		case provider.ChunkMessage:
-			r.usage.Add(ch.Usage)
+			r.addUsage(ch.Usage)
 			if ch.Message == nil {
 				return nil, "", fmt.Errorf("model: %w", provider.ErrNoMessage), true
 			}
@@ -553,19 +772,22 @@ func fixToolUseIDs(m *provider.Message, turn int) {
 	}
 }
 
-func (r *run) finish(yield func(Event, error) bool, subtype string, err error, text string, stop provider.StopReason) {
+func (r *run) finish(yield func(Event, error) bool, end ending) {
+	usage := r.totalUsage()
 	e := r.event(Event{
-		Type: EventResult, Subtype: subtype, IsError: subtype != SubtypeSuccess,
-		NumTurns: r.turns, Usage: r.usage, StopReason: stop, Result: text,
-		DurationMS: time.Since(r.start).Milliseconds(),
+		Type: EventResult, Subtype: end.subtype, IsError: end.subtype != SubtypeSuccess,
+		NumTurns: r.turns, Usage: usage, StopReason: end.stop, Result: end.text,
+		StructuredOutput: end.structured,
+		DurationMS:       time.Since(r.start).Milliseconds(),
 	})
+	err := end.err
 	if err != nil {
 		e.Error = err.Error()
 	}
 	// SessionEnd hooks run before the result event, so that their
 	// failures are still reported in the stream.
 	consumer := true
-	r.sessionEnd(subtype, func(ev Event) {
+	r.sessionEnd(end.subtype, func(ev Event) {
 		if consumer && !yield(r.event(ev), nil) {
 			consumer = false
 		}
@@ -573,7 +795,7 @@ func (r *run) finish(yield func(Event, error) bool, subtype string, err error, t
 	if !consumer {
 		return
 	}
-	rec := Record{Type: "result", Subtype: subtype, Usage: r.usage, Error: e.Error, Time: time.Now().UTC()}
+	rec := Record{Type: "result", Subtype: end.subtype, Usage: usage, Error: e.Error, Time: time.Now().UTC()}
 	if werr := r.file.append(rec); werr != nil && err == nil {
 		err = werr
 		e.Subtype, e.IsError, e.Error = SubtypeErrorDuringExecution, true, werr.Error()
@@ -638,7 +860,7 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 			res := withContext(r.postHooks(yield, p.call, out[j], &ok), p.context)
 			results[p.index] = r.deliver(yield, p.call, res, &ok)
 		}
-		if ok && !r.checkpoint(yield, batchCause(batch, userTurns(r.messages)-1)) {
+		if ok && !r.checkpoint(yield, batchCause(batch, r.userTurn())) {
 			ok = false
 		}
 		batch = batch[:0]
@@ -652,6 +874,13 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 			// The consumer has gone or the run was interrupted: record the
 			// call as not run, so that the transcript stays answerable.
 			results[i] = toolResultBlock(call.ID, tools.Errorf("not run: the run was stopped before this call"))
+			continue
+		}
+		if h := r.halted(); h != nil {
+			// The budget is spent (or a subagent stopped the run): nothing
+			// more runs, and the model is told why.
+			flush()
+			results[i] = r.deliver(yield, call, tools.Errorf("not run: %v", h.err), &ok)
 			continue
 		}
 		t := r.visible[call.Name]
@@ -732,17 +961,30 @@ func (r *run) execute(yield func(Event, error) bool, calls []pendingCall, ok *bo
 		go func() {
 			var mu sync.Mutex
 			finished := false
-			emit := func(name string, data any) {
+			// forward delivers an event from the call's goroutine: a custom
+			// event of its handler, or any event of the subagent it runs.
+			// It returns false once the consumer has stopped.
+			forward := func(e Event) bool {
 				mu.Lock()
 				defer mu.Unlock()
 				// A handler abandoned at its deadline may still emit; after
 				// its call has finished nobody listens, so drop the event.
 				if finished {
-					return
+					return false
 				}
-				events <- r.event(Event{Type: EventCustom, ID: p.call.ID, Name: name, Data: data})
+				events <- e
+				return callCtx.Err() == nil
 			}
-			results[j] = r.callTool(callCtx, p, emit)
+			emit := func(name string, data any) {
+				forward(r.event(Event{Type: EventCustom, ID: p.call.ID, Name: name, Data: data}))
+			}
+			if r.agentTool != nil && p.tool == r.agentTool {
+				// A subagent's loop has no deadline of its own: each of
+				// its tool calls has one, and its turns are bounded.
+				results[j] = r.runSubagent(callCtx, p.call, forward)
+			} else {
+				results[j] = r.callTool(callCtx, p, emit)
+			}
 			mu.Lock()
 			finished = true
 			mu.Unlock()
@@ -782,7 +1024,11 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		EmitFunc:  emit,
 		Snapshots: r.snapshots,
 	}
-	if r.builtins[p.tool] || r.opts.InProcessHandlers {
+	// A tool of an external MCP server only forwards the call over its
+	// session (the server itself is confined): a confined re-execution
+	// would not have the session. Tools of in-process servers are not
+	// proxies; they run confined like any custom tool.
+	if r.builtins[p.tool] || r.opts.InProcessHandlers || mcp.IsProxy(p.tool) {
 		return p.tool.Call(tctx, p.call.Input)
 	}
 	sb, workspace, err := r.handlerSandbox(p.tool)

@@ -34,7 +34,8 @@ func DefaultStateDir() (string, error) {
 
 // Record is one line of a session transcript (JSONL). The first record is
 // the header (type "session"); then "message" records in conversation
-// order; a "result" record closes each run.
+// order, "agent_message" records of subagents' conversations among them;
+// a "result" record closes each run.
 type Record struct {
 	Type string `json:"type"`
 	// session header
@@ -43,8 +44,11 @@ type Record struct {
 	Model     string    `json:"model,omitempty"`
 	Created   time.Time `json:"created,omitzero"`
 	Prompt    string    `json:"prompt,omitempty"`
-	// message
+	// message; agent_message (a subagent's, with its name and id; not part
+	// of the conversation a resumed session reloads)
 	Message *provider.Message `json:"message,omitempty"`
+	Agent   string            `json:"agent,omitempty"`
+	AgentID string            `json:"agent_id,omitempty"`
 	// result
 	Subtype string         `json:"subtype,omitempty"`
 	Usage   provider.Usage `json:"usage,omitzero"`

@@ -14,6 +14,13 @@
 //     allows custom tools (loopback, in every preset);
 //   - under strict, a custom tool with Security.Filesystem "unrestricted"
 //     or Security.SideEffects "external";
+//   - an MCP server beyond the preset (CheckMCPServers): the tools of an
+//     in-process server as custom tools; an external server declaring
+//     more network than MCPMaxNetwork (loopback under strict and
+//     standard; what commands may reach under permissive), or, under
+//     strict, the whole filesystem;
+//   - a subagent definition with bypassPermissions where the preset
+//     forbids the mode;
 //   - InProcessHandlers (custom handlers always run confined);
 //   - bypassPermissions under a preset that forbids it (strict), or
 //     without AllowDangerouslySkipPermissions;
@@ -32,5 +39,8 @@
 //     file that sets one, else the preset's;
 //   - hooks: the policy files' command hooks (run in the sandbox, see
 //     CommandHook), then Config.Hooks;
-//   - checkpoints in the state directory, unless NoCheckpoints.
+//   - checkpoints in the state directory, unless NoCheckpoints;
+//   - MCP servers (stdio servers in the preset's sandbox, narrowed per
+//     entry; the network cap passed on to the kernel too), subagents, the
+//     token budget and structured output, as kernel.Options.
 package local

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -74,6 +78,25 @@ type Config struct {
 	// change the agent makes can be rewound).
 	NoCheckpoints bool
 
+	// MCPServers are the MCP servers of every session (mcp.LoadConfig for
+	// a --mcp-config file; {Server: srv} for an in-process server). The
+	// tools of an in-process server are checked like CustomTools; an
+	// external server is judged by the network its entry declares (see
+	// CheckMCPServers). MCPConnectTimeout bounds connecting each one.
+	MCPServers        map[string]mcp.ServerConfig
+	MCPConnectTimeout time.Duration
+
+	// Agents are the subagents the agent tool can start (see
+	// kernel.AgentDefinition); a definition's bypassPermissions mode is
+	// refused where the preset refuses the mode.
+	Agents map[string]kernel.AgentDefinition
+	// MaxBudgetTokens bounds the tokens of a run and its subagents
+	// (kernel.Options.MaxBudgetTokens).
+	MaxBudgetTokens int64
+	// OutputFormat asks for a final answer in JSON matching a schema
+	// (kernel.Options.OutputFormat).
+	OutputFormat *kernel.OutputFormat
+
 	// InProcessHandlers must be false: the assembler refuses to run custom
 	// handlers unconfined. It is here so that a configuration carried over
 	// from kernel.Options fails loudly instead of losing it silently; use
@@ -92,7 +115,8 @@ type Agent struct {
 
 // New checks cfg against its preset and builds the agent. It refuses, with
 // an error naming the tool and the field, any custom tool whose Security is
-// missing or broader than the preset allows, and refuses
+// missing or broader than the preset allows, any MCP server beyond the
+// preset (CheckMCPServers, naming the server), and refuses
 // InProcessHandlers and a bypassPermissions the preset forbids. A policy
 // file with a bad rule is an error naming the file and the line.
 func New(cfg Config) (*Agent, error) {
@@ -108,6 +132,14 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if err := CheckTools(preset, cfg.CustomTools); err != nil {
 		return nil, err
+	}
+	if err := CheckMCPServers(preset, cfg.MCPServers); err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		if m := cfg.Agents[name].PermissionMode; m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
+			return nil, fmt.Errorf("local: agent %q: field PermissionMode is bypassPermissions, which the %s preset does not allow", name, preset.Name)
+		}
 	}
 	ws, err := kernel.ResolveWorkspace(cfg.Workspace)
 	if err != nil {
@@ -158,6 +190,12 @@ func New(cfg Config) (*Agent, error) {
 		UserInput:                       cfg.UserInput,
 		StateDir:                        cfg.StateDir,
 		Sandbox:                         &sb,
+		MCPServers:                      cfg.MCPServers,
+		MCPMaxNetwork:                   MCPMaxNetwork(preset),
+		MCPConnectTimeout:               cfg.MCPConnectTimeout,
+		Agents:                          cfg.Agents,
+		MaxBudgetTokens:                 cfg.MaxBudgetTokens,
+		OutputFormat:                    cfg.OutputFormat,
 	}
 	if !cfg.NoCheckpoints {
 		opts.Checkpoints = Checkpoints(cfg.StateDir)
@@ -190,6 +228,66 @@ func CheckTools(preset policies.Preset, ts []*tools.Tool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MCPMaxNetwork is the widest network an external MCP server may declare
+// under preset: loopback, or what the preset lets commands reach when that
+// is wider (permissive: unrestricted). So under strict and standard a
+// server reaches at most a local service, as a custom tool may; under
+// permissive, a remote MCP server is no wider than what bash can reach.
+func MCPMaxNetwork(preset policies.Preset) tools.Network {
+	if networkWider(preset.Sandbox.Network, sandbox.NetworkLoopback) {
+		return tools.Network(preset.Sandbox.Network)
+	}
+	return tools.NetworkLoopback
+}
+
+// CheckMCPServers checks MCP servers against a preset, returning every
+// refusal (errors.Join), each naming the server (or the tool) and the
+// field:
+//
+//   - the tools of an in-process server, like custom tools (CheckTools);
+//   - an external server by the network its entry declares (for an HTTP
+//     server, by default the narrowest that reaches its URL): at most
+//     MCPMaxNetwork. Its side effects are judged by that network — a
+//     server without network reaches nothing outside its sandbox, one
+//     with loopback only local services — which is why an entry's derived
+//     "sideEffects": "external" is not refused as a custom tool's is;
+//   - under a preset that confines custom tools to the workspace
+//     (strict), a stdio server declaring "filesystem": "unrestricted".
+//
+// The kernel is given the same network cap, so a server that slipped past
+// would be refused again before it starts.
+func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig) error {
+	var errs []error
+	limit := MCPMaxNetwork(preset)
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		sc := servers[name]
+		if sc.Server != nil {
+			if err := CheckTools(preset, sc.Server.Tools()); err != nil {
+				errs = append(errs, fmt.Errorf("local: MCP server %q: %w", name, err))
+			}
+			continue
+		}
+		if err := sc.Check(name); err != nil {
+			errs = append(errs, fmt.Errorf("local: MCP %w", err))
+			continue
+		}
+		sec := sc.Security()
+		if networkWider(sandbox.NetworkMode(sec.Network), sandbox.NetworkMode(limit)) {
+			errs = append(errs, fmt.Errorf("local: MCP server %q: field network is %q, beyond what the %s preset allows MCP servers (at most %s); declare a narrower \"network\" or choose a wider preset", name, sec.Network, preset.Name, limit))
+		}
+		if sec.Filesystem == tools.FilesystemUnrestricted && !preset.CustomToolUnrestrictedFilesystem {
+			errs = append(errs, fmt.Errorf("local: MCP server %q: field filesystem is %q; the %s preset confines MCP servers to the workspace", name, sec.Filesystem, preset.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// networkWider reports whether a reaches further than b, by the order the
+// presets use for custom tools (none < loopback < private < unrestricted).
+func networkWider(a, b sandbox.NetworkMode) bool {
+	return !policies.Preset{CustomToolMaxNetwork: b}.NetworkAllowed(a)
 }
 
 // Preset returns the agent's preset.

@@ -233,8 +233,15 @@ func (c *ServerConfig) networkOr(def tools.Network) tools.Network {
 	return c.Network
 }
 
-// security is what every tool of the server declares; for a stdio server
-// it is also what its sandbox enforces.
+// Security is what every tool of the server declares — for a stdio server
+// also what its sandbox enforces — with the defaults filled in: the
+// network reaching an HTTP server's URL, side effects derived from the
+// network and file system. An assembler judges an external server by it
+// before the server starts. It means nothing for an in-process server,
+// whose tools declare their own.
+func (c *ServerConfig) Security() tools.Security { return c.security() }
+
+// security is Security.
 func (c *ServerConfig) security() tools.Security {
 	s := tools.Security{Filesystem: c.Filesystem, SideEffects: c.SideEffects}
 	switch c.kind() {

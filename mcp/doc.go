@@ -105,6 +105,9 @@
 //     connected with its tools, or failed with the reason (the program
 //     not found, its exit code and the end of its stderr, a timeout, a
 //     refusal by MaxNetwork); a failed server never holds up the run;
+//   - passes Options.BeforeChange, so that what a stdio server that may
+//     write the workspace changes there is captured for checkpoints like
+//     a command's changes;
 //   - appends Tools to the custom tools, calling those for which IsProxy
 //     is true with Tool.Call in-process (their handler only forwards over
 //     the session; the server is confined, and a re-executed child would

@@ -54,6 +54,12 @@ type Options struct {
 	// mode and file-system access replace the base's (see ServerConfig).
 	// nil means the zero policy: no workspace.
 	Sandbox *sandbox.Policy
+	// BeforeChange, when set, is called before a stdio server that may
+	// write the workspace changes a path in it (sandbox.Command.
+	// BeforeChange), so that a checkpoint can save the pre-image: the
+	// kernel passes its checkpointer's. The Sandbox policy's own
+	// CaptureChanges is ignored.
+	BeforeChange sandbox.ChangeFunc
 	// MaxNetwork refuses, without starting them, servers that declare a
 	// wider network (strict: loopback). Empty means no cap.
 	MaxNetwork tools.Network

@@ -5,97 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/lite-agent/lite-agent/internal/mcptest"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// The reference servers the tests run, pinned; scripts/deps.sh installs the
-// same versions.
-var npmServers = []struct{ pkg, version, bin string }{
-	{"@modelcontextprotocol/server-everything", "2026.8.31", "mcp-server-everything"},
-	{"@modelcontextprotocol/server-filesystem", "2026.8.31", "mcp-server-filesystem"},
-}
-
-// npmDir is where the reference servers are installed: $LITE_AGENT_NPM_DIR,
-// else $XDG_CACHE_HOME/lite-agent/npm (~/.cache/lite-agent/npm).
-func npmDir() string {
-	if d := os.Getenv("LITE_AGENT_NPM_DIR"); d != "" {
-		return d
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "lite-agent", "npm")
-}
-
-var npmInstall struct {
-	once sync.Once
-	err  error
-}
-
-// npmBin returns the path of bin in the installed reference servers,
-// installing them with npm first if they are missing. It skips only when
-// node or npm is not installed.
-func npmBin(t *testing.T, bin string) string {
-	t.Helper()
-	const what = "the npm reference servers (@modelcontextprotocol/server-everything and server-filesystem) over stdio inside the sandbox: list tools, call them, read resources"
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skipf("node is not installed, so this test cannot run %s", what)
-	}
-	dir := npmDir()
-	installed := func() bool {
-		for _, s := range npmServers {
-			var pj struct{ Version string }
-			b, err := os.ReadFile(filepath.Join(dir, "node_modules", s.pkg, "package.json"))
-			if err != nil || json.Unmarshal(b, &pj) != nil || pj.Version != s.version {
-				return false
-			}
-		}
-		return true
-	}
-	if !installed() {
-		if _, err := exec.LookPath("npm"); err != nil {
-			t.Skipf("npm is not installed and %s has no reference servers, so this test cannot run %s (scripts/deps.sh installs them)", dir, what)
-		}
-		npmInstall.once.Do(func() {
-			args := []string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save"}
-			for _, s := range npmServers {
-				args = append(args, s.pkg+"@"+s.version)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				npmInstall.err = err
-				return
-			}
-			out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput()
-			if err != nil {
-				npmInstall.err = fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-		})
-		if npmInstall.err != nil {
-			t.Fatalf("installing the reference servers: %v", npmInstall.err)
-		}
-		if !installed() {
-			t.Fatalf("npm install finished but %s lacks the pinned reference servers", dir)
-		}
-	}
-	return filepath.Join(dir, "node_modules", ".bin", bin)
-}
-
 func TestNPMEverything(t *testing.T) {
 	requireSandbox(t, "the npm server-everything over stdio inside the sandbox")
-	bin := npmBin(t, "mcp-server-everything")
+	bin := mcptest.Bin(t, "mcp-server-everything")
 	// A variable that looks like a secret must not reach the server; one
 	// given in the entry must.
 	t.Setenv("LITE_AGENT_TEST_API_TOKEN", "do-not-leak")
@@ -183,7 +105,7 @@ func TestNPMEverything(t *testing.T) {
 
 func TestNPMFilesystem(t *testing.T) {
 	requireSandbox(t, "the npm server-filesystem over stdio inside the sandbox")
-	bin := npmBin(t, "mcp-server-filesystem")
+	bin := mcptest.Bin(t, "mcp-server-filesystem")
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("buy milk"), 0o644); err != nil {
 		t.Fatal(err)

@@ -75,6 +75,8 @@ func (c *conn) startProcess(ctx context.Context) (io.ReadCloser, io.WriteCloser,
 		Stdin:  stdinR,
 		Stdout: stdoutW,
 		Stderr: c.stderrBuf(),
+		// Set only when the policy captures changes (see stdioPolicy).
+		BeforeChange: c.m.changeHook(pol),
 	})
 	if err != nil {
 		stdinR.Close()
@@ -174,7 +176,18 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 	// long-lived.
 	p.Limits.OutputBytes = math.MaxInt64
 	p.Limits.WallTime = 0
+	// A server that may change the workspace has its changes captured,
+	// when the manager was given somewhere to report them.
+	p.CaptureChanges = m.opts.BeforeChange != nil && p.Workspace != ""
 	return p, dir, nil
+}
+
+// changeHook is the BeforeChange of a server started under pol.
+func (m *Manager) changeHook(pol sandbox.Policy) sandbox.ChangeFunc {
+	if !pol.CaptureChanges {
+		return nil
+	}
+	return m.opts.BeforeChange
 }
 
 // programPaths are the paths the server's program needs to be read and run

@@ -92,6 +92,10 @@ type Request struct {
 	Messages  []Message
 	Tools     []ToolSpec
 	MaxTokens int
+	// Agent names the subagent making the call ("" for the main agent).
+	// Providers that talk to an API ignore it; the scripted model uses it
+	// to pick the subagent's script.
+	Agent string
 }
 
 // StopReason says why the model stopped.

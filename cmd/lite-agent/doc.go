@@ -17,7 +17,11 @@
 // --preset strict|standard|permissive, --permission-mode
 // default|acceptEdits|plan|dontAsk|bypassPermissions|auto,
 // --dangerously-skip-permissions, --output-format text|json|stream-json,
-// --system-prompt TEXT, --state-dir DIR, --resume SESSION, --verbose. The
+// --system-prompt TEXT, --state-dir DIR, --resume SESSION, --verbose,
+// --mcp-config FILE (the {"mcpServers": {...}} shape; inline JSON too),
+// --mcp-connect-timeout DURATION, --agents FILE (subagent definitions by
+// name; inline JSON too), --max-budget-tokens N, --output-schema FILE (a
+// JSON Schema the final answer must match; inline JSON too). The
 // agent is built by package local (the strict assembler): the preset, the
 // policy files ($XDG_CONFIG_HOME/lite-agent/policy.toml and
 // WORKSPACE/.lite-agent/policy.toml), then the flags. When stdin is a
@@ -50,8 +54,11 @@
 // tool_result (with the model's tool-use "id"; tool_result with "is_error"
 // and "content"), permission (between them: "decision", "by", "rule",
 // "rule_source", "hook", "mode", "reason"), hook (a hook that failed),
-// custom, retry, and result last. In text output, denials and hook
-// failures are shown on stderr.
+// custom, retry, checkpoint, and result last (with structured_output under
+// --output-schema). session_start lists mcp_servers and agents; every
+// event a subagent emits carries agent, agent_id and parent_tool_use_id.
+// In text output, denials and hook failures are shown on stderr, and so is
+// a subagent's work with --verbose (stdout is the main agent's answer).
 //
 // # Exit codes
 //

@@ -76,6 +76,9 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 	if set["tools"] {
 		cfg.Tools = commaList(f.tools)
 	}
+	if err := applyExtras(f, &cfg); err != nil {
+		return nil, err
+	}
 	if isTerminal(stdin) {
 		cfg.CanUseTool = terminalPrompt(bufio.NewReader(stdin), stderr)
 	}
@@ -135,7 +138,11 @@ const maxShownInput = 2000
 // No answer (end of input) denies.
 func terminalPrompt(in *bufio.Reader, out io.Writer) kernel.CanUseToolFunc {
 	return func(ctx context.Context, name string, input json.RawMessage, info kernel.ToolUseInfo) (kernel.PermissionResult, error) {
-		fmt.Fprintf(out, "\n? %s wants to run — %s\n", name, info.Reason)
+		who := ""
+		if info.Agent != "" {
+			who = fmt.Sprintf(" (in the subagent %s, %s)", info.Agent, info.AgentID)
+		}
+		fmt.Fprintf(out, "\n? %s wants to run%s — %s\n", name, who, info.Reason)
 		fmt.Fprintf(out, "  %s\n", showInput(name, input))
 		always := "allow always for this session"
 		if len(info.Suggestions) > 0 {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
@@ -46,6 +47,12 @@ type runFlags struct {
 	preset          string
 	permissionMode  string
 	skipPermissions bool
+	// MCP servers, subagents, budget, structured output (extras.go).
+	mcpConfig       string
+	mcpTimeout      time.Duration
+	agents          string
+	maxBudgetTokens int64
+	outputSchema    string
 }
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -71,6 +78,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
 	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
 	permissionFlags(fs, &f)
+	extraFlags(fs, &f)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
 		fs.PrintDefaults()
@@ -239,6 +247,10 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 }
 
 func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writer, wroteText *bool) {
+	if ev.AgentID != "" {
+		renderSubagent(ev, verbose, out, stderr)
+		return
+	}
 	switch ev.Type {
 	case kernel.EventTextDelta:
 		out.WriteString(ev.Text)
@@ -262,15 +274,47 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writ
 		renderPermission(ev, verbose, out, stderr)
 	case kernel.EventToolResult:
 		if verbose {
-			status := "ok"
-			if ev.IsError {
-				status = "error"
-			}
-			text := ""
-			for _, c := range ev.Content {
-				text += c.Text
-			}
-			fmt.Fprintf(stderr, "← %s [%s] %s\n", ev.Name, status, truncate(text, 300))
+			fmt.Fprintln(stderr, resultLine(ev))
+		}
+	}
+}
+
+// resultLine is a tool result in one line for --verbose.
+func resultLine(ev kernel.Event) string {
+	status := "ok"
+	if ev.IsError {
+		status = "error"
+	}
+	text := ""
+	for _, c := range ev.Content {
+		text += c.Text
+	}
+	return fmt.Sprintf("← %s [%s] %s", ev.Name, status, truncate(text, 300))
+}
+
+// renderSubagent shows a subagent's work in text output: stdout is the
+// main agent's answer, so a subagent's text and calls go to stderr with
+// --verbose; its denials and hook failures always do.
+func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writer) {
+	out.Flush()
+	who := "[" + ev.AgentID + "] "
+	switch ev.Type {
+	case kernel.EventAssistantMessage:
+		if verbose && ev.Message != nil && ev.Message.Text() != "" {
+			fmt.Fprintf(stderr, "%s%s\n", who, truncate(ev.Message.Text(), 300))
+		}
+	case kernel.EventToolCall:
+		if verbose {
+			fmt.Fprintf(stderr, "%s→ %s %s\n", who, ev.Name, truncate(string(ev.Input), 200))
+		}
+	case kernel.EventPermission, kernel.EventHook:
+		if verbose || ev.Type == kernel.EventHook || ev.Decision == "deny" {
+			fmt.Fprint(stderr, who)
+			renderPermission(ev, verbose, out, stderr)
+		}
+	case kernel.EventToolResult:
+		if verbose {
+			fmt.Fprintln(stderr, who+resultLine(ev))
 		}
 	}
 }

@@ -17,6 +17,15 @@
 // the tool calls; a turn with tool calls stops with tool_use, else end_turn.
 // Running out of turns is an error that says so.
 //
+// A subagent (kernel.Options.Agents) replays its own script, chosen by the
+// agent's name (provider.Request.Agent):
+//
+//	{"turns": [...],
+//	 "agents": {"researcher": {"turns": [{"text": "Found it."}]}}}
+//
+// Its turns are counted in its own conversation, so every run of the
+// subagent starts at its first turn.
+//
 // For testing bad input, a tool call may give "raw_input" (text sent as the
 // call's arguments verbatim, valid JSON or not) instead of "input", and a
 // turn may give "error" to make that model call fail with that message.

@@ -16,6 +16,14 @@ import (
 // Script is the parsed script file.
 type Script struct {
 	Turns []Turn `json:"turns"`
+	// Agents are the scripts of subagents, by agent name: a call whose
+	// Request.Agent is set replays Agents[name].Turns instead of Turns.
+	Agents map[string]AgentScript `json:"agents,omitempty"`
+}
+
+// AgentScript is what one subagent answers.
+type AgentScript struct {
+	Turns []Turn `json:"turns"`
 }
 
 // Turn is what the model answers to one call.
@@ -51,17 +59,29 @@ var _ provider.Model = (*Model)(nil)
 
 // New returns a Model replaying s, after checking it.
 func New(s Script) (*Model, error) {
-	for i, t := range s.Turns {
-		for j, c := range t.ToolCalls {
-			if c.Name == "" {
-				return nil, fmt.Errorf("scripted: turns[%d].tool_calls[%d]: missing \"name\"", i, j)
-			}
-			if c.RawInput != nil && len(c.Input) > 0 {
-				return nil, fmt.Errorf("scripted: turns[%d].tool_calls[%d]: give \"input\" or \"raw_input\", not both", i, j)
-			}
+	if err := checkTurns("turns", s.Turns); err != nil {
+		return nil, err
+	}
+	for name, a := range s.Agents {
+		if err := checkTurns(fmt.Sprintf("agents[%q].turns", name), a.Turns); err != nil {
+			return nil, err
 		}
 	}
 	return &Model{script: s}, nil
+}
+
+func checkTurns(where string, turns []Turn) error {
+	for i, t := range turns {
+		for j, c := range t.ToolCalls {
+			if c.Name == "" {
+				return fmt.Errorf("scripted: %s[%d].tool_calls[%d]: missing \"name\"", where, i, j)
+			}
+			if c.RawInput != nil && len(c.Input) > 0 {
+				return fmt.Errorf("scripted: %s[%d].tool_calls[%d]: give \"input\" or \"raw_input\", not both", where, i, j)
+			}
+		}
+	}
+	return nil
 }
 
 // Parse parses a script. Syntax errors name the line and column; unknown
@@ -124,11 +144,20 @@ func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[pro
 				k++
 			}
 		}
-		if k >= len(m.script.Turns) {
-			yield(provider.Chunk{}, fmt.Errorf("%w: the script has %d turns and the session asked for turn %d; add a turn to the script", ErrScriptExhausted, len(m.script.Turns), k+1))
+		turns, whose := m.script.Turns, "the script"
+		if req.Agent != "" {
+			a, ok := m.script.Agents[req.Agent]
+			if !ok {
+				yield(provider.Chunk{}, fmt.Errorf("%w: the subagent %q called the model, and the script has no \"agents\" entry for it", ErrScriptExhausted, req.Agent))
+				return
+			}
+			turns, whose = a.Turns, fmt.Sprintf("the script of the subagent %q", req.Agent)
+		}
+		if k >= len(turns) {
+			yield(provider.Chunk{}, fmt.Errorf("%w: %s has %d turns and the session asked for turn %d; add a turn to the script", ErrScriptExhausted, whose, len(turns), k+1))
 			return
 		}
-		turn := m.script.Turns[k]
+		turn := turns[k]
 		if err := ctx.Err(); err != nil {
 			yield(provider.Chunk{}, err)
 			return

@@ -92,3 +92,36 @@ func TestLoadNamesTheFile(t *testing.T) {
 		t.Errorf("Load = %v", err)
 	}
 }
+
+func TestAgentScriptsByName(t *testing.T) {
+	m, err := Parse([]byte(`{"turns": [{"text": "main"}],
+	  "agents": {"researcher": {"turns": [{"text": "sub one"}, {"text": "sub two"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pick := func(agent string, k int) (string, error) {
+		c, err := provider.Collect(m.Stream(context.Background(), &provider.Request{Agent: agent, Messages: history(k)}))
+		if err != nil {
+			return "", err
+		}
+		return c.Message.Text(), nil
+	}
+	if got, err := pick("", 0); err != nil || got != "main" {
+		t.Errorf("main agent: %q %v", got, err)
+	}
+	if got, err := pick("researcher", 0); err != nil || got != "sub one" {
+		t.Errorf("researcher turn 1: %q %v", got, err)
+	}
+	if got, err := pick("researcher", 1); err != nil || got != "sub two" {
+		t.Errorf("researcher turn 2: %q %v", got, err)
+	}
+	if _, err := pick("researcher", 2); !errors.Is(err, ErrScriptExhausted) || !strings.Contains(err.Error(), `subagent "researcher" has 2 turns`) {
+		t.Errorf("researcher exhausted: %v", err)
+	}
+	if _, err := pick("writer", 0); !errors.Is(err, ErrScriptExhausted) || !strings.Contains(err.Error(), `no "agents" entry`) {
+		t.Errorf("unscripted agent: %v", err)
+	}
+	if _, err := Parse([]byte(`{"turns": [], "agents": {"x": {"turns": [{"tool_calls": [{"input": {}}]}]}}}`)); err == nil || !strings.Contains(err.Error(), `agents["x"].turns[0].tool_calls[0]: missing "name"`) {
+		t.Errorf("bad agent script: %v", err)
+	}
+}

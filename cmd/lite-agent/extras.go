@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/local"
+	"github.com/lite-agent/lite-agent/mcp"
+)
+
+// extraFlags adds the run flags of MCP servers, subagents, the token
+// budget and structured output.
+func extraFlags(fs *flag.FlagSet, f *runFlags) {
+	fs.StringVar(&f.mcpConfig, "mcp-config", "", `MCP servers: a file (or inline JSON) in the {"mcpServers": {...}} shape; stdio servers run in the sandbox`)
+	fs.DurationVar(&f.mcpTimeout, "mcp-connect-timeout", 0, "how long each MCP server may take to start and answer (default 30s); a server that does not is reported failed and the run goes on")
+	fs.StringVar(&f.agents, "agents", "", `subagents: a file (or inline JSON) {"NAME": {"description", "prompt", "tools", "model", "maxTurns", "permissionMode"}}; adds the agent tool`)
+	fs.Int64Var(&f.maxBudgetTokens, "max-budget-tokens", 0, "end the run (result error_max_budget) once it and its subagents have used more than N tokens (0: no limit)")
+	fs.StringVar(&f.outputSchema, "output-schema", "", "a JSON Schema file (or inline JSON) the final answer must match; it is returned as structured_output (result error_structured_output if the model cannot)")
+}
+
+// applyExtras puts what those flags say into the assembler's config.
+func applyExtras(f *runFlags, cfg *local.Config) error {
+	if f.mcpTimeout < 0 {
+		return usageErrorf("--mcp-connect-timeout must not be negative")
+	}
+	if f.maxBudgetTokens < 0 {
+		return usageErrorf("--max-budget-tokens must not be negative")
+	}
+	cfg.MCPConnectTimeout = f.mcpTimeout
+	cfg.MaxBudgetTokens = f.maxBudgetTokens
+	if f.mcpConfig != "" {
+		data, err := jsonArg("--mcp-config", f.mcpConfig)
+		if err != nil {
+			return err
+		}
+		c, err := mcp.ParseConfig(data)
+		if err != nil {
+			return failf("--mcp-config %s: %v", argName(f.mcpConfig), err)
+		}
+		cfg.MCPServers = c.Servers
+	}
+	if f.agents != "" {
+		data, err := jsonArg("--agents", f.agents)
+		if err != nil {
+			return err
+		}
+		var agents map[string]kernel.AgentDefinition
+		if err := decodeStrict(data, &agents); err != nil {
+			return failf("--agents %s: %v", argName(f.agents), err)
+		}
+		if len(agents) == 0 {
+			return failf("--agents %s: no agent is defined", argName(f.agents))
+		}
+		cfg.Agents = agents
+	}
+	if f.outputSchema != "" {
+		data, err := jsonArg("--output-schema", f.outputSchema)
+		if err != nil {
+			return err
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(data, &s); err != nil {
+			return failf("--output-schema %s: not a JSON Schema: %v", argName(f.outputSchema), err)
+		}
+		cfg.OutputFormat = &kernel.OutputFormat{Schema: &s}
+	}
+	return nil
+}
+
+// jsonArg returns a flag's JSON: the value itself when it starts with '{',
+// otherwise the content of the file it names.
+func jsonArg(flagName, v string) ([]byte, error) {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		return []byte(v), nil
+	}
+	data, err := os.ReadFile(v)
+	if err != nil {
+		return nil, failf("%s: %v", flagName, err)
+	}
+	return data, nil
+}
+
+// argName names a flag's value in messages: the file, or "(inline JSON)".
+func argName(v string) string {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		return "(inline JSON)"
+	}
+	return v
+}
+
+// decodeStrict decodes one JSON value, refusing unknown fields so that a
+// misspelt key is an error rather than silently ignored.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunExtrasFlagErrors: the MCP, subagent, budget and output-schema
+// flags fail clearly, naming the flag and the file.
+func TestRunExtrasFlagErrors(t *testing.T) {
+	e := newCLIEnv(t)
+	ok := e.script(`{"turns": [{"text": "ok"}]}`)
+	badJSON := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(badJSON, []byte(`{"mcpServers": {"x": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"negative budget", []string{"--max-budget-tokens", "-5"}, 2, "--max-budget-tokens must not be negative"},
+		{"negative timeout", []string{"--mcp-connect-timeout", "-1s"}, 2, "--mcp-connect-timeout must not be negative"},
+		{"mcp config missing", []string{"--mcp-config", "/nonexistent/mcp.json"}, 1, "--mcp-config: open /nonexistent/mcp.json"},
+		{"mcp config bad JSON", []string{"--mcp-config", badJSON}, 1, "--mcp-config " + badJSON},
+		{"mcp config bad server", []string{"--mcp-config", `{"mcpServers": {"x": {"type": "ftp"}}}`}, 1, `unknown type "ftp"`},
+		{"agents misspelt key", []string{"--agents", `{"a": {"description": "d", "prompt": "p", "tool": ["bash"]}}`}, 1, `unknown field "tool"`},
+		{"agents empty", []string{"--agents", `{}`}, 1, "no agent is defined"},
+		{"agent without prompt", []string{"--agents", `{"a": {"description": "d"}}`}, 1, "Prompt is empty"},
+		{"schema not an object", []string{"--output-schema", `{"type": "array"}`}, 1, "must describe a JSON object"},
+		{"schema missing", []string{"--output-schema", "/nonexistent/schema.json"}, 1, "--output-schema: open"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"run", "--script", ok}, c.args...)
+			code, _, errOut := e.run("", append(args, "hi")...)
+			if code != c.code || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d (want %d), stderr %q (want %q)", code, c.code, errOut, c.want)
+			}
+		})
+	}
+}
+
+// TestRunTextShowsSubagentsOnStderr: in text output stdout is the main
+// agent's answer; a subagent's text and calls go to stderr, tagged.
+func TestRunTextShowsSubagentsOnStderr(t *testing.T) {
+	e := newCLIEnv(t)
+	script := e.script(`{
+	  "turns": [
+	    {"text": "Asking.", "tool_calls": [{"id": "a1", "name": "agent", "input": {"agent": "helper", "prompt": "list"}}]},
+	    {"text": "All listed."}],
+	  "agents": {"helper": {"turns": [
+	    {"text": "Listing now.", "tool_calls": [{"id": "l1", "name": "list_dir", "input": {}}]},
+	    {"text": "Nothing there."}]}}}`)
+	agents := filepath.Join(t.TempDir(), "agents.json")
+	if err := os.WriteFile(agents, []byte(`{"helper": {"description": "Lists.", "prompt": "You list.", "tools": ["list_dir"], "maxTurns": 3}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := e.run("", "run", "--script", script, "--agents", agents, "--verbose", "go")
+	if code != 0 || out != "Asking.\nAll listed.\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, want := range []string{"] Listing now.", "] → list_dir", "] ← list_dir [ok]", "← agent [ok] Nothing there."} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(errOut, "[helper-") {
+		t.Errorf("subagent lines are not tagged with its id:\n%s", errOut)
+	}
+
+	// json output: the result alone, with the budget's usage.
+	code, out, _ = e.run("", "run", "--script", script, "--agents", agents, "--max-budget-tokens", "100000", "--output-format", "json", "go")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res["subtype"] != "success" || res["result"] != "All listed." {
+		t.Errorf("json: exit %d, %s", code, out)
+	}
+}

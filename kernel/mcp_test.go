@@ -1,0 +1,247 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lite-agent/lite-agent/mcp"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+type orderIn struct {
+	ID string `json:"id"`
+}
+
+// orders is an in-process MCP server defined at package level, as servers
+// must be: its tools run confined in a re-execution of this test binary,
+// which finds them by name. The same server also serves over stdio when
+// this binary is started as an external server (serveMCPStdio).
+var orders = func() *mcp.Server {
+	s := mcp.NewServer("orders", "1.0.0")
+	sec := &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone}
+	mcp.AddTool(s, tools.Must(tools.New("lookup", "Look up an order.",
+		func(_ *tools.Context, in orderIn) (string, error) {
+			return fmt.Sprintf("order %s: shipped (pid %d)", in.ID, os.Getpid()), nil
+		}, &tools.Options{Security: sec})))
+	mcp.AddTool(s, tools.Must(tools.New("cancel", "Cancel an order.",
+		func(_ *tools.Context, in orderIn) (string, error) { return "cancelled " + in.ID, nil },
+		&tools.Options{Security: sec})))
+	mcp.AddTool(s, tools.Must(tools.New("note", "Write a note into the server's working directory.",
+		func(_ *tools.Context, in orderIn) (string, error) {
+			return "noted", os.WriteFile("mcp-note.txt", []byte(in.ID), 0o644)
+		}, &tools.Options{Security: &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace}})))
+	mcp.AddTool(s, tools.Must(tools.New("crash", "Make the server process exit (only ever called over stdio).",
+		func(*tools.Context, struct{}) (string, error) {
+			if os.Getenv(mcpServerEnv) == "" {
+				return "", fmt.Errorf("crash only works in the stdio server")
+			}
+			os.Exit(3)
+			return "", nil
+		}, &tools.Options{Security: sec})))
+	return s
+}()
+
+// mcpServerEnv makes this test binary serve orders on stdin and stdout.
+const mcpServerEnv = "LITE_AGENT_KERNEL_TEST_MCP"
+
+func serveMCPStdio() int {
+	if err := orders.SDK().Run(context.Background(), &sdk.StdioTransport{}); err != nil && !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "closed") {
+		fmt.Fprintln(os.Stderr, "test MCP server:", err)
+		return 1
+	}
+	return 0
+}
+
+// stdioOrders is an MCP config entry that starts this test binary as an
+// external stdio server.
+func stdioOrders(t *testing.T) mcp.ServerConfig {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcp.ServerConfig{Command: exe, Env: map[string]string{mcpServerEnv: "1"}}
+}
+
+// TestInProcessMCPToolGatedByItsFullName: the tools of an in-process server
+// are named mcp__orders__* in rules, hook matchers and Tools; an allowed
+// call runs confined like any custom tool; session_start reports the
+// server.
+func TestInProcessMCPToolGatedByItsFullName(t *testing.T) {
+	e := newEnv(t)
+	calls := []string{
+		call("l", "mcp__orders__lookup", `{"id": "O-1"}`),
+		call("c", "mcp__orders__cancel", `{"id": "O-1"}`),
+	}
+	run := func(mod func(*Options)) (map[string]outcome, []Event) {
+		t.Helper()
+		o := e.opts(nil)
+		o.InProcessHandlers = false
+		o.MCPServers = map[string]mcp.ServerConfig{"orders": {Server: orders}}
+		o.Tools = []string{"read_file", "mcp__orders__*"}
+		mod(&o)
+		return runCalls(t, o, calls...)
+	}
+
+	// Not pre-approved: headless, both are denied, and the denial says
+	// which rule would allow them.
+	out, evs := run(func(*Options) {})
+	out["l"].want(t, "l", "deny", byHeadless, `--allowed-tools "mcp__orders__lookup"`)
+	start := evs[0]
+	if start.Type != EventSessionStart || len(start.MCPServers) != 1 || start.MCPServers[0].State != mcp.StateConnected {
+		t.Fatalf("session_start: %+v", start)
+	}
+	want := []string{"read_file", "mcp__orders__lookup", "mcp__orders__cancel", "mcp__orders__note", "mcp__orders__crash"}
+	if !slices.Equal(start.Tools, want) || !slices.Equal(start.MCPServers[0].Tools, want[1:]) {
+		t.Errorf("tools %v, server tools %v; want %v", start.Tools, start.MCPServers[0].Tools, want)
+	}
+
+	// A wildcard allow rule approves both; a PreToolUse hook matching the
+	// full name of one denies it.
+	var hookSaw []string
+	out, _ = run(func(o *Options) {
+		o.AllowedTools = []string{"mcp__orders__*"}
+		o.Hooks = []Hook{{Event: HookPreToolUse, Matcher: "mcp__orders__cancel", Func: hookFunc(func(in *HookInput) (*HookOutput, error) {
+			hookSaw = append(hookSaw, in.ToolName)
+			return &HookOutput{Decision: "deny", Reason: "cancelling is done by support"}, nil
+		})}}
+	})
+	// In a confined child, not in this process.
+	out["l"].want(t, "l", "allow", byRule, "order O-1: shipped (pid ")
+	if strings.Contains(resultText(out["l"].result), fmt.Sprintf("(pid %d)", os.Getpid())) {
+		t.Errorf("the in-process server's tool ran in this process: %s", resultText(out["l"].result))
+	}
+	out["c"].want(t, "c", "deny", byHook, "cancelling is done by support")
+	if !slices.Equal(hookSaw, []string{"mcp__orders__cancel"}) {
+		t.Errorf("the hook saw %v", hookSaw)
+	}
+
+	// A deny rule on the full name beats the wildcard allow.
+	out, evs = run(func(o *Options) {
+		o.AllowedTools = []string{"mcp__orders__*"}
+		o.DisallowedTools = []string{"mcp__orders__cancel"}
+	})
+	out["l"].want(t, "l", "allow", byRule, "shipped")
+	if r := out["c"].result; !r.IsError || !strings.Contains(resultText(r), `no tool named "mcp__orders__cancel"`) {
+		t.Errorf("a tool denied whole is hidden: %+v", r)
+	}
+	if slices.Contains(evs[0].Tools, "mcp__orders__cancel") {
+		t.Errorf("visible tools %v", evs[0].Tools)
+	}
+}
+
+// TestExternalMCPServerThroughTheKernel: a stdio server (this binary) runs
+// in the sandbox; its tools are proxies called in this process; a server
+// that cannot start and one that never answers are reported in
+// session_start without holding up the run; a server that dies
+// mid-session turns its calls into error results.
+func TestExternalMCPServerThroughTheKernel(t *testing.T) {
+	e := newEnv(t)
+	hang := mcp.ServerConfig{Command: "sleep", Args: []string{"600"}}
+	o := e.opts(nil)
+	o.InProcessHandlers = false // proxies run in-process anyway
+	o.MCPServers = map[string]mcp.ServerConfig{
+		"ext":     stdioOrders(t),
+		"missing": {Command: "/nonexistent/mcp-server"},
+		"hang":    hang,
+	}
+	o.MCPConnectTimeout = 2 * time.Second
+	o.AllowedTools = []string{"mcp__ext__*"}
+	began := time.Now()
+	out, evs := runCalls(t, o,
+		call("l", "mcp__ext__lookup", `{"id": "O-7"}`),
+		call("x", "mcp__ext__crash", `{}`),
+		call("after", "mcp__ext__lookup", `{"id": "O-8"}`),
+		call("h", "mcp__hang__anything", `{}`),
+	)
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("the run took %v", d)
+	}
+	states := map[string]mcp.ServerStatus{}
+	for _, st := range evs[0].MCPServers {
+		states[st.Name] = st
+	}
+	if st := states["ext"]; st.State != mcp.StateConnected || !slices.Contains(st.Tools, "mcp__ext__lookup") {
+		t.Errorf("ext: %+v", st)
+	}
+	if st := states["missing"]; st.State != mcp.StateFailed || st.Error == "" {
+		t.Errorf("missing: %+v", st)
+	}
+	if st := states["hang"]; st.State != mcp.StateFailed || !strings.Contains(st.Error, "2s") {
+		t.Errorf("hang: %+v", st)
+	}
+	// The proxy is called in this process (a confined re-execution would
+	// have no session); the tool runs in the server's process.
+	out["l"].want(t, "l", "allow", byRule, "order O-7: shipped (pid ")
+	if r := out["x"].result; !r.IsError {
+		t.Errorf("crash: %+v", r)
+	}
+	if r := out["after"].result; !r.IsError || !strings.Contains(resultText(r), "exited with code 3") {
+		t.Errorf("a call after the server died: %+v", r)
+	}
+	if r := out["h"].result; !r.IsError || !strings.Contains(resultText(r), "no tool named") {
+		t.Errorf("a tool of the server that never answered: %+v", r)
+	}
+	if res := evs[len(evs)-1]; res.Subtype != SubtypeSuccess {
+		t.Errorf("result %+v", res)
+	}
+	// Tools may name a tool of a server that failed: the failure is
+	// reported, not fatal. A tool a connected server lacks is a mistake.
+	o = e.opts(script(t, `{"turns": [{"text": "ok"}]}`))
+	o.MCPServers = map[string]mcp.ServerConfig{"missing": {Command: "/nonexistent/mcp-server"}, "ext": stdioOrders(t)}
+	o.Tools = []string{"mcp__missing__x", "mcp__ext__lookup"}
+	if _, err := collect(t, context.Background(), o); err != nil {
+		t.Errorf("Tools naming a failed server's tool: %v", err)
+	}
+	o.Tools = []string{"mcp__ext__nope"}
+	if _, err := collect(t, context.Background(), o); err == nil || !strings.Contains(err.Error(), `Tools names "mcp__ext__nope", but there is no such tool`) {
+		t.Errorf("Tools naming a tool the connected server lacks: %v", err)
+	}
+}
+
+// TestMCPServerChangesAreRecorded: what a stdio server that may write the
+// workspace changes there reaches the session's recorder before it
+// happens, like a command's changes. A server without the workspace
+// writes its note in its private directory: nothing of the workspace
+// changes, and nothing is captured.
+func TestMCPServerChangesAreRecorded(t *testing.T) {
+	e := newEnv(t)
+	writer := stdioOrders(t)
+	writer.Filesystem = tools.FilesystemWorkspace
+	o := e.opts(nil)
+	o.MCPServers = map[string]mcp.ServerConfig{"w": writer, "ro": stdioOrders(t)}
+	o.AllowedTools = []string{"mcp__*"}
+	snaps := &snapshotLog{}
+	o.Snapshots = snaps
+	out, _ := runCalls(t, o, call("n", "mcp__w__note", `{"id": "hello"}`), call("r", "mcp__ro__note", `{"id": "nope"}`))
+	out["n"].want(t, "n", "allow", byRule, "noted")
+	// The second call ran after the first: had it reached the workspace,
+	// the note would say "nope".
+	if b, err := os.ReadFile(filepath.Join(e.ws, "mcp-note.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("the note: %q %v", b, err)
+	}
+	if !slices.Equal(snaps.paths, []string{"mcp-note.txt"}) {
+		t.Errorf("pre-images recorded: %v, want [mcp-note.txt]", snaps.paths)
+	}
+	if r := out["r"].result; r.IsError {
+		t.Errorf("the note in a private directory: %+v", r)
+	}
+}
+
+func TestSessionStartJSONWithMCPAndAgents(t *testing.T) {
+	ev := Event{Type: EventSessionStart, SessionID: "s", Model: "m", Workspace: "/w", Tools: []string{"agent"},
+		MCPServers: []mcp.ServerStatus{{Name: "fs", Type: "stdio", State: mcp.StateFailed, Error: "boom"}}, Agents: []string{"researcher"}}
+	b, err := json.Marshal(ev)
+	want := `{"type":"session_start","session_id":"s","model":"m","workspace":"/w","tools":["agent"],"mcp_servers":[{"name":"fs","type":"stdio","status":"failed","error":"boom"}],"agents":["researcher"]}`
+	if err != nil || string(b) != want {
+		t.Errorf("got  %s (%v)\nwant %s", b, err, want)
+	}
+}
