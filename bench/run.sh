@@ -70,7 +70,9 @@ fi
 
 if [[ $what == all || $what == mcp ]]; then
   echo "== in-process MCP tool call vs plain"
-  go test ./mcp -run '^$' -bench ToolCall -count 6 | tee "$out/mcp.txt"
+  go test ./kernel -run '^$' -bench 'MCPToolCallTurn/.*-in-process' -benchtime 30x -count 6 | tee "$out/mcp.txt"
+  go test ./kernel -run '^$' -bench 'MCPToolCallTurn/.*-confined' -benchtime 5x -count 6 | tee -a "$out/mcp.txt"
+  go test ./mcp -run '^$' -bench ToolCall -count 6 | tee -a "$out/mcp.txt"
 fi
 
 if [[ $what == all || $what == checkpoint ]]; then

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -64,5 +65,80 @@ func BenchmarkToolCallValidation(b *testing.B) {
 		if r := t.Call(nil, input); r.IsError {
 			b.Fatal(r.TextOf())
 		}
+	}
+}
+
+type benchNoopIn struct {
+	N int `json:"n"`
+}
+
+// benchPlainTool and benchMCPServer are package-level so that a confined
+// re-execution of the test binary finds them by name.
+var (
+	benchPlainTool = tools.Must(tools.New("bench_noop", "does nothing",
+		func(*tools.Context, benchNoopIn) (string, error) { return "ok", nil },
+		&tools.Options{Security: &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone}}))
+	benchMCPServer = func() *mcp.Server {
+		s := mcp.NewServer("bench", "1.0.0")
+		mcp.AddTool(s, tools.Must(tools.New("noop", "does nothing",
+			func(*tools.Context, benchNoopIn) (string, error) { return "ok", nil },
+			&tools.Options{Security: &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone}})))
+		return s
+	}()
+)
+
+// BenchmarkMCPToolCallTurn is issue 6's comparison: a session whose model
+// calls a custom tool 20 times, the tool being a plain custom tool or the
+// same tool on an in-process MCP server (mcp__bench__noop), each run the
+// way the kernel runs custom tools by default (confined, in a re-executed
+// child) and in-process (InProcessHandlers). Reported per call.
+func BenchmarkMCPToolCallTurn(b *testing.B) {
+	const calls = 20
+	script := func(name string) *scripted.Model {
+		var sb strings.Builder
+		sb.WriteString(`{"turns": [`)
+		for i := range calls {
+			fmt.Fprintf(&sb, `{"tool_calls": [{"name": %q, "input": {"n": %d}}]},`, name, i)
+		}
+		sb.WriteString(`{"text": "done"}]}`)
+		m, err := scripted.Parse([]byte(sb.String()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name      string
+		tool      string
+		mcp       bool
+		inProcess bool
+	}{
+		{"plain-confined", "bench_noop", false, false},
+		{"mcp-confined", "mcp__bench__noop", true, false},
+		{"plain-in-process", "bench_noop", false, true},
+		{"mcp-in-process", "mcp__bench__noop", true, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			model := script(tc.tool)
+			ws, state := b.TempDir(), b.TempDir()
+			for b.Loop() {
+				o := Options{Prompt: "go", Model: model, Workspace: ws, StateDir: state,
+					AllowedTools: []string{tc.tool}, Tools: []string{tc.tool}, InProcessHandlers: tc.inProcess}
+				if tc.mcp {
+					o.MCPServers = map[string]mcp.ServerConfig{"bench": {Server: benchMCPServer}}
+				} else {
+					o.CustomTools = []*tools.Tool{benchPlainTool}
+				}
+				for ev, err := range Query(context.Background(), o) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if ev.Type == EventToolResult && ev.IsError {
+						b.Fatalf("%s: %v", tc.tool, ev.Content)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls), "ns/call")
+		})
 	}
 }
