@@ -194,3 +194,16 @@ func (bw budgetWriter) Write(p []byte) (int, error) {
 	bw.b.write(bw.w, p)
 	return len(p), nil
 }
+
+// PlanKey: one-shot plans exist on Linux only.
+func PlanKey(flagArgs []string) (string, error) {
+	return "", errors.New("sandbox: no one-shot plans here")
+}
+
+// OneShotPlan: one-shot plans exist on Linux only.
+func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
+	return nil, errors.New("sandbox: no one-shot plans here")
+}
+
+// StorePlan: one-shot plans exist on Linux only.
+func StorePlan(key string, plan []byte) error { return errors.New("sandbox: no one-shot plans here") }

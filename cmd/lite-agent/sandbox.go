@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,11 +127,24 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	for _, e := range f.env {
-		if !strings.Contains(e, "=") && sandbox.LooksSecret(e) {
-			fmt.Fprintf(stderr, "lite-agent: sandbox: --env %s looks like a secret and is not passed by name; give --env %s=VALUE to pass it on purpose\n", e, e)
+	// The key of this invocation's one-shot plan (sandbox/plan.go), taken
+	// before the sandbox exists: it covers the flags before the command.
+	sandbox.PlanTrace("go")
+	planKey := ""
+	// Only for the process's own command line: the key covers what the
+	// C runner will see in argv (not an in-process call, as in tests).
+	if !sandbox.PlansDisabled() && len(os.Args) >= 3 && os.Args[1] == "sandbox" && os.Args[2] == "run" && slices.Equal(os.Args[3:], args) {
+		if planKey, err = sandbox.PlanKey(args[:len(args)-len(argv)]); err != nil {
+			sandbox.PlanTrace("no-key: " + err.Error())
 		}
 	}
+	var preamble strings.Builder
+	for _, e := range f.env {
+		if !strings.Contains(e, "=") && sandbox.LooksSecret(e) {
+			fmt.Fprintf(&preamble, "lite-agent: sandbox: --env %s looks like a secret and is not passed by name; give --env %s=VALUE to pass it on purpose\n", e, e)
+		}
+	}
+	io.WriteString(stderr, preamble.String())
 	// The command runs where the user is when that is inside the
 	// workspace (sandbox run -- make, from a subdirectory), else at the
 	// workspace's top.
@@ -148,6 +162,9 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 		if missing := sb.Enforcement().Missing; len(missing) > 0 {
 			fmt.Fprintf(stderr, "lite-agent: sandbox: best effort: NOT enforced here: %s\n", strings.Join(missing, "; "))
 		}
+	}
+	if planKey != "" {
+		storePlan(sb, planKey, dir, preamble.String(), pol.Limits)
 	}
 
 	// An interrupt or a termination of lite-agent ends the confined tree
@@ -319,25 +336,74 @@ func startFailure(name string, err error) error {
 
 // sandboxExit turns how the command ended into the CLI's exit code, with a
 // line on stderr for what the sandbox did (a limit hit, output dropped).
+// The one-shot runner prints the same lines (storePlan).
 func sandboxExit(st *sandbox.ExitStatus, sig syscall.Signal, lim sandbox.Limits, stderr io.Writer) error {
 	if st.OutputTruncated {
-		fmt.Fprintf(stderr, "lite-agent: sandbox: output limit reached: %d bytes of stdout/stderr were dropped (--max-output)\n", st.DroppedBytes)
+		fmt.Fprintf(stderr, "%s%d%s", truncatedBefore, st.DroppedBytes, truncatedAfter)
 	}
 	if st.MemoryExceeded {
-		fmt.Fprintf(stderr, "lite-agent: sandbox: the command hit the memory limit%s and was killed\n", limitNote(lim.MemoryBytes, formatSize))
+		io.WriteString(stderr, memoryExceededLine(lim))
 	}
 	if st.ProcessLimitHit {
-		fmt.Fprintf(stderr, "lite-agent: sandbox: the command hit the process limit%s\n", limitNote(int64(lim.Processes), func(n int64) string { return strconv.FormatInt(n, 10) }))
+		io.WriteString(stderr, processLimitLine(lim))
 	}
 	switch {
 	case sig != 0:
-		return &exitError{code: 128 + int(sig), msg: fmt.Sprintf("sandbox: %v: the command and every process it started were killed", sig)}
+		return &exitError{code: 128 + int(sig), msg: signalledMsg(sig)}
 	case st.TimedOut:
-		return &exitError{code: exitTimedOut, msg: fmt.Sprintf("sandbox: timed out after %v: the command and every process it started were killed", lim.WallTime)}
+		return &exitError{code: exitTimedOut, msg: timedOutMsg(lim)}
 	case st.Code != 0:
 		return &exitError{code: st.Code}
 	}
 	return nil
+}
+
+const (
+	truncatedBefore = "lite-agent: sandbox: output limit reached: "
+	truncatedAfter  = " bytes of stdout/stderr were dropped (--max-output)\n"
+)
+
+func memoryExceededLine(lim sandbox.Limits) string {
+	return fmt.Sprintf("lite-agent: sandbox: the command hit the memory limit%s and was killed\n", limitNote(lim.MemoryBytes, formatSize))
+}
+
+func processLimitLine(lim sandbox.Limits) string {
+	return fmt.Sprintf("lite-agent: sandbox: the command hit the process limit%s\n", limitNote(int64(lim.Processes), func(n int64) string { return strconv.FormatInt(n, 10) }))
+}
+
+func signalledMsg(sig syscall.Signal) string {
+	return fmt.Sprintf("sandbox: %v: the command and every process it started were killed", sig)
+}
+
+func timedOutMsg(lim sandbox.Limits) string {
+	return fmt.Sprintf("sandbox: timed out after %v: the command and every process it started were killed", lim.WallTime)
+}
+
+// storePlan stores the one-shot plan of this invocation, so that the next
+// identical one runs without starting Go (sandbox/fastpath_linux.c). Its
+// messages are the ones this path prints; exitError messages go out as
+// runCLI prints them.
+func storePlan(sb *sandbox.Sandbox, key, dir, preamble string, lim sandbox.Limits) {
+	line := func(msg string) string { return "lite-agent: " + msg + "\n" }
+	plan, err := sb.OneShotPlan(dir, sandbox.PlanMessages{
+		Preamble:       preamble,
+		Timeout:        line(timedOutMsg(lim)),
+		MemoryExceeded: memoryExceededLine(lim),
+		ProcessLimit:   processLimitLine(lim),
+		TruncatedA:     truncatedBefore,
+		TruncatedB:     truncatedAfter,
+		Interrupt:      line(signalledMsg(syscall.SIGINT)),
+		Terminate:      line(signalledMsg(syscall.SIGTERM)),
+		Hangup:         line(signalledMsg(syscall.SIGHUP)),
+	})
+	if err == nil {
+		err = sandbox.StorePlan(key, plan)
+	}
+	if err != nil {
+		sandbox.PlanTrace("not-stored: " + err.Error())
+		return
+	}
+	sandbox.PlanTrace("stored " + key)
 }
 
 func limitNote(n int64, format func(int64) string) string {

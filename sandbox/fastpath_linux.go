@@ -1,0 +1,308 @@
+package sandbox
+
+/*
+#include "fastpath.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// One-shot plans: the Go half of the fast path of `lite-agent sandbox run`
+// (fastpath_linux.c has the C half and says why it exists).
+//
+// The CLI computes PlanKey before it prepares the sandbox, runs the
+// command the usual way, and stores OneShotPlan under that key. The next
+// invocation with the same key runs the plan in C without starting Go.
+//
+// A plan is stored only for the shapes the C runner executes exactly as
+// Start does: network "none" (its connect supervisor), a per-command v1
+// pids cgroup (and memory, when writable), no PID or user namespace, no
+// change capture, the sandbox's own temp dirs, everything enforced. Other
+// shapes always take the Go path.
+
+// PlanKey returns the keyring description under which the plan for this
+// process's invocation is stored: a SHA-256 of everything the CLI and New
+// read to compute it but the environment (see fastpath_linux.c,
+// la_plan_key, which builds the same bytes; the plan itself lists the
+// variables it depends on). flagArgs are the arguments of `sandbox run` before the
+// command, as given. Call it before New: New moves threads between
+// cgroups, and the key includes the process's cgroups.
+func PlanKey(flagArgs []string) (string, error) {
+	m, err := planKeyMaterial(flagArgs)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256Sum(m)
+	return C.LA_PLAN_KEY_PREFIX + hex.EncodeToString(sum[:]), nil
+}
+
+func planKeyMaterial(flagArgs []string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(C.LA_PLAN_KEY_VERSION)
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &st); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(&b, "exe %d %d %d %d %d\n", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+	ru, eu, su := unix.Getresuid()
+	rg, eg, sg := unix.Getresgid()
+	fmt.Fprintf(&b, "ids %d %d %d %d %d %d\n", ru, eu, su, rg, eg, sg)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(&b, "caps %d %d\n", data[0].Effective, data[1].Effective)
+	cwd, err := unix.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	b.WriteString("cwd " + cwd + "\ncgroup\n")
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	b.Write(cg)
+	fmt.Fprintf(&b, "args %d\n", len(flagArgs))
+	for _, a := range flagArgs {
+		b.WriteString(a)
+		b.WriteByte(0)
+	}
+	return b.Bytes(), nil
+}
+
+// sha256Sum is the C runner's SHA-256, so that the key is computed by the
+// same code on both sides (the test compares it with crypto/sha256).
+func sha256Sum(p []byte) [32]byte {
+	var out [32]byte
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	C.la_sha256(ptr, C.ulong(len(p)), (*C.uchar)(unsafe.Pointer(&out[0])))
+	return out
+}
+
+// planWriter encodes the records of a plan (fastpath.h).
+type planWriter struct{ b bytes.Buffer }
+
+func (w *planWriter) rec(tag int, data []byte) {
+	var h [6]byte
+	binary.LittleEndian.PutUint16(h[:], uint16(tag))
+	binary.LittleEndian.PutUint32(h[2:], uint32(len(data)))
+	w.b.Write(h[:])
+	w.b.Write(data)
+}
+
+func (w *planWriter) u64(tag int, v uint64) {
+	w.rec(tag, binary.LittleEndian.AppendUint64(nil, v))
+}
+
+func (w *planWriter) u32(tag int, v uint32) {
+	w.rec(tag, binary.LittleEndian.AppendUint32(nil, v))
+}
+
+func (w *planWriter) str(tag int, s string) { w.rec(tag, []byte(s)) }
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// errNoPlan: this sandbox's shape is one the C runner does not execute.
+var errNoPlan = errors.New("sandbox: no one-shot plan for this sandbox")
+
+// OneShotPlan encodes what Start would do for a command run in dir, for
+// the C runner. It fails with a reason when the sandbox's shape is not one
+// the runner executes.
+func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
+	h := s.h
+	switch {
+	case !h.seccomp || h.abi == 0 || s.rawPieces.RulesetFD < 0:
+		return nil, fmt.Errorf("%w: no Landlock or seccomp", errNoPlan)
+	case len(s.enf.Missing) > 0:
+		return nil, fmt.Errorf("%w: best effort", errNoPlan)
+	case s.notify != notifyConnect || s.pol.Network != NetworkNone || s.spec.denyConnect:
+		return nil, fmt.Errorf("%w: network %s", errNoPlan, s.pol.Network)
+	case s.pol.CaptureChanges || s.pol.TempDir != "" || s.tmpRoot == "":
+		return nil, fmt.Errorf("%w: change capture or a caller's temp dir", errNoPlan)
+	case !s.plan.v1Pids || s.plan.v2 || s.newPID || s.newUser || s.withInit:
+		return nil, fmt.Errorf("%w: the process tree is not a v1 pids cgroup (%s)", errNoPlan, s.enf.Cgroup)
+	case !filepath.IsAbs(dir):
+		return nil, fmt.Errorf("%w: working directory %q", errNoPlan, dir)
+	}
+	pieces, err := s.confinement()
+	if err != nil {
+		return nil, err
+	}
+	if len(pieces.MainBPF) == 0 || !pieces.ChildNotifies {
+		return nil, fmt.Errorf("%w: no connect supervision", errNoPlan)
+	}
+	tmpBase, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		return nil, fmt.Errorf("%w: temp dir: %v", errNoPlan, err)
+	}
+	realTmp := canonical([]string{s.tmpRoot})
+
+	var w planWriter
+	w.b.WriteString(C.LA_PLAN_MAGIC)
+	attr := landlockHandled(h.abi, s.spec.network)
+	w.u64(C.LA_T_LL_FS, attr.Access_fs)
+	w.u64(C.LA_T_LL_NET, attr.Access_net)
+	w.u64(C.LA_T_LL_SCOPED, attr.Scoped)
+	w.u64(C.LA_T_LL_FILE_ONLY, llFileOnly)
+	for _, r := range landlockRules(&s.pol, "") {
+		w.rec(C.LA_T_LL_RULE, append(binary.LittleEndian.AppendUint64(nil, r.access), r.path...))
+	}
+	w.u64(C.LA_T_LL_TMP, llRW)
+	w.rec(C.LA_T_MAIN_BPF, pieces.MainBPF)
+	w.rec(C.LA_T_CHILD_BPF, pieces.ChildBPF)
+	w.u32(C.LA_T_CHILD_NOTIFIES, b2u(pieces.ChildNotifies))
+	w.u32(C.LA_T_LAST_CAP, uint32(pieces.LastCap))
+	w.u32(C.LA_T_DROP_BOUNDING, b2u(pieces.DropBounding))
+	w.u32(C.LA_T_LOCK_SECUREBITS, b2u(pieces.LockSecurebits))
+
+	// The environment as Start builds it, with the temp dir's values
+	// (TMPDIR, and HOME when the caller's cannot be read) left to the
+	// runner, which makes a fresh temp dir per run.
+	const tmpMark = "\x00lite-agent-tmp\x00"
+	env := FilterEnv(os.Environ(), s.pol.Env, nil)
+	env = envSet(env, "TMPDIR", tmpMark)
+	if path, ok := envGet(env, "PATH"); ok {
+		env = envSet(env, "PATH", s.trimmedPATH(path))
+	}
+	if home, ok := envGet(env, "HOME"); ok && !s.readableDir(home) {
+		env = envSet(env, "HOME", tmpMark)
+	}
+	for _, e := range env {
+		if name, value, _ := strings.Cut(e, "="); value == tmpMark {
+			w.str(C.LA_T_ENV_TMP, name)
+		} else {
+			w.str(C.LA_T_ENV, e)
+		}
+	}
+	for _, name := range s.planEnvDeps() {
+		if v, ok := os.LookupEnv(name); ok {
+			w.str(C.LA_T_ENV_DEP, name+"="+v)
+		} else {
+			w.str(C.LA_T_ENV_DEP, name)
+		}
+	}
+	w.str(C.LA_T_DIR, dir)
+	w.str(C.LA_T_TMP_BASE, tmpBase)
+	for _, rl := range s.rlimits {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(rl.resource))
+		b = binary.LittleEndian.AppendUint64(b, rl.cur)
+		w.rec(C.LA_T_RLIMIT, binary.LittleEndian.AppendUint64(b, rl.max))
+	}
+	// The command's cgroups, made by the runner per run. No spawner
+	// thread sits in them, so pids.max is the limit itself (the Go path
+	// adds one for its thread).
+	w.str(C.LA_T_CG_PIDS, h.cg.v1["pids"])
+	w.str(C.LA_T_CG_PIDS_MAX, strconv.Itoa(s.pol.Limits.Processes))
+	if s.plan.v1Mem {
+		w.str(C.LA_T_CG_MEM, h.cg.v1["memory"])
+		w.str(C.LA_T_CG_MEM_LIMIT, strconv.FormatInt(s.pol.Limits.MemoryBytes, 10))
+	}
+	for _, r := range s.rwRoots {
+		if len(realTmp) == 1 && r == realTmp[0] {
+			continue // the runner adds its own temp dir
+		}
+		w.str(C.LA_T_UNIX_ROOT, r)
+	}
+	w.u64(C.LA_T_OUTPUT_BYTES, uint64(s.pol.Limits.OutputBytes))
+	w.u64(C.LA_T_WALL_NS, uint64(s.pol.Limits.WallTime))
+	for _, m := range []struct {
+		tag int
+		s   string
+	}{
+		{C.LA_T_MSG_PREAMBLE, msgs.Preamble}, {C.LA_T_MSG_TIMEOUT, msgs.Timeout},
+		{C.LA_T_MSG_OOM, msgs.MemoryExceeded}, {C.LA_T_MSG_PIDS, msgs.ProcessLimit},
+		{C.LA_T_MSG_TRUNC_A, msgs.TruncatedA}, {C.LA_T_MSG_TRUNC_B, msgs.TruncatedB},
+		{C.LA_T_MSG_SIGINT, msgs.Interrupt}, {C.LA_T_MSG_SIGTERM, msgs.Terminate},
+		{C.LA_T_MSG_SIGHUP, msgs.Hangup},
+	} {
+		w.str(m.tag, m.s)
+	}
+	if w.b.Len() > maxPlanBytes {
+		return nil, fmt.Errorf("%w: the plan is %d bytes (at most %d)", errNoPlan, w.b.Len(), maxPlanBytes)
+	}
+	return w.b.Bytes(), nil
+}
+
+// maxPlanBytes: a "user" key holds at most 32767 bytes, and the runner
+// reads into a 32 KiB buffer.
+const maxPlanBytes = 32767
+
+// planLifetime bounds how long a stored plan is used: the Go path rereads
+// the system (paths that appeared, kernel features) at least this often.
+const planLifetime = time.Hour
+
+// StorePlan stores plan under key in the user's keyring, replacing an
+// older one, for planLifetime. When the user's key quota is full, the
+// plans stored before are dropped first.
+func StorePlan(key string, plan []byte) error {
+	id, err := unix.AddKey("user", key, plan, unix.KEY_SPEC_USER_KEYRING)
+	if errors.Is(err, unix.EDQUOT) {
+		dropPlans()
+		id, err = unix.AddKey("user", key, plan, unix.KEY_SPEC_USER_KEYRING)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: storing the plan in the user keyring: %w", err)
+	}
+	_, err = unix.KeyctlInt(unix.KEYCTL_SET_TIMEOUT, id, int(planLifetime/time.Second), 0, 0)
+	return err
+}
+
+// dropPlans unlinks every plan from the user keyring.
+func dropPlans() {
+	ring, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_USER_KEYRING, 0, 0, 0)
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 4*4096)
+	n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, ring, buf, 0)
+	if err != nil || n > len(buf) {
+		return
+	}
+	for i := 0; i+4 <= n; i += 4 {
+		id := int(int32(binary.NativeEndian.Uint32(buf[i:])))
+		desc, err := unix.KeyctlString(unix.KEYCTL_DESCRIBE, id)
+		// "type;uid;gid;perm;description"
+		if err == nil && strings.HasPrefix(desc, "user;") && strings.Contains(desc, ";"+C.LA_PLAN_KEY_PREFIX) {
+			unix.KeyctlInt(unix.KEYCTL_UNLINK, id, ring, 0, 0)
+		}
+	}
+}
+
+// planEnvDeps are the variables a plan is computed from: those the policy
+// copies by name into the command's environment (never one that looks
+// like a secret: those are not copied, and their values must not be
+// stored), the ones that decide paths (PWD for the working directory, HOME,
+// TMPDIR, XDG_CONFIG_HOME) and the switch of the plans themselves.
+func (s *Sandbox) planEnvDeps() []string {
+	names := []string{"PATH", "HOME", "TMPDIR", "PWD", "XDG_CONFIG_HOME", "LITE_AGENT_SANDBOX_PLANS"}
+	for _, e := range s.pol.Env {
+		if k, _, explicit := strings.Cut(e, "="); !explicit && k != "" && !LooksSecret(k) && !slices.Contains(names, k) {
+			names = append(names, k)
+		}
+	}
+	return names
+}

@@ -1,0 +1,419 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The one-shot runner of `lite-agent sandbox run` (sandbox/fastpath_linux.c)
+// runs a plan the Go path stored, without starting Go. These tests run each
+// case three ways — the Go path (LITE_AGENT_SANDBOX_PLANS=off), a warm-up
+// that stores the plan, and the runner — and require the runner to behave
+// as the Go path does (exit code, stdout, stderr) and to confine as it does.
+
+type planRig struct {
+	t       *testing.T
+	ws      string // workspace, and the directory the CLI runs in
+	outside string // a directory of the test's outside the workspace
+	trace   string
+	env     []string
+}
+
+func newPlanRig(t *testing.T) *planRig {
+	r := &planRig{t: t, ws: t.TempDir(), outside: t.TempDir()}
+	r.trace = filepath.Join(t.TempDir(), "trace")
+	r.env = []string{
+		"PATH=" + sysPATH,
+		"HOME=" + r.outside, // unreadable inside: the command gets its temp dir
+		"LANG=C.UTF-8",
+		"FOO_TOKEN=s3cret-token", // looks like a secret: never passed by name
+		"LITE_AGENT_SANDBOX_TRACE=" + r.trace,
+	}
+	return r
+}
+
+type planRun struct {
+	code           int
+	stdout, stderr string
+	trace          []string
+}
+
+func (r *planRig) run(extraEnv []string, stdin string, args ...string) planRun {
+	r.t.Helper()
+	os.Remove(r.trace)
+	cmd := exec.Command(binary, append([]string{"sandbox", "run"}, args...)...)
+	cmd.Dir = r.ws
+	cmd.Env = append(append([]string{}, r.env...), extraEnv...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	res := planRun{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.code = 128 + int(ws.Signal())
+		}
+	case err != nil:
+		r.t.Fatalf("running the CLI: %v", err)
+	}
+	b, _ := os.ReadFile(r.trace)
+	res.trace = strings.Split(strings.TrimSpace(string(b)), "\n")
+	return res
+}
+
+func (p planRun) path() string {
+	for _, l := range p.trace {
+		if l == "fast" {
+			return "fast"
+		}
+	}
+	return "go"
+}
+
+func (p planRun) String() string {
+	return fmt.Sprintf("exit %d, trace %q\nstdout: %q\nstderr: %q", p.code, p.trace, p.stdout, p.stderr)
+}
+
+// both runs args through the Go path and through the runner (after a
+// warm-up with the same flags) and returns the two results.
+func (r *planRig) both(stdin string, flags []string, command ...string) (goRun, fastRun planRun) {
+	r.t.Helper()
+	args := append(append(append([]string{}, flags...), "--"), command...)
+	goRun = r.run([]string{"LITE_AGENT_SANDBOX_PLANS=off"}, stdin, args...)
+	if goRun.path() != "go" {
+		r.t.Fatalf("LITE_AGENT_SANDBOX_PLANS=off still ran a plan: %v", goRun)
+	}
+	warm := r.run(nil, "", append(append(append([]string{}, flags...), "--"), "true")...)
+	stored := false
+	for _, l := range warm.trace {
+		if strings.HasPrefix(l, "stored ") {
+			stored = true
+		}
+		if strings.HasPrefix(l, "not-stored: ") {
+			r.t.Skipf("no one-shot plan for this machine's sandbox shape (%s): the runner is not used here", l)
+		}
+	}
+	if warm.code != 0 || !stored {
+		r.t.Fatalf("warm-up: %v", warm)
+	}
+	fastRun = r.run(nil, stdin, args...)
+	if fastRun.path() != "fast" {
+		r.t.Fatalf("the stored plan was not run: %v", fastRun)
+	}
+	return goRun, fastRun
+}
+
+// sameAsGo requires the runner's result to be the Go path's.
+func sameAsGo(t *testing.T, goRun, fastRun planRun) {
+	t.Helper()
+	if goRun.code != fastRun.code || goRun.stdout != fastRun.stdout || goRun.stderr != fastRun.stderr {
+		t.Errorf("the runner differs from the Go path\ngo:   %v\nfast: %v", goRun, fastRun)
+	}
+}
+
+func requirePlanRunner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the one-shot runner takes the v1-cgroup shape the sandbox has as root here; as another user the Go path runs (covered by the escape suite)")
+	}
+}
+
+func TestPlanRunnerBehavesLikeTheGoPath(t *testing.T) {
+	requirePlanRunner(t)
+	for _, c := range []struct {
+		name   string
+		stdin  string
+		flags  []string
+		script string
+	}{
+		{"exit code and streams", "", nil, "echo out; echo err >&2; exit 3"},
+		{"killed by a signal", "", nil, "kill -9 $$"},
+		{"stdin passes through", "hello from stdin\n", nil, "cat; echo done"},
+		{"environment filtered", "", []string{"--env", "EXTRA=1"}, `echo "tok=${FOO_TOKEN-unset} lang=$LANG extra=$EXTRA"; case $TMPDIR in */lite-agent-sandbox-*) echo private-tmp;; esac; [ "$HOME" = "$TMPDIR" ] && echo home-is-tmp`},
+		{"secret by name warned", "", []string{"--env", "FOO_TOKEN"}, `echo "tok=${FOO_TOKEN-unset}"`},
+		{"output limit", "", []string{"--max-output", "10"}, "head -c 100 /dev/zero | tr '\\0' a"},
+		{"timeout", "", []string{"--timeout", "1s"}, "sleep 30"},
+		{"pipelines and tools", "", nil, "printf 'b\\na\\n' | sort | tr a-z A-Z; python3 -c 'print(6*7)'; git --version >/dev/null && echo git-ok"},
+		{"command not found", "", nil, "no-such-command-here"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newPlanRig(t)
+			goRun, fastRun := r.both(c.stdin, c.flags, "bash", "-c", c.script)
+			sameAsGo(t, goRun, fastRun)
+			t.Logf("%v", fastRun)
+		})
+	}
+}
+
+// TestPlanRunnerConfines: the attacks the runner's parts are responsible
+// for (its Landlock ruleset, its seccomp programs, its connect supervisor,
+// its process tree, its keyring) fail through it, and work unconfined.
+func TestPlanRunnerConfines(t *testing.T) {
+	requirePlanRunner(t)
+	r := newPlanRig(t)
+	secret := filepath.Join(r.outside, "id_rsa")
+	if err := os.WriteFile(secret, []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A TCP listener on loopback and two unix sockets, one outside the
+	// workspace and one inside: only the inside one may be reached.
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	tcpConns := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := tcp.Accept()
+			if err != nil {
+				return
+			}
+			tcpConns <- struct{}{}
+			c.Close()
+		}
+	}()
+	outSock, inSock := filepath.Join(r.outside, "agent.sock"), filepath.Join(r.ws, "app.sock")
+	for _, p := range []string{outSock, inSock} {
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("hi"))
+				c.Close()
+			}
+		}()
+	}
+	port := tcp.Addr().(*net.TCPAddr).Port
+	escapeTarget := filepath.Join(r.outside, "written")
+	script := fmt.Sprintf(`
+cat %[1]s && echo READ-SECRET
+echo x > %[2]s && echo WROTE-OUTSIDE
+(exec 3<>/dev/tcp/127.0.0.1/%[3]d) 2>/dev/null && echo TCP-CONNECTED
+python3 - <<'PY'
+import socket
+for name, path in (("outside", %[4]q), ("inside", %[5]q)):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path); print("UNIX-" + name.upper() + "-CONNECTED", s.recv(2).decode())
+    except OSError as e:
+        print("unix", name, "refused:", e.strerror)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+# add_key("user", ...) into the user keyring, where plans live
+r = libc.syscall(248, b"user", b"lite-agent-test:planned", b"x", 1, ctypes.c_int(-4))
+print("KEYRING-WRITTEN" if r >= 0 else "keyring refused: errno %%d" %% ctypes.get_errno())
+PY
+unshare -r true 2>/dev/null && echo UNSHARED
+exit 0
+`, secret, escapeTarget, port, outSock, inSock)
+
+	// Unconfined, every attack works: the test proves something.
+	base := exec.Command("bash", "-c", script)
+	base.Dir, base.Env = r.ws, r.env
+	baseOut, _ := base.CombinedOutput()
+	for _, want := range []string{"READ-SECRET", "WROTE-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "UNIX-INSIDE-CONNECTED", "KEYRING-WRITTEN"} {
+		if !strings.Contains(string(baseOut), want) {
+			t.Errorf("unconfined, %s did not happen, so the confined run would prove nothing:\n%s", want, baseOut)
+		}
+	}
+	// The test's own key, made by the unconfined run: remove it.
+	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "lite-agent-test:planned", 0); err == nil {
+		unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+	}
+	os.Remove(escapeTarget)
+	drain := func() int {
+		n := 0
+		for {
+			select {
+			case <-tcpConns:
+				n++
+			case <-time.After(50 * time.Millisecond):
+				return n
+			}
+		}
+	}
+	drain()
+
+	_, fastRun := r.both("", nil, "bash", "-c", script)
+	out := fastRun.stdout + fastRun.stderr
+	for _, bad := range []string{"READ-SECRET", "PRIVATE KEY", "WROTE-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "KEYRING-WRITTEN", "UNSHARED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("through the runner, %s happened:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "UNIX-INSIDE-CONNECTED hi") {
+		t.Errorf("through the runner, a unix socket inside the workspace was not reachable:\n%s", out)
+	}
+	if _, err := os.Stat(escapeTarget); err == nil {
+		t.Errorf("through the runner, a file outside the workspace was written")
+	}
+	if n := drain(); n != 0 {
+		t.Errorf("through the runner, %d TCP connections reached the loopback listener", n)
+	}
+	t.Logf("%v", fastRun)
+}
+
+// TestPlanRunnerEndsTheTree: a daemon that setsid'd away dies with the
+// command, on a normal end and on a timeout; the process limit and the
+// memory limit hold and are reported as the Go path reports them.
+func TestPlanRunnerEndsTheTree(t *testing.T) {
+	requirePlanRunner(t)
+	for _, c := range []struct {
+		name  string
+		flags []string
+		tail  string
+		code  int
+	}{
+		{"main exits", nil, "exit 0", 0},
+		{"timeout", []string{"--timeout", "1s"}, "sleep 30", 124},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newPlanRig(t)
+			pidFile := filepath.Join(r.ws, "daemon.pid")
+			script := fmt.Sprintf("setsid sh -c 'echo $$ > %s; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.3; %s", pidFile, c.tail)
+			_, fastRun := r.both("", c.flags, "bash", "-c", script)
+			if fastRun.code != c.code {
+				t.Errorf("exit %d, want %d: %v", fastRun.code, c.code, fastRun)
+			}
+			b, err := os.ReadFile(pidFile)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || pid <= 0 {
+				t.Fatalf("the daemon did not start: %v %v", err, fastRun)
+			}
+			if alive(pid, "sleep") {
+				unix.Kill(pid, unix.SIGKILL) // ours: the test started it
+				t.Errorf("the daemon %d outlived the command", pid)
+			}
+		})
+	}
+	t.Run("limits", func(t *testing.T) {
+		r := newPlanRig(t)
+		goRun, fastRun := r.both("", []string{"--max-procs", "20"}, "bash", "-c", "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait; echo finished")
+		for _, run := range []planRun{goRun, fastRun} {
+			if !strings.Contains(run.stderr, "hit the process limit (20)") {
+				t.Errorf("%s: no process-limit report: %v", run.path(), run)
+			}
+		}
+		goRun, fastRun = r.both("", []string{"--max-memory", "64M"}, "python3", "-c", "x = bytearray(400 << 20); print('allocated')")
+		for _, run := range []planRun{goRun, fastRun} {
+			if strings.Contains(run.stdout, "allocated") || run.code == 0 {
+				t.Errorf("%s: 400 MiB under a 64 MiB limit: %v", run.path(), run)
+			}
+		}
+		if goRun.code != fastRun.code || goRun.stderr != fastRun.stderr {
+			t.Errorf("memory limit: the runner differs from the Go path\ngo:   %v\nfast: %v", goRun, fastRun)
+		}
+	})
+}
+
+// alive reports whether pid is a live (not zombie) process running name,
+// waiting up to a second for it to go.
+func alive(pid int, name string) bool {
+	for i := 0; i < 20; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || !strings.Contains(string(b), "("+name+")") || regexp.MustCompile(`\) Z `).Match(b) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// TestPlanRunnerFallsBack: a plan is used only for exactly its invocation;
+// anything else, and a plan that does not parse, takes the Go path, which
+// then stores a fresh plan.
+func TestPlanRunnerFallsBack(t *testing.T) {
+	requirePlanRunner(t)
+	r := newPlanRig(t)
+	r.both("", nil, "true")
+	key := ""
+	warm := r.run(nil, "", "--", "true") // the plan is there: this one is fast
+	if warm.path() != "fast" {
+		t.Fatalf("second run with the same flags: %v", warm)
+	}
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"a variable the plan depends on", []string{"LANG=C"}, []string{"--", "true"}},
+		{"PWD, which names the working directory", []string{"PWD=" + r.outside}, []string{"--", "true"}},
+		{"another flag", nil, []string{"--max-output", "1M", "--", "true"}},
+	} {
+		// The rig's env has LANG=C.UTF-8; a later entry does not
+		// override an earlier one for getenv, so replace it.
+		env := r.env
+		if len(c.env) > 0 {
+			r.env = replaceEnv(r.env, c.env[0])
+		}
+		run := r.run(nil, "", c.args...)
+		r.env = env
+		if run.path() != "go" || run.code != 0 {
+			t.Errorf("%s changed: %v; want the Go path", c.name, run)
+		}
+		for _, l := range run.trace {
+			if strings.HasPrefix(l, "stored ") && c.name == "another flag" {
+				key = strings.TrimPrefix(l, "stored ")
+			}
+		}
+	}
+	// Each of those stored its own plan under the key of "--": the rig's
+	// environment stores it back. Then unrelated variables (hyperfine
+	// varies one per run) do not matter.
+	r.run(nil, "", "--", "true")
+	if run := r.run([]string{"HYPERFINE_RANDOMIZED_ENVIRONMENT_OFFSET=xxxx"}, "", "--", "true"); run.path() != "fast" {
+		t.Errorf("an unrelated variable made the plan unusable: %v", run)
+	}
+
+	// A corrupt plan under the right key: the Go path, which replaces it.
+	if key == "" {
+		t.Fatal("no key traced for --max-output 1M")
+	}
+	for _, garbage := range [][]byte{[]byte("not a plan"), []byte("LAPLAN1\n\x05\x00\xff\xff\xff\xff")} {
+		if _, err := unix.AddKey("user", key, garbage, unix.KEY_SPEC_USER_KEYRING); err != nil {
+			t.Fatal(err)
+		}
+		run := r.run(nil, "", "--max-output", "1M", "--", "bash", "-c", "echo works")
+		if run.path() != "go" || run.code != 0 || run.stdout != "works\n" {
+			t.Errorf("corrupt plan %q: %v; want the Go path to run the command", garbage, run)
+		}
+		if run := r.run(nil, "", "--max-output", "1M", "--", "true"); run.path() != "fast" {
+			t.Errorf("after a corrupt plan, the Go path did not store a fresh one: %v", run)
+		}
+	}
+}
+
+func replaceEnv(env []string, kv string) []string {
+	name, _, _ := strings.Cut(kv, "=")
+	out := []string{}
+	for _, e := range env {
+		if !strings.HasPrefix(e, name+"=") {
+			out = append(out, e)
+		}
+	}
+	return append(out, kv)
+}
