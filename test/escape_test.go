@@ -130,7 +130,7 @@ env | grep -E '^(FOO_API_KEY|GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY|DB_PASSWORD|ANTH
 		{name: "env-secret-by-name", flags: []string{"--env", "FOO_API_KEY", "--env", "GITHUB_TOKEN"},
 			script: `env | grep -E '^(FOO_API_KEY|GITHUB_TOKEN)=' && ok a secret-looking name passed without a value`, via: viaSandboxRun, base: baseAny,
 			check: func(t *testing.T, fx *fixture, r *result) {
-				if r.mode == sandboxRun && !strings.Contains(r.stderr, "--env FOO_API_KEY looks like a secret") {
+				if r.mode.viaCLI() && !strings.Contains(r.stderr, "--env FOO_API_KEY looks like a secret") {
 					t.Errorf("no warning that --env FOO_API_KEY was not passed: stderr %q", r.stderr)
 				}
 			}},
@@ -143,7 +143,7 @@ env | grep -E '^(FOO_API_KEY|GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY|DB_PASSWORD|ANTH
 			setup: func(t *testing.T, fx *fixture) {
 				// The bash tool has the default process limit (512):
 				// its bomb must outgrow that.
-				fx.vars["DEPTH"] = map[mode]string{sandboxRun: "7", bashTool: "9"}[fx.mode]
+				fx.vars["DEPTH"] = map[mode]string{sandboxRun: "7", sandboxRunPlan: "7", bashTool: "9"}[fx.mode]
 				fx.sampler = startSampler(t, "3."+fx.vars["NUM"], fx.s.bin)
 			},
 			escaped: func(fx *fixture) string {
@@ -153,7 +153,7 @@ env | grep -E '^(FOO_API_KEY|GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY|DB_PASSWORD|ANTH
 				switch {
 				case left > 0:
 					return fmt.Sprintf("%d processes of the bomb outlived the sandbox", left)
-				case fx.mode == sandboxRun && most > 32+4:
+				case fx.mode.viaCLI() && most > 32+4:
 					return fmt.Sprintf("%d processes at once with --max-procs 32", most)
 				case fx.mode == bashTool && most > 512+16:
 					return fmt.Sprintf("%d processes at once under the default limit of 512", most)
@@ -178,7 +178,7 @@ for i in range({{CHUNKS}}):
     a.append(b"x" * (16 << 20))
 print("SUCC" + "EEDED: allocated", len(a) * 16, "MiB")'`,
 			setup: func(t *testing.T, fx *fixture) {
-				fx.vars["CHUNKS"] = map[mode]string{sandboxRun: "128", bashTool: "320"}[fx.mode]
+				fx.vars["CHUNKS"] = map[mode]string{sandboxRun: "128", sandboxRunPlan: "128", bashTool: "320"}[fx.mode]
 			},
 			check: func(t *testing.T, fx *fixture, r *result) {
 				if r.code == 0 {
@@ -463,6 +463,9 @@ func (s *suite) runScenario(t *testing.T, sc scenario) {
 		modes = append(modes, unconfined)
 	}
 	modes = append(modes, sc.via.modes()...)
+	if sc.via&viaSandboxRun != 0 && !s.unpriv && os.Geteuid() == 0 {
+		modes = append(modes, sandboxRunPlan)
+	}
 	jobs := make([]*job, len(modes))
 	for i, m := range modes {
 		fx := s.newFixture(t)
