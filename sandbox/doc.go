@@ -104,6 +104,36 @@
 // Probe reports what this kernel and this user can enforce
 // (`lite-agent sandbox check`).
 //
+// # One-shot plans (`lite-agent sandbox run`)
+//
+// A Go program needs ~2 ms to reach main and the CLI ~6 ms to prepare a
+// sandbox; a confined spawn costs ~0.6 ms. So the CLI, after a run, stores
+// what it computed as a plan (Sandbox.OneShotPlan: Landlock rules, both
+// seccomp programs, the command's environment, cgroup limits, the connect
+// supervisor's roots, its own messages) in the user's kernel keyring, under
+// PlanKey — a SHA-256 of the binary (device, inode, size, mtime), the ids,
+// the effective capabilities, the cwd, /proc/self/cgroup and the flags
+// before the command. The plan lists the environment variables it was made
+// from (PATH, HOME, TMPDIR, PWD, the allowlist); any change takes the Go
+// path. The next identical invocation runs the plan from a cgo constructor
+// (fastpath_linux.c) before the Go runtime starts: it builds the ruleset,
+// makes the temp dir and the cgroups, spawns through la_spawn (the child
+// loads both programs itself), serves the connect notifications, forwards
+// the output within its budget, enforces the wall time and the signals,
+// kills what is left, reports and cleans up as the Go path does. Until the
+// command runs, any failure returns to the Go path, which redoes
+// everything and reports in its own words. Plans are stored only for
+// network none with a per-command v1 pids cgroup, nothing missing; they
+// expire after an hour. LITE_AGENT_SANDBOX_PLANS=off disables them.
+//
+// Why the keyring: the plan decides the confinement, so nothing a sandbox
+// can write may hold it. A file under $HOME could be rewritten by a
+// command given --allow-write ~/.cache; the keyring is reachable only
+// through keyctl, add_key and request_key, which every lite-agent
+// sandbox's seccomp filter refuses (the escape suite and
+// TestPlanRunnerConfines check it). It is trusted as much as the user's
+// own unconfined processes, which can write it — and anything else.
+//
 // # Limits of this implementation
 //
 //   - Unprivileged users without a writable cgroup get per-process memory
@@ -112,6 +142,11 @@
 //     other's TMPDIRs.
 //   - Unix servers reached through the supervisors see the agent's
 //     credentials, not the child's.
+//   - One-shot plans: a system path that appears after a plan was stored
+//     is not readable through it until the plan is renewed (an hour at
+//     most); the runner's output forwarding is single-threaded, so a
+//     reader of its stdout that stalls also delays connect answers; a
+//     sandbox of another kind that lets keyctl through could plant a plan.
 //   - In the PID-namespace mode (users without a writable cgroup, or root
 //     with Landlock ABI < 6) the namespace's first process is an init —
 //     this program re-executed (/proc/self/exe, stopped in a C constructor
