@@ -1088,7 +1088,6 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	// The programs are read from the plan buffer: filter pointers need
 	// 8-byte alignment for nothing (the kernel copies), so any is fine.
 
-	la_write_str(2, pl->msg_preamble);
 	uint64_t start = la_now_ns();
 	if (la_spawn(a) < 0) {
 		if (a->pidfd >= 0) {
@@ -1103,6 +1102,9 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	close(errp[1]);
 	outp[1] = errp[1] = -1;
 	la_trace(envp, "fast\n");
+	// Now that the Go path will not run (it would print them too): the
+	// warnings, before anything the command writes.
+	la_write_str(2, pl->msg_preamble);
 
 	int pidfd = a->pidfd, listener = a->listener;
 	free(a);
