@@ -60,6 +60,19 @@ enum la_plan_tag {
 	LA_T_MSG_SIGHUP = 78,
 };
 
+// Bounds of a plan the runner takes (the Go side stores no larger plan).
+#define LA_MAX_RULES 128
+#define LA_MAX_ENV 256
+#define LA_MAX_RLIMITS 8
+#define LA_MAX_ROOTS 32
+
+// The per-user secret that authenticates plans: LA_SECRET_DIR_FMT (with
+// the effective uid) must be a directory of the user's, mode 0700, and
+// hold LA_SECRET_FILE, 32 bytes, mode 0600. A stored plan is the encoding
+// followed by HMAC-SHA256(secret, encoding).
+#define LA_SECRET_DIR_FMT "/tmp/lite-agent-%u"
+#define LA_SECRET_FILE "plan-secret"
+
 // la_sha256 hashes n bytes of p into out (32 bytes); exported for the
 // test that compares it with crypto/sha256.
 void la_sha256(const void *p, unsigned long n, unsigned char out[32]);

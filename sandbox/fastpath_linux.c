@@ -13,9 +13,12 @@
 // sandbox refuses keyctl, add_key and request_key), keyed by a SHA-256 of
 // everything the Go path read to make it: this binary (device, inode, size,
 // mtime), the user and group ids, the effective capabilities, the working
-// directory, the process's cgroups, the flags before the command and the
-// whole environment. Any difference is another key, so a changed flag,
-// directory or variable takes the Go path, which stores a fresh plan.
+// directory, the process's cgroups and the flags before the command; the
+// plan lists the environment variables it was made from, with their
+// values. Any difference takes the Go path, which stores a fresh plan.
+// And the plan must carry an HMAC under a per-user secret that lives in a
+// 0700 directory of the user's, outside the sandbox's reach (la_secret):
+// writing the keyring alone does not make a plan.
 //
 // What it does (the Go path's Start/Wait, for the plans it stores: network
 // "none", v1 cgroup slots, no init): make the per-run temp dir, build the
@@ -41,7 +44,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +141,44 @@ void la_sha256(const void *p, unsigned long n, unsigned char out[32])
 		out[4 * i + 2] = (unsigned char)(h[i] >> 8);
 		out[4 * i + 3] = (unsigned char)h[i];
 	}
+}
+
+// la_hmac is HMAC-SHA256 with a 32-byte key (RFC 2104).
+static int la_hmac(const unsigned char key[32], const unsigned char *msg, size_t n, unsigned char out[32])
+{
+	unsigned char *b = malloc(64 + (n > 32 ? n : 32));
+	if (!b)
+		return -1;
+	unsigned char inner[32];
+	for (int i = 0; i < 64; i++)
+		b[i] = (unsigned char)((i < 32 ? key[i] : 0) ^ 0x36);
+	memcpy(b + 64, msg, n);
+	la_sha256(b, 64 + n, inner);
+	for (int i = 0; i < 64; i++)
+		b[i] = (unsigned char)((i < 32 ? key[i] : 0) ^ 0x5c);
+	memcpy(b + 64, inner, 32);
+	la_sha256(b, 64 + 32, out);
+	free(b);
+	return 0;
+}
+
+// la_secret reads the per-user plan secret (fastpath.h), checking that
+// only this user could have written it.
+static int la_secret(unsigned char key[32])
+{
+	char dir[64], path[128];
+	snprintf(dir, sizeof dir, LA_SECRET_DIR_FMT, (unsigned)geteuid());
+	snprintf(path, sizeof path, "%s/%s", dir, LA_SECRET_FILE);
+	struct stat st;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+		return -1;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		 (st.st_mode & 077) == 0 && st.st_size == 32 && read(fd, key, 32) == 32;
+	close(fd);
+	return ok ? 0 : -1;
 }
 
 // ---- a growable byte buffer ----
@@ -297,11 +340,6 @@ static int la_plan_key(int nflags, char **flags, char desc[128])
 
 // ---- the plan ----
 
-#define LA_MAX_RULES 128
-#define LA_MAX_ENV 256
-#define LA_MAX_RLIMITS 8
-#define LA_MAX_ROOTS 32
-
 struct la_str {
 	const char *p;
 	uint32_t n;
@@ -438,7 +476,8 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 	// A plan without the pieces that confine is never run: no
 	// Landlock, no seccomp, no temp dir, no process tree.
 	if (!have_main || !have_dir || have_tmp != 1 || !have_out || pl->ll_fs == 0 ||
-	    pl->tmp_base.n == 0 || pl->cg_pids.n == 0 || pl->cg_pids_max.n == 0 || !pl->child_notifies)
+	    pl->tmp_base.n == 0 || pl->cg_pids.n == 0 || pl->cg_pids_max.n == 0 ||
+	    !pl->child_notifies || pl->child_bpf.n == 0)
 		return -1;
 	return 0;
 }
@@ -559,8 +598,19 @@ static void la_run_undo(struct la_run *r)
 		la_rmdir_retry(r->cg_mem_dir);
 	if (r->cg_mem_parent)
 		la_rmdir_retry(r->cg_mem_parent);
-	if (r->tmp)
+	if (r->tmp) {
 		la_rm_tree_at(AT_FDCWD, r->tmp, 0);
+		struct stat st;
+		if (lstat(r->tmp, &st) == 0) {
+			// Deeper than la_rm_tree_at goes: rm(1) walks any depth.
+			char *rm_argv[] = { "rm", "-rf", "--", r->tmp, NULL };
+			char *rm_env[] = { NULL };
+			pid_t pid;
+			if (posix_spawn(&pid, "/bin/rm", NULL, NULL, rm_argv, rm_env) == 0)
+				while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+					;
+		}
+	}
 }
 
 struct la_ll_ruleset_attr {
@@ -664,33 +714,81 @@ static const char *la_env_value(char **env, const char *name)
 	return NULL;
 }
 
+// la_clean cleans an absolute path in place as Go's filepath.Clean does:
+// no "." elements, ".." eats the element before it, no double or trailing
+// slashes.
+static void la_clean(char *p)
+{
+	size_t o = 0;
+	char *tmp = malloc(strlen(p) + 2);
+	if (!tmp)
+		return;
+	tmp[o++] = '/';
+	const char *in = p;
+	while (*in) {
+		while (*in == '/')
+			in++;
+		if (!*in)
+			break;
+		const char *end = strchr(in, '/');
+		size_t n = end ? (size_t)(end - in) : strlen(in);
+		if (n == 2 && in[0] == '.' && in[1] == '.') {
+			while (o > 1 && tmp[o - 1] != '/')
+				o--;
+			if (o > 1)
+				o--;
+		} else if (!(n == 1 && in[0] == '.')) {
+			if (o > 1)
+				tmp[o++] = '/';
+			memcpy(tmp + o, in, n);
+			o += n;
+		}
+		in += n;
+	}
+	tmp[o] = 0;
+	memcpy(p, tmp, o + 1);
+	free(tmp);
+}
+
+// la_join joins a and b with a slash and cleans the result (a absolute).
+static char *la_join(const char *a, const char *b, size_t bn)
+{
+	char *out;
+	if (asprintf(&out, "%s/%.*s", a, (int)bn, b) < 0)
+		return NULL;
+	la_clean(out);
+	return out;
+}
+
 // la_look_path finds file as the Go path's lookPath does: a name with a
 // slash is taken as it is (relative to dir), else the first regular file
-// with an execute bit along the child's PATH.
+// with an execute bit along the child's PATH (an empty PATH has no
+// entries, as filepath.SplitList says).
 static char *la_look_path(const char *file, char **env, const char *dir)
 {
-	char *out = NULL;
 	if (strchr(file, '/')) {
 		if (file[0] == '/')
 			return strdup(file);
-		return asprintf(&out, "%s/%s", dir, file) < 0 ? NULL : out;
+		return la_join(dir, file, strlen(file));
 	}
 	const char *path = la_env_value(env, "PATH");
-	if (!path)
+	if (!path || !*path)
 		return NULL;
 	const char *p = path;
 	for (;;) {
 		const char *end = strchr(p, ':');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
-		char *c;
-		int rc;
+		char *d = NULL, *c = NULL;
 		if (n == 0)
-			rc = asprintf(&c, "%s/%s", dir, file);
+			d = strdup(dir);
 		else if (p[0] == '/')
-			rc = asprintf(&c, "%.*s/%s", (int)n, p, file);
+			d = strndup(p, n);
 		else
-			rc = asprintf(&c, "%s/%.*s/%s", dir, (int)n, p, file);
-		if (rc < 0)
+			d = la_join(dir, p, n);
+		if (d)
+			c = la_join(d, file, strlen(file));
+		free(d);
+		if (!c)
 			return NULL;
 		struct stat st;
 		if (stat(c, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
@@ -726,8 +824,10 @@ static int la_connect_decide(struct la_run *r, int listener, struct seccomp_noti
 	int sockfd = (int)req->data.args[0];
 	uint64_t addr_ptr = req->data.args[1];
 	uint32_t addr_len = (uint32_t)req->data.args[2];
+	// At most a sockaddr_un: what the kernel accepts for AF_UNIX, and
+	// more than any AF_INET/AF_INET6 address (which are refused here).
 	struct sockaddr_storage ss;
-	if (addr_len < 2 || addr_len > sizeof ss)
+	if (addr_len < 2 || addr_len > sizeof(struct sockaddr_un))
 		return EINVAL;
 	int pid = (int)req->pid;
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -774,7 +874,7 @@ static int la_connect_decide(struct la_run *r, int listener, struct seccomp_noti
 	}
 	struct sockaddr_un *su = (struct sockaddr_un *)&ss;
 	size_t plen = addr_len - offsetof(struct sockaddr_un, sun_path);
-	if (plen == 0) {
+	if (plen == 0 || plen > sizeof su->sun_path) {
 		rc = EINVAL;
 		goto out;
 	}
@@ -826,18 +926,132 @@ out:
 	return rc;
 }
 
-static void la_serve_one(struct la_run *r, int listener)
-{
+// The supervisor: one thread waits on the listener and hands each
+// notification to a thread of its own, because a connect may block (a
+// listener with a full backlog) and must hold up neither other connects
+// nor the main thread's deadline and signals (connectsup_linux.go runs a
+// goroutine per notification for the same reason). The listener stays
+// open until the process exits: nothing may reuse its number under a
+// late answer.
+struct la_notif_job {
+	struct la_run *r;
+	int listener;
 	struct seccomp_notif req;
-	memset(&req, 0, sizeof req);
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
-		return; // ENOENT: the caller died or was interrupted
+};
+
+static void *la_decide_thread(void *arg)
+{
+	struct la_notif_job *j = arg;
 	struct seccomp_notif_resp resp;
 	memset(&resp, 0, sizeof resp);
-	resp.id = req.id;
-	int e = la_connect_decide(r, listener, &req);
+	resp.id = j->req.id;
+	int e = la_connect_decide(j->r, j->listener, &j->req);
 	resp.error = e ? -e : 0;
-	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	ioctl(j->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	free(j);
+	return NULL;
+}
+
+struct la_sup {
+	struct la_run *r;
+	int listener;
+};
+
+static void *la_supervise(void *arg)
+{
+	struct la_sup *sup = arg;
+	for (;;) {
+		struct pollfd pf = { sup->listener, POLLIN, 0 };
+		int n = poll(&pf, 1, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		if (pf.revents & POLLIN) {
+			struct la_notif_job *j = calloc(1, sizeof *j);
+			if (!j)
+				continue;
+			j->r = sup->r;
+			j->listener = sup->listener;
+			if (ioctl(sup->listener, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0) {
+				free(j); // ENOENT: the caller died or was interrupted
+				continue;
+			}
+			pthread_t t;
+			pthread_attr_t at;
+			pthread_attr_init(&at);
+			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			pthread_attr_setstacksize(&at, 64 * 1024);
+			if (pthread_create(&t, &at, la_decide_thread, j) != 0)
+				la_decide_thread(j); // no thread: answer here
+			pthread_attr_destroy(&at);
+		} else if (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) {
+			return NULL; // every process of the filter is gone
+		}
+	}
+}
+
+// The output: a thread per stream copies the command's pipe to ours,
+// within the budget both share (output.go: past it, bytes are read and
+// counted, never block the command). A write that fails with EPIPE (our
+// reader went away) is what kills a Go program writing to fds 1 and 2:
+// the main thread is told, ends the tree and dies of SIGPIPE as the Go
+// path does, after cleaning up.
+struct la_out {
+	pthread_mutex_t mu;
+	int64_t left;
+	long long dropped;
+	int broken;
+	int wake; // write end of the main thread's wake-up pipe
+};
+
+struct la_fwd {
+	struct la_out *o;
+	int from, to;
+};
+
+static void *la_forward(void *arg)
+{
+	struct la_fwd *f = arg;
+	struct la_out *o = f->o;
+	char *buf = malloc(32768);
+	if (!buf)
+		return NULL;
+	for (;;) {
+		ssize_t m = read(f->from, buf, 32768);
+		if (m < 0 && errno == EINTR)
+			continue;
+		if (m <= 0) {
+			free(buf);
+			return NULL; // EOF: every writer is gone
+		}
+		pthread_mutex_lock(&o->mu);
+		int64_t keep = m < o->left ? m : o->left;
+		o->left -= keep;
+		o->dropped += m - keep;
+		ssize_t off = 0;
+		while (keep > 0 && !o->broken && off < keep) {
+			ssize_t w = write(f->to, buf + off, (size_t)(keep - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && errno == EAGAIN) {
+				// Our stdout may be non-blocking (shared with
+				// whoever started us): wait for room.
+				struct pollfd wp = { f->to, POLLOUT, 0 };
+				poll(&wp, 1, -1);
+				continue;
+			}
+			if (w <= 0) {
+				o->broken = errno == EPIPE ? 2 : 1;
+				if (o->broken == 2)
+					(void)!write(o->wake, "P", 1);
+				break;
+			}
+			off += w;
+		}
+		pthread_mutex_unlock(&o->mu);
+	}
 }
 
 // ---- the tree ----
@@ -965,6 +1179,19 @@ static uint64_t la_now_ns(void)
 
 static void la_noop(int sig) { (void)sig; }
 
+// la_die_of_sigpipe ends the runner as a Go program ends whose stdout
+// reader went away: killed by SIGPIPE.
+static void la_die_of_sigpipe(void)
+{
+	signal(SIGPIPE, SIG_DFL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGPIPE);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	raise(SIGPIPE);
+	_exit(141);
+}
+
 // la_fast_run runs the plan; it returns only when the command could not be
 // started (then the Go path takes over), otherwise it exits.
 static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
@@ -972,7 +1199,11 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	struct la_plan *pl = &r->pl;
 	r->ruleset = -1;
 	r->tasks[0] = r->tasks[1] = -1;
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, wakep[2] = { -1, -1 }, sfd = -1;
+	struct sigaction saved[65];
+	int saved_n = 0;
+	sigset_t oldmask;
+	sigprocmask(SIG_SETMASK, NULL, &oldmask);
 	char *dir = la_cstr(pl->dir);
 	char *base = la_cstr(pl->tmp_base);
 	char **env = calloc((size_t)pl->n_env + 1, sizeof *env);
@@ -1017,12 +1248,19 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	}
 	if (!(r->exe = la_look_path(cmd_argv[0], env, dir)))
 		goto undo;
-	for (int i = 0; i < pl->n_roots; i++)
-		if (!(r->roots[i] = la_cstr(pl->roots[i])))
-			goto undo;
-	// The temp dir is a read-write root too (canonical: mkdtemp under the
+	// The unix-socket roots, resolved now as the Landlock rules were
+	// (a symlink re-pointed since the plan was made counts as it is
+	// now); the temp dir is one too (canonical: mkdtemp under the
 	// canonical base the Go path recorded).
-	r->roots[pl->n_roots] = r->tmp;
+	int nr = 0;
+	for (int i = 0; i < pl->n_roots; i++) {
+		char *p = la_cstr(pl->roots[i]);
+		char *real = p ? realpath(p, NULL) : NULL;
+		free(p);
+		if (real)
+			r->roots[nr++] = real;
+	}
+	r->roots[nr] = r->tmp;
 
 	// Cgroups: the command's own pids (and memory) directory.
 	if (la_make_cgroup(pl->cg_pids, "pids.max", pl->cg_pids_max, NULL,
@@ -1032,32 +1270,42 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 					   "memory.memsw.limit_in_bytes", &r->cg_mem_parent, &r->cg_mem_dir, &r->tasks[1]) < 0)
 		goto undo;
 
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(wakep, O_CLOEXEC) < 0)
 		goto undo;
 
-	// Signals: INT/TERM/HUP end the tree (read through a signalfd; the
-	// child unblocks everything before execve); SIGPIPE on our stdout or
-	// stderr must not kill us before we clean up (a handler, which the
-	// child resets to the default).
-	sigset_t sigs, oldmask;
+	// Signals. INT/TERM/HUP end the tree: blocked here and read through a
+	// signalfd until the end (the child unblocks everything before
+	// execve). Every signal the command would inherit as ignored gets a
+	// handler instead, which the child resets to the default: in the Go
+	// path every signal has the runtime's handler, so the command starts
+	// with none ignored. (SIGPIPE's handler also keeps a failed write to
+	// our stdout from killing us before we clean up.)
+	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, &oldmask);
-	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		goto undo;
+	for (int sig = 1; sig < 65; sig++) {
+		struct sigaction old;
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &old) < 0)
+			continue;
+		if (old.sa_handler == SIG_IGN || sig == SIGPIPE) {
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = la_noop;
+			saved[saved_n] = old;
+			saved[saved_n].sa_flags = sig; // remember which (restored below)
+			if (sigaction(sig, &sa, NULL) == 0)
+				saved_n++;
+		}
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = la_noop;
-	sigaction(SIGPIPE, &sa, NULL);
 
 	struct la_spawn_args *a = calloc(1, sizeof *a);
 	if (!a)
-		goto undo_sig;
+		goto undo;
 	a->path = r->exe;
 	a->argv = cmd_argv;
 	a->envp = env;
@@ -1082,11 +1330,9 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	a->confine.ruleset_fd = r->ruleset;
 	a->confine.filter = pl->main_bpf.p;
 	a->confine.filter_len = (uint16_t)(pl->main_bpf.n / 8);
-	a->confine.child = pl->child_bpf.n ? pl->child_bpf.p : NULL;
+	a->confine.child = pl->child_bpf.p;
 	a->confine.child_len = (uint16_t)(pl->child_bpf.n / 8);
-	a->confine.child_listener = pl->child_notifies;
-	// The programs are read from the plan buffer: filter pointers need
-	// 8-byte alignment for nothing (the kernel copies), so any is fine.
+	a->confine.child_listener = 1;
 
 	uint64_t start = la_now_ns();
 	if (la_spawn(a) < 0) {
@@ -1096,154 +1342,131 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 			close(a->pidfd);
 		}
 		free(a);
-		goto undo_sig;
+		goto undo;
 	}
+	// From here on the command runs: no way back to the Go path.
+	int pidfd = a->pidfd, listener = a->listener;
+	free(a);
 	close(outp[1]);
 	close(errp[1]);
-	outp[1] = errp[1] = -1;
+	close(r->ruleset);
+	close(r->tasks[0]);
+	if (r->tasks[1] >= 0)
+		close(r->tasks[1]);
+	r->ruleset = r->tasks[0] = r->tasks[1] = -1;
 	la_trace(envp, "fast\n");
 	// Now that the Go path will not run (it would print them too): the
 	// warnings, before anything the command writes.
 	la_write_str(2, pl->msg_preamble);
 
-	int pidfd = a->pidfd, listener = a->listener;
-	free(a);
+	int fatal = 0;
+	if (listener < 0) {
+		fatal = 1; // cannot be (la_confine made it): unsupervised is worse
+		la_kill_members(r);
+	} else {
+		static struct la_sup sup;
+		sup.r = r;
+		sup.listener = listener;
+		pthread_t t;
+		if (pthread_create(&t, NULL, la_supervise, &sup) != 0) {
+			fatal = 1;
+			la_kill_members(r);
+		}
+	}
+	static struct la_out out;
+	pthread_mutex_init(&out.mu, NULL);
+	out.left = (int64_t)pl->output_bytes;
+	out.wake = wakep[1];
+	static struct la_fwd fwd[2];
+	pthread_t fwd_t[2];
+	int fwd_ok[2] = { 0, 0 };
+	fwd[0] = (struct la_fwd){ &out, outp[0], 1 };
+	fwd[1] = (struct la_fwd){ &out, errp[0], 2 };
+	for (int k = 0; k < 2; k++)
+		fwd_ok[k] = pthread_create(&fwd_t[k], NULL, la_forward, &fwd[k]) == 0;
+	if (!fwd_ok[0] || !fwd_ok[1]) {
+		fatal = 1;
+		la_kill_members(r);
+	}
+
 	uint64_t deadline = pl->wall_ns ? start + pl->wall_ns : 0;
-	int exited = 0, timed_out = 0, got_sig = 0, tree_done = 0;
+	int timed_out = 0, got_sig = 0, epipe = 0, wait_failed = 0;
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
-	int fds_open[2] = { outp[0], errp[0] };
-	int outfd[2] = { 1, 2 };
-	int64_t left = (int64_t)pl->output_bytes;
-	long long dropped = 0;
-	int broken = 0;
-	uint64_t drain_deadline = 0;
-	static char iobuf[32768];
-
 	for (;;) {
-		if (tree_done && fds_open[0] < 0 && fds_open[1] < 0)
-			break;
-		struct pollfd pf[5];
-		int np = 0, i_pid = -1, i_lis = -1, i_sig = -1, i_out[2] = { -1, -1 };
-		if (!exited) {
-			i_pid = np;
-			pf[np++] = (struct pollfd){ pidfd, POLLIN, 0 };
-		}
-		if (listener >= 0) {
-			i_lis = np;
-			pf[np++] = (struct pollfd){ listener, POLLIN, 0 };
-		}
-		if (!exited) {
-			i_sig = np;
-			pf[np++] = (struct pollfd){ sfd, POLLIN, 0 };
-		}
-		for (int k = 0; k < 2; k++)
-			if (fds_open[k] >= 0) {
-				i_out[k] = np;
-				pf[np++] = (struct pollfd){ fds_open[k], POLLIN, 0 };
-			}
-		int timeout = -1;
 		uint64_t now = la_now_ns();
-		if (!exited && deadline && !timed_out)
-			timeout = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
-		if (tree_done) {
-			timeout = now >= drain_deadline ? 0 : (int)((drain_deadline - now) / 1000000 + 1);
-			if (now >= drain_deadline) {
-				// A stray holder of the pipes (cannot be: the tree is
-				// gone) — do not wait for ever.
-				for (int k = 0; k < 2; k++)
-					if (fds_open[k] >= 0) {
-						close(fds_open[k]);
-						fds_open[k] = -1;
-					}
-				continue;
-			}
+		if (deadline && !timed_out && now >= deadline) {
+			timed_out = 1;
+			la_kill_members(r);
 		}
-		int n = poll(pf, (nfds_t)np, timeout);
-		if (n < 0 && errno != EINTR)
+		int timeout = -1;
+		if (deadline && !timed_out) {
+			uint64_t ms = (deadline - now) / 1000000 + 1;
+			timeout = ms > 3600000 ? 3600000 : (int)ms;
+		}
+		struct pollfd pf[3] = { { pidfd, POLLIN, 0 }, { sfd, POLLIN, 0 }, { wakep[0], POLLIN, 0 } };
+		int n = poll(pf, 3, timeout);
+		if (n < 0 && errno != EINTR) {
+			// Cannot watch the command any longer: end it, and wait.
+			la_kill_members(r);
+			if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)
+				wait_failed = 1;
 			break;
-		if (n <= 0) {
-			if (!exited && deadline && la_now_ns() >= deadline && !timed_out) {
-				timed_out = 1;
-				la_kill_members(r);
-			}
+		}
+		if (n <= 0)
 			continue;
-		}
-		if (i_lis >= 0 && pf[i_lis].revents) {
-			if (pf[i_lis].revents & POLLIN)
-				la_serve_one(r, listener);
-			else if (pf[i_lis].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-				close(listener);
-				listener = -1;
-			}
-		}
-		if (i_sig >= 0 && (pf[i_sig].revents & POLLIN)) {
+		if (pf[1].revents & POLLIN) {
 			struct signalfd_siginfo ssi;
 			if (read(sfd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi && !got_sig) {
 				got_sig = (int)ssi.ssi_signo;
 				la_kill_members(r);
 			}
 		}
-		for (int k = 0; k < 2; k++) {
-			if (i_out[k] < 0 || !pf[i_out[k]].revents)
-				continue;
-			ssize_t m = read(fds_open[k], iobuf, sizeof iobuf);
-			if (m < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (m <= 0) {
-				close(fds_open[k]);
-				fds_open[k] = -1;
-				continue;
-			}
-			int64_t keep = m < left ? m : left;
-			left -= keep;
-			dropped += m - keep;
-			if (keep > 0 && !broken) {
-				ssize_t off = 0;
-				while (off < keep) {
-					ssize_t w = write(outfd[k], iobuf + off, (size_t)(keep - off));
-					if (w < 0 && errno == EINTR)
-						continue;
-					if (w < 0 && errno == EAGAIN) {
-						// Our stdout may be non-blocking (shared
-						// with whoever started us): wait for room.
-						struct pollfd wp = { outfd[k], POLLOUT, 0 };
-						poll(&wp, 1, -1);
-						continue;
-					}
-					if (w <= 0) {
-						broken = 1;
-						break;
-					}
-					off += w;
-				}
+		if (pf[2].revents & POLLIN) {
+			char c;
+			(void)!read(wakep[0], &c, 1);
+			if (!epipe) {
+				epipe = 1;
+				la_kill_members(r);
 			}
 		}
-		if (i_pid >= 0 && (pf[i_pid].revents & POLLIN)) {
-			if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) == 0) {
-				exited = 1;
-				// The main process is gone: so is the rest of the
-				// tree (daemons included), then the supervisor.
-				if (!la_cgroup_empty(r))
-					la_kill_members(r);
-				if (listener >= 0) {
-					close(listener);
-					listener = -1;
-				}
-				tree_done = 1;
-				drain_deadline = la_now_ns() + 2000000000ull;
+		if (pf[0].revents & POLLIN) {
+			if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0) {
+				if (errno == EINTR)
+					continue;
+				wait_failed = 1;
 			}
+			break;
 		}
 	}
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	// The main process is gone: so is the rest of the tree (daemons
+	// included). Then the output drains — every writer is dead, so EOF
+	// comes at once; 2 s is the Go path's grace for a stuck reader of
+	// ours.
+	if (!la_cgroup_empty(r))
+		la_kill_members(r);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	for (int k = 0; k < 2; k++)
+		if (fwd_ok[k])
+			pthread_timedjoin_np(fwd_t[k], NULL, &until);
+	// A signal that came while the tree was ending still counts.
+	{
+		struct signalfd_siginfo ssi;
+		if (!got_sig && read(sfd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi)
+			got_sig = (int)ssi.ssi_signo;
+	}
 
 	long long oom = la_read_keyed(r->cg_mem_dir, "memory.oom_control", "oom_kill");
 	long long pmax = la_read_keyed(r->cg_pids_dir, "pids.events", "max");
-	close(pidfd);
-	close(sfd);
-	r->ruleset = r->ruleset >= 0 ? (close(r->ruleset), -1) : -1;
 	la_run_undo(r);
 
+	pthread_mutex_lock(&out.mu);
+	long long dropped = out.dropped;
+	pthread_mutex_unlock(&out.mu);
+	if (epipe)
+		la_die_of_sigpipe();
 	if (dropped > 0) {
 		char num[32];
 		snprintf(num, sizeof num, "%lld", dropped);
@@ -1267,19 +1490,29 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	} else if (timed_out) {
 		la_write_str(2, pl->msg_timeout);
 		code = 124;
+	} else if (fatal || wait_failed) {
+		static const char msg[] = "lite-agent: sandbox: the one-shot runner lost track of the command; it and every process it started were killed\n";
+		la_write_str(2, (struct la_str){ msg, sizeof msg - 1 });
+		code = 125;
 	}
 	_exit(code);
 
-undo_sig:
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	close(sfd);
 undo:
+	if (sfd >= 0)
+		close(sfd);
+	for (int i = 0; i < saved_n; i++) {
+		int sig = saved[i].sa_flags;
+		saved[i].sa_flags = 0;
+		sigaction(sig, &saved[i], NULL);
+	}
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	for (int k = 0; k < 2; k++) {
 		if (outp[k] >= 0)
 			close(outp[k]);
 		if (errp[k] >= 0)
 			close(errp[k]);
+		if (wakep[k] >= 0)
+			close(wakep[k]);
 	}
 	la_run_undo(r);
 }
@@ -1320,6 +1553,12 @@ __attribute__((constructor)) static void la_fast_check(int argc, char **argv, ch
 	for (int i = 0; envp && envp[i]; i++)
 		if (strcmp(envp[i], "LITE_AGENT_SANDBOX_PLANS=off") == 0)
 			return;
+	// Standard streams closed: the runner's own descriptors would land on
+	// 0-2 and the command would write into them. The Go runtime opens
+	// /dev/null there first; let it.
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0)
+			return;
 	int nargs = argc - 3;
 	char **args = argv + 3;
 	int split = la_flag_split(nargs, args);
@@ -1335,9 +1574,19 @@ __attribute__((constructor)) static void la_fast_check(int argc, char **argv, ch
 	long n = syscall(SYS_keyctl, KEYCTL_READ, id, buf, sizeof buf);
 	if (n <= 0 || n > (long)sizeof buf)
 		return;
+	// The plan is followed by its HMAC under the user's secret.
+	unsigned char key[32], mac[32];
+	if (n <= 32 || la_secret(key) < 0 || la_hmac(key, buf, (size_t)n - 32, mac) < 0)
+		return;
+	unsigned char diff = 0;
+	for (int i = 0; i < 32; i++)
+		diff |= (unsigned char)(mac[i] ^ buf[n - 32 + i]);
+	memset(key, 0, sizeof key);
+	if (diff)
+		return;
 	static struct la_run run;
 	memset(&run, 0, sizeof run);
-	if (la_plan_parse(buf, (size_t)n, &run.pl) < 0 || !la_deps_hold(&run.pl, envp))
+	if (la_plan_parse(buf, (size_t)n - 32, &run.pl) < 0 || !la_deps_hold(&run.pl, envp))
 		return;
 	la_fast_run(&run, args + split, envp);
 	la_trace(envp, "fast-fallback\n");

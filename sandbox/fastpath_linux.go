@@ -7,6 +7,9 @@ import "C"
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -159,7 +162,6 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: temp dir: %v", errNoPlan, err)
 	}
-	realTmp := canonical([]string{s.tmpRoot})
 
 	var w planWriter
 	w.b.WriteString(C.LA_PLAN_MAGIC)
@@ -221,10 +223,11 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 		w.str(C.LA_T_CG_MEM, h.cg.v1["memory"])
 		w.str(C.LA_T_CG_MEM_LIMIT, strconv.FormatInt(s.pol.Limits.MemoryBytes, 10))
 	}
-	for _, r := range s.rwRoots {
-		if len(realTmp) == 1 && r == realTmp[0] {
-			continue // the runner adds its own temp dir
-		}
+	// The unix-socket roots as the policy names them (the runner
+	// resolves them per run, as it opens the Landlock rules); the temp
+	// dir it adds itself.
+	roots := append([]string{s.pol.Workspace}, s.pol.ReadWritePaths...)
+	for _, r := range roots {
 		w.str(C.LA_T_UNIX_ROOT, r)
 	}
 	w.u64(C.LA_T_OUTPUT_BYTES, uint64(s.pol.Limits.OutputBytes))
@@ -241,7 +244,12 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 	} {
 		w.str(m.tag, m.s)
 	}
-	if w.b.Len() > maxPlanBytes {
+	rules := landlockRules(&s.pol, "")
+	switch {
+	case len(rules) > C.LA_MAX_RULES, len(env) > C.LA_MAX_ENV, len(roots) > C.LA_MAX_ROOTS-1, len(s.rlimits) > C.LA_MAX_RLIMITS:
+		return nil, fmt.Errorf("%w: the policy is larger than the runner takes", errNoPlan)
+	}
+	if w.b.Len()+sha256.Size > maxPlanBytes {
 		return nil, fmt.Errorf("%w: the plan is %d bytes (at most %d)", errNoPlan, w.b.Len(), maxPlanBytes)
 	}
 	return w.b.Bytes(), nil
@@ -256,9 +264,17 @@ const maxPlanBytes = 32767
 const planLifetime = time.Hour
 
 // StorePlan stores plan under key in the user's keyring, replacing an
-// older one, for planLifetime. When the user's key quota is full, the
-// plans stored before are dropped first.
+// older one, for planLifetime, followed by its HMAC under the user's plan
+// secret (planSecret). When the user's key quota is full, the plans stored
+// before are dropped first.
 func StorePlan(key string, plan []byte) error {
+	secret, err := planSecret()
+	if err != nil {
+		return err
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(plan)
+	plan = mac.Sum(append([]byte(nil), plan...))
 	id, err := unix.AddKey("user", key, plan, unix.KEY_SPEC_USER_KEYRING)
 	if errors.Is(err, unix.EDQUOT) {
 		dropPlans()
@@ -305,4 +321,61 @@ func (s *Sandbox) planEnvDeps() []string {
 		}
 	}
 	return names
+}
+
+// planSecret returns the per-user secret that authenticates plans
+// (fastpath.h: LA_SECRET_DIR_FMT), making it on first use. The keyring
+// keeps plans out of every lite-agent sandbox's reach (seccomp refuses
+// keyctl); the secret means that a process that can write the keyring but
+// not the user's files — a container sharing the host's keyring, another
+// sandbox that lets keyctl through — cannot plant a plan either.
+func planSecret() ([]byte, error) {
+	uid := os.Geteuid()
+	// LA_SECRET_DIR_FMT has a C %u.
+	dir := strings.Replace(C.LA_SECRET_DIR_FMT, "%u", strconv.Itoa(uid), 1)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != uid || st.Mode&0o7777 != 0o700 {
+		return nil, fmt.Errorf("sandbox: plan secret: %s is not a directory of uid %d with mode 0700", dir, uid)
+	}
+	path := filepath.Join(dir, C.LA_SECRET_FILE)
+	for range 2 {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			secret := make([]byte, 32)
+			rand.Read(secret)
+			fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			if errors.Is(err, unix.EEXIST) {
+				continue // made by a run at the same time: read theirs
+			}
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+			}
+			n, werr := unix.Write(fd, secret)
+			unix.Close(fd)
+			if werr != nil || n != len(secret) {
+				os.Remove(path)
+				return nil, fmt.Errorf("sandbox: plan secret: writing %s: %v", path, werr)
+			}
+			return secret, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+		}
+		secret := make([]byte, 32)
+		n, rerr := unix.Read(fd, secret)
+		var fst unix.Stat_t
+		serr := unix.Fstat(fd, &fst)
+		unix.Close(fd)
+		if rerr != nil || serr != nil || n != 32 || fst.Size != 32 || fst.Mode&unix.S_IFMT != unix.S_IFREG || int(fst.Uid) != uid || fst.Mode&0o077 != 0 {
+			return nil, fmt.Errorf("sandbox: plan secret: %s is not 32 bytes of uid %d with mode 0600", path, uid)
+		}
+		return secret, nil
+	}
+	return nil, fmt.Errorf("sandbox: plan secret: %s: could not be read or made", path)
 }
