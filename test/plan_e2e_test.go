@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -416,4 +417,156 @@ func replaceEnv(env []string, kv string) []string {
 		}
 	}
 	return append(out, kv)
+}
+
+// TestPlanRunnerIsNotHeldUp: a command that blocks in a connect the runner
+// makes for it (a listener whose backlog is full), or whose output nobody
+// reads, cannot hold off the timeout; a reader that goes away ends the
+// run as it ends the Go path (SIGPIPE), without leaving anything behind.
+func TestPlanRunnerIsNotHeldUp(t *testing.T) {
+	requirePlanRunner(t)
+	t.Run("blocked connect", func(t *testing.T) {
+		r := newPlanRig(t)
+		script := `
+import os, socket
+if os.path.exists("full.sock"): os.remove("full.sock")  # the Go path's run made it
+l = socket.socket(socket.AF_UNIX); l.bind("full.sock"); l.listen(0)
+cs = []
+for i in range(4):
+    c = socket.socket(socket.AF_UNIX); c.connect("full.sock"); cs.append(c)
+print("never: every connect went through")
+`
+		start := time.Now()
+		_, fastRun := r.both("", []string{"--timeout", "2s"}, "python3", "-c", script)
+		if d := time.Since(start); fastRun.code != 124 || d > 20*time.Second {
+			t.Errorf("a connect blocked on a full backlog: exit %d after %v, want 124 at the 2 s timeout: %v", fastRun.code, d, fastRun)
+		}
+	})
+	t.Run("reader goes away", func(t *testing.T) {
+		r := newPlanRig(t)
+		tmpList := filepath.Join(r.ws, "tmpdir")
+		// yes(1) writes for ever; head reads one line and leaves.
+		// Plans off; then on twice: the first run (through the same
+		// shell, which adds PWD to the environment) stores the plan the
+		// second runs.
+		for i, plans := range []string{"off", "on", "on"} {
+			os.Remove(r.trace)
+			sh := fmt.Sprintf(`%s sandbox run -- bash -c 'echo $TMPDIR > %s; exec yes' | head -1; echo "status ${PIPESTATUS[0]}"`,
+				binary, tmpList)
+			if plans == "off" {
+				sh = "LITE_AGENT_SANDBOX_PLANS=off " + sh
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", sh)
+			cmd.Dir, cmd.Env = r.ws, r.env
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			tr, _ := os.ReadFile(r.trace)
+			if err != nil || !strings.Contains(string(out), "status 141") || time.Since(start) > 20*time.Second {
+				t.Errorf("plans %s: %v after %v, trace %q:\n%s\nwant the CLI killed by SIGPIPE (141) at once", plans, err, time.Since(start), tr, out)
+			}
+			if i < 2 {
+				continue
+			}
+			if !strings.HasPrefix(string(tr), "fast\n") {
+				t.Errorf("plans on: the runner did not run (trace %q)", tr)
+			}
+			{
+				// The runner cleans up before it dies (the Go path
+				// cannot: SIGPIPE ends it mid-run).
+				d, _ := os.ReadFile(tmpList)
+				if tmp := strings.TrimSpace(string(d)); tmp == "" {
+					t.Errorf("the command did not report its TMPDIR")
+				} else if _, err := os.Stat(tmp); err == nil {
+					t.Errorf("the runner left %s behind", tmp)
+				}
+			}
+		}
+	})
+}
+
+// TestPlanRunnerHygiene: closed standard streams take the Go path; the
+// command starts with no signal ignored, as in the Go path; a temp tree
+// deeper than the runner walks is removed.
+func TestPlanRunnerHygiene(t *testing.T) {
+	requirePlanRunner(t)
+	r := newPlanRig(t)
+	r.both("", nil, "true")
+	cmd := exec.Command("bash", "-c", binary+" sandbox run -- true 1>&- 2>&-")
+	cmd.Dir, cmd.Env = r.ws, r.env
+	os.Remove(r.trace)
+	if err := cmd.Run(); err != nil {
+		t.Errorf("with stdout and stderr closed: %v", err)
+	}
+	if tr, _ := os.ReadFile(r.trace); strings.Contains(string(tr), "fast") {
+		t.Errorf("with stdout and stderr closed the runner ran (its own descriptors would be the command's): trace %q", tr)
+	}
+
+	// Started with SIGINT and SIGQUIT ignored (as under nohup or `&`).
+	for _, plans := range []string{"off", "on"} {
+		r.run(nil, "", "--", "true")
+		os.Remove(r.trace)
+		sh := fmt.Sprintf(`trap '' INT QUIT; %s sandbox run -- bash -c 'kill -INT $$; echo survived'; echo "status $?"`, binary)
+		cmd := exec.Command("bash", "-c", sh)
+		cmd.Dir = r.ws
+		cmd.Env = append(append([]string{}, r.env...), "LITE_AGENT_SANDBOX_PLANS="+plans)
+		if plans == "on" {
+			cmd.Env = r.env
+		}
+		out, _ := cmd.CombinedOutput()
+		if strings.Contains(string(out), "survived") || !strings.Contains(string(out), "status 130") {
+			t.Errorf("plans %s: the command inherited an ignored SIGINT:\n%s", plans, out)
+		}
+	}
+
+	deep := `cd "$TMPDIR" && for i in $(seq 300); do mkdir d && cd d || exit 1; done && echo $TMPDIR`
+	_, fastRun := r.both("", nil, "bash", "-c", deep)
+	tmp := strings.TrimSpace(fastRun.stdout)
+	if fastRun.code != 0 || tmp == "" {
+		t.Fatalf("deep tree: %v", fastRun)
+	}
+	if _, err := os.Stat(tmp); err == nil {
+		t.Errorf("a 300-level temp tree was left at %s", tmp)
+		os.RemoveAll(tmp)
+	}
+}
+
+// TestPlanRunnerRefusesATamperedPlan: a plan whose bytes do not match its
+// HMAC under the user's secret — planted by something that could write the
+// keyring but not read the secret — is not run.
+func TestPlanRunnerRefusesATamperedPlan(t *testing.T) {
+	requirePlanRunner(t)
+	r := newPlanRig(t)
+	r.both("", nil, "true")
+	run := r.run(nil, "", "--max-output", "2M", "--", "true") // stores under a key we learn
+	key := ""
+	for _, l := range run.trace {
+		if k, ok := strings.CutPrefix(l, "stored "); ok {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatalf("no plan stored: %v", run)
+	}
+	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32768)
+	n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := buf[:n]
+	// Widen the first Landlock rule's rights (the record after the
+	// magic and four u64 records), keeping the old MAC.
+	plan[8+4*14+6] ^= 0xff
+	if _, err := unix.AddKey("user", key, plan, unix.KEY_SPEC_USER_KEYRING); err != nil {
+		t.Fatal(err)
+	}
+	run = r.run(nil, "", "--max-output", "2M", "--", "bash", "-c", "echo works")
+	if run.path() != "go" || run.stdout != "works\n" {
+		t.Errorf("a tampered plan: %v; want the Go path", run)
+	}
 }
