@@ -46,6 +46,13 @@ enum la_plan_tag {
 	LA_T_CG_PIDS_MAX = 41,   // pids.max
 	LA_T_CG_MEM = 42,        // v1 memory hierarchy directory
 	LA_T_CG_MEM_LIMIT = 43,  // memory.limit_in_bytes (and memsw)
+	LA_T_INIT = 44,          // u32 1: a PID namespace under our init
+	                         // (init_linux.c) instead of cgroups
+	LA_T_NEW_USER = 45,      // u32 1: and a user namespace
+	LA_T_UID_MAP = 46,
+	LA_T_GID_MAP = 47,
+	LA_T_PID_MAX = 48,       // the namespace's pid_max (absent: leave it)
+	LA_T_INIT_AS = 49,       // RLIMIT_AS the init applies, or "-"
 	LA_T_UNIX_ROOT = 50,     // a read-write root for unix sockets (repeated)
 	LA_T_OUTPUT_BYTES = 60,  // u64 stdout+stderr budget
 	LA_T_WALL_NS = 61,       // u64 wall-time limit, 0 = none

@@ -37,6 +37,7 @@
 #define _GNU_SOURCE
 #include "confine.h"
 #include "fastpath.h"
+#include "init.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -358,6 +359,8 @@ struct la_plan {
 	int n_rlimits;
 	struct { int resource; uint64_t cur, max; } rlimits[LA_MAX_RLIMITS];
 	struct la_str cg_pids, cg_pids_max, cg_mem, cg_mem_limit;
+	int with_init, new_user;
+	struct la_str uid_map, gid_map, pid_max, init_as;
 	int n_roots;
 	struct la_str roots[LA_MAX_ROOTS];
 	int n_deps;
@@ -451,6 +454,12 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 		case LA_T_CG_PIDS_MAX: pl->cg_pids_max = s; break;
 		case LA_T_CG_MEM: pl->cg_mem = s; break;
 		case LA_T_CG_MEM_LIMIT: pl->cg_mem_limit = s; break;
+		case LA_T_INIT: U32(); pl->with_init = (int)la_le(d, 4); break;
+		case LA_T_NEW_USER: U32(); pl->new_user = (int)la_le(d, 4); break;
+		case LA_T_UID_MAP: pl->uid_map = s; break;
+		case LA_T_GID_MAP: pl->gid_map = s; break;
+		case LA_T_PID_MAX: pl->pid_max = s; break;
+		case LA_T_INIT_AS: pl->init_as = s; break;
 		case LA_T_UNIX_ROOT:
 			if (pl->n_roots >= LA_MAX_ROOTS)
 				return -1;
@@ -476,8 +485,11 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 	// A plan without the pieces that confine is never run: no
 	// Landlock, no seccomp, no temp dir, no process tree.
 	if (!have_main || !have_dir || have_tmp != 1 || !have_out || pl->ll_fs == 0 ||
-	    pl->tmp_base.n == 0 || pl->cg_pids.n == 0 || pl->cg_pids_max.n == 0 ||
-	    !pl->child_notifies || pl->child_bpf.n == 0)
+	    pl->tmp_base.n == 0 || !pl->child_notifies || pl->child_bpf.n == 0)
+		return -1;
+	// The process tree: our cgroup, or a PID namespace under our init.
+	if (pl->with_init ? pl->init_as.n == 0 || (pl->new_user && (!pl->uid_map.n || !pl->gid_map.n))
+			  : pl->cg_pids.n == 0 || pl->cg_pids_max.n == 0)
 		return -1;
 	return 0;
 }
@@ -1148,6 +1160,16 @@ static int la_cgroup_empty(struct la_run *r)
 	return la_cgroup_pids(r->cg_pids_dir, pids, 1) == 0;
 }
 
+// la_end_tree kills every process of the command: through the cgroup,
+// or, in a PID namespace, by killing its init (the kernel kills the rest).
+static void la_end_tree(struct la_run *r, int pidfd)
+{
+	if (r->pl.with_init)
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	else
+		la_kill_members(r);
+}
+
 static long long la_read_keyed(const char *dir, const char *file, const char *key)
 {
 	if (!dir)
@@ -1199,7 +1221,8 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	struct la_plan *pl = &r->pl;
 	r->ruleset = -1;
 	r->tasks[0] = r->tasks[1] = -1;
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, wakep[2] = { -1, -1 }, sfd = -1;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, wakep[2] = { -1, -1 }, statusp[2] = { -1, -1 }, sfd = -1;
+	char **init_argv = NULL;
 	struct sigaction saved[65];
 	int saved_n = 0;
 	sigset_t oldmask;
@@ -1263,14 +1286,16 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	r->roots[nr] = r->tmp;
 
 	// Cgroups: the command's own pids (and memory) directory.
-	if (la_make_cgroup(pl->cg_pids, "pids.max", pl->cg_pids_max, NULL,
-			   &r->cg_pids_parent, &r->cg_pids_dir, &r->tasks[0]) < 0)
+	if (!pl->with_init && la_make_cgroup(pl->cg_pids, "pids.max", pl->cg_pids_max, NULL,
+					     &r->cg_pids_parent, &r->cg_pids_dir, &r->tasks[0]) < 0)
 		goto undo;
 	if (pl->cg_mem.n && la_make_cgroup(pl->cg_mem, "memory.limit_in_bytes", pl->cg_mem_limit,
 					   "memory.memsw.limit_in_bytes", &r->cg_mem_parent, &r->cg_mem_dir, &r->tasks[1]) < 0)
 		goto undo;
 
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(wakep, O_CLOEXEC) < 0)
+		goto undo;
+	if (pl->with_init && pipe2(statusp, O_CLOEXEC) < 0)
 		goto undo;
 
 	// Signals. INT/TERM/HUP end the tree: blocked here and read through a
@@ -1308,6 +1333,30 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		goto undo;
 	a->path = r->exe;
 	a->argv = cmd_argv;
+	if (pl->with_init) {
+		// The namespace's first process is our init, which starts the
+		// command and reports on the status pipe (init_linux.c).
+		int argc = 0;
+		while (cmd_argv[argc])
+			argc++;
+		init_argv = calloc((size_t)argc + 5, sizeof *init_argv);
+		char fdstr[16];
+		snprintf(fdstr, sizeof fdstr, "%d", statusp[1]);
+		if (!init_argv || !(init_argv[0] = strdup(LA_INIT_MARKER)) || !(init_argv[1] = strdup(fdstr)) ||
+		    !(init_argv[2] = la_cstr(pl->init_as)) || !(init_argv[3] = strdup(r->exe))) {
+			free(a);
+			goto undo;
+		}
+		memcpy(init_argv + 4, cmd_argv, (size_t)argc * sizeof *init_argv);
+		a->path = "/proc/self/exe";
+		a->argv = init_argv;
+		a->status_fd = statusp[1];
+		a->new_pid = 1;
+		a->new_user = pl->new_user;
+		a->uid_map = la_cstr(pl->uid_map);
+		a->gid_map = la_cstr(pl->gid_map);
+		a->pid_max = pl->pid_max.n ? la_cstr(pl->pid_max) : NULL;
+	}
 	a->envp = env;
 	a->dir = dir;
 	a->stdio[0] = 0;
@@ -1323,7 +1372,8 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		a->rlimits[i].max = pl->rlimits[i].max;
 	}
 	a->n_rlimits = pl->n_rlimits;
-	a->status_fd = -1;
+	if (!pl->with_init)
+		a->status_fd = -1;
 	a->confine.last_cap = pl->last_cap;
 	a->confine.drop_bounding = pl->drop_bounding;
 	a->confine.lock_securebits = pl->lock_securebits;
@@ -1344,13 +1394,36 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		free(a);
 		goto undo;
 	}
-	// From here on the command runs: no way back to the Go path.
 	int pidfd = a->pidfd, listener = a->listener;
 	free(a);
+	FILE *status = NULL;
+	if (pl->with_init) {
+		// Wait for the init's word that the command's execve worked;
+		// if it failed, nothing of the command ran: the Go path redoes
+		// everything and reports the error its way.
+		close(statusp[1]);
+		statusp[1] = -1;
+		status = fdopen(statusp[0], "r");
+		char line[64];
+		if (!status || !fgets(line, sizeof line, status) || strcmp(line, "S\n") != 0) {
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			siginfo_t si;
+			waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED);
+			close(pidfd);
+			if (listener >= 0)
+				close(listener);
+			if (status)
+				fclose(status);
+			statusp[0] = -1;
+			goto undo;
+		}
+	}
+	// From here on the command runs: no way back to the Go path.
 	close(outp[1]);
 	close(errp[1]);
 	close(r->ruleset);
-	close(r->tasks[0]);
+	if (r->tasks[0] >= 0)
+		close(r->tasks[0]);
 	if (r->tasks[1] >= 0)
 		close(r->tasks[1]);
 	r->ruleset = r->tasks[0] = r->tasks[1] = -1;
@@ -1362,7 +1435,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	int fatal = 0;
 	if (listener < 0) {
 		fatal = 1; // cannot be (la_confine made it): unsupervised is worse
-		la_kill_members(r);
+		la_end_tree(r, pidfd);
 	} else {
 		static struct la_sup sup;
 		sup.r = r;
@@ -1370,7 +1443,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		pthread_t t;
 		if (pthread_create(&t, NULL, la_supervise, &sup) != 0) {
 			fatal = 1;
-			la_kill_members(r);
+			la_end_tree(r, pidfd);
 		}
 	}
 	static struct la_out out;
@@ -1386,7 +1459,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		fwd_ok[k] = pthread_create(&fwd_t[k], NULL, la_forward, &fwd[k]) == 0;
 	if (!fwd_ok[0] || !fwd_ok[1]) {
 		fatal = 1;
-		la_kill_members(r);
+		la_end_tree(r, pidfd);
 	}
 
 	uint64_t deadline = pl->wall_ns ? start + pl->wall_ns : 0;
@@ -1397,7 +1470,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		uint64_t now = la_now_ns();
 		if (deadline && !timed_out && now >= deadline) {
 			timed_out = 1;
-			la_kill_members(r);
+			la_end_tree(r, pidfd);
 		}
 		int timeout = -1;
 		if (deadline && !timed_out) {
@@ -1408,7 +1481,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		int n = poll(pf, 3, timeout);
 		if (n < 0 && errno != EINTR) {
 			// Cannot watch the command any longer: end it, and wait.
-			la_kill_members(r);
+			la_end_tree(r, pidfd);
 			if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)
 				wait_failed = 1;
 			break;
@@ -1419,7 +1492,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 			struct signalfd_siginfo ssi;
 			if (read(sfd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi && !got_sig) {
 				got_sig = (int)ssi.ssi_signo;
-				la_kill_members(r);
+				la_end_tree(r, pidfd);
 			}
 		}
 		if (pf[2].revents & POLLIN) {
@@ -1427,7 +1500,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 			(void)!read(wakep[0], &c, 1);
 			if (!epipe) {
 				epipe = 1;
-				la_kill_members(r);
+				la_end_tree(r, pidfd);
 			}
 		}
 		if (pf[0].revents & POLLIN) {
@@ -1443,7 +1516,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	// included). Then the output drains — every writer is dead, so EOF
 	// comes at once; 2 s is the Go path's grace for a stuck reader of
 	// ours.
-	if (!la_cgroup_empty(r))
+	if (!pl->with_init && !la_cgroup_empty(r))
 		la_kill_members(r);
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -1483,6 +1556,18 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		code = si.si_status;
 	else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
 		code = 128 + si.si_status;
+	if (status) {
+		// The init reported how the command ended ("X<wait status>"),
+		// unless it was killed first (timeout, signal).
+		char line[64];
+		if (fgets(line, sizeof line, status) && line[0] == 'X') {
+			int ws = atoi(line + 1);
+			if (WIFEXITED(ws))
+				code = WEXITSTATUS(ws);
+			else if (WIFSIGNALED(ws))
+				code = 128 + WTERMSIG(ws);
+		}
+	}
 	if (got_sig) {
 		int k = got_sig == SIGINT ? 0 : got_sig == SIGTERM ? 1 : 2;
 		la_write_str(2, pl->msg_sig[k]);
@@ -1500,6 +1585,9 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 undo:
 	if (sfd >= 0)
 		close(sfd);
+	for (int k = 0; k < 2; k++)
+		if (statusp[k] >= 0)
+			close(statusp[k]);
 	for (int i = 0; i < saved_n; i++) {
 		int sig = saved[i].sa_flags;
 		saved[i].sa_flags = 0;

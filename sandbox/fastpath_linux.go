@@ -146,8 +146,8 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 		return nil, fmt.Errorf("%w: network %s", errNoPlan, s.pol.Network)
 	case s.pol.CaptureChanges || s.pol.TempDir != "" || s.tmpRoot == "":
 		return nil, fmt.Errorf("%w: change capture or a caller's temp dir", errNoPlan)
-	case !s.plan.v1Pids || s.plan.v2 || s.newPID || s.newUser || s.withInit:
-		return nil, fmt.Errorf("%w: the process tree is not a v1 pids cgroup (%s)", errNoPlan, s.enf.Cgroup)
+	case !s.cgroupShape() && !s.initShape():
+		return nil, fmt.Errorf("%w: the process tree is neither a v1 pids cgroup nor a PID namespace under our init", errNoPlan)
 	case !filepath.IsAbs(dir):
 		return nil, fmt.Errorf("%w: working directory %q", errNoPlan, dir)
 	}
@@ -170,7 +170,11 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 	w.u64(C.LA_T_LL_NET, attr.Access_net)
 	w.u64(C.LA_T_LL_SCOPED, attr.Scoped)
 	w.u64(C.LA_T_LL_FILE_ONLY, llFileOnly)
-	for _, r := range landlockRules(&s.pol, "") {
+	rules := landlockRules(&s.pol, "")
+	if s.initShape() {
+		rules = append(rules, llRule{s.initExe, llRO}) // as New does
+	}
+	for _, r := range rules {
 		w.rec(C.LA_T_LL_RULE, append(binary.LittleEndian.AppendUint64(nil, r.access), r.path...))
 	}
 	w.u64(C.LA_T_LL_TMP, llRW)
@@ -209,19 +213,36 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 	}
 	w.str(C.LA_T_DIR, dir)
 	w.str(C.LA_T_TMP_BASE, tmpBase)
-	for _, rl := range s.rlimits {
+	rlimits := s.rlimits
+	if s.initShape() {
+		rlimits = s.initRlimits
+	}
+	for _, rl := range rlimits {
 		b := binary.LittleEndian.AppendUint32(nil, uint32(rl.resource))
 		b = binary.LittleEndian.AppendUint64(b, rl.cur)
 		w.rec(C.LA_T_RLIMIT, binary.LittleEndian.AppendUint64(b, rl.max))
 	}
-	// The command's cgroups, made by the runner per run. No spawner
-	// thread sits in them, so pids.max is the limit itself (the Go path
-	// adds one for its thread).
-	w.str(C.LA_T_CG_PIDS, h.cg.v1["pids"])
-	w.str(C.LA_T_CG_PIDS_MAX, strconv.Itoa(s.pol.Limits.Processes))
-	if s.plan.v1Mem {
-		w.str(C.LA_T_CG_MEM, h.cg.v1["memory"])
-		w.str(C.LA_T_CG_MEM_LIMIT, strconv.FormatInt(s.pol.Limits.MemoryBytes, 10))
+	if s.initShape() {
+		// A PID namespace (and a user namespace) under our init, as
+		// Start makes them.
+		w.u32(C.LA_T_INIT, 1)
+		w.u32(C.LA_T_NEW_USER, b2u(s.newUser))
+		w.str(C.LA_T_UID_MAP, s.uidMap)
+		w.str(C.LA_T_GID_MAP, s.gidMap)
+		if s.pidMax != "" {
+			w.str(C.LA_T_PID_MAX, s.pidMax)
+		}
+		w.str(C.LA_T_INIT_AS, s.initAS)
+	} else {
+		// The command's cgroups, made by the runner per run. No
+		// spawner thread sits in them, so pids.max is the limit itself
+		// (the Go path adds one for its thread).
+		w.str(C.LA_T_CG_PIDS, h.cg.v1["pids"])
+		w.str(C.LA_T_CG_PIDS_MAX, strconv.Itoa(s.pol.Limits.Processes))
+		if s.plan.v1Mem {
+			w.str(C.LA_T_CG_MEM, h.cg.v1["memory"])
+			w.str(C.LA_T_CG_MEM_LIMIT, strconv.FormatInt(s.pol.Limits.MemoryBytes, 10))
+		}
 	}
 	// The unix-socket roots as the policy names them (the runner
 	// resolves them per run, as it opens the Landlock rules); the temp
@@ -244,9 +265,8 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 	} {
 		w.str(m.tag, m.s)
 	}
-	rules := landlockRules(&s.pol, "")
 	switch {
-	case len(rules) > C.LA_MAX_RULES, len(env) > C.LA_MAX_ENV, len(roots) > C.LA_MAX_ROOTS-1, len(s.rlimits) > C.LA_MAX_RLIMITS:
+	case len(rules) > C.LA_MAX_RULES, len(env) > C.LA_MAX_ENV, len(roots) > C.LA_MAX_ROOTS-1, len(rlimits) > C.LA_MAX_RLIMITS:
 		return nil, fmt.Errorf("%w: the policy is larger than the runner takes", errNoPlan)
 	}
 	if w.b.Len()+sha256.Size > maxPlanBytes {
@@ -378,4 +398,16 @@ func planSecret() ([]byte, error) {
 		return secret, nil
 	}
 	return nil, fmt.Errorf("sandbox: plan secret: %s: could not be read or made", path)
+}
+
+// cgroupShape: the process tree is a per-command v1 pids cgroup (root
+// here), which the runner makes itself.
+func (s *Sandbox) cgroupShape() bool {
+	return s.plan.v1Pids && !s.plan.v2 && !s.newPID && !s.newUser && !s.withInit
+}
+
+// initShape: no cgroup, a PID namespace (in a user namespace for an
+// unprivileged user) under this program as its init.
+func (s *Sandbox) initShape() bool {
+	return s.newPID && s.withInit && s.initExe != "" && !s.plan.any()
 }

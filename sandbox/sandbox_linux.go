@@ -81,6 +81,7 @@ type Sandbox struct {
 	// (init_linux.c), which gets initRlimits and applies initAS (RLIMIT_AS
 	// for the command, "-" for none) itself after its exec.
 	withInit    bool
+	initExe     string // this program, canonical (with withInit)
 	initRlimits []rlimit
 	initAS      string
 	newUser     bool
@@ -401,7 +402,7 @@ func New(p Policy) (*Sandbox, error) {
 		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_NPROC, uint64(q.Limits.Processes)))
 	}
 	if initExe != "" {
-		s.withInit, s.initAS = true, "-"
+		s.withInit, s.initAS, s.initExe = true, "-", initExe
 		for _, rl := range s.rlimits {
 			if rl.resource == unix.RLIMIT_AS {
 				s.initAS = strconv.FormatUint(rl.cur, 10)

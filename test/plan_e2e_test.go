@@ -570,3 +570,84 @@ func TestPlanRunnerRefusesATamperedPlan(t *testing.T) {
 		t.Errorf("a tampered plan: %v; want the Go path", run)
 	}
 }
+
+// TestPlanRunnerUnprivileged: as a user without a writable cgroup (nobody
+// here) the tree is a PID namespace in a user namespace under our init;
+// the runner takes that shape too, and behaves as the Go path does.
+func TestPlanRunnerUnprivileged(t *testing.T) {
+	requirePlanRunner(t) // root, to become nobody
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv (util-linux) is not installed: this would have run the runner as uid 65534")
+	}
+	r := newPlanRig(t)
+	for _, d := range []string{r.ws, filepath.Dir(r.trace)} {
+		os.Chmod(filepath.Dir(d), 0o755)
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(r.outside, "id_rsa")
+	os.WriteFile(secret, []byte("PRIVATE KEY"), 0o644) // readable by nobody, unconfined
+	// A copy of the binary nobody can execute (the test's build dir may
+	// not be reachable for it).
+	bin := filepath.Join(r.ws, "..", "lite-agent-nobody")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(plans bool, args ...string) planRun {
+		t.Helper()
+		os.Remove(r.trace)
+		argv := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, "sandbox", "run"}, args...)
+		cmd := exec.Command("setpriv", argv...)
+		cmd.Dir, cmd.Env = r.ws, r.env
+		if !plans {
+			cmd.Env = append(append([]string{}, r.env...), "LITE_AGENT_SANDBOX_PLANS=off")
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		res := planRun{stdout: out.String(), stderr: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			res.code = ee.ExitCode()
+		}
+		b, _ := os.ReadFile(r.trace)
+		res.trace = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return res
+	}
+	warm := run(true, "--timeout", "1s", "--", "true")
+	if !strings.Contains(strings.Join(warm.trace, "\n"), "stored ") {
+		t.Skipf("no plan stored for nobody here: %v", warm)
+	}
+	// The daemon's pid is the namespace's: find it by a unique argument.
+	mark := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000)
+	script := fmt.Sprintf("cat %s && echo READ-SECRET; setsid sleep %s & echo out; kill $$; echo not-reached", secret, mark)
+	goRun := run(false, "--timeout", "1s", "--", "bash", "-c", script)
+	fastRun := run(true, "--timeout", "1s", "--", "bash", "-c", script)
+	if fastRun.path() != "fast" {
+		t.Fatalf("the plan was not run: %v", fastRun)
+	}
+	sameAsGo(t, goRun, fastRun)
+	if fastRun.code != 143 || strings.Contains(fastRun.stdout, "READ-SECRET") || strings.Contains(fastRun.stdout, "not-reached") {
+		t.Errorf("want the secret unreadable and `kill $$` to end bash (143): %v", fastRun)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if left := processesMatching(func(cmdline, _ string) bool { return strings.Contains(cmdline, mark) }); len(left) > 0 {
+		t.Errorf("the daemon outlived the command: %v", left)
+	}
+	goRun = run(false, "--timeout", "1s", "--", "sleep", "30")
+	fastRun = run(true, "--timeout", "1s", "--", "sleep", "30")
+	if fastRun.path() != "fast" || fastRun.code != 124 {
+		t.Errorf("timeout: %v", fastRun)
+	}
+	sameAsGo(t, goRun, fastRun)
+	// A command that cannot start: the init reports it, the Go path
+	// takes over and says so.
+	fastRun = run(true, "--timeout", "1s", "--", "./no-such-program")
+	if fastRun.path() != "go" || fastRun.code != 127 {
+		t.Errorf("a missing program: %v; want the Go path's 127", fastRun)
+	}
+}
