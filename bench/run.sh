@@ -5,6 +5,7 @@
 #   bench/run.sh startup    lite-agent run, one scripted turn, start to finish
 #   bench/run.sh grep       the grep tool vs ripgrep on a 20,000-file tree
 #   bench/run.sh sandbox    confined spawn vs plain exec vs bubblewrap
+#   bench/run.sh cgroup     joining a v1 cgroup: by tid vs a thread moving itself
 #   bench/run.sh gate       permission gate with 200 rules
 #   bench/run.sh mcp        in-process MCP tool call vs plain
 #   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the size)
@@ -65,6 +66,11 @@ if [[ $what == all || $what == sandbox ]]; then
     -n "bwrap (agent-style flags) /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true"
   medians "$out/sandbox.json"
   rm -rf "$ws"
+fi
+
+if [[ $what == all || $what == cgroup ]]; then
+  echo "== cgroup v1: joining by tid vs a thread moving itself (root, v1 pids)"
+  gcc -O2 -o "$out/cgroup_move" bench/cgroup_move.c && "$out/cgroup_move"
 fi
 
 if [[ $what == all || $what == gate ]]; then

@@ -123,16 +123,22 @@
 // kills what is left, reports and cleans up as the Go path does. Until the
 // command runs, any failure returns to the Go path, which redoes
 // everything and reports in its own words. Plans are stored only for
-// network none with a per-command v1 pids cgroup, nothing missing; they
-// expire after an hour. LITE_AGENT_SANDBOX_PLANS=off disables them.
+// network none, nothing missing, and a process tree that is a per-command
+// v1 pids cgroup (root here) or a PID namespace under our init
+// (unprivileged users here); they expire after an hour.
+// LITE_AGENT_SANDBOX_PLANS=off disables them.
 //
 // Why the keyring: the plan decides the confinement, so nothing a sandbox
 // can write may hold it. A file under $HOME could be rewritten by a
 // command given --allow-write ~/.cache; the keyring is reachable only
 // through keyctl, add_key and request_key, which every lite-agent
 // sandbox's seccomp filter refuses (the escape suite and
-// TestPlanRunnerConfines check it). It is trusted as much as the user's
-// own unconfined processes, which can write it — and anything else.
+// TestPlanRunnerConfines check it). And a plan carries an HMAC under a
+// per-user secret (/tmp/lite-agent-UID/plan-secret, 0600 in a 0700
+// directory of the user's), so that what can write the keyring but not
+// the user's files — a container sharing the host's keyring, a sandbox of
+// another kind that lets keyctl through — cannot plant one
+// (TestPlanRunnerRefusesATamperedPlan).
 //
 // # Limits of this implementation
 //
@@ -144,9 +150,9 @@
 //     credentials, not the child's.
 //   - One-shot plans: a system path that appears after a plan was stored
 //     is not readable through it until the plan is renewed (an hour at
-//     most); the runner's output forwarding is single-threaded, so a
-//     reader of its stdout that stalls also delays connect answers; a
-//     sandbox of another kind that lets keyctl through could plant a plan.
+//     most). What can both write the user's keyring and read the user's
+//     plan secret can plant a plan: the user's own unconfined processes,
+//     which can do anything anyway.
 //   - In the PID-namespace mode (users without a writable cgroup, or root
 //     with Landlock ABI < 6) the namespace's first process is an init —
 //     this program re-executed (/proc/self/exe, stopped in a C constructor

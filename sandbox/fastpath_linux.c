@@ -17,11 +17,12 @@
 // plan lists the environment variables it was made from, with their
 // values. Any difference takes the Go path, which stores a fresh plan.
 // And the plan must carry an HMAC under a per-user secret that lives in a
-// 0700 directory of the user's, outside the sandbox's reach (la_secret):
-// writing the keyring alone does not make a plan.
+// 0700 directory of the user's, not in a sandbox's reach by default
+// (la_secret): writing the keyring alone does not make a plan.
 //
 // What it does (the Go path's Start/Wait, for the plans it stores: network
-// "none", v1 cgroup slots, no init): make the per-run temp dir, build the
+// "none"; a per-command v1 pids cgroup, or a PID namespace under our init):
+// make the per-run temp dir, build the
 // Landlock ruleset, make the command's cgroups, spawn through la_spawn
 // (spawn_linux.c) with both seccomp programs loaded by the child, serve the
 // connect notifications (pathname unix sockets beneath the read-write

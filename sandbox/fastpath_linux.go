@@ -33,10 +33,11 @@ import (
 // invocation with the same key runs the plan in C without starting Go.
 //
 // A plan is stored only for the shapes the C runner executes exactly as
-// Start does: network "none" (its connect supervisor), a per-command v1
-// pids cgroup (and memory, when writable), no PID or user namespace, no
-// change capture, the sandbox's own temp dirs, everything enforced. Other
-// shapes always take the Go path.
+// Start does: network "none" (its connect supervisor); a per-command v1
+// pids cgroup (and memory, when writable), or no cgroup and a PID
+// namespace (in a user namespace, unprivileged) under our init; no change
+// capture, the sandbox's own temp dirs, everything enforced. Other shapes
+// always take the Go path.
 
 // PlanKey returns the keyring description under which the plan for this
 // process's invocation is stored: a SHA-256 of everything the CLI and New
