@@ -44,6 +44,12 @@ Runs CMD confined to the workspace: Landlock, seccomp, no capabilities, no
 network unless asked, a private TMPDIR, resource limits, and the whole
 process tree killed when it ends. Stdin, stdout and stderr pass through.
 
+Repeated runs are fast: a run stores what it prepared as a plan in your
+kernel keyring, and the next run with the same binary, user, directory,
+flags and relevant environment executes that plan before the Go runtime
+starts, under the same confinement (network none; an hour at most).
+LITE_AGENT_SANDBOX_PLANS=off turns this off.
+
 Exit status: the command's own; 128+N when signal N killed it; 124 on
 --timeout; 125 when the sandbox could not start (the reason is on stderr);
 126 when CMD could not be executed; 127 when it was not found; 2 for a
@@ -522,6 +528,9 @@ type presetReport struct {
 	// BestEffortError: even best effort cannot run here.
 	BestEffortError string               `json:"best_effort_error,omitempty"`
 	Enforcement     *sandbox.Enforcement `json:"enforcement,omitempty"`
+	// OneShot says whether `sandbox run` with this preset stores a plan
+	// for its one-shot runner ("yes"), or why not.
+	OneShot string `json:"one_shot,omitempty"`
 }
 
 type checkReport struct {
@@ -576,6 +585,10 @@ func checkPreset(p policies.Preset, ws string) presetReport {
 	sb, err := sandbox.New(pol)
 	if err == nil {
 		e := sb.Enforcement()
+		r.OneShot = "yes"
+		if _, err := sb.OneShotPlan(ws, sandbox.PlanMessages{}); err != nil {
+			r.OneShot = strings.TrimPrefix(err.Error(), "sandbox: no one-shot plan for this sandbox: ")
+		}
 		sb.Close()
 		r.Enforced, r.Enforcement = len(e.Missing) == 0, &e
 		return r
@@ -660,6 +673,9 @@ func printCheck(w io.Writer, rep *checkReport) {
 			fmt.Fprintf(w, "%s fully enforced\n", head)
 			if p.Enforcement != nil && len(p.Enforcement.Notes) > 0 {
 				fmt.Fprintf(w, "%13s how: %s\n", "", strings.Join(p.Enforcement.Notes, "; "))
+			}
+			if p.OneShot != "" {
+				fmt.Fprintf(w, "%13s sandbox run on repeat (one-shot runner, see 'sandbox run -h'): %s\n", "", p.OneShot)
 			}
 		case p.Refused == "" && len(p.Lost) > 0:
 			fmt.Fprintf(w, "%s loses: %s\n", head, strings.Join(p.Lost, "; "))
