@@ -134,11 +134,14 @@
 // through keyctl, add_key and request_key, which every lite-agent
 // sandbox's seccomp filter refuses (the escape suite and
 // TestPlanRunnerConfines check it). And a plan carries an HMAC under a
-// per-user secret (/tmp/lite-agent-UID/plan-secret, 0600 in a 0700
-// directory of the user's), so that what can write the keyring but not
-// the user's files — a container sharing the host's keyring, a sandbox of
-// another kind that lets keyctl through — cannot plant one
-// (TestPlanRunnerRefusesATamperedPlan).
+// per-user secret ($XDG_RUNTIME_DIR/lite-agent/plan-secret, else
+// /tmp/lite-agent-UID/plan-secret; 0600 in a 0700 directory of the
+// user's) over the key and the plan, with a signed creation time, so that
+// a plan is good for one invocation and an hour, and what can write the
+// keyring but not the user's files — a container sharing the host's
+// keyring, a sandbox of another kind that lets keyctl through — cannot
+// plant or replay one (TestPlanRunnerRefusesATamperedPlan,
+// TestPlanRunnerRefusesAReplayedPlan).
 //
 // # Limits of this implementation
 //

@@ -18,9 +18,9 @@
 #ifndef LITE_AGENT_FASTPATH_H
 #define LITE_AGENT_FASTPATH_H
 
-#define LA_PLAN_MAGIC "LAPLAN1\n"
+#define LA_PLAN_MAGIC "LAPLAN2\n"
 #define LA_PLAN_KEY_PREFIX "lite-agent:sandbox-plan:"
-#define LA_PLAN_KEY_VERSION "lite-agent/sandbox-plan/1\n"
+#define LA_PLAN_KEY_VERSION "lite-agent/sandbox-plan/2\n"
 
 enum la_plan_tag {
 	LA_T_LL_FS = 1,          // u64 handled_access_fs
@@ -65,7 +65,11 @@ enum la_plan_tag {
 	LA_T_MSG_SIGINT = 76,
 	LA_T_MSG_SIGTERM = 77,
 	LA_T_MSG_SIGHUP = 78,
+	LA_T_CREATED = 80,       // u64 when the plan was made (Unix seconds)
 };
+
+// How long a plan is used after LA_T_CREATED (also the key's timeout).
+#define LA_PLAN_LIFETIME_S 3600
 
 // Bounds of a plan the runner takes (the Go side stores no larger plan).
 #define LA_MAX_RULES 128
@@ -73,11 +77,15 @@ enum la_plan_tag {
 #define LA_MAX_RLIMITS 8
 #define LA_MAX_ROOTS 32
 
-// The per-user secret that authenticates plans: LA_SECRET_DIR_FMT (with
-// the effective uid) must be a directory of the user's, mode 0700, and
-// hold LA_SECRET_FILE, 32 bytes, mode 0600. A stored plan is the encoding
-// followed by HMAC-SHA256(secret, encoding).
+// The per-user secret that authenticates plans lives in
+// $XDG_RUNTIME_DIR/lite-agent when XDG_RUNTIME_DIR is an absolute path,
+// else in LA_SECRET_DIR_FMT (with the effective uid): a directory of the
+// user's, mode 0700, holding LA_SECRET_FILE, 32 bytes, mode 0600. A
+// stored plan is the encoding followed by
+// HMAC-SHA256(secret, key description || NUL || encoding): a plan signed
+// for one invocation is refused under another's key.
 #define LA_SECRET_DIR_FMT "/tmp/lite-agent-%u"
+#define LA_SECRET_XDG_SUBDIR "lite-agent"
 #define LA_SECRET_FILE "plan-secret"
 
 // la_sha256 hashes n bytes of p into out (32 bytes); exported for the

@@ -165,16 +165,32 @@ static int la_hmac(const unsigned char key[32], const unsigned char *msg, size_t
 }
 
 // la_secret reads the per-user plan secret (fastpath.h), checking that
-// only this user could have written it.
-static int la_secret(unsigned char key[32])
+// only this user could have written it: the directory is opened without
+// following a symlink and checked on the open descriptor, the file is
+// opened beneath it.
+static int la_secret(char **envp, unsigned char key[32])
 {
-	char dir[64], path[128];
-	snprintf(dir, sizeof dir, LA_SECRET_DIR_FMT, (unsigned)geteuid());
-	snprintf(path, sizeof path, "%s/%s", dir, LA_SECRET_FILE);
-	struct stat st;
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+	char dir[4200];
+	const char *xdg = NULL;
+	for (int i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], "XDG_RUNTIME_DIR=", 16) == 0) {
+			xdg = envp[i] + 16;
+			break;
+		}
+	if (xdg && xdg[0] == '/' && strlen(xdg) < 4000)
+		snprintf(dir, sizeof dir, "%s/%s", xdg, LA_SECRET_XDG_SUBDIR);
+	else
+		snprintf(dir, sizeof dir, LA_SECRET_DIR_FMT, (unsigned)geteuid());
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
 		return -1;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+		close(dfd);
+		return -1;
+	}
+	int fd = openat(dfd, LA_SECRET_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
 	if (fd < 0)
 		return -1;
 	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
@@ -366,7 +382,7 @@ struct la_plan {
 	struct la_str roots[LA_MAX_ROOTS];
 	int n_deps;
 	struct la_str deps[LA_MAX_ENV];
-	uint64_t output_bytes, wall_ns;
+	uint64_t output_bytes, wall_ns, created;
 	struct la_str msg_preamble, msg_timeout, msg_oom, msg_pids, msg_trunc_a, msg_trunc_b;
 	struct la_str msg_sig[3]; // SIGINT, SIGTERM, SIGHUP
 };
@@ -468,6 +484,7 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 			break;
 		case LA_T_OUTPUT_BYTES: U64(); pl->output_bytes = la_le(d, 8); have_out = 1; break;
 		case LA_T_WALL_NS: U64(); pl->wall_ns = la_le(d, 8); break;
+		case LA_T_CREATED: U64(); pl->created = la_le(d, 8); break;
 		case LA_T_MSG_PREAMBLE: pl->msg_preamble = s; break;
 		case LA_T_MSG_TIMEOUT: pl->msg_timeout = s; break;
 		case LA_T_MSG_OOM: pl->msg_oom = s; break;
@@ -485,6 +502,11 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 	}
 	// A plan without the pieces that confine is never run: no
 	// Landlock, no seccomp, no temp dir, no process tree.
+	// Only a fresh plan: the key's own timeout could be reset by anything
+	// that writes the keyring, the signed creation time cannot.
+	time_t now = time(NULL);
+	if (pl->created == 0 || (uint64_t)now + 60 < pl->created || (uint64_t)now > pl->created + LA_PLAN_LIFETIME_S)
+		return -1;
 	if (!have_main || !have_dir || have_tmp != 1 || !have_out || pl->ll_fs == 0 ||
 	    pl->tmp_base.n == 0 || !pl->child_notifies || pl->child_bpf.n == 0)
 		return -1;
@@ -1014,7 +1036,7 @@ static void *la_supervise(void *arg)
 struct la_out {
 	pthread_mutex_t mu;
 	int64_t left;
-	long long dropped;
+	long long dropped; // atomic: read after a forwarder may be stuck holding mu
 	int broken;
 	int wake; // write end of the main thread's wake-up pipe
 };
@@ -1042,7 +1064,7 @@ static void *la_forward(void *arg)
 		pthread_mutex_lock(&o->mu);
 		int64_t keep = m < o->left ? m : o->left;
 		o->left -= keep;
-		o->dropped += m - keep;
+		__atomic_add_fetch(&o->dropped, (long long)(m - keep), __ATOMIC_RELAXED);
 		ssize_t off = 0;
 		while (keep > 0 && !o->broken && off < keep) {
 			ssize_t w = write(f->to, buf + off, (size_t)(keep - off));
@@ -1279,10 +1301,14 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	int nr = 0;
 	for (int i = 0; i < pl->n_roots; i++) {
 		char *p = la_cstr(pl->roots[i]);
-		char *real = p ? realpath(p, NULL) : NULL;
+		// /proc/self/... names the runner, not the command (the Go
+		// path skips such roots; so does the plan): never a root.
+		char *real = p && strncmp(p, "/proc/", 6) != 0 ? realpath(p, NULL) : NULL;
 		free(p);
-		if (real)
+		if (real && strncmp(real, "/proc/", 6) != 0 && strcmp(real, "/proc") != 0)
 			r->roots[nr++] = real;
+		else
+			free(real);
 	}
 	r->roots[nr] = r->tmp;
 
@@ -1322,6 +1348,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 			struct sigaction sa;
 			memset(&sa, 0, sizeof sa);
 			sa.sa_handler = la_noop;
+			sa.sa_flags = SA_RESTART;
 			saved[saved_n] = old;
 			saved[saved_n].sa_flags = sig; // remember which (restored below)
 			if (sigaction(sig, &sa, NULL) == 0)
@@ -1406,7 +1433,24 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		statusp[1] = -1;
 		status = fdopen(statusp[0], "r");
 		char line[64];
-		if (!status || !fgets(line, sizeof line, status) || strcmp(line, "S\n") != 0) {
+		line[0] = 0;
+		if (status && !fgets(line, sizeof line, status))
+			line[0] = 0;
+		if (strcmp(line, "S\n") != 0 && line[0] != 'E') {
+			// Neither started nor refused: the init died. Whether the
+			// command ran is unknown, so it must not run twice: end
+			// whatever is there and say so, as the Go path does.
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			siginfo_t si;
+			waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED);
+			la_run_undo(r);
+			static const char msg[] = "lite-agent: sandbox: the PID namespace's init ended before starting the command\n";
+			la_write_str(2, (struct la_str){ msg, sizeof msg - 1 });
+			_exit(125);
+		}
+		if (line[0] == 'E') {
+			// The command's execve failed: nothing of it ran. The Go
+			// path redoes everything and reports the error its way.
 			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 			siginfo_t si;
 			waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED);
@@ -1433,6 +1477,11 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	// warnings, before anything the command writes.
 	la_write_str(2, pl->msg_preamble);
 
+	// The helper threads take no signals (they inherit this mask): a
+	// handler running on one would interrupt its connect or write.
+	sigset_t all, main_mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &main_mask);
 	int fatal = 0;
 	if (listener < 0) {
 		fatal = 1; // cannot be (la_confine made it): unsupervised is worse
@@ -1458,6 +1507,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	fwd[1] = (struct la_fwd){ &out, errp[0], 2 };
 	for (int k = 0; k < 2; k++)
 		fwd_ok[k] = pthread_create(&fwd_t[k], NULL, la_forward, &fwd[k]) == 0;
+	pthread_sigmask(SIG_SETMASK, &main_mask, NULL);
 	if (!fwd_ok[0] || !fwd_ok[1]) {
 		fatal = 1;
 		la_end_tree(r, pidfd);
@@ -1536,9 +1586,9 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	long long pmax = la_read_keyed(r->cg_pids_dir, "pids.events", "max");
 	la_run_undo(r);
 
-	pthread_mutex_lock(&out.mu);
-	long long dropped = out.dropped;
-	pthread_mutex_unlock(&out.mu);
+	// Not under out.mu: a forwarder still stuck writing to a reader
+	// that does not read holds it.
+	long long dropped = __atomic_load_n(&out.dropped, __ATOMIC_RELAXED);
 	if (epipe)
 		la_die_of_sigpipe();
 	if (dropped > 0) {
@@ -1663,14 +1713,22 @@ __attribute__((constructor)) static void la_fast_check(int argc, char **argv, ch
 	long n = syscall(SYS_keyctl, KEYCTL_READ, id, buf, sizeof buf);
 	if (n <= 0 || n > (long)sizeof buf)
 		return;
-	// The plan is followed by its HMAC under the user's secret.
+	// The plan is followed by its HMAC under the user's secret, over the
+	// key's description and the plan: valid only for this invocation.
 	unsigned char key[32], mac[32];
-	if (n <= 32 || la_secret(key) < 0 || la_hmac(key, buf, (size_t)n - 32, mac) < 0)
+	static unsigned char signed_msg[128 + sizeof buf];
+	size_t dl = strlen(desc) + 1;
+	if (n <= 32 || la_secret(envp, key) < 0)
+		return;
+	memcpy(signed_msg, desc, dl);
+	memcpy(signed_msg + dl, buf, (size_t)n - 32);
+	int hr = la_hmac(key, signed_msg, dl + (size_t)n - 32, mac);
+	explicit_bzero(key, sizeof key);
+	if (hr < 0)
 		return;
 	unsigned char diff = 0;
 	for (int i = 0; i < 32; i++)
 		diff |= (unsigned char)(mac[i] ^ buf[n - 32 + i]);
-	memset(key, 0, sizeof key);
 	if (diff)
 		return;
 	static struct la_run run;

@@ -248,12 +248,18 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 	// The unix-socket roots as the policy names them (the runner
 	// resolves them per run, as it opens the Landlock rules); the temp
 	// dir it adds itself.
-	roots := append([]string{s.pol.Workspace}, s.pol.ReadWritePaths...)
-	for _, r := range roots {
-		w.str(C.LA_T_UNIX_ROOT, r)
+	// (/proc/self/... paths name the supervisor, not the command:
+	// canonical skips them, and so does the plan.)
+	var roots []string
+	for _, r := range append([]string{s.pol.Workspace}, s.pol.ReadWritePaths...) {
+		if r != "" && !procSelfLike(r) {
+			roots = append(roots, r)
+			w.str(C.LA_T_UNIX_ROOT, r)
+		}
 	}
 	w.u64(C.LA_T_OUTPUT_BYTES, uint64(s.pol.Limits.OutputBytes))
 	w.u64(C.LA_T_WALL_NS, uint64(s.pol.Limits.WallTime))
+	w.u64(C.LA_T_CREATED, uint64(time.Now().Unix()))
 	for _, m := range []struct {
 		tag int
 		s   string
@@ -282,7 +288,8 @@ const maxPlanBytes = 32767
 
 // planLifetime bounds how long a stored plan is used: the Go path rereads
 // the system (paths that appeared, kernel features) at least this often.
-const planLifetime = time.Hour
+// The runner checks it against the plan's signed creation time.
+const planLifetime = C.LA_PLAN_LIFETIME_S * time.Second
 
 // StorePlan stores plan under key in the user's keyring, replacing an
 // older one, for planLifetime, followed by its HMAC under the user's plan
@@ -293,7 +300,10 @@ func StorePlan(key string, plan []byte) error {
 	if err != nil {
 		return err
 	}
+	// Signed with the key's description: valid for this invocation only.
 	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(key))
+	mac.Write([]byte{0})
 	mac.Write(plan)
 	plan = mac.Sum(append([]byte(nil), plan...))
 	id, err := unix.AddKey("user", key, plan, unix.KEY_SPEC_USER_KEYRING)
@@ -354,39 +364,49 @@ func planSecret() ([]byte, error) {
 	uid := os.Geteuid()
 	// LA_SECRET_DIR_FMT has a C %u.
 	dir := strings.Replace(C.LA_SECRET_DIR_FMT, "%u", strconv.Itoa(uid), 1)
+	if x := os.Getenv("XDG_RUNTIME_DIR"); strings.HasPrefix(x, "/") && len(x) < 4000 {
+		dir = x + "/" + C.LA_SECRET_XDG_SUBDIR
+	}
+	fail := func(err error) ([]byte, error) { return nil, fmt.Errorf("sandbox: plan secret in %s: %w", dir, err) }
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+		return fail(err)
 	}
+	// Checked on the open directory, the file opened beneath it: what is
+	// checked is what is read (as the runner does).
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail(err)
+	}
+	defer unix.Close(dfd)
 	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return fail(err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != uid || st.Mode&0o7777 != 0o700 {
-		return nil, fmt.Errorf("sandbox: plan secret: %s is not a directory of uid %d with mode 0700", dir, uid)
+	if int(st.Uid) != uid || st.Mode&0o7777 != 0o700 {
+		return fail(fmt.Errorf("not a directory of uid %d with mode 0700", uid))
 	}
-	path := filepath.Join(dir, C.LA_SECRET_FILE)
 	for range 2 {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dfd, C.LA_SECRET_FILE, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
 			secret := make([]byte, 32)
 			rand.Read(secret)
-			fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			fd, err := unix.Openat(dfd, C.LA_SECRET_FILE, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 			if errors.Is(err, unix.EEXIST) {
 				continue // made by a run at the same time: read theirs
 			}
 			if err != nil {
-				return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+				return fail(err)
 			}
 			n, werr := unix.Write(fd, secret)
 			unix.Close(fd)
 			if werr != nil || n != len(secret) {
-				os.Remove(path)
-				return nil, fmt.Errorf("sandbox: plan secret: writing %s: %v", path, werr)
+				unix.Unlinkat(dfd, C.LA_SECRET_FILE, 0)
+				return fail(fmt.Errorf("writing the secret: %v", werr))
 			}
 			return secret, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: plan secret: %w", err)
+			return fail(err)
 		}
 		secret := make([]byte, 32)
 		n, rerr := unix.Read(fd, secret)
@@ -394,11 +414,11 @@ func planSecret() ([]byte, error) {
 		serr := unix.Fstat(fd, &fst)
 		unix.Close(fd)
 		if rerr != nil || serr != nil || n != 32 || fst.Size != 32 || fst.Mode&unix.S_IFMT != unix.S_IFREG || int(fst.Uid) != uid || fst.Mode&0o077 != 0 {
-			return nil, fmt.Errorf("sandbox: plan secret: %s is not 32 bytes of uid %d with mode 0600", path, uid)
+			return fail(fmt.Errorf("%s is not 32 bytes of uid %d with mode 0600", C.LA_SECRET_FILE, uid))
 		}
 		return secret, nil
 	}
-	return nil, fmt.Errorf("sandbox: plan secret: %s: could not be read or made", path)
+	return fail(errors.New("could not be read or made"))
 }
 
 // cgroupShape: the process tree is a per-command v1 pids cgroup (root

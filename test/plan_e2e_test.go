@@ -442,6 +442,31 @@ print("never: every connect went through")
 			t.Errorf("a connect blocked on a full backlog: exit %d after %v, want 124 at the 2 s timeout: %v", fastRun.code, d, fastRun)
 		}
 	})
+	t.Run("reader stalls", func(t *testing.T) {
+		// Our stdout is a pipe nobody reads for 6 s: the command ends
+		// (its output is gone into the pipe or is pending), and the CLI
+		// still ends within its grace, not when the reader wakes up.
+		r := newPlanRig(t)
+		for i := range 2 {
+			os.Remove(r.trace)
+			sh := fmt.Sprintf(`s=$(date +%%s%%N); { %s sandbox run --timeout 1s -- head -c 300000 /dev/zero; echo "cli-exit $? after $(( ($(date +%%s%%N) - s) / 1000000 )) ms" >&2; } | (sleep 6; cat >/dev/null)`, binary)
+			cmd := exec.Command("bash", "-c", sh)
+			cmd.Dir, cmd.Env = r.ws, r.env
+			out, _ := cmd.CombinedOutput()
+			if i == 0 {
+				continue // stores the plan (through the same shell)
+			}
+			tr, _ := os.ReadFile(r.trace)
+			code, ms := -1, -1
+			if i := strings.Index(string(out), "cli-exit"); i >= 0 {
+				fmt.Sscanf(string(out[i:]), "cli-exit %d after %d ms", &code, &ms)
+			}
+			// 1 s timeout + 2 s grace for the stuck forwarder.
+			if !strings.HasPrefix(string(tr), "fast\n") || ms < 0 || ms > 4500 || code != 124 {
+				t.Errorf("a stalled reader held the runner: trace %q, %s", tr, out)
+			}
+		}
+	})
 	t.Run("reader goes away", func(t *testing.T) {
 		r := newPlanRig(t)
 		tmpList := filepath.Join(r.ws, "tmpdir")
@@ -650,4 +675,78 @@ func TestPlanRunnerUnprivileged(t *testing.T) {
 	if fastRun.path() != "go" || fastRun.code != 127 {
 		t.Errorf("a missing program: %v; want the Go path's 127", fastRun)
 	}
+}
+
+// TestPlanRunnerRefusesAReplayedPlan: a plan signed for one invocation
+// (here one that may write outside the workspace) copied under another
+// invocation's key is refused: the HMAC covers the key.
+func TestPlanRunnerRefusesAReplayedPlan(t *testing.T) {
+	requirePlanRunner(t)
+	r := newPlanRig(t)
+	target := filepath.Join(r.outside, "writable")
+	os.Mkdir(target, 0o755)
+	keyOf := func(run planRun) string {
+		for _, l := range run.trace {
+			if k, ok := strings.CutPrefix(l, "stored "); ok {
+				return k
+			}
+		}
+		t.Fatalf("no plan stored: %v", run)
+		return ""
+	}
+	wide := keyOf(r.run(nil, "", "--allow-write", target, "--", "true"))
+	narrow := keyOf(r.run(nil, "", "--max-output", "3M", "--", "true"))
+	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", wide, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32768)
+	n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.AddKey("user", narrow, buf[:n], unix.KEY_SPEC_USER_KEYRING); err != nil {
+		t.Fatal(err)
+	}
+	run := r.run(nil, "", "--max-output", "3M", "--", "bash", "-c", "echo x > "+target+"/f && echo WROTE")
+	if run.path() != "go" || strings.Contains(run.stdout, "WROTE") {
+		t.Errorf("a plan replayed under another key: %v; want the Go path, and no write", run)
+	}
+}
+
+// TestPlanRunnerProcSelfRoot: --allow-write /proc/self/root does not make
+// every unix socket reachable — not in the Go path, not in the runner
+// (where /proc/self would name the runner itself).
+func TestPlanRunnerProcSelfRoot(t *testing.T) {
+	requirePlanRunner(t)
+	r := newPlanRig(t)
+	sock := filepath.Join(r.outside, "outside.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	script := fmt.Sprintf(`import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(%q); print("CONNECTED", s.recv(2).decode())
+except OSError as e:
+    print("refused:", e.strerror)`, sock)
+	goRun, fastRun := r.both("", []string{"--allow-write", "/proc/self/root"}, "python3", "-c", script)
+	for _, run := range []planRun{goRun, fastRun} {
+		if strings.Contains(run.stdout, "CONNECTED") {
+			t.Errorf("%s: a socket outside the workspace was reached through /proc/self/root: %v", run.path(), run)
+		}
+	}
+	sameAsGo(t, goRun, fastRun)
 }
