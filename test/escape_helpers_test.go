@@ -412,6 +412,10 @@ func (s *suite) run(t *testing.T, fx *fixture, sc *scenario, m mode) *result {
 		for _, f := range sc.flags {
 			argv = append(argv, fx.expand(t, f))
 		}
+		if m == sandboxRun {
+			// The Go path, always: the runner has its own mode.
+			env = append(append([]string{}, fx.env...), "LITE_AGENT_SANDBOX_PLANS=off")
+		}
 		if m == sandboxRunPlan {
 			warmup = append(append([]string{}, argv...), "--", "true")
 			trace = filepath.Join(fx.agent, "plan-trace")
@@ -443,6 +447,9 @@ func (s *suite) run(t *testing.T, fx *fixture, sc *scenario, m mode) *result {
 		w.Dir, w.Env = fx.ws, env
 		out, err := w.CombinedOutput()
 		tr, _ := os.ReadFile(trace)
+		if !s.unpriv {
+			forgetPlans(t, strings.Split(string(tr), "\n"))
+		}
 		switch {
 		case strings.Contains(string(tr), "\nstored "):
 			planned = true

@@ -76,7 +76,23 @@ func (r *planRig) run(extraEnv []string, stdin string, args ...string) planRun {
 	}
 	b, _ := os.ReadFile(r.trace)
 	res.trace = strings.Split(strings.TrimSpace(string(b)), "\n")
+	forgetPlans(r.t, res.trace)
 	return res
+}
+
+// forgetPlans removes, when the test ends, the plans a run traced as
+// stored (in this user's keyring): tests must not leave hundreds of them
+// there for an hour.
+func forgetPlans(t *testing.T, trace []string) {
+	for _, l := range trace {
+		if key, ok := strings.CutPrefix(l, "stored "); ok {
+			t.Cleanup(func() {
+				if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", key, 0); err == nil {
+					unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+				}
+			})
+		}
+	}
 }
 
 func (p planRun) path() string {
@@ -454,6 +470,8 @@ print("never: every connect went through")
 			cmd.Dir, cmd.Env = r.ws, r.env
 			out, _ := cmd.CombinedOutput()
 			if i == 0 {
+				tr, _ := os.ReadFile(r.trace)
+				forgetPlans(t, strings.Split(string(tr), "\n"))
 				continue // stores the plan (through the same shell)
 			}
 			tr, _ := os.ReadFile(r.trace)
@@ -488,6 +506,7 @@ print("never: every connect went through")
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			tr, _ := os.ReadFile(r.trace)
+			forgetPlans(t, strings.Split(string(tr), "\n"))
 			if err != nil || !strings.Contains(string(out), "status 141") || time.Since(start) > 20*time.Second {
 				t.Errorf("plans %s: %v after %v, trace %q:\n%s\nwant the CLI killed by SIGPIPE (141) at once", plans, err, time.Since(start), tr, out)
 			}
@@ -540,6 +559,8 @@ func TestPlanRunnerHygiene(t *testing.T) {
 			cmd.Env = r.env
 		}
 		out, _ := cmd.CombinedOutput()
+		tr, _ := os.ReadFile(r.trace)
+		forgetPlans(t, strings.Split(string(tr), "\n"))
 		if strings.Contains(string(out), "survived") || !strings.Contains(string(out), "status 130") {
 			t.Errorf("plans %s: the command inherited an ignored SIGINT:\n%s", plans, out)
 		}
