@@ -29,8 +29,10 @@ enum la_plan_tag {
 	LA_T_LL_FILE_ONLY = 4,   // u64 rights that apply to a non-directory
 	LA_T_LL_RULE = 5,        // u64 access, then the path (repeated)
 	LA_T_LL_TMP = 6,         // u64 access of the per-run temp dir
-	LA_T_MAIN_BPF = 10,      // struct sock_filter[]
-	LA_T_CHILD_BPF = 11,     // struct sock_filter[]
+	LA_T_MAIN_BPF = 10,      // struct sock_filter[]: loaded after the child
+	                         // program (absent: the child program has
+	                         // every rule — the cgroup shape)
+	LA_T_CHILD_BPF = 11,     // struct sock_filter[], with the listener
 	LA_T_CHILD_NOTIFIES = 12,// u32 1: the child program has a listener
 	LA_T_LAST_CAP = 13,      // u32
 	LA_T_DROP_BOUNDING = 14, // u32

@@ -507,11 +507,13 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 	time_t now = time(NULL);
 	if (pl->created == 0 || (uint64_t)now + 60 < pl->created || (uint64_t)now > pl->created + LA_PLAN_LIFETIME_S)
 		return -1;
-	if (!have_main || !have_dir || have_tmp != 1 || !have_out || pl->ll_fs == 0 ||
+	if (!have_dir || have_tmp != 1 || !have_out || pl->ll_fs == 0 ||
 	    pl->tmp_base.n == 0 || !pl->child_notifies || pl->child_bpf.n == 0)
 		return -1;
-	// The process tree: our cgroup, or a PID namespace under our init.
-	if (pl->with_init ? pl->init_as.n == 0 || (pl->new_user && (!pl->uid_map.n || !pl->gid_map.n))
+	// The process tree: our cgroup, or a PID namespace under our init
+	// (whose child program holds the namespace rules only: the main
+	// program must come too).
+	if (pl->with_init ? !have_main || pl->init_as.n == 0 || (pl->new_user && (!pl->uid_map.n || !pl->gid_map.n))
 			  : pl->cg_pids.n == 0 || pl->cg_pids_max.n == 0)
 		return -1;
 	return 0;
@@ -1406,7 +1408,7 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	a->confine.drop_bounding = pl->drop_bounding;
 	a->confine.lock_securebits = pl->lock_securebits;
 	a->confine.ruleset_fd = r->ruleset;
-	a->confine.filter = pl->main_bpf.p;
+	a->confine.filter = pl->main_bpf.n ? pl->main_bpf.p : NULL;
 	a->confine.filter_len = (uint16_t)(pl->main_bpf.n / 8);
 	a->confine.child = pl->child_bpf.p;
 	a->confine.child_len = (uint16_t)(pl->child_bpf.n / 8);

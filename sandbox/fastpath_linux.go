@@ -179,8 +179,17 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 		w.rec(C.LA_T_LL_RULE, append(binary.LittleEndian.AppendUint64(nil, r.access), r.path...))
 	}
 	w.u64(C.LA_T_LL_TMP, llRW)
-	w.rec(C.LA_T_MAIN_BPF, pieces.MainBPF)
-	w.rec(C.LA_T_CHILD_BPF, pieces.ChildBPF)
+	if s.cgroupShape() && s.sealed && s.threadNotifies && len(s.threadBPF) > 0 {
+		// The program the Go path's spawner threads carry and its
+		// children inherit: every rule and the connect notification in
+		// one. The runner's child loads it as its only program (with the
+		// listener): one program, one action cache for the kernel to
+		// build, ~0.15 ms less per run.
+		w.rec(C.LA_T_CHILD_BPF, s.threadBPF)
+	} else {
+		w.rec(C.LA_T_MAIN_BPF, pieces.MainBPF)
+		w.rec(C.LA_T_CHILD_BPF, pieces.ChildBPF)
+	}
 	w.u32(C.LA_T_CHILD_NOTIFIES, b2u(pieces.ChildNotifies))
 	w.u32(C.LA_T_LAST_CAP, uint32(pieces.LastCap))
 	w.u32(C.LA_T_DROP_BOUNDING, b2u(pieces.DropBounding))
