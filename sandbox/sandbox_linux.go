@@ -784,18 +784,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		}
 		p.tmpDir, tmp = d, d
 	}
-	env := FilterEnv(os.Environ(), s.pol.Env, cmd.Env)
-	env = envSet(env, "TMPDIR", tmp)
-	if path, ok := envGet(env, "PATH"); ok {
-		env = envSet(env, "PATH", s.trimmedPATH(path))
-	}
-	// A HOME the command cannot read (the caller's own, usually) breaks
-	// tools that insist on their config files — git dies on an unreadable
-	// ~/.gitconfig. Such a command gets its private temp dir as HOME:
-	// empty, writable, gone afterwards.
-	if home, ok := envGet(env, "HOME"); ok && !s.readableDir(home) {
-		env = envSet(env, "HOME", tmp)
-	}
+	env := s.commandEnv(cmd.Env, tmp)
 	dir := cmd.Dir
 	if dir == "" {
 		dir = s.pol.Workspace
@@ -973,6 +962,24 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	ok = true
 	go p.run(ctx)
 	return p, nil
+}
+
+// commandEnv is a command's environment: the policy's, extra on top,
+// TMPDIR its temp dir, PATH without what it cannot read.
+func (s *Sandbox) commandEnv(extra []string, tmp string) []string {
+	env := FilterEnv(os.Environ(), s.pol.Env, extra)
+	env = envSet(env, "TMPDIR", tmp)
+	if path, ok := envGet(env, "PATH"); ok {
+		env = envSet(env, "PATH", s.trimmedPATH(path))
+	}
+	// A HOME the command cannot read (the caller's own, usually) breaks
+	// tools that insist on their config files — git dies on an unreadable
+	// ~/.gitconfig. Such a command gets its private temp dir as HOME:
+	// empty, writable, gone afterwards.
+	if home, ok := envGet(env, "HOME"); ok && !s.readableDir(home) {
+		env = envSet(env, "HOME", tmp)
+	}
+	return env
 }
 
 // pipe returns a pipe whose read end (ours or the child's) is r. The end we

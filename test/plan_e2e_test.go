@@ -26,7 +26,10 @@ import (
 // as the Go path does (exit code, stdout, stderr) and to confine as it does.
 
 type planRig struct {
-	t       *testing.T
+	t *testing.T
+	// argv0 runs the CLI: the test's binary, or a wrapper such as
+	// setpriv with its own arguments before the binary.
+	argv0   []string
 	ws      string // workspace, and the directory the CLI runs in
 	outside string // a directory of the test's outside the workspace
 	trace   string
@@ -34,7 +37,7 @@ type planRig struct {
 }
 
 func newPlanRig(t *testing.T) *planRig {
-	r := &planRig{t: t, ws: t.TempDir(), outside: t.TempDir()}
+	r := &planRig{t: t, argv0: []string{binary}, ws: t.TempDir(), outside: t.TempDir()}
 	r.trace = filepath.Join(t.TempDir(), "trace")
 	r.env = []string{
 		"PATH=" + sysPATH,
@@ -55,7 +58,8 @@ type planRun struct {
 func (r *planRig) run(extraEnv []string, stdin string, args ...string) planRun {
 	r.t.Helper()
 	os.Remove(r.trace)
-	cmd := exec.Command(binary, append([]string{"sandbox", "run"}, args...)...)
+	argv := append(append(append([]string{}, r.argv0...), "sandbox", "run"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = r.ws
 	cmd.Env = append(append([]string{}, r.env...), extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -644,25 +648,13 @@ func TestPlanRunnerUnprivileged(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	r.argv0 = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin}
 	run := func(plans bool, args ...string) planRun {
 		t.Helper()
-		os.Remove(r.trace)
-		argv := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, "sandbox", "run"}, args...)
-		cmd := exec.Command("setpriv", argv...)
-		cmd.Dir, cmd.Env = r.ws, r.env
 		if !plans {
-			cmd.Env = append(append([]string{}, r.env...), "LITE_AGENT_SANDBOX_PLANS=off")
+			return r.run([]string{"LITE_AGENT_SANDBOX_PLANS=off"}, "", args...)
 		}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		res := planRun{stdout: out.String(), stderr: errb.String()}
-		if ee, ok := err.(*exec.ExitError); ok {
-			res.code = ee.ExitCode()
-		}
-		b, _ := os.ReadFile(r.trace)
-		res.trace = strings.Split(strings.TrimSpace(string(b)), "\n")
-		return res
+		return r.run(nil, "", args...)
 	}
 	warm := run(true, "--timeout", "1s", "--", "true")
 	if !strings.Contains(strings.Join(warm.trace, "\n"), "stored ") {
