@@ -18,7 +18,7 @@ bench-deps:
 build:
 	$(GO) build -o $(BIN) ./cmd/lite-agent
 
-demo: build
+demo: deps build
 	@scripts/demo.sh
 
 fmt-check:
