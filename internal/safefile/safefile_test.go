@@ -1,0 +1,106 @@
+package safefile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestReadFileRefusesWhatIsNotASmallRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.toml", "a = 1\n")
+	big := write("big.toml", strings.Repeat("x", 2048))
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(ok, link); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		path string
+		want error // nil: reads "a = 1\n"
+	}{
+		{"regular", ok, nil},
+		{"too large", big, ErrTooLarge},
+		// Without O_NONBLOCK the open of a FIFO with no writer blocks for
+		// ever; this test would hang.
+		{"fifo", fifo, ErrNotRegular},
+		{"symlink to /dev/zero", zero, ErrNotRegular},
+		{"symlink to a regular file", link, ErrNotRegular},
+		{"directory", sub, ErrNotRegular},
+		{"missing", filepath.Join(dir, "none"), fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := ReadFile(tc.path, 1024)
+			if tc.want == nil {
+				if err != nil || string(data) != "a = 1\n" {
+					t.Fatalf("ReadFile = %q, %v", data, err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("ReadFile error = %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("error %q does not name the path", err)
+			}
+		})
+	}
+}
+
+func TestReadFileBeneathRefusesSymlinksOnTheWay(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "policy.toml"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	// .lite-agent is a symlink to a directory outside the workspace: a
+	// plain read of .lite-agent/policy.toml would load the outside file.
+	if err := os.Symlink(outside, filepath.Join(ws, ".lite-agent")); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, ".lite-agent", "policy.toml")); err != nil || string(data) != "secret" {
+		t.Fatalf("the attack does not work unguarded: %q, %v", data, err)
+	}
+	if _, err := ReadFileBeneath(ws, ".lite-agent/policy.toml", 0); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("ReadFileBeneath through a symlinked directory: %v, want ErrNotRegular", err)
+	}
+	if _, err := ReadFileBeneath(ws, "../x", 0); err == nil {
+		t.Fatal("ReadFileBeneath accepted a path leaving the directory")
+	}
+	if err := os.Mkdir(filepath.Join(ws, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "real", "p.toml"), []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadFileBeneath(ws, "real/p.toml", 0); err != nil || string(data) != "ok" {
+		t.Fatalf("ReadFileBeneath of a plain file = %q, %v", data, err)
+	}
+	if _, err := ReadFileBeneath(ws, "missing.toml", 0); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
