@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/lite-agent/lite-agent/internal/nocap"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -70,7 +71,7 @@ Files ignored by .gitignore, the .git directory and binary files are skipped, an
 
 // Grep searches file contents under the workspace. It reads only through
 // the call's os.Root, so nothing outside the workspace is read.
-var Grep = tools.Must(tools.New("grep", grepDescription, grepHandler, &tools.Options{
+var Grep = tools.Must(tools.New("grep", grepDescription, unprivileged(grepHandler), &tools.Options{
 	Security:    readOnlySecurity,
 	InputSchema: grepInputSchema(),
 	Annotations: &tools.Annotations{
@@ -913,32 +914,48 @@ func (s *grepSearch) walk(ctx *tools.Context, rel string) error {
 	workers := max(runtime.NumCPU(), 2)
 	perWorker := make([][]grepFileResult, workers)
 	var wg sync.WaitGroup
+	var dropErr atomic.Pointer[error]
 	for i := range workers {
 		wg.Go(func() {
 			w := s.newWorker()
-			for {
-				it, ok := q.pop()
-				if !ok {
-					break
-				}
-				if s.ctx.Err() == nil {
-					if it.isDir {
-						s.readDir(q, it)
-					} else {
-						s.searchFile(w, it.dir.root, it.name, it.rel)
-					}
-				}
-				it.dir.release()
-				q.done()
+			// Each worker reads on its own thread: it drops root's
+			// override for itself (see unprivileged). A worker that
+			// cannot does no work; the search then fails below rather
+			// than answer with what the others found.
+			if err := nocap.Do(func() error { s.work(q, w); return nil }); err != nil {
+				dropErr.Store(&err)
 			}
 			perWorker[i] = w.results
 		})
 	}
 	wg.Wait()
+	if err := dropErr.Load(); err != nil {
+		return *err
+	}
 	for _, r := range perWorker {
 		s.results = append(s.results, r...)
 	}
 	return nil
+}
+
+// work runs one worker's loop: directories and files from the queue until
+// it is empty.
+func (s *grepSearch) work(q *grepQueue, w *grepWorker) {
+	for {
+		it, ok := q.pop()
+		if !ok {
+			break
+		}
+		if s.ctx.Err() == nil {
+			if it.isDir {
+				s.readDir(q, it)
+			} else {
+				s.searchFile(w, it.dir.root, it.name, it.rel)
+			}
+		}
+		it.dir.release()
+		q.done()
+	}
 }
 
 // grepAncestorIgnores loads the ignore files that apply to the directory
