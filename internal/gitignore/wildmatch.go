@@ -55,10 +55,6 @@ func dowild(p string, pi int, text string, ti int) int {
 			if pi >= len(p) || tch != p[pi] {
 				return wmNoMatch
 			}
-		default:
-			if tch != pch {
-				return wmNoMatch
-			}
 		case '?':
 			if tch == '/' {
 				return wmNoMatch
@@ -129,17 +125,10 @@ func dowild(p string, pi int, text string, ti int) int {
 			if pi >= len(p) {
 				return wmAbortAll
 			}
-			pc := p[pi]
-			if pc == '^' {
-				pc = '!'
-			}
-			negated := pc == '!'
+			// "[!...]" and "[^...]" are negated classes.
+			negated := p[pi] == '!' || p[pi] == '^'
 			if negated {
 				pi++
-				if pi >= len(p) {
-					return wmAbortAll
-				}
-				pc = p[pi]
 			}
 			var prevCh byte
 			matched := false
@@ -147,7 +136,7 @@ func dowild(p string, pi int, text string, ti int) int {
 				if pi >= len(p) {
 					return wmAbortAll
 				}
-				pc = p[pi]
+				pc := p[pi]
 				switch {
 				case pc == '\\':
 					pi++
@@ -213,6 +202,10 @@ func dowild(p string, pi int, text string, ti int) int {
 				}
 			}
 			if matched == negated || tch == '/' {
+				return wmNoMatch
+			}
+		default:
+			if tch != pch {
 				return wmNoMatch
 			}
 		}
