@@ -61,15 +61,18 @@ func TestPlantedIgnoreFilesDoNotHang(t *testing.T) {
 		t.Skipf("cannot make a FIFO: %v (would have checked that a FIFO ignore file does not block the recorder)", err)
 	}
 	e.must(os.Symlink("/dev/zero", e.abs(".lite-agent-ignore")))
+	// Above safefile's 1 MiB cap: refused, so no rule (record more).
+	e.plain("sub/.gitignore", "*\n"+strings.Repeat("#\n", 1<<20))
 	done := make(chan *Checkpoint, 1)
 	go func() {
 		e.write("x.txt", "x\n")
+		e.write("sub/y.txt", "y\n")
 		done <- e.seal("write")
 	}()
 	select {
 	case cp := <-done:
-		if cp == nil || len(cp.Files) != 1 || cp.Files[0].Path != "x.txt" {
-			t.Fatalf("checkpoint %+v, want x.txt recorded", cp)
+		if got := strings.Join(fileNames(cp), " "); got != "sub/y.txt x.txt" {
+			t.Fatalf("recorded %q, want sub/y.txt x.txt (ignored: %v)", got, ignoredNames(cp))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the recorder blocked on a planted ignore file")
