@@ -217,3 +217,24 @@ func TestExistingFileAboveCapIsReported(t *testing.T) {
 		t.Fatalf("a.txt = %q after the rewind", b)
 	}
 }
+
+// A directory-only rule ("out/") cannot match a path that does not exist
+// yet: mkdir records out as absent, and the seal then sees a directory the
+// session created under the rule and leaves it out, with what was made
+// inside; later changes inside it stay skipped.
+func TestDirOnlyRuleOnACreatedDirectory(t *testing.T) {
+	e := newEnv(t, nil)
+	e.plain(".gitignore", "out/\n")
+	e.record("out")
+	e.must(os.Mkdir(e.abs("out"), 0o755))
+	e.write("out/x.o", "x\n")
+	cp := e.seal("mkdir")
+	if got := strings.Join(ignoredNames(cp), " "); got != "out/" || len(fileNames(cp)) != 0 {
+		t.Fatalf("skipped %q, recorded %v; want out/ skipped, nothing recorded", got, fileNames(cp))
+	}
+	e.write("out/y.o", "y\n")
+	cp = e.seal("again")
+	if got := strings.Join(ignoredNames(cp), " "); got != "out/" || len(fileNames(cp)) != 0 {
+		t.Fatalf("skipped %q, recorded %v; want out/ skipped, nothing recorded", got, fileNames(cp))
+	}
+}
