@@ -94,11 +94,22 @@
 // # Ignore rules
 //
 // Paths inside .git, paths matched by the ignore files (.gitignore and
-// .lite-agent-ignore by default, gitignore syntax, read per directory) or
-// by Options.Ignore, and files larger than Options.MaxFileSize (64 MiB by
-// default) are not stored. They are named in the checkpoint
+// .lite-agent-ignore by default, gitignore syntax read per directory with
+// internal/gitignore — the grep tool's engine, tested against git itself)
+// or by Options.Ignore, and files larger than Options.MaxFileSize (64 MiB
+// by default) are not stored. They are named in the checkpoint
 // (Checkpoint.Ignored), so the user knows what a rewind will not bring
-// back, and a rewind leaves them alone.
+// back, and a rewind leaves them alone (RewindReport.Skipped).
+//
+// The agent can write ignore files, so they cannot opt it out of rewind:
+// an ignore rule only skips a path the session created (a file that
+// existed when the session started is always recorded, up to the size
+// cap), and the rules in force are those of the session's start — an
+// ignore file changed during the session applies from the next session
+// on. ignore.go says how the recorder knows what existed at the start
+// without scanning the workspace, and why this holds for bash, MCP
+// servers and custom handlers too. Ignore files are read with
+// internal/safefile, so a FIFO or a symlink there cannot hang the recorder.
 //
 // # Crash safety and concurrency
 //

@@ -238,7 +238,8 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		return nil, fmt.Errorf("checkpoint: opening the workspace: %w", err)
 	}
 	r.st = newStore(filepath.Join(ckptDir(stateDir), "objects"))
-	r.ign = newIgnorer(r.root, r.opts.IgnoreFiles, r.opts.Ignore)
+	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
+	r.ign.replay(r.h) // a continued session: what existed at its start
 	r.known = knownStates(r.h)
 	if len(r.h.tail) > 0 {
 		if err := r.recoverTail(); err != nil {
@@ -472,7 +473,6 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		f := &flight{done: make(chan struct{})}
 		r.inflight[rel] = f
 		r.mu.Unlock()
-		r.ign.forget(rel)
 
 		release := func() {
 			r.mu.Lock()
@@ -482,7 +482,8 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		}
 		fi, err := r.root.Lstat(rel)
 		isDir := err == nil && fi.IsDir()
-		if name, why, ign := r.ign.ignored(rel, isDir); ign && !co.noIgnore {
+		// Ignore rules skip only what the session creates (ignore.go).
+		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || r.ancestorTouched(rel)); skip && !co.noIgnore {
 			release()
 			r.noteIgnored(name, why)
 			return
@@ -554,6 +555,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			}
 			r.keptBytes += len(c.data)
 			r.touched[c.path] = &touch{pre: c.state, preData: c.data, shallow: c.shallow}
+			r.ign.record(c.path, c.state)
 			r.order = append(r.order, c.path)
 		} else {
 			c.f.err = walkErr
@@ -678,9 +680,6 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		return nil, nil
 	}
 	number := r.openNumber()
-	for _, p := range r.order {
-		r.ign.forget(p) // an ignore file the agent changed applies from now on
-	}
 
 	// Everything now below a recorded directory that was not recorded did
 	// not exist when the directory was recorded (a recorded directory is
@@ -720,7 +719,7 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 			continue
 		}
 		if now.Kind == KindDir && !t.shallow {
-			if name, why, ign := r.ign.ignored(p, true); ign {
+			if name, why, ign := r.ign.skip(p, true, t.pre.Kind == KindAbsent); ign {
 				r.ignored[name] = why
 				continue
 			}
@@ -824,11 +823,12 @@ func (r *Recorder) discover(dir string) error {
 	for _, e := range ents {
 		p := dir + "/" + e.Name()
 		isDir := e.IsDir()
-		if name, why, ign := r.ign.ignored(p, isDir); ign {
+		_, recorded := r.touched[p]
+		if name, why, ign := r.ign.skip(p, isDir, !recorded); ign && !recorded {
 			r.ignored[name] = why
 			continue
 		}
-		if _, ok := r.touched[p]; !ok {
+		if !recorded {
 			r.touched[p] = &touch{pre: pstate{Kind: KindAbsent}}
 			r.order = append(r.order, p)
 		}
@@ -897,7 +897,6 @@ func (r *Recorder) NoteExternal(paths []string) {
 	for _, p := range paths {
 		if rel, err := relPath(r.workspace, p); err == nil {
 			rels = append(rels, rel)
-			r.ign.forget(rel)
 		}
 	}
 	type cand struct {
