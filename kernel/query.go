@@ -83,6 +83,7 @@ type session struct {
 	// sandbox confines bash; handlerSandboxes confine custom handlers, one
 	// per declared security profile, built on first use.
 	basePolicy       sandbox.Policy
+	handlerCeiling   sandbox.Policy // Options.HandlerCeiling, or basePolicy
 	sandbox          *sandbox.Sandbox
 	builtins         map[*tools.Tool]bool
 	handlerMu        sync.Mutex

@@ -190,6 +190,7 @@ func New(cfg Config) (*Agent, error) {
 		UserInput:                       cfg.UserInput,
 		StateDir:                        cfg.StateDir,
 		Sandbox:                         &sb,
+		HandlerCeiling:                  HandlerCeiling(preset, ws),
 		MCPServers:                      cfg.MCPServers,
 		MCPMaxNetwork:                   MCPMaxNetwork(preset),
 		MCPConnectTimeout:               cfg.MCPConnectTimeout,
@@ -228,6 +229,25 @@ func CheckTools(preset policies.Preset, ts []*tools.Tool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// HandlerCeiling is the most a custom tool's handler may run with under
+// preset: the commands' policy, with the network the preset lets custom
+// tools declare (CustomToolMaxNetwork: loopback in every preset, so a
+// local test server or language server is reachable under strict although
+// bash gets no network — and under permissive a handler gets loopback,
+// not bash's whole network), and "/" read-write where the preset lets
+// them declare Filesystem "unrestricted" (standard, permissive). Each
+// handler gets this narrowed by its own declaration (tools.HandlerPolicy),
+// so a tool declaring less gets less; CheckTools has already refused one
+// declaring more.
+func HandlerCeiling(preset policies.Preset, workspace string) *sandbox.Policy {
+	p := preset.Policy(workspace)
+	p.Network = preset.CustomToolMaxNetwork
+	if preset.CustomToolUnrestrictedFilesystem {
+		p.ReadWritePaths = append(p.ReadWritePaths, "/")
+	}
+	return &p
 }
 
 // MCPMaxNetwork is the widest network an external MCP server may declare
