@@ -262,6 +262,11 @@ func (h *compiledHook) run(ctx context.Context, in *HookInput) (*HookOutput, err
 	if o.out.UpdatedOutput != nil && h.Event != HookPostToolUse {
 		return nil, fmt.Errorf("updated_output means nothing for a %s hook", h.Event)
 	}
+	if o.out.AdditionalContext != "" && (h.Event == HookStop || h.Event == HookSessionEnd || h.Event == HookPermissionDenied) {
+		// Nothing the model reads follows these events: context would be
+		// dropped, and a dropped field must not pass for a delivered one.
+		return nil, fmt.Errorf("additional_context means nothing for a %s hook: the model reads nothing after it", h.Event)
+	}
 	if err := h.permits(o.out); err != nil {
 		return nil, err
 	}

@@ -204,3 +204,28 @@ func TestToolCallEffectiveInput(t *testing.T) {
 		}
 	}
 }
+
+// TestContextAfterTheLastWord: additional_context from a hook after which
+// the model reads nothing (Stop, SessionEnd, PermissionDenied) would be
+// dropped; it is reported as a failed hook instead of passing for
+// delivered, and the run is not otherwise affected.
+func TestContextAfterTheLastWord(t *testing.T) {
+	for _, ev := range []HookEvent{HookStop, HookSessionEnd, HookPermissionDenied} {
+		t.Run(string(ev), func(t *testing.T) {
+			e := newEnv(t)
+			o := e.opts(nil)
+			o.Hooks = []Hook{{Event: ev, Name: "late", Func: hookFunc(func(*HookInput) (*HookOutput, error) {
+				return &HookOutput{AdditionalContext: "too late"}, nil
+			})}}
+			// write_file asks, headless: denied, so PermissionDenied fires.
+			_, evs := runCalls(t, o, write("c", "a.txt"))
+			hs := byType(evs, EventHook)
+			if len(hs) != 1 || hs[0].Hook != "late" || !strings.Contains(hs[0].Error, "additional_context means nothing") {
+				t.Errorf("hook events %+v", hs)
+			}
+			if last := evs[len(evs)-1]; last.Type != EventResult || last.Subtype != SubtypeSuccess {
+				t.Errorf("the run ended %+v", last)
+			}
+		})
+	}
+}
