@@ -128,6 +128,12 @@ type Options struct {
 	MCPServers map[string]mcp.ServerConfig
 	// MCPMaxNetwork refuses, without starting them, external servers that
 	// declare a wider network (mcp.Options.MaxNetwork); empty: no cap.
+	// Stdio servers run under HandlerCeiling narrowed by their entries;
+	// when MCPMaxNetwork is set, its network is that ceiling's network
+	// for them (a named grant, as under the permissive preset, whose
+	// servers may reach what commands reach); when empty, a server gets
+	// at most HandlerCeiling's (or Sandbox's) network, whatever it
+	// declares.
 	MCPMaxNetwork tools.Network
 	// MCPConnectTimeout bounds connecting each server; zero means
 	// mcp.DefaultConnectTimeout.

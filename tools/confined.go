@@ -102,8 +102,8 @@ func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error
 		p.ReadOnlyPaths = []string{exe}
 		p.ReadWritePaths = nil
 	case FilesystemWorkspace:
-		p.ReadOnlyPaths = withoutRoot(p.ReadOnlyPaths)
-		p.ReadWritePaths = withoutRoot(p.ReadWritePaths)
+		p.ReadOnlyPaths = WithoutRoot(p.ReadOnlyPaths)
+		p.ReadWritePaths = WithoutRoot(p.ReadWritePaths)
 		if s.SideEffects == SideEffectsNone {
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, ceiling.Workspace)
 			p.Workspace = ""
@@ -142,7 +142,7 @@ func networkRank(n sandbox.NetworkMode) int {
 }
 
 // withoutRoot drops grants of the whole filesystem from paths.
-func withoutRoot(paths []string) []string {
+func WithoutRoot(paths []string) []string {
 	out := paths[:0:0]
 	for _, p := range paths {
 		if filepath.Clean(p) != "/" {
