@@ -51,7 +51,8 @@ type HookSpec struct {
 	Source string `json:"source"`
 	// DenyOnly: the hook comes from a file the preset does not trust to
 	// loosen the policy (the workspace file under strict): it may deny or
-	// ask, and an allow from it counts as no decision.
+	// ask, and an allow, updated_input or updated_output from it makes the
+	// hook fail (see kernel.Hook.DenyOnly).
 	DenyOnly bool `json:"deny_only,omitempty"`
 }
 

@@ -23,7 +23,10 @@
 // and SideEffects default to none). Annotations are MCP behaviour hints.
 // The strict assembler (package local) refuses custom tools whose
 // declaration is missing or too broad, and the sandbox runs each handler
-// under the profile its declaration allows.
+// under the profile its declaration allows. A declaration only narrows
+// the policy it runs under (HandlerPolicy): a tool declaring loopback in
+// a session without network gets none, and one declaring the whole
+// filesystem reaches "/" only where that policy already grants it.
 //
 // # Per-call services
 //
