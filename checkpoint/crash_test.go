@@ -89,17 +89,19 @@ func TestUnsealedCheckpointIsRecovered(t *testing.T) {
 	}
 }
 
-// manifestNode is node, exported for JSON.
+// manifestNode is node, exported for JSON. A list, not a map keyed by
+// path: names need not be UTF-8, and JSON map keys are strings.
 type manifestNode struct {
+	Path    exactName
 	Kind    Kind
 	Mode    os.FileMode
 	Content []byte // not a string: JSON would mangle binary content
 }
 
 func saveManifest(t testing.TB, dir string, n int, tree map[string]node) {
-	m := map[string]manifestNode{}
+	var m []manifestNode
 	for p, v := range tree {
-		m[p] = manifestNode{v.kind, v.mode, []byte(v.content)}
+		m = append(m, manifestNode{exactName(p), v.kind, v.mode, []byte(v.content)})
 	}
 	b, _ := json.Marshal(m)
 	tmp := filepath.Join(dir, fmt.Sprintf("%d.tmp", n))
@@ -116,13 +118,13 @@ func loadManifest(dir string, n int) (map[string]node, bool) {
 	if err != nil {
 		return nil, false
 	}
-	var m map[string]manifestNode
+	var m []manifestNode
 	if json.Unmarshal(b, &m) != nil {
 		return nil, false
 	}
 	out := map[string]node{}
-	for p, v := range m {
-		out[p] = node{v.Kind, v.Mode, string(v.Content)}
+	for _, v := range m {
+		out[string(v.Path)] = node{v.Kind, v.Mode, string(v.Content)}
 	}
 	return out, true
 }

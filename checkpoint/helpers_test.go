@@ -83,14 +83,14 @@ func treeDiff(want, got map[string]node) string {
 		g, ok := got[p]
 		switch {
 		case !ok:
-			lines = append(lines, fmt.Sprintf("missing %s (want %v)", p, w))
+			lines = append(lines, fmt.Sprintf("missing %q (want %v)", p, w))
 		case g != w:
-			lines = append(lines, fmt.Sprintf("%s: got %v, want %v", p, g, w))
+			lines = append(lines, fmt.Sprintf("%q: got %v, want %v", p, g, w))
 		}
 	}
 	for p, g := range got {
 		if _, ok := want[p]; !ok {
-			lines = append(lines, fmt.Sprintf("extra %s (%v)", p, g))
+			lines = append(lines, fmt.Sprintf("extra %q (%v)", p, g))
 		}
 	}
 	sort.Strings(lines)

@@ -37,7 +37,10 @@ import (
 // ignore the pre records of sealed checkpoints. Objects referenced by a
 // record are always written before the record.
 
-const logVersion = 1
+// logVersion 2: names that are not valid UTF-8 are stored as
+// {"b64": ...} (see exactName); "post" records. Version 1 logs are read
+// unchanged.
+const logVersion = 2
 
 type record struct {
 	T    string    `json:"t"`
@@ -50,8 +53,8 @@ type record struct {
 	Workspace string `json:"workspace,omitempty"`
 	Base      int    `json:"base,omitempty"`
 
-	// pre, ext
-	Path  string  `json:"path,omitempty"`
+	// pre, post, ext (byte-exact: see exactName)
+	Path  exactName `json:"path,omitempty"`
 	State *pstate `json:"state,omitempty"`
 	// pre: a directory recorded without its contents (a rewind's record)
 	Shallow bool `json:"shallow,omitempty"`
@@ -74,7 +77,7 @@ type record struct {
 
 // entry is one changed path of a sealed checkpoint.
 type entry struct {
-	Path string `json:"p"`
+	Path exactName `json:"p"`
 	Pre  pstate `json:"pre"`
 	Post pstate `json:"post"`
 	// Lines says Added and Removed are known (both sides text, small

@@ -44,7 +44,9 @@ type model struct {
 	n   int
 }
 
-var modelNames = []string{"a", "b", "c.txt", "d1", "d2"}
+// modelNames include two names that differ only in bytes that are not
+// UTF-8, and a valid non-ASCII one: the log must keep them apart.
+var modelNames = []string{"a", "b", "c.txt", "d1", "d2", "x\xff", "x\xfe", "é"}
 
 func (m *model) abs(p string) string { return filepath.Join(m.ws, filepath.FromSlash(p)) }
 

@@ -290,12 +290,12 @@ func knownStates(h *history) map[string]pstate {
 	for n := 0; n <= h.last; n++ {
 		if s := h.seal(n); s != nil {
 			for _, e := range s.Entries {
-				known[e.Path] = e.Post
+				known[string(e.Path)] = e.Post
 			}
 		}
 		for _, x := range h.after[n] {
 			if x.T == "ext" && x.State != nil {
-				known[x.Path] = *x.State
+				known[string(x.Path)] = *x.State
 			}
 		}
 	}
@@ -308,7 +308,7 @@ func knownStates(h *history) map[string]pstate {
 func (r *Recorder) recoverTail() error {
 	var missing []string
 	for _, pr := range r.h.tail {
-		if _, ok := r.touched[pr.Path]; ok {
+		if _, ok := r.touched[string(pr.Path)]; ok {
 			continue
 		}
 		st := *pr.State
@@ -321,12 +321,12 @@ func (r *Recorder) recoverTail() error {
 				err = r.st.verifyObject(h)
 			}
 			if err != nil {
-				missing = append(missing, pr.Path)
+				missing = append(missing, string(pr.Path))
 				st = pstate{Kind: KindFile, Mode: st.Mode, Size: st.Size, Unrecorded: true, MTime: -1}
 			}
 		}
-		r.touched[pr.Path] = &touch{pre: st, shallow: pr.Shallow}
-		r.order = append(r.order, pr.Path)
+		r.touched[string(pr.Path)] = &touch{pre: st, shallow: pr.Shallow}
+		r.order = append(r.order, string(pr.Path))
 	}
 	r.wrotePre = true
 	if r.mode != modeDryRun {
@@ -587,14 +587,14 @@ func (r *Recorder) commitPre(batch []captured) error {
 	for _, c := range batch {
 		if k, ok := r.known[c.path]; ok && !k.same(c.state) {
 			st := c.state
-			exts = append(exts, record{T: "ext", CP: after, Time: now, Path: c.path, State: &st, Detail: "noticed when the agent recorded it"})
+			exts = append(exts, record{T: "ext", CP: after, Time: now, Path: exactName(c.path), State: &st, Detail: "noticed when the agent recorded it"})
 		}
 	}
 	r.mu.Unlock()
 	recs = append(recs, exts...)
 	for _, c := range batch {
 		st := c.state
-		rec := record{T: "pre", CP: cp, Path: c.path, State: &st}
+		rec := record{T: "pre", CP: cp, Path: exactName(c.path), State: &st}
 		rec.Shallow = c.shallow
 		recs = append(recs, rec)
 	}
@@ -619,7 +619,7 @@ func (r *Recorder) commitPre(batch []captured) error {
 	r.wrotePre = true
 	for _, x := range exts {
 		r.h.after[x.CP] = append(r.h.after[x.CP], x)
-		r.known[x.Path] = *x.State
+		r.known[string(x.Path)] = *x.State
 	}
 	r.mu.Unlock()
 	return nil
@@ -728,7 +728,7 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		if now.Unrecorded {
 			r.ignored[p] = fmt.Sprintf("larger than the %d-byte size cap", r.opts.MaxFileSize)
 		}
-		e := entry{Path: p, Pre: t.pre, Post: now}
+		e := entry{Path: exactName(p), Pre: t.pre, Post: now}
 		r.countLines(&e, t.preData, data)
 		entries = append(entries, e)
 	}
@@ -955,7 +955,7 @@ func (r *Recorder) NoteExternal(paths []string) {
 			}
 		}
 		st := now
-		recs = append(recs, record{T: "ext", Time: nowFunc().UTC(), Path: c.path, State: &st})
+		recs = append(recs, record{T: "ext", Time: nowFunc().UTC(), Path: exactName(c.path), State: &st})
 	}
 	if len(recs) == 0 {
 		return
@@ -965,13 +965,13 @@ func (r *Recorder) NoteExternal(paths []string) {
 	for _, x := range recs {
 		// Drop what changed hands meanwhile (recorded by the agent, or
 		// already noted).
-		if _, busy := r.touched[x.Path]; busy {
+		if _, busy := r.touched[string(x.Path)]; busy {
 			continue
 		}
-		if _, busy := r.inflight[x.Path]; busy {
+		if _, busy := r.inflight[string(x.Path)]; busy {
 			continue
 		}
-		if r.known[x.Path].same(*x.State) {
+		if r.known[string(x.Path)].same(*x.State) {
 			continue
 		}
 		x.CP = r.h.last
@@ -990,7 +990,7 @@ func (r *Recorder) NoteExternal(paths []string) {
 	r.mu.Lock()
 	for _, x := range kept {
 		r.h.after[x.CP] = append(r.h.after[x.CP], x)
-		r.known[x.Path] = *x.State
+		r.known[string(x.Path)] = *x.State
 	}
 	r.mu.Unlock()
 }

@@ -154,10 +154,10 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 	for n := to + 1; n <= h.last; n++ {
 		if s := h.seal(n); s != nil {
 			for _, e := range s.Entries {
-				pp := plans[e.Path]
+				pp := plans[string(e.Path)]
 				if pp == nil {
-					pp = &pathPlan{path: e.Path, target: e.Pre, expect: e.Pre}
-					plans[e.Path] = pp
+					pp = &pathPlan{path: string(e.Path), target: e.Pre, expect: e.Pre}
+					plans[string(e.Path)] = pp
 				}
 				if !compatible(pp.expect, e.Pre) {
 					pp.conflicts = append(pp.conflicts, fmt.Sprintf("changed outside the agent before checkpoint %d (the agent left %s, then found %s)", n, pp.expect, e.Pre))
@@ -166,7 +166,7 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 			}
 		}
 		for _, x := range h.after[n] {
-			if pp := plans[x.Path]; pp != nil && x.T == "ext" {
+			if pp := plans[string(x.Path)]; pp != nil && x.T == "ext" {
 				pp.conflicts = append(pp.conflicts, fmt.Sprintf("changed outside the agent after checkpoint %d (noticed %s)", n, x.Time.Local().Format("2006-01-02 15:04:05")))
 				pp.expect = *x.State
 			}
@@ -683,7 +683,7 @@ func (a *applier) placeSymlink(pp *pathPlan) error {
 	}
 	base := path.Base(pp.path)
 	tmp := tmpName(base)
-	if err := d.Symlink(pp.target.Target, tmp); err != nil {
+	if err := d.Symlink(string(pp.target.Target), tmp); err != nil {
 		return fmt.Errorf("restoring %s: %w", pp.path, err)
 	}
 	if err := d.Rename(tmp, base); err != nil {
