@@ -55,7 +55,7 @@ type record struct {
 
 	// pre, post, ext (byte-exact: see exactName)
 	Path  exactName `json:"path,omitempty"`
-	State *pstate `json:"state,omitempty"`
+	State *pstate   `json:"state,omitempty"`
 	// pre: a directory recorded without its contents (a rewind's record)
 	Shallow bool `json:"shallow,omitempty"`
 
@@ -78,8 +78,8 @@ type record struct {
 // entry is one changed path of a sealed checkpoint.
 type entry struct {
 	Path exactName `json:"p"`
-	Pre  pstate `json:"pre"`
-	Post pstate `json:"post"`
+	Pre  pstate    `json:"pre"`
+	Post pstate    `json:"post"`
 	// Lines says Added and Removed are known (both sides text, small
 	// enough to diff).
 	Lines   bool `json:"lines,omitempty"`
