@@ -169,6 +169,10 @@ func (e *env) write(rel, content string) {
 	e.record(rel)
 	e.must(os.MkdirAll(filepath.Dir(e.abs(rel)), 0o755))
 	e.must(os.WriteFile(e.abs(rel), []byte(content), 0o644))
+	// What write_file does after writing: say what the agent wrote.
+	if err := e.rec.RecordWrite(rel, []byte(content)); err != nil {
+		e.t.Fatalf("RecordWrite(%s): %v", rel, err)
+	}
 }
 
 func (e *env) must(err error) {
