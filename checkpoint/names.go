@@ -83,3 +83,92 @@ func (p *IgnoredPath) UnmarshalJSON(data []byte) error {
 	p.Path, p.Reason = string(v.Path), v.Reason
 	return nil
 }
+
+// The public types that carry a path encode it the same way, so that JSON
+// output (`lite-agent checkpoints --json`, the checkpoint events of
+// stream-json) never merges two names either. Valid UTF-8 paths encode as
+// before.
+
+func (c FileChange) MarshalJSON() ([]byte, error) {
+	type plain FileChange
+	return json.Marshal(struct {
+		Path exactName `json:"path"`
+		plain
+	}{exactName(c.Path), plain(c)})
+}
+
+func (c *FileChange) UnmarshalJSON(data []byte) error {
+	type plain FileChange
+	v := struct {
+		Path exactName `json:"path"`
+		*plain
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	c.Path = string(v.Path)
+	return nil
+}
+
+func (c ExternalChange) MarshalJSON() ([]byte, error) {
+	type plain ExternalChange
+	return json.Marshal(struct {
+		Path exactName `json:"path"`
+		plain
+	}{exactName(c.Path), plain(c)})
+}
+
+func (c *ExternalChange) UnmarshalJSON(data []byte) error {
+	type plain ExternalChange
+	v := struct {
+		Path exactName `json:"path"`
+		*plain
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	c.Path = string(v.Path)
+	return nil
+}
+
+func (c Change) MarshalJSON() ([]byte, error) {
+	type plain Change
+	return json.Marshal(struct {
+		Path exactName `json:"path"`
+		plain
+	}{exactName(c.Path), plain(c)})
+}
+
+func (c *Change) UnmarshalJSON(data []byte) error {
+	type plain Change
+	v := struct {
+		Path exactName `json:"path"`
+		*plain
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	c.Path = string(v.Path)
+	return nil
+}
+
+func (c Conflict) MarshalJSON() ([]byte, error) {
+	type plain Conflict
+	return json.Marshal(struct {
+		Path exactName `json:"path"`
+		plain
+	}{exactName(c.Path), plain(c)})
+}
+
+func (c *Conflict) UnmarshalJSON(data []byte) error {
+	type plain Conflict
+	v := struct {
+		Path exactName `json:"path"`
+		*plain
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	c.Path = string(v.Path)
+	return nil
+}

@@ -165,3 +165,48 @@ func TestVersion1LogStillLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPublicJSONKeepsNames: the listing's and the rewind report's JSON
+// keep the two names apart, and valid names encode as plain strings, in
+// the same place as before.
+func TestPublicJSONKeepsNames(t *testing.T) {
+	cp := Checkpoint{Files: []FileChange{{Path: nameFF, Change: "created"}, {Path: nameFE, Change: "created"}, {Path: nameUTF8, Change: "modified"}},
+		External: []ExternalChange{{Path: nameFF, Now: KindFile}}, Ignored: []IgnoredPath{{Path: nameFE, Reason: "why"}}}
+	rep := RewindReport{Changes: []Change{{Path: nameFF, Action: "create"}}, Conflicts: []Conflict{{Path: nameFE, Reason: "r"}}}
+	for _, v := range []any{&cp, &rep} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(`\ufffd`)) {
+			t.Fatalf("a name was merged: %s", b)
+		}
+		if _, isCP := v.(*Checkpoint); isCP && !bytes.Contains(b, []byte(`{"path":"`+nameUTF8+`","change":"modified"`)) {
+			t.Fatalf("a valid name is not a plain string in its place: %s", b)
+		}
+		back := reflectNew(v)
+		if err := json.Unmarshal(b, back); err != nil {
+			t.Fatal(err)
+		}
+		b2, _ := json.Marshal(back)
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("round trip:\n%s\n%s", b, b2)
+		}
+	}
+	var back Checkpoint
+	b, _ := json.Marshal(&cp)
+	json.Unmarshal(b, &back)
+	if back.Files[0].Path != nameFF || back.Files[1].Path != nameFE || back.External[0].Path != nameFF || back.Ignored[0].Path != nameFE {
+		t.Fatalf("decoded %+v", back)
+	}
+}
+
+func reflectNew(v any) any {
+	switch v.(type) {
+	case *Checkpoint:
+		return new(Checkpoint)
+	case *RewindReport:
+		return new(RewindReport)
+	}
+	panic("unexpected type")
+}
