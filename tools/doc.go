@@ -33,7 +33,9 @@
 // Context carries the session id, cancellation, Emit for custom events, the
 // approval and user-input handlers, the active sandbox policy, the
 // background-task registry, the raw call, and RecordSnapshot, which saves a
-// file's pre-image before a tool changes it so the change can be rewound.
+// file's pre-image before a tool changes it so the change can be rewound;
+// RecordWrite then reports what the tool wrote, so that another writer's
+// edit during the call is never taken for the tool's.
 //
 // The built-in tools live in the builtin subpackage.
 package tools

@@ -505,6 +505,9 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", rootErr(ctx, in.Path, err)
 	}
+	// What this call wrote, so that another writer's edit meanwhile is
+	// never taken for the agent's.
+	ctx.RecordWrite(rel, []byte(in.Content))
 
 	var msg string
 	if existed {
@@ -630,6 +633,7 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", rootErr(ctx, in.Path, err)
 	}
+	ctx.RecordWrite(rel, []byte(updated))
 
 	var b strings.Builder
 	if count == 1 {
