@@ -150,7 +150,7 @@ func (ig *ignorer) replay(h *history) {
 			continue
 		}
 		for _, e := range s.Entries {
-			ig.record(e.Path, e.Pre)
+			ig.record(string(e.Path), e.Pre)
 		}
 		for _, x := range s.Ignored {
 			if strings.HasPrefix(x.Reason, createdReason) {
@@ -162,7 +162,7 @@ func (ig *ignorer) replay(h *history) {
 	}
 	for _, pr := range h.tail {
 		if pr.State != nil {
-			ig.record(pr.Path, *pr.State)
+			ig.record(string(pr.Path), *pr.State)
 		}
 	}
 }
