@@ -108,6 +108,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The workspace, resolved once and checked (workspace.go).
+	ws, notice, err := resolveWorkspace(f.workspace, f.stateDir)
+	if err != nil {
+		return err
+	}
+	f.workspace = ws
 	agent, err := buildAgent(&f, set, model, modelName, stdin, stderr)
 	if err != nil {
 		return err
@@ -119,6 +125,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if notice != "" && f.outputFormat == "text" {
+		fmt.Fprintln(stderr, notice)
+	}
 	return render(f.outputFormat, f.verbose, agent.Query(ctx, prompt, queryOpts...), stdout, stderr)
 }
 
