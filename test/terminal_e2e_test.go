@@ -386,3 +386,16 @@ func TestWorkspaceThroughAgentSymlink(t *testing.T) {
 		t.Errorf("a plain workspace got the symlink line: %s", e)
 	}
 }
+
+// TestPolicyShowIsEscaped: the workspace policy file is one an agent can
+// write; `policy show` prints its rules and hooks escaped.
+func TestPolicyShowIsEscaped(t *testing.T) {
+	ws := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	writeFile(t, filepath.Join(ws, ".lite-agent/policy.toml"), "[permissions]\ndeny = [\"read_file(x\\u001b]52;c;cHduZWQ=\\u0007/**)\"]\n\n[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"true \\u001b[2K\\r\\u202e\"\n")
+	out, e, code := cliRun(t, "", "policy", "show", "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("policy show: %d %s", code, e)
+	}
+	assertInert(t, "policy show", out, `read_file(x\x1b]52;c;cHduZWQ=\x07/**)`, `true \x1b[2K\r\u202e`)
+}

@@ -114,6 +114,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	f.workspace = ws
+	if notice != "" && f.outputFormat == "text" {
+		fmt.Fprintln(stderr, notice) // before anything else the run prints
+	}
 	agent, err := buildAgent(&f, set, model, modelName, stdin, stderr)
 	if err != nil {
 		return err
@@ -125,9 +128,6 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if notice != "" && f.outputFormat == "text" {
-		fmt.Fprintln(stderr, notice)
-	}
 	return render(f.outputFormat, f.verbose, agent.Query(ctx, prompt, queryOpts...), stdout, stderr)
 }
 
