@@ -126,7 +126,7 @@ func createdLink(h *history, rel, target string) (int, bool) {
 			continue
 		}
 		for _, e := range s.Entries {
-			if e.Path == rel && e.Post.Kind == KindSymlink && e.Post.Target == target && !e.Pre.same(e.Post) {
+			if string(e.Path) == rel && e.Post.Kind == KindSymlink && string(e.Post.Target) == target && !e.Pre.same(e.Post) {
 				return n, true
 			}
 		}
@@ -135,7 +135,7 @@ func createdLink(h *history, rel, target string) (int, bool) {
 	// records say the agent was about to change rel, and rel is now this
 	// link; unless it was this link before, the agent made it.
 	for _, pr := range h.tail {
-		if path.Clean(pr.Path) == rel && !(pr.State.Kind == KindSymlink && pr.State.Target == target) {
+		if path.Clean(string(pr.Path)) == rel && !(pr.State.Kind == KindSymlink && string(pr.State.Target) == target) {
 			return h.tailCP, true
 		}
 	}
