@@ -261,7 +261,9 @@ func TestManyRulesLoadInLinearTime(t *testing.T) {
 	small, big := manyRules(20_000), manyRules(200_000)
 	parseAndCompile(t, small) // warm up
 	ts := parseAndCompile(t, small)
-	tb := callWithin(t, 60*time.Second, "parsing 200,000 rules", func() time.Duration { return parseAndCompile(t, big) })
+	// The best of two runs: the machine is shared, and a quadratic parse
+	// is slow every time.
+	tb := callWithin(t, 60*time.Second, "parsing 200,000 rules", func() time.Duration { return min(parseAndCompile(t, big), parseAndCompile(t, big)) })
 	t.Logf("20,000 rules: %v; 200,000 rules: %v (ratio %.1f)", ts, tb, float64(tb)/float64(ts))
 	limit := time.Second
 	if raceEnabled {

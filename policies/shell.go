@@ -71,6 +71,16 @@ type shellAnalysis struct {
 	// definitions, loops that assign a variable. Such a command is only
 	// allowed by a rule for the whole tool, or by a person.
 	noAllow []string
+	// opaque: code the command runs that the rules cannot read — a file
+	// bash sources or runs as a script, inline code in another language
+	// (python -c, awk, sed without --sandbox). Like a problem it makes a
+	// command with deny rules unprovable, but an allow rule for the part
+	// (bash(python3 -c:*)) may still allow it: the user named what runs.
+	opaque []string
+}
+
+func (a *shellAnalysis) opaqueCode(format string, args ...any) {
+	a.opaque = append(a.opaque, fmt.Sprintf(format, args...))
 }
 
 func (a *shellAnalysis) problem(format string, args ...any) {
@@ -271,6 +281,9 @@ func (w *shellWalker) call(c *syntax.CallExpr) {
 		}
 		if as.Name != nil {
 			w.a.forbidAllow("it sets the variable %s", as.Name.Value)
+			if as.Value != nil {
+				w.codeVariable(as.Name.Value, w.word(as.Value))
+			}
 		}
 	}
 	if len(c.Args) == 0 {
@@ -375,10 +388,16 @@ func (w *shellWalker) inner(words []word) {
 
 func (w *shellWalker) special(name string, words []word) {
 	switch {
-	case name == "eval" || name == "watch":
+	case name == "eval" || name == "watch" || name == "ssh":
+		// ssh: the remote shell runs the words after the host as a
+		// command line; the host and ssh's options are not parsed.
 		w.evalWords(name, words[1:])
 	case shells[name]:
 		w.shellArgs(name, words[1:])
+	case interpreters[name] != "":
+		w.interpreter(name, words[1:])
+	default:
+		w.builtinCode(name, words)
 	}
 }
 
@@ -428,15 +447,29 @@ func (w *shellWalker) shellArgs(name string, args []word) {
 		}
 		if a.lit == "--" || a.lit == "-" {
 			if i+1 < len(args) && !cflag {
-				return // a script file: run by name, like any program
+				w.a.opaqueCode("%s runs the file %s as shell code, which the rules cannot read", name, args[i+1].lit)
+				return
 			}
 			continue
 		}
 		if (strings.HasPrefix(a.lit, "-") || strings.HasPrefix(a.lit, "+")) && len(a.lit) > 1 {
 			if strings.HasPrefix(a.lit, "--") {
-				continue // --norc, --login, ...
+				switch a.lit {
+				case "--login", "--rcfile", "--init-file", "--interactive":
+					// A login or interactive shell sources startup files
+					// (~/.profile, ~/.bashrc, ENV, the --rcfile) the command
+					// does not show — and HOME may be the writable TMPDIR.
+					w.a.problem("%s %s runs startup files as code", name, a.lit)
+				}
+				if (a.lit == "--rcfile" || a.lit == "--init-file") && i+1 < len(args) {
+					i++
+				}
+				continue // --norc, --noprofile, ...
 			}
 			opts := a.lit[1:]
+			if strings.HasPrefix(a.lit, "-") && strings.ContainsAny(opts, "il") {
+				w.a.problem("%s -%s runs startup files as code (a login or interactive shell)", name, opts)
+			}
 			if strings.HasPrefix(a.lit, "-") && strings.ContainsRune(opts, 'c') {
 				cflag = true
 			}
@@ -454,8 +487,10 @@ func (w *shellWalker) shellArgs(name string, args []word) {
 		}
 		if sflag {
 			w.a.problem("%s -s reads its commands from standard input", name)
+			return
 		}
-		return // a script file
+		w.a.opaqueCode("%s runs the file %s as shell code, which the rules cannot read", name, a.lit)
+		return
 	}
 	if cflag {
 		w.a.problem("%s -c has no command string", name)
@@ -472,6 +507,8 @@ var wrappers = map[string]bool{
 	"chrt": true, "time": true, "busybox": true, "strace": true, "ltrace": true,
 	"unbuffer": true, "chroot": true, "runuser": true, "nsenter": true, "unshare": true,
 	"parallel": true, "caffeinate": true, "fakeroot": true,
+	// jobs -x CMD runs CMD with job specs replaced.
+	"jobs": true,
 }
 
 var findExec = map[string]bool{"-exec": true, "-execdir": true, "-ok": true, "-okdir": true}
@@ -558,6 +595,9 @@ func (w *shellWalker) expansion(p syntax.WordPart) {
 	case *syntax.ParamExp:
 		if p.Index != nil || p.Slice != nil || p.Excl {
 			w.a.problem("a parameter expansion with a subscript, slice or indirection (arithmetic)")
+		}
+		if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps && p.Exp.Word != nil && strings.Contains(p.Exp.Word.Lit(), "P") {
+			w.a.problem("${…@P} expands the value as a prompt, which runs the command substitutions in it")
 		}
 		w.nested(p)
 	default:
