@@ -626,8 +626,14 @@ func unquotedLit(s string, first bool) (string, bool) {
 				}
 			}
 			continue
-		case '*', '?', '[':
+		case '*', '?':
 			pattern = true
+		case '[':
+			// A bracket expression needs its ']': a lone '[' (the test
+			// command) is a literal word.
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				pattern = true
+			}
 		case '{':
 			brace = true
 		case ',':
