@@ -26,9 +26,13 @@ import (
 // name that is not a fixed word ($CMD, $(echo rm)), arithmetic (which can
 // run code through array subscripts), declare/export/local, a string for
 // bash -c or eval that is not fixed, bash reading its commands from
-// standard input, input that does not parse. When a tool has deny or ask
-// rules with arguments, a command with a problem asks: it might be one of
-// them.
+// standard input, input that does not parse — and the other places bash
+// runs a string as code (shellcode.go has the survey: traps, aliases,
+// prompt variables, startup files, source, completion callbacks, …).
+// When a tool has deny or ask rules with arguments, a command with a
+// problem asks: it might be one of them; the Decision is marked Unproven
+// when a deny rule could match, and the gate denies it where nobody is
+// asked (bypassPermissions).
 
 // wordKind says how much is known about one shell word.
 type wordKind uint8
@@ -74,8 +78,9 @@ type shellAnalysis struct {
 	// opaque: code the command runs that the rules cannot read — a file
 	// bash sources or runs as a script, inline code in another language
 	// (python -c, awk, sed without --sandbox). Like a problem it makes a
-	// command with deny rules unprovable, but an allow rule for the part
-	// (bash(python3 -c:*)) may still allow it: the user named what runs.
+	// command unprovable when the tool has deny or ask rules with
+	// arguments; without those, unlike a problem, an allow rule for the
+	// part (bash(python3 -c:*)) may allow it: the user named what runs.
 	opaque []string
 }
 
