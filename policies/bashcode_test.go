@@ -172,6 +172,10 @@ func TestBashRunsCodeFrom(t *testing.T) {
 		{"strings", `script -qc marker /dev/null`, denied, "script", false},
 		{"strings", `su -c marker root`, denied, "su", true},
 		{"strings", `timeout 2 watch -n 0.1 marker`, denied, "watch", false},
+		{"strings", `echo x > f; tar cf a.tar f; tar xf a.tar --to-command=marker`, denied, "tar", false},
+		{"strings", `echo x > f; tar cf a.tar --checkpoint=1 --checkpoint-action=exec=marker f`, denied, "tar", false},
+		{"strings", `mkdir d; rsync -e marker d host:d`, denied, "rsync", false},
+		{"strings", `ssh -o ProxyCommand=marker host`, unproven, "ssh", false},
 		{"git", `git -c alias.x='!marker' x`, unproven, "git", false},
 		{"git", `git init -q r && cd r && git config alias.x '!marker' && git x`, unproven, "git", false},
 		// Other languages.

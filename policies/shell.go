@@ -393,10 +393,14 @@ func (w *shellWalker) inner(words []word) {
 
 func (w *shellWalker) special(name string, words []word) {
 	switch {
-	case name == "eval" || name == "watch" || name == "ssh":
-		// ssh: the remote shell runs the words after the host as a
-		// command line; the host and ssh's options are not parsed.
+	case name == "eval" || name == "watch":
 		w.evalWords(name, words[1:])
+	case name == "ssh":
+		// The remote shell runs the words after the host as a command
+		// line (the host and ssh's options are not parsed); some options
+		// run a local command (builtinCode).
+		w.evalWords(name, words[1:])
+		w.builtinCode(name, words)
 	case shells[name]:
 		w.shellArgs(name, words[1:])
 	case interpreters[name] != "":

@@ -80,6 +80,11 @@ import (
 //   find -exec/-execdir/-ok/-okdir  [N]
 //   watch CMD, ssh HOST CMD ....... [C] the words are joined and parsed (a remote shell runs them)
 //   su -c, runuser -c, script -c, flock -c, env -S [C] the string is parsed
+//   rsync -e/--rsh, tar --to-command/--use-compress-program/-I/--checkpoint-action=exec=
+//                                   [C] the command is parsed
+//   ssh/scp/sftp -o ProxyCommand=…/LocalCommand=…, -F CONFIG [U] a local command
+//   other programs with command-valued options (the GTFOBins class: zip -TT,
+//   strace -o '|cmd', man -P, …) [N] beyond the rules: they see the program's name
 //   git -c K=V, --config-env, git config K V (K command-valued: alias.*, core.pager,
 //   core.sshCommand, core.editor, core.fsmonitor, core.hooksPath, diff.external, *.textconv,
 //   filter.*, *.driver, credential.helper, *.program, *.askpass, *.command) [U]
@@ -391,6 +396,47 @@ func (w *shellWalker) builtinCode(name string, words []word) {
 			} else if s, j, ok := optArg(args, i, 'S'); ok {
 				w.codeString("env -S", s)
 				i = j
+			}
+		}
+	case "ssh", "scp", "sftp":
+		// Options that run a command locally (ProxyCommand, LocalCommand,
+		// KnownHostsCommand), or a config file that may set them.
+		for i, a := range args {
+			l := strings.ToLower(a.lit)
+			if a.kind != wordLiteral || strings.Contains(l, "command") || a.lit == "-F" || strings.HasPrefix(a.lit, "-F") && i == 0 {
+				w.a.problem("%s has an option that may run a local command (ProxyCommand, LocalCommand, -F config)", name)
+				return
+			}
+		}
+	case "rsync":
+		for i := 0; i < len(args); i++ {
+			if a := args[i]; a.kind == wordLiteral && strings.HasPrefix(a.lit, "--rsh=") {
+				w.codeString("rsync --rsh", word{kind: wordLiteral, lit: strings.TrimPrefix(a.lit, "--rsh=")})
+			} else if a.kind == wordLiteral && a.lit == "--rsh" && i+1 < len(args) {
+				w.codeString("rsync --rsh", args[i+1])
+				i++
+			} else if e, j, ok := optArg(args, i, 'e'); ok {
+				w.codeString("rsync -e", e)
+				i = j
+			}
+		}
+	case "tar":
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if a.kind != wordLiteral {
+				continue
+			}
+			for _, opt := range []string{"--to-command=", "--use-compress-program=", "--rsh-command=", "--info-script=", "--new-volume-script="} {
+				if strings.HasPrefix(a.lit, opt) {
+					w.codeString("tar "+strings.TrimSuffix(opt, "="), word{kind: wordLiteral, lit: strings.TrimPrefix(a.lit, opt)})
+				}
+			}
+			if strings.HasPrefix(a.lit, "--checkpoint-action=exec=") {
+				w.codeString("tar --checkpoint-action", word{kind: wordLiteral, lit: strings.TrimPrefix(a.lit, "--checkpoint-action=exec=")})
+			}
+			if a.lit == "-I" && i+1 < len(args) {
+				w.codeString("tar -I", args[i+1])
+				i++
 			}
 		}
 	case "git":
