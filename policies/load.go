@@ -83,7 +83,7 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 		}
 	}
 	if !o.NoWorkspaceFile && workspace != "" {
-		f, err := LoadFile(WorkspaceFile(workspace))
+		f, err := LoadWorkspaceFile(workspace)
 		if err != nil {
 			return nil, err
 		}
