@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,6 +72,18 @@ echo '{"updated_output": "all tests passed"}'
 				}
 				if input, _ := json.Marshal(call["input"]); !strings.Contains(string(input), "meeting at 10") || !strings.Contains(string(effective), "evil.example") {
 					t.Errorf("tool_call shows input %s, effective_input %s", input, effective)
+				}
+				// --verbose shows what ran too, not only what the model asked.
+				os.Remove(filepath.Join(ws, "notes.txt"))
+				cmd := exec.Command(binary, "run", "--workspace", ws, "--state-dir", t.TempDir(), "--preset", "strict",
+					"--script", script, "--allowed-tools", "write_file(notes.txt)", "--verbose", "go")
+				var errb strings.Builder
+				cmd.Stderr = &errb
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("text mode: %v\n%s", err, errb.String())
+				}
+				if !strings.Contains(errb.String(), "ran with") || !strings.Contains(errb.String(), "evil.example") {
+					t.Errorf("--verbose does not show the effective input:\n%s", errb.String())
 				}
 				return
 			}

@@ -290,6 +290,9 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 		if verbose {
 			out.Flush()
 			fmt.Fprintf(stderr, "→ %s %s\n", termsafe.Escape(ev.Name), field(string(ev.Input), 200))
+			if len(ev.EffectiveInput) > 0 {
+				fmt.Fprintf(stderr, "  ran with (a hook or CanUseTool changed the input): %s\n", field(string(ev.EffectiveInput), 200))
+			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
 		renderPermission(ev, verbose, out, stderr)
@@ -327,6 +330,9 @@ func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.
 	case kernel.EventToolCall:
 		if verbose {
 			fmt.Fprintf(stderr, "%s→ %s %s\n", who, termsafe.Escape(ev.Name), field(string(ev.Input), 200))
+			if len(ev.EffectiveInput) > 0 {
+				fmt.Fprintf(stderr, "%s  ran with (a hook or CanUseTool changed the input): %s\n", who, field(string(ev.EffectiveInput), 200))
+			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
 		if verbose || ev.Type == kernel.EventHook || ev.Decision == "deny" {
