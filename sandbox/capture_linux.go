@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -50,7 +49,7 @@ var captureCalls = []struct {
 	name    string
 	flagArg uint
 }{
-	{"open", 1}, {"openat", 2}, {"openat2", 0}, {"creat", 0}, {"truncate", 0},
+	{"open", 1}, {"openat", 2}, {"creat", 0}, {"truncate", 0},
 	{"unlink", 0}, {"unlinkat", 0}, {"rmdir", 0}, {"mkdir", 0}, {"mkdirat", 0},
 	{"mknod", 0}, {"mknodat", 0}, {"rename", 0}, {"renameat", 0}, {"renameat2", 0},
 	{"link", 0}, {"linkat", 0}, {"symlink", 0}, {"symlinkat", 0},
@@ -174,12 +173,6 @@ func (c *capturer) paths(req *seccompNotif) []string {
 		openFlags(a[1], atFDCWD, a[0])
 	case "openat":
 		openFlags(a[2], int32(a[0]), a[1])
-	case "openat2":
-		var how [8]byte // struct open_how starts with the u64 flags
-		if readMem(pid, a[2], how[:]) != nil {
-			return nil
-		}
-		openFlags(*(*uint64)(unsafe.Pointer(&how[0])), int32(a[0]), a[1])
 	case "creat", "truncate", "chmod":
 		args = append(args, pathArg{atFDCWD, a[0], true})
 	case "unlink", "rmdir", "mkdir", "mknod":
