@@ -1,12 +1,17 @@
 package sandbox
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -54,6 +59,9 @@ var captureCalls = []struct {
 	{"mknod", 0}, {"mknodat", 0}, {"rename", 0}, {"renameat", 0}, {"renameat2", 0},
 	{"link", 0}, {"linkat", 0}, {"symlink", 0}, {"symlinkat", 0},
 	{"chmod", 0}, {"fchmod", 0}, {"fchmodat", 0}, {"fchmodat2", 0},
+	// bind makes a socket file; where the network supervisor already
+	// receives bind, it calls beforeBind instead (see withCapture).
+	{"bind", 0},
 }
 
 // openWriteFlags make an open a possible change.
@@ -66,6 +74,9 @@ var openWriteFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_T
 func withCapture(n notifySpec) notifySpec {
 	out := notifySpec{calls: append([]notifyCall(nil), n.calls...)}
 	for _, c := range captureCalls {
+		if c.name == "bind" && n.has("bind") {
+			continue // the network supervisor's: it reports binds itself
+		}
 		if c.flagArg == 0 {
 			out.calls = append(out.calls, notifyCall{name: c.name})
 			continue
@@ -105,14 +116,17 @@ type capturer struct {
 	workspace string // canonical
 	hook      ChangeFunc
 	nr        map[int32]string
-	mu        sync.Mutex
+	// bind: bind(2) notifications are this capturer's; false where the
+	// network supervisor receives them (it calls beforeBind).
+	binds bool
+	mu    sync.Mutex
 }
 
-func newCapturer(workspace string, hook ChangeFunc) *capturer {
+func newCapturer(workspace string, hook ChangeFunc, bind bool) *capturer {
 	if hook == nil || workspace == "" {
 		return nil
 	}
-	return &capturer{workspace: workspace, hook: hook, nr: captureNumbers()}
+	return &capturer{workspace: workspace, hook: hook, nr: captureNumbers(), binds: bind}
 }
 
 // handles reports whether nr is a capture call.
@@ -120,41 +134,86 @@ func (c *capturer) handles(nr int32) bool {
 	if c == nil {
 		return false
 	}
-	_, ok := c.nr[nr]
-	return ok
+	name, ok := c.nr[nr]
+	return ok && (name != "bind" || c.binds)
 }
 
 // answer calls the hook for the paths req is about to change and returns
-// the response: continue, or an error when the hook refused. idValid
-// confirms the notification is still pending before the hook runs (the
-// pid read from it still names the caller).
+// the response: continue, or an error when the hook refused, when the
+// call would give a workspace file a name outside the workspace (a hard
+// link: rule (a) below), or when the paths cannot be told (fail closed).
+// idValid confirms the notification is still pending before the hook
+// runs (the pid read from it still names the caller).
 func (c *capturer) answer(req *seccompNotif, idValid func(uint64) bool) (flags uint32, errno unix.Errno) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if paths := c.paths(req); len(paths) > 0 && idValid(req.ID) {
-		if err := c.hook(paths); err != nil {
-			if errors.Is(err, unix.ENOSPC) {
-				return 0, unix.ENOSPC
-			}
-			return 0, unix.EPERM
+	paths, errno := c.paths(req)
+	if errno != 0 {
+		return 0, errno
+	}
+	if len(paths) > 0 && idValid(req.ID) {
+		if errno := c.callHook(paths); errno != 0 {
+			return 0, errno
 		}
 	}
 	return unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE, 0
 }
 
+// callHook calls the hook; an error refuses the change (ENOSPC when the
+// hook says so, else EPERM).
+func (c *capturer) callHook(paths []string) unix.Errno {
+	if err := c.hook(paths); err != nil {
+		if errors.Is(err, unix.ENOSPC) {
+			return unix.ENOSPC
+		}
+		return unix.EPERM
+	}
+	return 0
+}
+
+// beforeBind is the network supervisor's way in: it binds pathname unix
+// sockets itself (netsup_linux.go) and calls this, with the path it
+// resolved, before it does.
+func (c *capturer) beforeBind(path string) unix.Errno {
+	if c == nil || !within(path, c.workspace) || path == c.workspace {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.callHook([]string{path})
+}
+
 // pathArg is one path a call names: a string in the process's memory,
 // relative to a directory descriptor, and whether a final symlink is
-// followed.
+// followed. inode: the call changes the content or mode of the inode the
+// path names (a write-side open, truncate, chmod), which every other
+// name of that inode shares (see namesOf).
 type pathArg struct {
 	dirfd  int32
 	addr   uint64
 	follow bool
+	inode  bool
 }
 
 const atFDCWD = int32(unix.AT_FDCWD)
 
-// paths returns the workspace paths req is about to change.
-func (c *capturer) paths(req *seccompNotif) []string {
+// errUnresolved: the capturer cannot tell which path a call names.
+var errUnresolved = errors.New("sandbox: capture: path not resolvable")
+
+// paths returns the workspace paths req is about to change, or the errno
+// that refuses the call.
+//
+// Fail closed: when a path the call names cannot be resolved — the
+// process's memory unreadable, its cwd or dirfd gone from /proc, a
+// directory deeper than PATH_MAX (the kernel's d_path says ENAMETOOLONG),
+// a cwd removed under the process (whose ".." still works), a component
+// that cannot be looked at — the call fails with EPERM: a change that
+// cannot be named cannot be recorded, and must not happen unrecorded.
+// Directories are resolved through descriptors: /proc/PID/cwd or
+// /proc/PID/fd/N opened as O_PATH pins the very directory the call will
+// use, and the path read back from our descriptor is accepted only if it
+// names that directory now (device and inode).
+func (c *capturer) paths(req *seccompNotif) ([]string, unix.Errno) {
 	a := req.Data.Args
 	pid := int(req.Pid)
 	var args []pathArg
@@ -166,7 +225,7 @@ func (c *capturer) paths(req *seccompNotif) []string {
 			return // unnamed; a later linkat names it, and is captured
 		}
 		follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
-		args = append(args, pathArg{dirfd, addr, follow})
+		args = append(args, pathArg{dirfd, addr, follow, true})
 	}
 	switch c.nr[req.Data.Nr] {
 	case "open":
@@ -174,74 +233,269 @@ func (c *capturer) paths(req *seccompNotif) []string {
 	case "openat":
 		openFlags(a[2], int32(a[0]), a[1])
 	case "creat", "truncate", "chmod":
-		args = append(args, pathArg{atFDCWD, a[0], true})
+		args = append(args, pathArg{atFDCWD, a[0], true, true})
 	case "unlink", "rmdir", "mkdir", "mknod":
-		args = append(args, pathArg{atFDCWD, a[0], false})
+		args = append(args, pathArg{atFDCWD, a[0], false, false})
 	case "unlinkat", "mkdirat", "mknodat":
-		args = append(args, pathArg{int32(a[0]), a[1], false})
+		args = append(args, pathArg{int32(a[0]), a[1], false, false})
 	case "fchmodat":
-		args = append(args, pathArg{int32(a[0]), a[1], true})
+		args = append(args, pathArg{int32(a[0]), a[1], true, true})
 	case "fchmodat2":
-		args = append(args, pathArg{int32(a[0]), a[1], a[3]&unix.AT_SYMLINK_NOFOLLOW == 0})
+		args = append(args, pathArg{int32(a[0]), a[1], a[3]&unix.AT_SYMLINK_NOFOLLOW == 0, true})
 	case "rename":
-		args = append(args, pathArg{atFDCWD, a[0], false}, pathArg{atFDCWD, a[1], false})
+		args = append(args, pathArg{atFDCWD, a[0], false, false}, pathArg{atFDCWD, a[1], false, false})
 	case "renameat", "renameat2":
-		args = append(args, pathArg{int32(a[0]), a[1], false}, pathArg{int32(a[2]), a[3], false})
-	case "link", "symlink":
-		args = append(args, pathArg{atFDCWD, a[1], false})
-	case "linkat":
-		args = append(args, pathArg{int32(a[2]), a[3], false})
+		args = append(args, pathArg{int32(a[0]), a[1], false, false}, pathArg{int32(a[2]), a[3], false, false})
+	case "symlink":
+		args = append(args, pathArg{atFDCWD, a[1], false, false})
 	case "symlinkat":
-		args = append(args, pathArg{int32(a[1]), a[2], false})
+		args = append(args, pathArg{int32(a[1]), a[2], false, false})
+	case "link":
+		// link(2) never follows a final symlink of the source.
+		return c.link(pid, pathArg{atFDCWD, a[0], false, false}, pathArg{atFDCWD, a[1], false, false})
+	case "linkat":
+		// AT_EMPTY_PATH with an empty name links the descriptor itself,
+		// which resolveArg handles as it does fchmod's.
+		return c.link(pid, pathArg{int32(a[0]), a[1], a[4]&unix.AT_SYMLINK_FOLLOW != 0, false}, pathArg{int32(a[2]), a[3], false, false})
 	case "fchmod":
-		args = append(args, pathArg{int32(a[0]), 0, true})
+		args = append(args, pathArg{int32(a[0]), 0, true, true})
+	case "bind":
+		return c.bind(pid, a[1], a[2])
 	}
 	var out []string
 	for _, pa := range args {
-		name := ""
-		if pa.addr != 0 {
-			var err error
-			if name, err = readString(pid, pa.addr); err != nil {
-				continue
-			}
-		}
-		p, err := absoluteFor(pid, pa.dirfd, name)
+		rs, err := c.resolveArg(pid, pa)
 		if err != nil {
-			continue
+			return c.unresolved(out)
 		}
-		for _, r := range resolveFor(pid, p, pa.follow) {
-			if within(r, c.workspace) && r != c.workspace && !hasString(out, r) {
-				out = append(out, r)
+		out = c.addInside(out, rs)
+		if pa.inode && len(rs) > 0 {
+			names, err := c.namesOf(rs[len(rs)-1])
+			if err != nil {
+				return nil, unix.EPERM
 			}
+			out = c.addInside(out, names)
+		}
+	}
+	return out, 0
+}
+
+// unresolved is the answer when a path could not be resolved: EPERM,
+// except in tests that show what happens without the rule.
+func (c *capturer) unresolved(out []string) ([]string, unix.Errno) {
+	if testCaptureFailOpen {
+		return out, 0
+	}
+	return nil, unix.EPERM
+}
+
+// addInside adds the paths of rs inside the workspace to out, once each.
+func (c *capturer) addInside(out, rs []string) []string {
+	for _, r := range rs {
+		if within(r, c.workspace) && r != c.workspace && !hasString(out, r) {
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// absoluteFor makes name (relative to dirfd of process pid) absolute; an
-// empty name is the descriptor itself (AT_EMPTY_PATH, fchmod).
-func absoluteFor(pid int, dirfd int32, name string) (string, error) {
-	if strings.HasPrefix(name, "/") {
-		return name, nil
-	}
-	var base string
-	var err error
-	proc := "/proc/" + strconv.Itoa(pid)
-	if dirfd == atFDCWD {
-		base, err = os.Readlink(proc + "/cwd")
-	} else {
-		base, err = os.Readlink(proc + "/fd/" + strconv.Itoa(int(dirfd)))
-	}
+// Hard links are a second name for the same bytes: writing through any
+// name changes every name's content. Three rules keep a rewind able to
+// bring the bytes back:
+//
+//	(a) link/linkat of an existing file inside the workspace to a new
+//	    name outside it (TMPDIR, a read-write path) is refused (EPERM):
+//	    a write through that name would be outside what capture records;
+//	(b) link/linkat inside the workspace records the source as well as
+//	    the new name;
+//	(c) a write-side open, truncate or chmod of a regular file with
+//	    st_nlink > 1 on the workspace's file system — inside the
+//	    workspace or not, so a link made by a process that raced rule (a)
+//	    is still found — records every name of that inode in the
+//	    workspace (namesOf). The walk is bounded; past the bound the call
+//	    is refused.
+//
+// Like all of capture, (a) is decided on the strings the process passed,
+// which a process racing its own memory can change after the check
+// (Landlock and the main seccomp program stay the confinement); (c) then
+// still finds the names when that link is written through.
+
+// link applies rules (a) and (b) to link(old, new).
+func (c *capturer) link(pid int, old, new pathArg) ([]string, unix.Errno) {
+	srcs, err := c.resolveArg(pid, old)
 	if err != nil {
-		return "", err
+		return c.unresolved(nil)
 	}
-	if !strings.HasPrefix(base, "/") {
-		return "", errors.New("not a path") // pipe:[...], socket:[...]
+	dsts, err := c.resolveArg(pid, new)
+	if err != nil {
+		return c.unresolved(nil)
+	}
+	if len(srcs) > 0 && len(dsts) > 0 {
+		src, dst := srcs[len(srcs)-1], dsts[len(dsts)-1]
+		if within(src, c.workspace) && !within(dst, c.workspace) {
+			if fi, err := os.Lstat(src); err == nil && !fi.IsDir() {
+				return nil, unix.EPERM // rule (a)
+			}
+		}
+	}
+	return c.addInside(c.addInside(nil, dsts), srcs), 0 // rule (b)
+}
+
+// captureWalkLimit bounds namesOf: directory entries looked at.
+const captureWalkLimit = 200_000
+
+var errTooManyEntries = errors.New("sandbox: capture: workspace too large to find every name of a hard-linked file")
+
+// namesOf returns the other workspace names of p's inode when p is a
+// regular file with more than one link on the workspace's file system
+// (rule (c)); nil otherwise. It walks the workspace, staying on its file
+// system, and stops once it has found every link.
+func (c *capturer) namesOf(p string) ([]string, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return nil, nil // absent (a new file), not a file, or one name
+	}
+	var ws unix.Stat_t
+	if err := unix.Stat(c.workspace, &ws); err != nil {
+		return nil, err
+	}
+	if st.Dev != ws.Dev {
+		return nil, nil // no name of it can be in the workspace
+	}
+	var names []string
+	seen := 0
+	done := errors.New("all found")
+	err := filepath.WalkDir(c.workspace, func(q string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: nothing to find there (best effort)
+		}
+		if seen++; seen > captureWalkLimit {
+			return errTooManyEntries
+		}
+		if !d.Type().IsRegular() && !d.IsDir() {
+			return nil
+		}
+		var qs unix.Stat_t
+		if unix.Lstat(q, &qs) != nil {
+			return nil
+		}
+		if qs.Dev != st.Dev {
+			if d.IsDir() {
+				return filepath.SkipDir // another file system: no name there
+			}
+			return nil
+		}
+		if !d.IsDir() && qs.Ino == st.Ino {
+			names = append(names, q)
+			if uint64(len(names)) >= uint64(st.Nlink) {
+				return done
+			}
+		}
+		return nil
+	})
+	if err != nil && err != done {
+		return nil, err
+	}
+	return names, nil
+}
+
+// bind: a unix socket bound to a pathname creates a file (a socket) that
+// a rewind must remove. The name is never followed (bind fails on an
+// existing path).
+func (c *capturer) bind(pid int, addr, addrLen uint64) ([]string, unix.Errno) {
+	if addrLen <= 2 || addrLen > uint64(unsafe.Sizeof(unix.RawSockaddrUnix{})) {
+		return nil, 0 // not a pathname unix address: the kernel decides
+	}
+	sa := make([]byte, addrLen)
+	if readMem(pid, addr, sa) != nil {
+		return c.unresolved(nil)
+	}
+	if binary.NativeEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
+		return nil, 0 // another family, or an abstract name: no file
+	}
+	path := sa[2:]
+	if i := bytes.IndexByte(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	rs, err := c.resolveName(pid, atFDCWD, string(path), false)
+	if err != nil {
+		return c.unresolved(nil)
+	}
+	return c.addInside(nil, rs), 0
+}
+
+// resolveArg reads pa's name from the process and resolves it as the
+// process would: the resolved path last, preceded by a followed final
+// symlink (both may change). An empty result means the call names no
+// file at all (an empty name on a pipe, a deleted file).
+func (c *capturer) resolveArg(pid int, pa pathArg) ([]string, error) {
+	name := ""
+	if pa.addr != 0 {
+		var err error
+		if name, err = readString(pid, pa.addr); err != nil {
+			return nil, err
+		}
+	}
+	return c.resolveName(pid, pa.dirfd, name, pa.follow)
+}
+
+func (c *capturer) resolveName(pid int, dirfd int32, name string, follow bool) ([]string, error) {
+	if strings.HasPrefix(name, "/") {
+		return resolveFor(pid, name, follow)
+	}
+	base, ok, err := baseFor(pid, dirfd, name == "")
+	if err != nil || !ok {
+		return nil, err
 	}
 	if name == "" {
-		return base, nil
+		return []string{base}, nil
 	}
-	return base + "/" + name, nil
+	return resolveFor(pid, base+"/"+name, follow)
+}
+
+// baseFor returns the canonical path of process pid's cwd (dirfd
+// AT_FDCWD) or of its descriptor dirfd, resolved through a descriptor of
+// our own: ok is false when there is nothing to record (self: the object
+// is not a named file — a pipe, a socket, a deleted file; not self: it is
+// not a directory, so the call fails with ENOTDIR).
+func baseFor(pid int, dirfd int32, self bool) (path string, ok bool, err error) {
+	link := "/proc/" + strconv.Itoa(pid) + "/cwd"
+	if dirfd != atFDCWD {
+		link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(int(dirfd))
+		if t, err := os.Readlink(link); err == nil && !strings.HasPrefix(t, "/") {
+			// pipe:[...], socket:[...], anon_inode:...: no file name.
+			return "", false, nil
+		}
+	}
+	fd, err := unix.Open(link, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", false, err
+	}
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	switch {
+	case !self && !isDir:
+		return "", false, nil
+	case st.Nlink == 0 && !isDir:
+		return "", false, nil // a deleted or O_TMPFILE file: no name
+	case st.Nlink == 0:
+		return "", false, errUnresolved // a removed directory: its ".." still works
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", false, err // ENAMETOOLONG beyond PATH_MAX
+	}
+	var now unix.Stat_t
+	if !strings.HasPrefix(p, "/") || unix.Stat(p, &now) != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+		// Renamed meanwhile, or a name the string cannot carry (a
+		// directory whose name ends in " (deleted)"): refuse.
+		return "", false, errUnresolved
+	}
+	return p, true, nil
 }
 
 // resolveFor resolves p as process pid would: symlinks followed (the last
@@ -249,9 +503,14 @@ func absoluteFor(pid int, dirfd int32, name string) (string, error) {
 // It returns the resolved path and, when a followed final symlink was
 // crossed, the link itself first (both may change: the link is what the
 // checkpoint restores, the target what the write changes). A component
-// that does not exist ends resolution: the rest is taken as written.
-func resolveFor(pid int, p string, follow bool) []string {
+// that does not exist ends resolution: the rest is taken as written. A
+// component that cannot be looked at (ENAMETOOLONG, EACCES, ...) is an
+// error: the caller refuses the call.
+func resolveFor(pid int, p string, follow bool) ([]string, error) {
 	const maxLinks = 40
+	if len(p) >= unix.PathMax {
+		return nil, unix.ENAMETOOLONG
+	}
 	self := "/proc/" + strconv.Itoa(pid)
 	var links []string
 	resolved := "/"
@@ -260,7 +519,7 @@ func resolveFor(pid int, p string, follow bool) []string {
 	for {
 		rest = strings.TrimLeft(rest, "/")
 		if rest == "" {
-			return append(links, resolved)
+			return append(links, resolved), nil
 		}
 		comp, after, _ := strings.Cut(rest, "/")
 		rest = after
@@ -274,7 +533,7 @@ func resolveFor(pid int, p string, follow bool) []string {
 		next := filepath.Join(resolved, comp)
 		last := strings.Trim(rest, "/") == ""
 		if last && !follow {
-			return append(links, next)
+			return append(links, next), nil
 		}
 		var target string
 		switch next {
@@ -284,22 +543,25 @@ func resolveFor(pid int, p string, follow bool) []string {
 			target = self + "/task/" + strconv.Itoa(pid)
 		default:
 			fi, err := os.Lstat(next)
-			if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-				if err != nil {
-					return append(links, filepath.Join(next, rest))
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+					return append(links, filepath.Join(next, rest)), nil
 				}
+				return nil, err
+			}
+			if fi.Mode()&os.ModeSymlink == 0 {
 				resolved = next
 				continue
 			}
 			if target, err = os.Readlink(next); err != nil {
-				return append(links, next)
+				return nil, err
 			}
 			if last {
 				links = append(links, next)
 			}
 		}
 		if hops++; hops > maxLinks {
-			return links // ELOOP for the process too
+			return links, nil // ELOOP for the process too
 		}
 		if !strings.HasPrefix(target, "/") {
 			target = filepath.Join(resolved, target)

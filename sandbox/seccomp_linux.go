@@ -468,6 +468,16 @@ type notifySpec struct {
 	calls []notifyCall
 }
 
+// has reports whether the spec notifies the call name.
+func (n notifySpec) has(name string) bool {
+	for _, c := range n.calls {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 type notifyCall struct {
 	name  string
 	conds []seccomp.ScmpCondition
