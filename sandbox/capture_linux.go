@@ -341,62 +341,49 @@ func (c *capturer) link(pid int, old, new pathArg) ([]string, unix.Errno) {
 	return c.addInside(c.addInside(nil, dsts), srcs), 0 // rule (b)
 }
 
-// captureWalkLimit bounds namesOf: directory entries looked at.
-const captureWalkLimit = 200_000
-
-var errTooManyEntries = errors.New("sandbox: capture: workspace too large to find every name of a hard-linked file")
-
-// namesOf returns the other workspace names of p's inode when p is a
-// regular file with more than one link on the workspace's file system
-// (rule (c)); nil otherwise. It walks the workspace, staying on its file
-// system, and stops once it has found every link.
+// namesOf returns the workspace names of p's inode when p is a regular
+// file with more than one link (rule (c)): HardLinkNames on the
+// workspace. p need not be inside the workspace (a name in TMPDIR).
 func (c *capturer) namesOf(p string) ([]string, error) {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+	var st, ws unix.Stat_t
+	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return nil, nil // absent (a new file), not a file, or one name
 	}
-	var ws unix.Stat_t
 	if err := unix.Stat(c.workspace, &ws); err != nil {
 		return nil, err
 	}
 	if st.Dev != ws.Dev {
 		return nil, nil // no name of it can be in the workspace
 	}
-	var names []string
-	seen := 0
-	done := errors.New("all found")
-	err := filepath.WalkDir(c.workspace, func(q string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable: nothing to find there (best effort)
-		}
-		if seen++; seen > captureWalkLimit {
-			return errTooManyEntries
-		}
-		if !d.Type().IsRegular() && !d.IsDir() {
-			return nil
-		}
-		var qs unix.Stat_t
-		if unix.Lstat(q, &qs) != nil {
-			return nil
-		}
-		if qs.Dev != st.Dev {
-			if d.IsDir() {
-				return filepath.SkipDir // another file system: no name there
-			}
-			return nil
-		}
-		if !d.IsDir() && qs.Ino == st.Ino {
-			names = append(names, q)
-			if uint64(len(names)) >= uint64(st.Nlink) {
-				return done
-			}
-		}
-		return nil
-	})
-	if err != nil && err != done {
+	// p itself may be outside the workspace (rule (c) for a name in
+	// TMPDIR): HardLinkNames stats it under a name of its own.
+	fsys := inodeFS{FS: os.DirFS(c.workspace), path: p}
+	rel, err := HardLinkNames(fsys, inodeName)
+	if err != nil {
 		return nil, err
 	}
-	return names, nil
+	out := make([]string, 0, len(rel))
+	for _, r := range rel {
+		out = append(out, filepath.Join(c.workspace, r))
+	}
+	return out, nil
+}
+
+// inodeFS is the workspace as an fs.FS, with one extra name, inodeName,
+// that stats as the file at path (which may lie outside the workspace):
+// HardLinkNames then looks for that inode's names in the workspace.
+type inodeFS struct {
+	fs.FS
+	path string
+}
+
+const inodeName = "\x00inode" // no directory entry can have this name
+
+func (f inodeFS) Stat(name string) (fs.FileInfo, error) {
+	if name == inodeName {
+		return os.Stat(f.path)
+	}
+	return fs.Stat(f.FS, name)
 }
 
 // bind: a unix socket bound to a pathname creates a file (a socket) that
