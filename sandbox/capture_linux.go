@@ -26,7 +26,9 @@ import (
 // command with BeforeChange gets a child program that also sends the
 // write-side calls to its supervisor: opening for writing (O_WRONLY,
 // O_RDWR, O_CREAT, O_TRUNC), creat, truncate, unlink, rmdir, mkdir, mknod,
-// rename, link, symlink and the chmod family. The kernel allows one
+// rename, link, symlink, the chmod family and bind (a unix socket bound to
+// a pathname is a new file). openat2 is not among them: the main program
+// answers it ENOSYS (seccomp_linux.go), so callers use openat. The kernel allows one
 // listener per filter chain, so these share the listener of the network
 // mode's supervisor (the connect supervisor, or the network supervisor),
 // which hands them to the command's capturer: it works out which paths the
@@ -41,7 +43,13 @@ import (
 // Landlock and the main seccomp program still decide what the call may do.
 // Capture serves honest programs. A process that races its own memory can
 // make a change whose pre-image was not recorded; it still cannot reach
-// outside the sandbox, and the checkpoint watcher sees the change.
+// outside the sandbox, and the checkpoint watcher sees the change. What
+// must hold against any process — no set-id modes, no device nodes — is
+// therefore a seccomp rule on registers, never a capture answer.
+//
+// Capture fails closed: a call whose paths cannot be resolved is refused
+// with EPERM (see paths), and so is a hard link of a workspace file to a
+// name outside the workspace (see link).
 //
 // Not captured: writes through a descriptor opened before the capture
 // started (inherited, or opened before the checkpoint it lands in was
