@@ -23,6 +23,7 @@ var unprivilegedTests = []string{
 	"TestLimitsForkBomb", "TestLimitsMemoryBomb", "TestLimitsFileSize",
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestPIDNamespaceInit",
+	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
 }
 
 const nobody = 65534
