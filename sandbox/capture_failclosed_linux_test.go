@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,5 +181,32 @@ func TestCaptureSocketBind(t *testing.T) {
 				t.Errorf("no socket file was made: %v", err)
 			}
 		})
+	}
+}
+
+// TestCaptureHardLinkWalkIsBounded: past the walk's bound the capturer
+// cannot know every name of a multiply-linked file, so the write is
+// refused (EPERM) rather than half recorded.
+func TestCaptureHardLinkWalkIsBounded(t *testing.T) {
+	sb, ws := newTestSandbox(t, capturing)
+	for i := range 30 {
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%02d", i)), nil, 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "zz"), []byte("Z"), 0o644)
+	if err := os.Link(filepath.Join(ws, "zz"), filepath.Join(ws, "zz2")); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { hardLinkWalkLimit = n }(hardLinkWalkLimit)
+	hardLinkWalkLimit = 10
+	h := newPreImages(ws)
+	r := sh(t, sb, "echo x >> zz2 && echo WROTE; echo x >> f00 && echo PLAIN", func(c *Command) { c.BeforeChange = h.hook })
+	if strings.Contains(r.out, "WROTE") || !strings.Contains(r.err, "Operation not permitted") {
+		t.Errorf("a write to a hard-linked file past the walk's bound: %v", r)
+	}
+	if !strings.Contains(r.out, "PLAIN") {
+		t.Errorf("a write to a file with one name must not walk at all: %v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "zz")); string(b) != "Z" {
+		t.Errorf("the refused write happened: %q", b)
 	}
 }

@@ -128,6 +128,12 @@ type capturer struct {
 	// network supervisor receives them (it calls beforeBind).
 	binds bool
 	mu    sync.Mutex
+	// names caches namesOf's walks for this command, keyed by inode and
+	// link count; any captured call that changes names (link, rename,
+	// unlink, mkdir, ...) empties it, and every such call of the tree is
+	// captured, so a cached answer is the walk's answer. Without it a
+	// build rewriting one multiply-linked file would walk each time.
+	names map[[3]uint64][]string
 }
 
 func newCapturer(workspace string, hook ChangeFunc, bind bool) *capturer {
@@ -234,6 +240,11 @@ func (c *capturer) paths(req *seccompNotif) ([]string, unix.Errno) {
 		}
 		follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
 		args = append(args, pathArg{dirfd, addr, follow, true})
+	}
+	switch c.nr[req.Data.Nr] {
+	case "open", "openat", "creat", "truncate", "chmod", "fchmod", "fchmodat", "fchmodat2":
+	default:
+		c.names = nil // a name may change: the cached walks are stale
 	}
 	switch c.nr[req.Data.Nr] {
 	case "open":
@@ -363,17 +374,25 @@ func (c *capturer) namesOf(p string) ([]string, error) {
 	if st.Dev != ws.Dev {
 		return nil, nil // no name of it can be in the workspace
 	}
+	key := [3]uint64{st.Dev, st.Ino, st.Nlink}
+	if out, ok := c.names[key]; ok {
+		return out, nil
+	}
 	// p itself may be outside the workspace (rule (c) for a name in
 	// TMPDIR): HardLinkNames stats it under a name of its own.
 	fsys := inodeFS{FS: os.DirFS(c.workspace), path: p}
 	rel, err := HardLinkNames(fsys, inodeName)
 	if err != nil {
-		return nil, err
+		return nil, err // not cached: the next call walks again
 	}
 	out := make([]string, 0, len(rel))
 	for _, r := range rel {
 		out = append(out, filepath.Join(c.workspace, r))
 	}
+	if c.names == nil {
+		c.names = map[[3]uint64][]string{}
+	}
+	c.names[key] = out
 	return out, nil
 }
 

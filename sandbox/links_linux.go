@@ -12,8 +12,9 @@ import (
 // not find).
 var ErrTooManyEntries = errors.New("sandbox: too many files to find every name of a hard-linked file")
 
-// HardLinkWalkLimit bounds HardLinkNames: directory entries looked at.
-const HardLinkWalkLimit = 200_000
+// hardLinkWalkLimit bounds HardLinkNames: directory entries looked at
+// (a variable for tests).
+var hardLinkWalkLimit = 200_000
 
 // HardLinkNames returns every name in fsys (a workspace) of the inode that
 // name leads to (symlinks followed, as a write follows them), when it is a
@@ -38,7 +39,7 @@ func HardLinkNames(fsys fs.FS, name string) ([]string, error) {
 		if err != nil {
 			return nil // unreadable: nothing to find there
 		}
-		if seen++; seen > HardLinkWalkLimit {
+		if seen++; seen > hardLinkWalkLimit {
 			return ErrTooManyEntries
 		}
 		if !d.Type().IsRegular() && !d.IsDir() {
