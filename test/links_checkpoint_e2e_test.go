@@ -113,3 +113,43 @@ func TestHardLinksAndSocketsRewind(t *testing.T) {
 		t.Fatalf("after rewind --to 0 the tree is not as before the session:\n%s\nrewind said:\n%s", diff, out)
 	}
 }
+
+// TestDeepCwdFailsClosed (issue 11, "Fail closed"): through the bash tool,
+// a command digs a tree towards PATH_MAX one relative mkdir at a time and
+// writes from the bottom. What cannot be named (or recorded) that deep
+// fails with EPERM instead of running unrecorded; everything that did
+// happen was recorded, so `rewind --to 0` leaves the workspace as it was. (The sandbox package's TestCaptureFailsClosed shows the same
+// command running unrecorded with the rule off.)
+func TestDeepCwdFailsClosed(t *testing.T) {
+	comp := strings.Repeat("d", 70)
+	cmdline := `for i in $(seq 60); do mkdir ` + comp + ` || break; cd ` + comp + ` || exit; done; echo x > f && echo WROTE`
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "keep.txt"), "keep\n")
+	before := treeState(t, ws)
+	in, _ := json.Marshal(map[string]any{"command": cmdline})
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [{"tool_calls": [{"id": "deep", "name": "bash", "input": `+string(in)+`}]}, {"text": "done"}]}`)
+	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", "dig")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, ev := range evs {
+		if ev["type"] == "tool_result" && ev["id"] == "deep" {
+			// Refused somewhere on the way down: by the capture, or by
+			// the checkpoint, which will not record a path it could not
+			// restore. Where the refusal stops the descent, the write
+			// may land (recorded): the rewind below is the proof.
+			if text := contentText(ev); !strings.Contains(text, "Operation not permitted") {
+				t.Errorf("digging deeper than PATH_MAX was never refused: %s", text)
+			}
+		}
+	}
+	id := evs[0]["session_id"].(string)
+	out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", "0", "--files-only").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rewind --to 0: %v\n%s", err, out)
+	}
+	if diff := diffTrees(before, treeState(t, ws)); diff != "" {
+		t.Fatalf("after rewind --to 0 something the command made is left (it ran unrecorded):\n%s", diff)
+	}
+}
