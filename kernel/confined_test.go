@@ -30,6 +30,9 @@ type probeIn struct {
 	Read  string `json:"read,omitempty"`
 	Dial  string `json:"dial,omitempty"`
 	Write string `json:"write,omitempty"`
+	// SetID: make this workspace file setuid (chmod 4755 through the
+	// workspace root), the privilege-planting attack of issue 11.
+	SetID string `json:"setid,omitempty"`
 }
 
 // probe tries what a handler might: read a file, dial an address, write a
@@ -57,6 +60,14 @@ func probe(c *tools.Context, in probeIn) (map[string]string, error) {
 			out["write"] = "err: " + err.Error()
 		} else {
 			out["write"] = "ok"
+		}
+	}
+	if in.SetID != "" && c.Root != nil {
+		out["setid"] = "ok"
+		if err := c.Root.WriteFile(in.SetID, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			out["setid"] = "err: " + err.Error()
+		} else if err := c.Root.Chmod(in.SetID, 0o755|os.ModeSetuid); err != nil {
+			out["setid"] = "err: " + err.Error()
 		}
 	}
 	c.Emit("probed", map[string]int{"checks": len(out)})
@@ -113,7 +124,7 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 		}
 	}()
 	input := func(write string) string {
-		b, _ := json.Marshal(probeIn{Read: secret, Dial: ln.Addr().String(), Write: write})
+		b, _ := json.Marshal(probeIn{Read: secret, Dial: ln.Addr().String(), Write: write, SetID: "planted"})
 		return string(b)
 	}
 	run := func(inProcess bool, tool string, write string) (map[string]string, []Event, *snapshotLog) {
@@ -141,7 +152,7 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 	}
 
 	free, _, _ := run(true, "probe_ws", "")
-	if free["read"] != "ok: PRIVATE KEY 0xC0FFEE" || free["dial"] != "ok" {
+	if free["read"] != "ok: PRIVATE KEY 0xC0FFEE" || free["dial"] != "ok" || free["setid"] != "ok" {
 		t.Fatalf("in-process the attacks must work, or this test proves nothing: %v", free)
 	}
 
@@ -155,9 +166,13 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 	if got["write"] != "ok" {
 		t.Errorf("workspace write declared workspace: %q", got["write"])
 	}
+	if !strings.Contains(got["setid"], "operation not permitted") {
+		t.Errorf("confined chmod 4755 of a workspace file: %q", got["setid"])
+	}
 	// Twice: the handler's own RecordSnapshot (proxied from the child),
 	// then the sandbox's change capture when the handler opens the file.
-	if len(snaps.paths) != 2 || snaps.paths[0] != "out.txt" || snaps.paths[1] != "out.txt" {
+	// (Then "planted", which the handler creates for the chmod attack.)
+	if len(snaps.paths) < 2 || snaps.paths[0] != "out.txt" || snaps.paths[1] != "out.txt" {
 		t.Errorf("RecordSnapshot from the child and its capture reached the parent as %v", snaps.paths)
 	}
 	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Name != "probed" {

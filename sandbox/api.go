@@ -30,10 +30,14 @@ type Command struct {
 	Stdout, Stderr io.Writer
 	// BeforeChange, when set, is called before the command or any process
 	// it starts changes a path inside the policy's workspace — creates,
-	// opens for writing, truncates, renames, links, removes, or changes the
-	// mode of it — so that a checkpoint can save the path's pre-image
-	// first (see capture_linux.go for how, and what is not seen). Calls
-	// come one at a time, in the order the processes made them.
+	// opens for writing, truncates, renames, links, removes, changes the
+	// mode of it, or binds a unix socket to it — so that a checkpoint can
+	// save the path's pre-image first (see capture_linux.go for how, and
+	// what is not seen). A write to a file with hard links names every
+	// workspace name of it; a link names its source too. A call whose
+	// paths cannot be resolved fails (EPERM) instead of running
+	// unrecorded. Calls come one at a time, in the order the processes
+	// made them.
 	BeforeChange ChangeFunc
 }
 

@@ -56,6 +56,16 @@
 // native architecture is allowed: the i386 table through int 0x80 and x32
 // kill the process.
 //
+// No privilege planting (seccomp, on register values, so race-free): no
+// set-id mode through chmod, fchmod, fchmodat, fchmodat2, open/openat/
+// creat with O_CREAT or O_TMPFILE, mknod/mknodat; no character or block
+// device nodes; openat2, whose mode lives in memory, answers ENOSYS so
+// that callers fall back to openat. The same rules are in every program:
+// commands, the one-shot runner's plans, custom Go handlers, root or not.
+// A confined command therefore cannot leave a setuid copy of a shell for
+// the next unconfined user or root's cron (TestEscapeSetID, the escape
+// suite's setid-planting).
+//
 // Pathname unix sockets, which Landlock does not check on connect: every
 // connect is trapped by seccomp user notification; the supervisor copies
 // the address, resolves it as the child would, allows only sockets beneath
@@ -95,6 +105,30 @@
 // namespace, or the namespace's pid_max. Memory: memory cgroup, else
 // RLIMIT_AS per process. File size: RLIMIT_FSIZE. Output beyond
 // Limits.OutputBytes is dropped and reported.
+//
+// # Change capture
+//
+// With Policy.CaptureChanges and Command.BeforeChange, the write-side
+// calls are sent to the supervisor, which reports the workspace paths they
+// are about to change before they run (capture_linux.go). It fails
+// closed: a path it cannot resolve (a cwd deeper than PATH_MAX, a removed
+// cwd, an unreadable /proc entry or dirfd) refuses the call with EPERM;
+// directories are resolved through O_PATH descriptors of the caller's cwd
+// or dirfd. Hard links: a workspace file cannot be linked to a name
+// outside the workspace; a link inside reports its source as well; a
+// write, truncate or chmod of a file with several links reports every
+// workspace name of it (HardLinkNames, a bounded walk: past 200,000
+// entries the call is refused). A unix socket bound in the workspace is
+// reported as a new path, so a rewind removes it.
+//
+// # Temporary directories
+//
+// A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
+// after the process that made it (start: its start time in /proc, which
+// tells it from a later process with the same pid). The first New of a
+// process, and RemoveStaleTempDirs, remove those of owners that are gone:
+// a session killed with SIGKILL leaves its temp dir only until the next
+// start.
 //
 // # Fail closed
 //
@@ -151,6 +185,13 @@
 //     other's TMPDIRs.
 //   - Unix servers reached through the supervisors see the agent's
 //     credentials, not the child's.
+//   - Change capture decides on the path strings a process passes (it
+//     answers "continue"): a process racing its own memory can get a
+//     change past it unrecorded, or link a workspace file out of the
+//     workspace; a write through such a link is still found by the
+//     hard-link walk. Set-id modes and device nodes do not depend on it.
+//   - File capabilities (security.capability) are not refused by a rule
+//     of ours: setting them needs CAP_SETFCAP, which is dropped.
 //   - One-shot plans: a system path that appears after a plan was stored
 //     is not readable through it until the plan is renewed (an hour at
 //     most). What can both write the user's keyring and read the user's

@@ -203,6 +203,81 @@ func TestEscapeSeccomp(t *testing.T) {
 	}
 }
 
+// setidWays are the ways a file gets a set-id mode (or becomes a device
+// node) that the probe program knows (testdata/escape.c, "setid"), with
+// what a confined process must get back. plain-* are ordinary modes that
+// must keep working.
+var setidWays = []struct{ way, want string }{
+	{"chmod-suid", "EPERM"}, {"chmod-sgid", "EPERM"}, {"fchmod", "EPERM"},
+	{"fchmodat", "EPERM"}, {"fchmodat2", "EPERM"},
+	{"open-creat", "EPERM"}, {"openat-creat", "EPERM"}, {"creat", "EPERM"},
+	{"tmpfile", "EPERM"}, {"openat2", "ENOSYS"},
+	{"mknod-suid", "EPERM"}, {"mknod-chr", "EPERM"}, {"mknodat-blk", "EPERM"},
+	{"plain-chmod", "ok"}, {"plain-creat", "ok"},
+}
+
+// TestEscapeSetID: a confined command must not plant a set-id binary or a
+// device node for whoever runs it next (seccomp_linux.go, addModeRules).
+// Each way works unconfined on a file the test owns (as root and, in
+// TestAsUnprivilegedUser, as nobody: set-id bits on one's own file need no
+// privilege), and is refused confined — with and without change capture,
+// whose child program is a different one.
+func TestEscapeSetID(t *testing.T) {
+	for _, capture := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capture=%v", capture), func(t *testing.T) {
+			e := newEscapeEnv(t, func(p *Policy) { p.CaptureChanges = capture })
+			free := t.TempDir()
+			for _, tc := range setidWays {
+				t.Run(tc.way, func(t *testing.T) {
+					target := "f"
+					if tc.way == "tmpfile" {
+						target = "."
+					}
+					cf := filepath.Join(free, target)
+					if target == "f" {
+						os.WriteFile(cf, []byte("x"), 0o644)
+					}
+					if got := e.free(t, "setid", tc.way, cf); got != "ok" {
+						if tc.way == "mknod-chr" || tc.way == "mknodat-blk" {
+							if !root() {
+								t.Logf("unconfined %s: %s (device nodes need CAP_MKNOD: not meaningful without root)", tc.way, got)
+							} else {
+								t.Errorf("unconfined %s: %s, want ok: the test proves nothing", tc.way, got)
+							}
+						} else {
+							t.Errorf("unconfined %s: %s, want ok: the test proves nothing", tc.way, got)
+						}
+					}
+					if target == "f" {
+						os.WriteFile(filepath.Join(e.ws, "f"), []byte("x"), 0o644)
+					}
+					var out bytes.Buffer
+					cmd := &Command{Path: e.bin, Args: []string{"escape", "setid", tc.way, target}, Stdout: &out, Stderr: &out}
+					if capture {
+						cmd.BeforeChange = func([]string) error { return nil }
+					}
+					if _, err := e.sb.Run(context.Background(), cmd); err != nil {
+						t.Fatal(err)
+					}
+					if got := strings.TrimSpace(out.String()); got != tc.want {
+						t.Errorf("confined %s: %q, want %s", tc.way, got, tc.want)
+					}
+					if fi, err := os.Lstat(filepath.Join(e.ws, "f")); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeDevice) != 0 {
+						t.Errorf("confined %s left %v", tc.way, fi.Mode())
+					}
+				})
+			}
+			// The same through bash, as an agent would try it.
+			r := sh(t, e.sb, `cp /bin/true x && chmod +x x && chmod 0755 x && ./x && echo plain-ok
+chmod 4755 x && echo SUID; chmod u+s x && echo SUID2; chmod g+s x && echo SGID; install -m 4755 /bin/true y && echo INSTALL
+stat -c %a x`)
+			if !strings.Contains(r.out, "plain-ok\n") || strings.Contains(r.out, "SUID") || strings.Contains(r.out, "SGID") || strings.Contains(r.out, "INSTALL") || !strings.HasSuffix(r.out, "755\n") {
+				t.Errorf("bash: %v", r)
+			}
+		})
+	}
+}
+
 func TestEscapeCapabilitiesAndSession(t *testing.T) {
 	e := newEscapeEnv(t, nil)
 	got, _ := e.probe(t, "caps")

@@ -520,6 +520,31 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 }
 
 // la_cstr copies s into a fresh NUL-terminated string.
+// la_start_time reads this process's start time, field 22 of
+// /proc/self/stat (after the command name in parentheses): with the pid it
+// names the temp dir's owner, as tmpRootDir does (tmpdirs_linux.go), so
+// that a later start can tell the directory of a killed run is stale.
+// 0 when it cannot be read: such a name is never judged stale.
+static unsigned long long la_start_time(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 2; field < 21 && p; field++) // skip to field 22
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 static char *la_cstr(struct la_str s)
 {
 	char *p = malloc(s.n + 1);
@@ -1289,8 +1314,9 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	if (!dir || !base || !env || !r->roots)
 		goto undo;
 
-	// The per-run temp dir, as os.MkdirTemp("", "lite-agent-sandbox-").
-	if (asprintf(&r->tmp, "%s/lite-agent-sandbox-XXXXXX", base) < 0) {
+	// The per-run temp dir, named as tmpRootDir names it (pid and start
+	// time of its owner: see tmpdirs_linux.go).
+	if (asprintf(&r->tmp, "%s/lite-agent-sandbox-%d.%llu-XXXXXX", base, (int)getpid(), la_start_time()) < 0) {
 		r->tmp = NULL;
 		goto undo;
 	}

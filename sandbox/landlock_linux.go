@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -176,10 +175,4 @@ func addPathRule(rulesetFD int, handled uint64, r llRule) error {
 		return fmt.Errorf("landlock: rule for %s: %w", r.path, e)
 	}
 	return nil
-}
-
-// tmpRootDir makes the directory under which per-command temporary
-// directories are created; it is in the ruleset (read-write).
-func tmpRootDir() (string, error) {
-	return os.MkdirTemp("", "lite-agent-sandbox-")
 }

@@ -1929,6 +1929,11 @@ func (c *netCall) unixBindPath(req unixRequest) outcome {
 	if !c.s.opts.Unix(req) {
 		return fail(unix.EACCES)
 	}
+	// Change capture: the socket file is a new path in the workspace,
+	// which a rewind removes (capture_linux.go).
+	if e := c.s.opts.capture.beforeBind(req.Path); e != 0 {
+		return fail(e)
+	}
 	umask := childUmask(int(c.tid))
 	if err := c.confirm(); err != nil {
 		return c.stopped(err, 0)

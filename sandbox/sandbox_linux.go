@@ -887,7 +887,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
-		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange); capt != nil {
+		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet); capt != nil {
 			req.child = s.captureChild
 		}
 	}

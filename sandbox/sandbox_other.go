@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -207,3 +208,10 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 
 // StorePlan: one-shot plans exist on Linux only.
 func StorePlan(key string, plan []byte) error { return errors.New("sandbox: no one-shot plans here") }
+
+// ErrTooManyEntries: see links_linux.go.
+var ErrTooManyEntries = errors.New("sandbox: too many files to find every name of a hard-linked file")
+
+// HardLinkNames finds nothing on other systems: hard-link rule (c) is
+// Linux-only, as the sandbox is (see links_linux.go).
+func HardLinkNames(fsys fs.FS, name string) ([]string, error) { return nil, nil }

@@ -29,8 +29,9 @@ import (
 //     notification with one listener for the thread (the network
 //     supervisor's contract is per command: it keeps a per-child program).
 //
-// Default action: allow. Denials return EPERM (clone3: ENOSYS, so that libc
-// falls back to clone, whose flags a filter can see). Only the native
+// Default action: allow. Denials return EPERM (clone3 and openat2: ENOSYS,
+// so that libc falls back to clone and openat, whose arguments a filter
+// can see). Only the native
 // architecture is in the programs: a syscall made through another table —
 // the i386 one via `int 0x80`, or x32 numbers — matches no architecture
 // and libseccomp's bad-architecture action kills the process. That is
@@ -136,6 +137,8 @@ func buildMainFilter(spec filterSpec) ([]byte, error) {
 		b.add("ioctl", eperm, cond(1, seccomp.CompareMaskedEqual, 0xffffffff, req))
 	}
 
+	addModeRules(&b)
+
 	// Socket families: only AF_UNIX, AF_INET and AF_INET6 exist in here.
 	// Netlink, packet, vsock, AF_ALG, bluetooth, ... are kernel attack
 	// surface or ways to see and send raw traffic. The comparison is on
@@ -200,6 +203,79 @@ func buildMainFilter(spec filterSpec) ([]byte, error) {
 		return nil, b.err
 	}
 	return exportBPF(f)
+}
+
+// No privilege planting: a confined process must not leave behind a file
+// that gives whoever runs it next more than it had. A setuid-root copy of
+// python3 made by a command running as root (capabilities dropped, but
+// still the owner of what it creates) runs as root for the next
+// unconfined user or root's cron; run unprivileged, the same bit plants a
+// setuid-as-the-user binary. So every way a file gets a mode is refused
+// (EPERM) when the mode has S_ISUID or S_ISGID, and device nodes are
+// refused outright (Landlock has no MAKE_CHAR/MAKE_BLOCK right for us
+// either; here it is also a rule on registers, for every mode).
+//
+// The mode is a register value, so these are race-free seccomp rules: the
+// change capture (capture_linux.go) answers CONTINUE and could not enforce
+// anything a process can change in its memory. Each rule tests one bit of
+// one argument (libseccomp ANDs the conditions of one rule and compares an
+// argument once per rule); only the low bits are looked at, and the kernel
+// reads mode as an unsigned int, so junk in the upper half changes nothing.
+//
+//   - chmod, fchmod, fchmodat, fchmodat2 (452 on x86-64; the i386 table,
+//     where it has the same number, kills the process anyway);
+//   - open, openat, creat: the mode argument counts only when the call can
+//     create (O_CREAT, or __O_TMPFILE — a file later named by linkat), so
+//     the flags are a condition too: open(O_RDONLY) with junk in the mode
+//     register stays allowed;
+//   - mknod, mknodat: set-id bits, and S_IFCHR/S_IFBLK (no device nodes);
+//   - openat2 passes flags and mode in memory (struct open_how), where no
+//     filter can look: it answers ENOSYS, as for clone3, and callers fall
+//     back to openat (glibc 2.36 never calls it for open/openat; Go 1.26's
+//     os package and os.Root do not call it at all; systemd and others
+//     treat ENOSYS as "older kernel").
+//
+// Not a mode, but the same kind of planting: file capabilities
+// (security.capability xattrs) need CAP_SETFCAP, dropped in every mode.
+const (
+	oTmpfileBit = 0o20000000 // __O_TMPFILE (O_TMPFILE also sets O_DIRECTORY)
+)
+
+// modeCalls: where each call has its mode and, for open-like calls, its
+// flags (-1: the call always applies its mode).
+var modeCalls = []struct {
+	name      string
+	modeArg   uint
+	flagArg   int
+	mknodLike bool
+}{
+	{"chmod", 1, -1, false}, {"fchmod", 1, -1, false},
+	{"fchmodat", 2, -1, false}, {"fchmodat2", 2, -1, false},
+	{"creat", 1, -1, false}, {"open", 2, 1, false}, {"openat", 3, 2, false},
+	{"mknod", 1, -1, true}, {"mknodat", 2, -1, true},
+}
+
+// addModeRules refuses set-id modes and device nodes (see above).
+func addModeRules(b *ruleBuilder) {
+	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	for _, c := range modeCalls {
+		for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
+			m := cond(c.modeArg, seccomp.CompareMaskedEqual, bit, bit)
+			if c.flagArg < 0 {
+				b.add(c.name, eperm, m)
+				continue
+			}
+			for _, fl := range []uint64{unix.O_CREAT, oTmpfileBit} {
+				b.add(c.name, eperm, cond(uint(c.flagArg), seccomp.CompareMaskedEqual, fl, fl), m)
+			}
+		}
+		if c.mknodLike {
+			for _, typ := range []uint64{unix.S_IFCHR, unix.S_IFBLK} {
+				b.add(c.name, eperm, cond(c.modeArg, seccomp.CompareMaskedEqual, unix.S_IFMT, typ))
+			}
+		}
+	}
+	b.add("openat2", seccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
 }
 
 // The network rules of modes loopback and private (addInetSocketRules,
@@ -390,6 +466,16 @@ func addRoutingSockoptRules(b *ruleBuilder) {
 // notifySpec lists the syscalls sent to a supervisor (SECCOMP_RET_USER_NOTIF).
 type notifySpec struct {
 	calls []notifyCall
+}
+
+// has reports whether the spec notifies the call name.
+func (n notifySpec) has(name string) bool {
+	for _, c := range n.calls {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 type notifyCall struct {

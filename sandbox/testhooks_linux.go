@@ -22,3 +22,8 @@ func forcedPlan(forced string, plan cgroupPlan, h *hostInfo) cgroupPlan {
 	}
 	return plan
 }
+
+// testCaptureFailOpen makes change capture let a call through when it
+// cannot resolve the path it names, as it did before it failed closed:
+// tests set it to show the unrecorded change that the rule prevents.
+var testCaptureFailOpen bool

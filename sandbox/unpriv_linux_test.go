@@ -18,11 +18,12 @@ var unprivilegedTests = []string{
 	"TestTmpdirPrivateAndCleaned", "TestToolchainWorksInside", "TestOutputTruncated",
 	"TestTimeoutKillsWholeTree", "TestContextCancelAndKill", "TestDaemonDoesNotOutliveCommand",
 	"TestProbeAndEnforcement", "TestConcurrentRuns",
-	"TestEscapeFiles", "TestEscapeSeccomp", "TestEscapeCapabilitiesAndSession", "TestEscapeI386Table",
+	"TestEscapeFiles", "TestEscapeSeccomp", "TestEscapeSetID", "TestEscapeCapabilitiesAndSession", "TestEscapeI386Table",
 	"TestEscapeNetwork", "TestEscapeUnixSockets", "TestEscapeTIOCSTI",
 	"TestLimitsForkBomb", "TestLimitsMemoryBomb", "TestLimitsFileSize",
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestPIDNamespaceInit",
+	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
 }
 
 const nobody = 65534

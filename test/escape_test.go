@@ -69,6 +69,18 @@ ln {{OUT}}/victim.txt hard-victim && echo pwned >> hard-victim && ok wrote throu
 		{name: "proc-self-root", script: `cat /proc/self/root{{KEY}} && ok read the key through /proc/self/root`, via: viaBoth, base: baseAny, unpriv: true},
 		{name: "proc-self-cwd-dotdot", script: `cat /proc/self/cwd/../home/.ssh/id_rsa && ok read the key through /proc/self/cwd/..`, via: viaBoth, base: baseAny},
 
+		// --- Privilege planting: a set-id binary or a device node left in
+		// the workspace for whoever runs it next (root's cron, the user).
+		// Unconfined these work on the test's own files, as root and as
+		// nobody (device nodes only as root); confined every way is
+		// refused, and a plain chmod +x keeps working.
+		{name: "setid-planting", script: setidScript, via: viaBoth, base: baseAny, unpriv: true, escaped: setidPlanted,
+			check: func(t *testing.T, fx *fixture, r *result) {
+				if !strings.Contains(r.out, "plain chmod works") {
+					t.Errorf("%s: a plain chmod +x did not work:\n%s", r.mode, r)
+				}
+			}},
+
 		// --- Other processes: a sleep the test started.
 		{name: "proc-pid-cwd", setup: victim, script: `cat /proc/{{PID}}/cwd/secret.txt && ok read through /proc/PID/cwd`, via: viaBoth, base: baseAny, unpriv: true},
 		{name: "proc-pid-root", setup: victim, script: `cat /proc/{{PID}}/root{{KEY}} && ok read through /proc/PID/root`, via: viaBoth, base: baseAny},
@@ -441,6 +453,63 @@ func outsideChanged(fx *fixture) string {
 		}
 	}
 	return strings.Join(changes, "; ")
+}
+
+// setidScript tries each way a file gets a mode: chmod (coreutils),
+// fchmod, fchmodat (Python's chmod with dir_fd), open and creat with
+// O_CREAT, O_TMPFILE, openat2 through syscall(2), mknod with set-id bits
+// or a device type.
+const setidScript = `cp /bin/true tool && chmod +x tool && chmod 0755 tool && ./tool && echo plain chmod works
+chmod 4755 tool && ok chmod 4755
+chmod g+s tool && ok chmod g+s
+python3 - <<'EOF'
+import ctypes, os, stat
+libc = ctypes.CDLL(None, use_errno=True)
+def check(r):
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    os.close(r)
+class OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+def openat2(path, mode):
+    how = OpenHow(os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, 0)
+    check(libc.syscall(437, -100, path.encode(), ctypes.byref(how), ctypes.sizeof(how)))
+def fchmod(path, mode):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+open("f", "w").close()
+ways = [
+    ("fchmod", lambda: fchmod("f", 0o4755)),
+    ("fchmodat", lambda: os.chmod("f", 0o2755, dir_fd=os.open(".", os.O_RDONLY))),
+    ("open O_CREAT 04755", lambda: os.close(os.open("o", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o4755))),
+    ("creat 02755", lambda: check(libc.creat(b"c", 0o2755))),
+    ("O_TMPFILE 04755", lambda: os.close(os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755))),
+    ("openat2 04755", lambda: openat2("o2", 0o4755)),
+    ("mknod S_ISUID", lambda: os.mknod("n", stat.S_IFREG | 0o4755)),
+    ("mknod S_IFCHR", lambda: os.mknod("null", stat.S_IFCHR | 0o600, os.makedev(1, 3))),
+]
+for name, way in ways:
+    try:
+        way()
+        print("SUCC" + "EEDED:", name)
+    except OSError as e:
+        print("blocked:", name, e)
+EOF
+ls -l`
+
+// setidPlanted reports the set-id files and device nodes in the workspace.
+func setidPlanted(fx *fixture) string {
+	var found []string
+	filepath.Walk(fx.ws, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeDevice|os.ModeCharDevice) != 0 {
+			found = append(found, fmt.Sprintf("%s is %v", filepath.Base(p), fi.Mode()))
+		}
+		return nil
+	})
+	return strings.Join(found, "; ")
 }
 
 var ranLine = regexp.MustCompile(`(?m)^` + ranMarker + `\b`)

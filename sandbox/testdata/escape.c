@@ -23,6 +23,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/openat2.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -160,6 +163,75 @@ static int socket_protos(void)
 	}
 	printf("\n");
 	return 0;
+}
+
+// setid tries one way of giving path a set-id mode (or of making a device
+// node) and prints "ok" when the kernel did it, else the errno name. The
+// file is the caller's own (a test file in its temp dir); every mode that
+// creates a file removes what it made first. "plain-*" are the controls:
+// ordinary modes that must keep working.
+static int setid(const char *way, const char *path)
+{
+	long r = -1;
+	int fd;
+	if (!strcmp(way, "chmod-suid"))
+		r = chmod(path, 04755);
+	else if (!strcmp(way, "chmod-sgid"))
+		r = chmod(path, 02755);
+	else if (!strcmp(way, "fchmod")) {
+		if ((fd = open(path, O_RDONLY)) < 0)
+			return report(fd);
+		r = fchmod(fd, 04755);
+		close(fd);
+	} else if (!strcmp(way, "fchmodat"))
+		r = syscall(SYS_fchmodat, AT_FDCWD, path, 06755);
+	else if (!strcmp(way, "fchmodat2"))
+		r = syscall(452 /* fchmodat2 */, AT_FDCWD, path, 04755, 0);
+	else if (!strcmp(way, "open-creat")) {
+		unlink(path);
+		r = syscall(SYS_open, path, O_WRONLY | O_CREAT | O_EXCL, 04755);
+	} else if (!strcmp(way, "openat-creat")) {
+		unlink(path);
+		r = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL, 02755);
+	} else if (!strcmp(way, "creat")) {
+		unlink(path);
+		r = syscall(SYS_creat, path, 04755);
+	} else if (!strcmp(way, "tmpfile")) {
+		// An unnamed file with the bit, to be named by linkat later;
+		// path is a directory here.
+		r = syscall(SYS_openat, AT_FDCWD, path, O_TMPFILE | O_WRONLY, 04755);
+	} else if (!strcmp(way, "openat2")) {
+		struct open_how how = { .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = 04755 };
+		unlink(path);
+		r = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	} else if (!strcmp(way, "mknod-suid")) {
+		unlink(path);
+		r = mknod(path, S_IFREG | 04755, 0);
+	} else if (!strcmp(way, "mknod-chr")) {
+		unlink(path);
+		r = mknod(path, S_IFCHR | 0600, makedev(1, 3)); // /dev/null's numbers
+	} else if (!strcmp(way, "mknodat-blk")) {
+		unlink(path);
+		r = mknodat(AT_FDCWD, path, S_IFBLK | 0600, makedev(7, 0));
+	} else if (!strcmp(way, "plain-chmod"))
+		r = chmod(path, 0755) || chmod(path, 0644);
+	else if (!strcmp(way, "plain-creat")) {
+		unlink(path);
+		r = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL, 0755);
+	} else {
+		printf("bad way %s\n", way);
+		return 0;
+	}
+	if (r >= 0 && strncmp(way, "plain-", 6) && strcmp(way, "tmpfile")) {
+		// Did the bit really land? (The kernel strips S_ISGID for a
+		// caller outside the file's group.)
+		struct stat st;
+		if (stat(path, &st) < 0 || !(st.st_mode & (S_ISUID | S_ISGID) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+			printf("no-bit\n");
+			return 0;
+		}
+	}
+	return report(r);
 }
 
 int main(int argc, char **argv)
@@ -322,6 +394,8 @@ int main(int argc, char **argv)
 		}
 		return report(fd);
 	}
+	if (!strcmp(what, "setid") && argc > 3)
+		return setid(argv[2], argv[3]);
 	if (!strcmp(what, "fds")) {
 		// The descriptors this process holds, as the command sees them.
 		for (int fd = 0; fd < 4096; fd++)

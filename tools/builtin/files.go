@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -431,6 +432,27 @@ func fileTypeName(m fs.FileMode) string {
 
 // ---- write_file ----
 
+// recordOtherNames records the pre-image of every other workspace name of
+// rel's file when it has hard links: the tools write in place (keeping
+// mode, owner and links), so the bytes change under each name, and a
+// rewind must bring them back under each (the sandbox's hard-link rule,
+// one implementation: sandbox.HardLinkNames).
+func recordOtherNames(ctx *tools.Context, display, rel string) error {
+	names, err := sandbox.HardLinkNames(ctx.Root.FS(), filepath.ToSlash(rel))
+	if err != nil {
+		return fmt.Errorf("%s has other hard links and they could not all be found (%w), so nothing was written; remove the extra links or copy the file first", display, err)
+	}
+	for _, n := range names {
+		if n == filepath.ToSlash(rel) {
+			continue
+		}
+		if err := ctx.RecordSnapshot(filepath.FromSlash(n)); err != nil {
+			return fmt.Errorf("could not record a checkpoint of %s, a hard link to %s, so nothing was written: %w", n, display, err)
+		}
+	}
+	return nil
+}
+
 func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	rel, err := resolvePath(ctx, in.Path)
 	if err != nil {
@@ -485,6 +507,9 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	}
 	if err := ctx.RecordSnapshot(rel); err != nil {
 		return "", fmt.Errorf("could not record a checkpoint of %s before writing it, so nothing was written: %w", in.Path, err)
+	}
+	if err := recordOtherNames(ctx, in.Path, rel); err != nil {
+		return "", err
 	}
 
 	for _, dir := range missing {
@@ -619,6 +644,9 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 
 	if err := ctx.RecordSnapshot(rel); err != nil {
 		return "", fmt.Errorf("could not record a checkpoint of %s before editing it, so nothing was changed: %w", in.Path, err)
+	}
+	if err := recordOtherNames(ctx, in.Path, rel); err != nil {
+		return "", err
 	}
 	// Write in place, without O_CREATE: the file keeps its mode, and if it
 	// vanished meanwhile the edit fails instead of recreating it.

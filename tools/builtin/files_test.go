@@ -701,3 +701,39 @@ func TestListDir(t *testing.T) {
 		t.Errorf("capped listing has %d lines, %q … %q", len(lines), lines[0], lines[len(lines)-1])
 	}
 }
+
+// TestFileToolsRecordEveryHardLink: write_file and edit_file write in
+// place, so a file with a second name (made earlier by bash, say) changes
+// under both: each name's pre-image is recorded first (issue 11).
+func TestFileToolsRecordEveryHardLink(t *testing.T) {
+	for _, tool := range []string{"write_file", "edit_file"} {
+		t.Run(tool, func(t *testing.T) {
+			e := newFilesTestEnv(t)
+			rec := &filesRecorder{ws: e.ws}
+			e.ctx.Snapshots = rec
+			a := filepath.Join(e.ws, "a.txt")
+			if err := os.WriteFile(a, []byte("old\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Mkdir(filepath.Join(e.ws, "sub"), 0o755)
+			if err := os.Link(a, filepath.Join(e.ws, "sub", "b.txt")); err != nil {
+				t.Fatal(err)
+			}
+			if tool == "write_file" {
+				filesMustOK(t, e.ctx, WriteFile, filesObj{"path": "a.txt", "content": "new\n"})
+			} else {
+				filesMustOK(t, e.ctx, EditFile, filesObj{"path": "a.txt", "old_string": "old", "new_string": "new"})
+			}
+			var paths []string
+			for _, c := range rec.calls {
+				paths = append(paths, c.path)
+			}
+			if fmt.Sprint(paths) != "[a.txt sub/b.txt]" {
+				t.Errorf("recorded %v, want a.txt and its other name sub/b.txt", paths)
+			}
+			if b, _ := os.ReadFile(filepath.Join(e.ws, "sub", "b.txt")); string(b) != "new\n" {
+				t.Errorf("the write did not go through the shared inode (so this proves nothing): %q", b)
+			}
+		})
+	}
+}

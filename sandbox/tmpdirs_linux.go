@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Temporary directories outlive a process killed with SIGKILL: nothing
+// runs to remove them. So each one's name says who owns it —
+//
+//	lite-agent-sandbox-<pid>.<start>-<random>
+//
+// with <start> the owner's start time (field 22 of /proc/PID/stat, clock
+// ticks since boot), which tells a live owner from a later process that
+// got the same pid. The first New of a process (and `lite-agent gc`
+// through RemoveStaleTempDirs) removes the directories of owners that are
+// gone. The one-shot runner (fastpath_linux.c, la_owner_tag) names its
+// directories the same way.
+
+const tmpPrefix = "lite-agent-sandbox-"
+
+var staleOnce sync.Once
+
+// tmpRootDir makes the directory under which per-command temporary
+// directories are created; it is in the ruleset (read-write). The first
+// call of a process removes stale ones first.
+func tmpRootDir() (string, error) {
+	staleOnce.Do(func() { removeStaleTempDirs(os.TempDir()) })
+	tag := "0.0" // no start time: never judged stale (see parseTmpOwner)
+	if start, err := procStartTime(os.Getpid()); err == nil {
+		tag = strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(start, 10)
+	}
+	return os.MkdirTemp("", tmpPrefix+tag+"-")
+}
+
+// RemoveStaleTempDirs removes the temporary directories that sandboxes of
+// processes now gone (killed with SIGKILL, say) left in os.TempDir(), and
+// returns their paths. Only directories of this user whose owner is
+// certainly gone are removed.
+func RemoveStaleTempDirs() ([]string, error) {
+	return removeStaleTempDirs(os.TempDir())
+}
+
+func removeStaleTempDirs(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		pid, start, ok := parseTmpOwner(e.Name())
+		if !ok || !e.IsDir() { // IsDir: never a symlink
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() || !ownedByMe(fi) {
+			continue
+		}
+		if !ownerGone(pid, start) {
+			continue
+		}
+		if err := removeAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox: removing the stale temporary directory %s: %w", p, err))
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// parseTmpOwner reads pid and start time from a temp dir's name.
+func parseTmpOwner(name string) (pid int, start uint64, ok bool) {
+	rest, found := strings.CutPrefix(name, tmpPrefix)
+	if !found {
+		return 0, 0, false
+	}
+	tag, _, found := strings.Cut(rest, "-")
+	if !found {
+		return 0, 0, false
+	}
+	ps, ss, found := strings.Cut(tag, ".")
+	if !found {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(ps)
+	start, err2 := strconv.ParseUint(ss, 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 || start == 0 {
+		return 0, 0, false
+	}
+	return pid, start, true
+}
+
+// ownerGone: no process pid, or one that started at another time. A
+// /proc entry that cannot be read (another PID namespace, hidepid) is
+// not proof: the directory stays.
+func ownerGone(pid int, start uint64) bool {
+	now, err := procStartTime(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && now != start
+}
+
+// procStartTime returns field 22 of /proc/PID/stat (after the command
+// name in parentheses, which may itself hold spaces and parentheses).
+func procStartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("sandbox: malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, errors.New("sandbox: malformed /proc stat")
+	}
+	return strconv.ParseUint(f[19], 10, 64) // fields 3.. follow ')'
+}
+
+// ownedByMe: fi belongs to this process's effective uid.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
