@@ -215,3 +215,6 @@ var ErrTooManyEntries = errors.New("sandbox: too many files to find every name o
 // HardLinkNames finds nothing on other systems: hard-link rule (c) is
 // Linux-only, as the sandbox is (see links_linux.go).
 func HardLinkNames(fsys fs.FS, name string) ([]string, error) { return nil, nil }
+
+// RemoveStaleTempDirs removes nothing: no sandbox ran here.
+func RemoveStaleTempDirs() ([]string, error) { return nil, nil }

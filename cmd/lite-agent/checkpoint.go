@@ -15,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // The session and checkpoint commands: sessions, checkpoints, rewind, gc,
@@ -423,6 +424,18 @@ func cmdGC(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s %d checkpoint(s) and %d object(s) in %d session(s); store %s -> %s\n",
 		verb, rep.CheckpointsRemoved, rep.ObjectsRemoved, rep.Sessions, humanSize(rep.BytesBefore), humanSize(rep.BytesAfter))
+	if *dryRun {
+		return nil
+	}
+	// The temporary directories of sandboxes whose agent was killed
+	// (kill -9 leaves them behind; the next sandbox removes them too).
+	stale, err := sandbox.RemoveStaleTempDirs()
+	for _, p := range stale {
+		fmt.Fprintln(stdout, "removed the stale sandbox temporary directory", esc(p))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "lite-agent: gc:", esc(err.Error()))
+	}
 	return nil
 }
 
