@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/policies"
@@ -19,7 +20,10 @@ var namePatternRE = regexp.MustCompile(`^[A-Za-z0-9_*?-]+$`)
 type namePatterns []string
 
 func compileNamePatterns(field string, pats []string) (namePatterns, error) {
-	for _, p := range pats {
+	// Claude Code's names are ours ("Read" is read_file; see names.go).
+	pats = slices.Clone(pats)
+	for i, p := range pats {
+		pats[i] = policies.CanonicalTool(p)
 		if !namePatternRE.MatchString(p) {
 			return nil, fmt.Errorf("%s: %q is not a tool name or wildcard (letters, digits, '_', '-', '*', '?')", field, p)
 		}

@@ -355,13 +355,15 @@ func (r *run) buildTools() error {
 	if err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
-	if err := r.checkToolNames("Tools", o.Tools, byName); err != nil {
+	if err := checkCustomNames(o.CustomTools); err != nil {
 		return err
 	}
-	for name, def := range o.Agents {
-		if err := r.checkToolNames(fmt.Sprintf("Agents[%q].Tools", name), def.Tools, byName); err != nil {
-			return err
-		}
+	known := knownTools{names: map[string]bool{}, mayOffer: r.mcpMayOffer, agents: len(o.Agents) > 0}
+	for n := range byName {
+		known.names[n] = true
+	}
+	if err := checkNames(o, known); err != nil {
+		return err
 	}
 	r.visible = map[string]*tools.Tool{}
 	for _, t := range all {
@@ -383,19 +385,6 @@ func (r *run) addVisible(t *tools.Tool) {
 	r.visible[t.Name()] = t
 	r.names = append(r.names, t.Name())
 	r.specs = append(r.specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchemaJSON()})
-}
-
-// checkToolNames refuses a name (not a wildcard) that names no tool. A
-// name of an MCP server that did not connect is let through: the failure
-// is reported in session_start and must not stop the run.
-func (r *run) checkToolNames(field string, names []string, byName map[string]*tools.Tool) error {
-	for _, p := range names {
-		if strings.ContainsAny(p, "*?") || byName[p] != nil || r.mcpMayOffer(p) {
-			continue
-		}
-		return fmt.Errorf("kernel: %s names %q, but there is no such tool", field, p)
-	}
-	return nil
 }
 
 func (r *run) openSession(stateDir string) error {

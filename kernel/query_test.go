@@ -209,7 +209,7 @@ func TestBadOptionsFailClearly(t *testing.T) {
 		{"unknown tool in Tools", func(o *Options) { o.Tools = []string{"nope"} }, `no such tool`},
 		{"bad pattern", func(o *Options) { o.AllowedTools = []string{"ba sh"} }, "not a tool name"},
 		{"bad rule", func(o *Options) { o.DisallowedTools = []string{"bash(git status"} }, "must end with ')'"},
-		{"bad mode", func(o *Options) { o.PermissionMode = "yolo" }, "unknown permission mode"},
+		{"bad mode", func(o *Options) { o.PermissionMode = "yollo" }, "unknown permission mode"},
 		{"bypass without opt-in", func(o *Options) { o.PermissionMode = PermissionBypass }, "needs AllowDangerouslySkipPermissions"},
 		{"bad hook event", func(o *Options) {
 			o.Hooks = []Hook{{Event: "BeforeEverything", Func: func(context.Context, *HookInput) (*HookOutput, error) { return nil, nil }}}

@@ -137,7 +137,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
-		if m := cfg.Agents[name].PermissionMode; m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
+		// Parsed, not compared as text: "yolo" is bypassPermissions too.
+		if m, _ := policies.ParseMode(string(cfg.Agents[name].PermissionMode)); m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
 			return nil, fmt.Errorf("local: agent %q: field PermissionMode is bypassPermissions, which the %s preset does not allow", name, preset.Name)
 		}
 	}

@@ -56,7 +56,7 @@ func TestNewRefuses(t *testing.T) {
 		{"bypass under strict", Config{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}, []string{"strict preset does not allow bypassPermissions"}},
 		{"bypass without opt-in", Config{Preset: "standard", PermissionMode: kernel.PermissionBypass}, []string{"AllowDangerouslySkipPermissions"}},
 		{"unknown preset", Config{Preset: "lax"}, []string{`unknown preset "lax"`}},
-		{"bad mode", Config{PermissionMode: "yolo"}, []string{"unknown permission mode"}},
+		{"bad mode", Config{PermissionMode: "yollo"}, []string{"unknown permission mode"}},
 		{"no model", Config{Model: nil}, []string{"Model is required"}},
 	}
 	for _, c := range cases {
