@@ -82,9 +82,12 @@ func checkNames(o *Options, k knownTools) error {
 	}
 	for field, texts := range map[string][]string{"AllowedTools": o.AllowedTools, "DisallowedTools": o.DisallowedTools} {
 		for _, t := range texts {
-			if r, err := policies.ParseRule(policies.Allow, t); err == nil {
-				rule(field, r)
+			r, err := policies.ParseRule(policies.Allow, t)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("kernel: %s: %w", field, err))
+				continue
 			}
+			rule(field, r)
 		}
 	}
 	for i, h := range o.Hooks {

@@ -164,7 +164,11 @@ func ParseRule(b Behavior, text string) (Rule, error) {
 	}
 	spec, ok := toolArgs[r.tool]
 	if !ok {
-		return Rule{}, fmt.Errorf("rule %q: the %s tool takes no argument pattern (only %s do); write %s alone", text, r.tool, strings.Join(ArgumentTools(), ", "), r.tool)
+		hint := ""
+		if near := NearestTool(r.tool, ArgumentTools()); near != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return Rule{}, fmt.Errorf("rule %q: the %s tool takes no argument pattern (only %s do)%s; write %s alone", text, r.tool, strings.Join(ArgumentTools(), ", "), hint, r.tool)
 	}
 	r.hasArg, r.arg, r.kind = true, arg, spec.kind
 	switch spec.kind {
