@@ -86,7 +86,9 @@ type decision struct {
 //  4. the permission mode (bypassPermissions allows; acceptEdits allows
 //     workspace edits; auto allows read-only tools and workspace edits,
 //     asks for the shell and network tools);
-//  5. the tool's default: read-only tools run, others ask;
+//  5. the tool's default: lite-agent's own read-only tools run, others
+//     ask (a custom or MCP tool's ReadOnlyHint is a hint, not a
+//     permission; see annotations.go);
 //  6. an ask: dontAsk mode denies; else CanUseTool, else the approval
 //     handler, else (headless) denied with a message the model sees.
 //
@@ -109,6 +111,9 @@ type gate struct {
 	// without asking by default and is not refused in plan mode (the
 	// subagent is in plan mode then too).
 	delegate *tools.Tool
+	// trusted are the tools whose read-only hint lets them run by default
+	// (annotations.go); any other tool's hint is not a permission.
+	trusted map[*tools.Tool]bool
 	// agent and agentID name the subagent deciding ("" for the main agent).
 	agent, agentID string
 }
@@ -212,7 +217,7 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 		case PermissionAuto:
 			if why := autoAsks(t); why != "" {
 				askBy, askReason = byMode, "auto mode asks before "+why
-			} else if t.ReadOnly() {
+			} else if g.runsByDefault(t) {
 				return allowed(byMode, "auto mode allows read-only tools", nil)
 			} else if rc.EditsInWorkspace() || workspaceOnly(t) {
 				return allowed(byMode, "auto mode allows changes that stay in the workspace", nil)
@@ -220,14 +225,19 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 		}
 	}
 	if askBy == "" {
-		if t.ReadOnly() {
+		// A hint is not a permission (annotations.go): only our own
+		// read-only tools run by default.
+		if g.runsByDefault(t) {
 			return allowed(byDefault, name+" is read-only", nil)
 		}
-		if g.readOnly(t) {
+		if g.delegate != nil && t == g.delegate {
 			return allowed(byDefault, name+" changes nothing itself; every call of the subagent it starts passes the gate", nil)
 		}
 		askBy = byDefault
 		askReason = fmt.Sprintf("%s can change the workspace or the world and is not pre-approved", name)
+		if t.ReadOnly() {
+			askReason = fmt.Sprintf("%s is not pre-approved (its readOnlyHint is a hint, not a permission)", name)
+		}
 		if why := rc.NotAllowedBecause(); why != "" && v.Behavior == "" {
 			askReason += " (allow rules cannot approve this command: " + why + ")"
 		}

@@ -227,6 +227,7 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	r.gate.canUseTool = o.CanUseTool
 	r.gate.approval = o.Approval
 	r.gate.delegate = r.agentTool
+	r.gate.trusted = r.trustedReadOnly()
 	return r, nil
 }
 

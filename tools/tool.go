@@ -20,8 +20,10 @@ type Options struct {
 	// it; the hardened assembler refuses custom tools without it.
 	Security *Security
 	// Annotations are MCP-style behaviour hints. ReadOnlyHint lets the
-	// kernel run the tool concurrently with other read-only calls and lets
-	// the permission gate allow it without asking.
+	// kernel run the tool concurrently with other read-only calls and in
+	// plan mode. It is a hint, not a permission: a custom tool still needs
+	// an allow rule, a mode that allows it, a hook or CanUseTool to run
+	// (only lite-agent's own read-only tools run by default).
 	Annotations *Annotations
 	// InputSchema replaces the schema inferred from the input type. It
 	// must describe a JSON object.
