@@ -134,7 +134,7 @@ func TestNamesOfNothingAreErrors(t *testing.T) {
 	}{
 		{"deny list", func(o *Options) { o.DisallowedTools = []string{"Bassh"} }, `DisallowedTools names "Bassh", but there is no such tool (did you mean "bash"?)`},
 		{"deny with argument", func(o *Options) { o.DisallowedTools = []string{"raed_file(src/**)"} }, `the raed_file tool takes no argument pattern (only bash, read_file, write_file, edit_file, list_dir, glob, grep do) (did you mean read_file?)`},
-		{"allow list", func(o *Options) { o.AllowedTools = []string{"get_wether"} }, `did you mean "get_weather"?`},
+		{"allow list", func(o *Options) { o.AllowedTools = []string{"lookup_citty"} }, `did you mean "lookup_city"?`},
 		{"agent without agents", func(o *Options) { o.AllowedTools = []string{"Agent"} }, "exists only when Options.Agents"},
 		{"tool of nothing", func(o *Options) { o.Tools = []string{"WebFetch"} }, "a Claude Code tool lite-agent does not have"},
 		{"policy rule", func(o *Options) {
@@ -150,7 +150,7 @@ func TestNamesOfNothingAreErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := e.opts(m)
-			o.CustomTools = append(o.CustomTools, echoTool(t, "get_weather", false))
+			o.CustomTools = append(o.CustomTools, echoTool(t, "lookup_city", false))
 			c.set(&o)
 			if err := CheckToolNames(&o); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("CheckToolNames: %v, want %q", err, c.want)

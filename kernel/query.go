@@ -169,6 +169,9 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if err := checkAgents(o); err != nil {
 		return nil, err
 	}
+	if err := CheckConfinedTools(o); err != nil {
+		return nil, err
+	}
 	if r.output, err = newOutputCheck(o.OutputFormat); err != nil {
 		return nil, err
 	}

@@ -206,6 +206,9 @@ func New(cfg Config) (*Agent, error) {
 	if err := kernel.CheckToolNames(&opts); err != nil {
 		return nil, err
 	}
+	if err := kernel.CheckConfinedTools(&opts); err != nil {
+		return nil, err
+	}
 	return &Agent{opts: opts, preset: preset, policy: pol}, nil
 }
 

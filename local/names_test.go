@@ -7,6 +7,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
+	"github.com/lite-agent/lite-agent/tools"
 )
 
 // TestNewChecksNamesKeysAndPrefixes: what issue 15 found accepted by New
@@ -50,3 +51,15 @@ func TestNewChecksNamesKeysAndPrefixes(t *testing.T) {
 }
 
 func noopHook(context.Context, *kernel.HookInput) (*kernel.HookOutput, error) { return nil, nil }
+
+// TestNewRefusesToolsTheChildCannotFind: a tool built after
+// ServeConfinedCall (TestMain called it; this function runs later, as code
+// in main after the call would) is refused by New, before any model call,
+// with the rule and the fix.
+func TestNewRefusesToolsTheChildCannotFind(t *testing.T) {
+	late := tool("built_late", &tools.Security{Network: tools.NetworkNone})
+	_, err := New(Config{Model: model(t, `{"turns": [{"text": "never"}]}`), Workspace: t.TempDir(), PolicyFiles: noFiles, CustomTools: []*tools.Tool{late}})
+	if err == nil || !strings.Contains(err.Error(), "the built_late tool cannot run confined: it was built after tools.ServeConfinedCall() returned") {
+		t.Errorf("New: %v", err)
+	}
+}

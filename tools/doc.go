@@ -31,6 +31,37 @@
 // approval and user-input handlers, the active sandbox policy, the
 // background-task registry, the raw call, and RecordSnapshot, which saves a
 // file's pre-image before a tool changes it so the change can be rewound.
+// In a confined handler (the default for custom tools) Emit,
+// RecordSnapshot, Approval, UserInput, Workspace and Root work — they are
+// proxied to the parent over the child's pipe — but Sandbox and Tasks are
+// nil: the handler is already inside its sandbox (a command it starts with
+// os/exec is confined by the same policy) and background tasks belong to
+// the parent's session. They are set for built-in tools and for handlers
+// run with kernel.Options.InProcessHandlers.
+//
+// # Confined handlers and run-time state
+//
+// A custom handler runs in a re-execution of the program, confined before
+// its first instruction (CallConfined, ServeConfinedCall). The child finds
+// the tool by name among the tools built before ServeConfinedCall, so:
+//
+//   - define tools at package level, or in main before calling
+//     ServeConfinedCall (the seeds' style: a tool closing over a client
+//     made in main works when the client is made before that call);
+//   - state the handler needs is built again in the child by that same
+//     code: a client, a configuration read from a file, a connection to a
+//     loopback service (within what the tool's Security grants). The
+//     child gets no arguments and no environment of the parent beyond
+//     the sandbox's allowlist, so build that state from constants or files;
+//   - state only the parent process can hold (an open connection passed
+//     in, an in-memory cache shared across calls) does not cross: use
+//     kernel.Options.InProcessHandlers (unconfined; the strict assembler
+//     refuses it), or put the state behind a local service or an MCP
+//     server the tool reaches.
+//
+// A tool built after ServeConfinedCall returned, or a program that never
+// calls it, is refused before the agent's first model call
+// (CheckConfinable), with this rule and its fix.
 //
 // The built-in tools live in the builtin subpackage.
 package tools
