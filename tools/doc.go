@@ -10,6 +10,25 @@
 // runs; invalid input becomes an error result that names the field, so the
 // model can correct itself and the handler only ever sees well-formed input.
 //
+// # Schema tags
+//
+// Each line of a zod schema has a one-line Go counterpart:
+//
+//	query: z.string().describe('Search keywords')
+//	  Query string `json:"query" jsonschema:"Search keywords"`
+//	maxResults: z.number().int().min(1).max(10).optional()
+//	  MaxResults int `json:"maxResults,omitempty" min:"1" max:"10"`
+//	source: z.enum(['docs', 'tickets', 'wiki']).default('docs')
+//	  Source string `json:"source,omitempty" enum:"docs,tickets,wiki" default:"docs"`
+//	orderId: z.string().min(1).max(32).regex(/^O-\d+$/)
+//	  OrderID string `json:"orderId" min:"1" max:"32" pattern:"^O-\d+$"`
+//
+// min and max bound a number, a string's length or a slice's items, as in
+// zod; a default makes the field optional and is applied before the
+// handler runs; a tag that does not fit the field is an error from New.
+// Keys the struct does not have are refused (additionalProperties is
+// false), naming the key. See schematags.go.
+//
 // # Results and failures
 //
 // A Result holds MCP content blocks (text, image, audio, resource_link,

@@ -53,7 +53,9 @@ var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // New builds a typed tool. The JSON Schema of its input is inferred from In
 // (a struct: `json` tags name the fields, `jsonschema` tags describe them,
-// omitempty makes a field optional) unless opts.InputSchema is given. Input
+// omitempty makes a field optional, and `default`, `enum`, `min`, `max`
+// and `pattern` tags constrain them — see "Schema tags" in the package
+// documentation) unless opts.InputSchema is given. Input
 // is validated and defaults are applied before handler runs; invalid input
 // becomes an error result naming the field, and handler is not called.
 //
@@ -74,6 +76,10 @@ func New[In, Out any](name, description string, handler func(*Context, In) (Out,
 		inferred, err := jsonschema.For[In](nil)
 		if err != nil {
 			return nil, fmt.Errorf("tools.New %q: inferring the input schema from %v: %w", name, reflect.TypeFor[In](), err)
+		}
+		// default, enum, min, max, pattern tags (schematags.go).
+		if err := applySchemaTags(reflect.TypeFor[In](), inferred); err != nil {
+			return nil, fmt.Errorf("tools.New %q: schema tags of %v: %w", name, reflect.TypeFor[In](), err)
 		}
 		schema = inferred
 	}
