@@ -37,6 +37,8 @@ type knownTools struct {
 	mayOffer func(name string) bool
 	// agents: Options.Agents is not empty, so the agent tool exists.
 	agents bool
+	// unchecked, when set, is told of each name mayOffer let through.
+	unchecked func(field, entry, name string)
 }
 
 // checkNames checks every tool name of o against k, returning every
@@ -45,7 +47,13 @@ func checkNames(o *Options, k knownTools) error {
 	var errs []error
 	list := slices.Sorted(maps.Keys(k.names))
 	name := func(field, entry, n string) {
-		if strings.ContainsAny(n, "*?") || k.names[n] || k.mayOffer != nil && k.mayOffer(n) {
+		if strings.ContainsAny(n, "*?") || k.names[n] {
+			return
+		}
+		if k.mayOffer != nil && k.mayOffer(n) {
+			if k.unchecked != nil {
+				k.unchecked(field, entry, n)
+			}
 			return
 		}
 		if n == AgentTool && !k.agents {
@@ -80,7 +88,11 @@ func checkNames(o *Options, k knownTools) error {
 		}
 		rule("Rules", r)
 	}
-	for field, texts := range map[string][]string{"AllowedTools": o.AllowedTools, "DisallowedTools": o.DisallowedTools} {
+	for _, list := range []struct {
+		field string
+		texts []string
+	}{{"AllowedTools", o.AllowedTools}, {"DisallowedTools", o.DisallowedTools}} {
+		field, texts := list.field, list.texts
 		for _, t := range texts {
 			r, err := policies.ParseRule(policies.Allow, t)
 			if err != nil {
@@ -99,8 +111,6 @@ func checkNames(o *Options, k knownTools) error {
 			name(fmt.Sprintf("Hooks[%d] (%s) matcher", i, h.Event), h.Matcher, r.Tool())
 		}
 	}
-	// Map iteration above: sort for a stable message.
-	slices.SortStableFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
 }
 
@@ -155,4 +165,19 @@ func CheckToolNames(o *Options) error {
 		return ok && external[server]
 	}
 	return checkNames(o, k)
+}
+
+// noteUnchecked records, in the status of the failed server whose tool
+// name names, that field's entry could not be checked: session_start then
+// shows what the failure leaves unverified (a deny rule for a tool of a
+// server that is down denies nothing, because the tool is not there).
+func (r *run) noteUnchecked(field, entry, name string) {
+	server, _, isMCP := mcp.ParseToolName(name)
+	for i := range r.mcpStatus {
+		st := &r.mcpStatus[i]
+		if st.State == mcp.StateConnected || isMCP && st.Name != server {
+			continue
+		}
+		st.Unchecked = append(st.Unchecked, fmt.Sprintf("%s: %s", field, entry))
+	}
 }

@@ -362,7 +362,7 @@ func (r *run) buildTools() error {
 	if err := checkCustomNames(o.CustomTools); err != nil {
 		return err
 	}
-	known := knownTools{names: map[string]bool{}, mayOffer: r.mcpMayOffer, agents: len(o.Agents) > 0}
+	known := knownTools{names: map[string]bool{}, mayOffer: r.mcpMayOffer, agents: len(o.Agents) > 0, unchecked: r.noteUnchecked}
 	for n := range byName {
 		known.names[n] = true
 	}
