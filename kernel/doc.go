@@ -57,6 +57,19 @@
 // AllowedTools pre-approves; it does not restrict what the model can use —
 // Tools does that, in every mode.
 //
+// # Tool names
+//
+// Everywhere a tool is named — Tools, AllowedTools, DisallowedTools,
+// Rules, hook matchers, AgentDefinition.Tools — Claude Code's names of the
+// built-in tools are ours ("Bash" is bash, "Read" read_file, "Agent" and
+// "Task" the agent tool; policies.CanonicalTool), and a name that is
+// neither a tool of the session, a wildcard, nor an mcp__ name of a server
+// that failed to connect is an error before the first model call, naming
+// the entry and the nearest real name (CheckToolNames checks the same
+// without connecting). A failed server's status in session_start lists
+// the entries its failure left unchecked. Events and the model always see
+// our names.
+//
 // # Hooks
 //
 // Options.Hooks are Go functions run at PreToolUse, PostToolUse,
