@@ -30,8 +30,10 @@ func (r *run) trustedReadOnly() map[*tools.Tool]bool {
 		}
 	}
 	if r.mcp != nil {
+		// The manager's own tools: every tool of a server is named
+		// mcp__SERVER__..., so these two names are the resource tools.
 		for _, t := range r.mcp.Tools() {
-			if (t.Name() == mcp.ListResourcesTool || t.Name() == mcp.ReadResourceTool) && !mcp.IsProxy(t) && t.ReadOnly() {
+			if (t.Name() == mcp.ListResourcesTool || t.Name() == mcp.ReadResourceTool) && t.ReadOnly() {
 				set[t] = true
 			}
 		}
