@@ -191,3 +191,32 @@ func TestCheckToolNamesBeforeConnecting(t *testing.T) {
 		t.Errorf("typo in an in-process tool: %v", err)
 	}
 }
+
+// TestYoloNeedsTheSameOptIn: "yolo" is bypassPermissions under another
+// name — refused without AllowDangerouslySkipPermissions (also for a
+// subagent), and reported as bypassPermissions when allowed.
+func TestYoloNeedsTheSameOptIn(t *testing.T) {
+	e := newEnv(t)
+	o := e.opts(script(t, `{"turns": [{"text": "hi"}]}`))
+	o.PermissionMode = "yolo"
+	for _, err := range Query(context.Background(), o) {
+		if err == nil || !strings.Contains(err.Error(), "needs AllowDangerouslySkipPermissions") {
+			t.Errorf("yolo without the opt-in: %v", err)
+		}
+		break
+	}
+	o.PermissionMode = ""
+	o.Agents = map[string]AgentDefinition{"a": {Description: "d", Prompt: "p", PermissionMode: "yolo"}}
+	for _, err := range Query(context.Background(), o) {
+		if err == nil || !strings.Contains(err.Error(), "needs AllowDangerouslySkipPermissions") {
+			t.Errorf("a yolo subagent without the opt-in: %v", err)
+		}
+		break
+	}
+	o.Agents = nil
+	o.PermissionMode, o.AllowDangerouslySkipPermissions = "yolo", true
+	res, _ := runCalls(t, o, write("w", "a.txt"))
+	if p := res["w"].perm; p.Decision != "allow" || p.Mode != PermissionBypass {
+		t.Errorf("yolo with the opt-in: %+v", p)
+	}
+}
