@@ -38,6 +38,24 @@
 // are resolved, and a path through a link leading out of the workspace is
 // refused (ErrOutsideWorkspace).
 //
+// # Post-images: what the agent wrote
+//
+// The post-image of a path is what the agent left there. An in-process
+// writer knows exactly what that is: the edit tools call
+// Recorder.RecordWrite (through tools.WriteRecorder) with the content they
+// have just written, and a rewind writes known targets. When the file at
+// the seal differs from that, someone else — the user, another session —
+// wrote it during the call: the checkpoint keeps the agent's post-image
+// and records the other version (with its content) as an external change,
+// so a rewind past it reports a conflict and never discards that edit
+// unasked. A later change announced for the path in the same checkpoint
+// (RecordSnapshot of it or of a directory above it) voids the report.
+// Without a report — a confined command, a custom handler, an MCP server
+// — the seal takes the path as it finds it: the watcher's events carry no
+// process id, so a third party's write to the very path a command is
+// changing, during that command, is taken for the command's (a known
+// limit; the edit tools do not have it).
+//
 // # The store
 //
 // Contents live in <stateDir>/checkpoints/objects, outside the workspace
@@ -55,9 +73,14 @@
 //
 // Each session has a log, <stateDir>/checkpoints/sessions/<id>.jsonl, of
 // JSON lines appended with one write(2) per batch (see log.go for the
-// record types). Pre-images are logged before RecordSnapshot returns, and
-// objects are always written before the record that refers to them; Seal
-// makes the pack and the log durable (fsync) before it returns.
+// record types). Names are bytes, not text: a path or symlink target that
+// is not valid UTF-8 is stored as {"b64": ...} (format version 2), so that
+// a\xff and a\xfe stay two names through the log, the listing, the
+// dry-run diff and the rewind; valid names are plain JSON strings, and
+// version 1 logs load unchanged. Pre-images are logged before
+// RecordSnapshot returns, and objects are always written before the
+// record that refers to them; Seal makes the pack and the log durable
+// (fsync) before it returns.
 //
 // # Rewind
 //
@@ -81,7 +104,9 @@
 // Recorder.Watch runs an fsnotify watcher on every directory of the
 // workspace (except .git and ignored directories; new directories are added
 // as they appear). Events come after the fact and carry no process id, so
-// the rule is: a path recorded in the open checkpoint is the agent's; any
+// the rule is: a path recorded in the open checkpoint is the agent's
+// (except where it differs from what the agent reported writing: see
+// Post-images); any
 // other path the session has recorded whose state now differs from the one
 // last known is an external change (NoteExternal), logged with its content
 // so that even a forced rewind loses nothing. A rewind that would undo the
@@ -94,11 +119,22 @@
 // # Ignore rules
 //
 // Paths inside .git, paths matched by the ignore files (.gitignore and
-// .lite-agent-ignore by default, gitignore syntax, read per directory) or
-// by Options.Ignore, and files larger than Options.MaxFileSize (64 MiB by
-// default) are not stored. They are named in the checkpoint
+// .lite-agent-ignore by default, gitignore syntax read per directory with
+// internal/gitignore — the grep tool's engine, tested against git itself)
+// or by Options.Ignore, and files larger than Options.MaxFileSize (64 MiB
+// by default) are not stored. They are named in the checkpoint
 // (Checkpoint.Ignored), so the user knows what a rewind will not bring
-// back, and a rewind leaves them alone.
+// back, and a rewind leaves them alone (RewindReport.Skipped).
+//
+// The agent can write ignore files, so they cannot opt it out of rewind:
+// an ignore rule only skips a path the session created (a file that
+// existed when the session started is always recorded, up to the size
+// cap), and the rules in force are those of the session's start — an
+// ignore file changed during the session applies from the next session
+// on. ignore.go says how the recorder knows what existed at the start
+// without scanning the workspace, and why this holds for bash, MCP
+// servers and custom handlers too. Ignore files are read with
+// internal/safefile, so a FIFO or a symlink there cannot hang the recorder.
 //
 // # Crash safety and concurrency
 //
@@ -107,9 +143,13 @@
 // tail is never referenced) and loose objects that exist whole or not at
 // all. A checkpoint never sealed — the process died during a tool call, a
 // seal or a rewind — is sealed as "recovered" when the session is next
-// opened or rewound, with the current state as post-image, so the session
-// can still be rewound to every sealed checkpoint (and past the recovered
-// one). Sessions are locked (flock) by the Recorder or rewind using them;
+// opened or rewound, so the session can still be rewound to every sealed
+// checkpoint (and past the recovered one). Its post-images are what the
+// agent reported writing (logged as "post" records); a path it reported
+// that now differs, and a file or symlink it changed without a report,
+// may hold anyone's edits made since the crash: they are recorded as
+// external changes ("cannot be proven to be the agent's"), so a rewind
+// across them reports a conflict and needs Force. Sessions are locked (flock) by the Recorder or rewind using them;
 // two sessions in one workspace have separate logs and packs and share the
 // append-only object store, and each sees the other's edits as external.
 // gc takes the store exclusively and so never runs while a session records.

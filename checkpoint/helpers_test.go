@@ -83,14 +83,14 @@ func treeDiff(want, got map[string]node) string {
 		g, ok := got[p]
 		switch {
 		case !ok:
-			lines = append(lines, fmt.Sprintf("missing %s (want %v)", p, w))
+			lines = append(lines, fmt.Sprintf("missing %q (want %v)", p, w))
 		case g != w:
-			lines = append(lines, fmt.Sprintf("%s: got %v, want %v", p, g, w))
+			lines = append(lines, fmt.Sprintf("%q: got %v, want %v", p, g, w))
 		}
 	}
 	for p, g := range got {
 		if _, ok := want[p]; !ok {
-			lines = append(lines, fmt.Sprintf("extra %s (%v)", p, g))
+			lines = append(lines, fmt.Sprintf("extra %q (%v)", p, g))
 		}
 	}
 	sort.Strings(lines)
@@ -169,6 +169,10 @@ func (e *env) write(rel, content string) {
 	e.record(rel)
 	e.must(os.MkdirAll(filepath.Dir(e.abs(rel)), 0o755))
 	e.must(os.WriteFile(e.abs(rel), []byte(content), 0o644))
+	// What write_file does after writing: say what the agent wrote.
+	if err := e.rec.RecordWrite(rel, []byte(content)); err != nil {
+		e.t.Fatalf("RecordWrite(%s): %v", rel, err)
+	}
 }
 
 func (e *env) must(err error) {

@@ -1,250 +1,273 @@
 package checkpoint
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
+
+	"github.com/lite-agent/lite-agent/internal/gitignore"
+	"github.com/lite-agent/lite-agent/internal/safefile"
 )
 
-// Ignore rules: which paths are not recorded. A path is ignored when it is
-// inside a .git directory (always), or when gitignore-style rules say so:
-// the per-directory ignore files named in Options.IgnoreFiles (by default
-// .gitignore and .lite-agent-ignore, read in every directory from the root
-// down, deeper files overriding shallower ones) and then Options.Ignore
-// (patterns relative to the workspace root, which win over the files).
+// Ignore rules: which paths may go unrecorded.
 //
-// The pattern syntax is gitignore's: "#" comments, "!" negation, a trailing
-// "/" for directories only, a "/" at the start or in the middle anchoring
-// the pattern to the file's directory, "*", "?", "[…]" and "**". As in git,
-// a path inside an ignored directory cannot be re-included.
+// The rules are gitignore's (internal/gitignore, the engine the grep tool
+// uses too, tested against git itself): the per-directory ignore files
+// named in Options.IgnoreFiles (by default .gitignore and
+// .lite-agent-ignore, deeper files overriding shallower ones, a later name
+// overriding an earlier one in the same directory), then Options.Ignore
+// (patterns relative to the workspace root, which win over the files).
+// Paths inside a .git directory are never recorded.
+//
+// The agent can write ignore files, so they must not let it opt out of
+// rewind. Three rules make sure of that:
+//
+//  1. Only what the session created may be skipped. A path that existed
+//     when the session started is recorded whatever any ignore file says
+//     (within the size cap; above it the checkpoint and the rewind name it
+//     as not covered). How the recorder knows, without scanning the
+//     workspace at the start: every path it is asked about either existed
+//     at the start or was created since, and the recorder sees every
+//     creation, because whatever creates a path asks it first, while the
+//     path is still absent. So the first record of a path in the session
+//     says where it comes from (origin): pre-image "absent" = created by
+//     the session; anything else = existed at its start. A path with no
+//     record that is absent now is being created by the session; a path
+//     with no record that exists now existed at the start (or was made by
+//     someone else, outside the agent): it is recorded. Everything below a
+//     path the session created was created by the session too.
+//  2. The rules in force are those at the session's start. Ignore files
+//     are read lazily, once per directory, and never re-read: a change to
+//     an ignore file applies from the next session on. An ignore file the
+//     session has changed before its directory's rules were first needed
+//     is not read from disk: its first record in the session (the
+//     pre-image the recorder took before the change) is its content at the
+//     start. One the session created had no rules at the start.
+//  3. Ignore files are read with internal/safefile: a FIFO, a device or a
+//     symlink there is treated as an empty file (no rule: record more, not
+//     less), and so is one above safefile's 1 MiB cap.
+//
+// The same rules hold for every route a change takes — the edit tools,
+// bash and other confined commands (the sandbox's change capture), MCP
+// servers and custom handlers — because all of them reach the recorder
+// through RecordSnapshot, where the decision is made.
 
-type ignoreRule struct {
-	segs     []string
-	anchored bool
-	dirOnly  bool
-	negate   bool
-	source   string // "dir/.gitignore:3" or "option"
-}
-
-type ruleSet struct {
-	base  string // directory the rules are relative to ("" for the root)
-	rules []ignoreRule
-}
+// createdReason prefixes the reason of a path skipped by an ignore rule:
+// only paths the session created are skipped, and the session log keeps
+// it, so that a resumed session still knows it created them.
+const createdReason = "created in this session, ignored by "
 
 type ignorer struct {
-	root  *os.Root
-	files []string
-	extra *ruleSet
+	workspace string
+	files     []string
+	tree      *gitignore.Tree
+	// object returns the content of a stored pre-image.
+	object func(pstate) ([]byte, error)
 
-	mu    sync.Mutex
-	cache map[string][]*ruleSet // directory -> rule sets found in it
+	mu sync.Mutex
+	// origin: for each path the session has recorded (or skipped as new),
+	// whether the session created it (true) or it existed at the start.
+	origin map[string]bool
+	// start: the first recorded state of each ignore file, its state at
+	// the session's start.
+	start map[string]pstate
 }
 
-func newIgnorer(root *os.Root, files, extra []string) *ignorer {
-	ig := &ignorer{root: root, files: files, cache: map[string][]*ruleSet{}}
+func newIgnorer(workspace string, files, extra []string, object func(pstate) ([]byte, error)) *ignorer {
+	ig := &ignorer{workspace: workspace, files: files, object: object, origin: map[string]bool{}, start: map[string]pstate{}}
+	var high []*gitignore.List
 	if len(extra) > 0 {
-		ig.extra = parseRules("", []byte(strings.Join(extra, "\n")), "option")
+		high = append(high, gitignore.ParseLines(extra, ""))
 	}
+	ig.tree = gitignore.NewTree(ig.load, high, nil)
 	return ig
 }
 
-// parseRules parses the lines of an ignore file.
-func parseRules(base string, data []byte, source string) *ruleSet {
-	rs := &ruleSet{base: base}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		// Trailing spaces are ignored unless escaped.
-		for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
-			line = line[:len(line)-1]
-		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		r := ignoreRule{source: source}
-		if source != "option" {
-			r.source = fmt.Sprintf("%s:%d", source, n)
-		} else {
-			r.source = "ignore option " + line
-		}
-		if strings.HasPrefix(line, "!") {
-			r.negate = true
-			line = line[1:]
-		} else if strings.HasPrefix(line, `\!`) || strings.HasPrefix(line, `\#`) {
-			line = line[1:]
-		}
-		if strings.HasSuffix(line, "/") {
-			r.dirOnly = true
-			line = strings.TrimRight(line, "/")
-		}
-		if line == "" {
-			continue
-		}
-		if strings.HasPrefix(line, "/") {
-			r.anchored = true
-			line = strings.TrimLeft(line, "/")
-		} else if strings.Contains(line, "/") {
-			r.anchored = true
-		}
-		// "[!…]" is gitignore's negated class; path.Match spells it "[^…]".
-		line = strings.ReplaceAll(line, "[!", "[^")
-		r.segs = strings.Split(line, "/")
-		rs.rules = append(rs.rules, r)
-	}
-	return rs
-}
-
-// matchSegs matches pattern segments against path segments; "**" matches
-// any number of segments, including none.
-func matchSegs(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			if len(pat) == 1 {
-				return true
-			}
-			for i := 0; i <= len(name); i++ {
-				if matchSegs(pat[1:], name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
-}
-
-func (r *ignoreRule) match(rel string, isDir bool) bool {
-	if r.dirOnly && !isDir {
-		return false
-	}
-	if !r.anchored {
-		return matchSegs(r.segs, []string{path.Base(rel)})
-	}
-	return matchSegs(r.segs, strings.Split(rel, "/"))
-}
-
-// rulesIn returns the rule sets of the ignore files in directory dir ("" for
-// the root), reading them once.
-func (ig *ignorer) rulesIn(dir string) []*ruleSet {
+// load returns the rules of the ignore files of directory dir as they were
+// at the session's start. The Tree calls it once per directory.
+func (ig *ignorer) load(dir string) []*gitignore.List {
+	// Held while reading from disk: a capture of an ignore file (record)
+	// waits, and the change it precedes only happens after that, so what
+	// is read here is still the content at the start.
 	ig.mu.Lock()
 	defer ig.mu.Unlock()
-	if rs, ok := ig.cache[dir]; ok {
-		return rs
-	}
-	var sets []*ruleSet
+	var lists []*gitignore.List
 	for _, name := range ig.files {
-		p := name
-		if dir != "" {
-			p = dir + "/" + name
+		p := path.Join(dir, name)
+		var data []byte
+		if st, ok := ig.start[p]; ok {
+			// Recorded before it was changed: the pre-image is the
+			// content at the start. An unrecorded one (above the size
+			// cap) has no rules: the recorder then records more.
+			if st.Kind != KindFile || st.Unrecorded || st.Size > safefile.DefaultLimit {
+				continue
+			}
+			var err error
+			if data, err = ig.object(st); err != nil {
+				continue
+			}
+		} else if ig.createdLocked(p) {
+			continue // absent at the start
+		} else {
+			var err error
+			data, err = safefile.ReadFileBeneath(ig.workspace, filepath.FromSlash(p), safefile.DefaultLimit)
+			if err != nil {
+				continue
+			}
 		}
-		data, err := readSmall(ig.root, p, 1<<20)
-		if err != nil {
+		lists = append(lists, gitignore.Parse(data, dir, p))
+	}
+	return lists
+}
+
+// record notes the state a capture recorded for rel (the recorder calls it
+// for every pre record, in order). Only the first record of a path in the
+// session counts: it is the path's state at the start.
+func (ig *ignorer) record(rel string, st pstate) {
+	ig.mu.Lock()
+	defer ig.mu.Unlock()
+	if _, ok := ig.origin[rel]; !ok {
+		ig.origin[rel] = st.Kind == KindAbsent
+	}
+	if ig.isIgnoreFile(rel) {
+		if _, ok := ig.start[rel]; !ok {
+			ig.start[rel] = st
+		}
+	}
+}
+
+// replay feeds the records of a continued session (oldest first) to
+// record, and remembers what it skipped as created.
+func (ig *ignorer) replay(h *history) {
+	for n := 0; n < len(h.seals); n++ {
+		s := h.seals[n]
+		if s == nil {
 			continue
 		}
-		sets = append(sets, parseRules(dir, data, p))
+		for _, e := range s.Entries {
+			ig.record(string(e.Path), e.Pre)
+		}
+		for _, x := range s.Ignored {
+			if strings.HasPrefix(x.Reason, createdReason) {
+				ig.mu.Lock()
+				ig.origin[strings.TrimSuffix(x.Path, "/")] = true
+				ig.mu.Unlock()
+			}
+		}
 	}
-	ig.cache[dir] = sets
-	return sets
+	for _, pr := range h.tail {
+		if pr.State != nil {
+			ig.record(string(pr.Path), *pr.State)
+		}
+	}
 }
 
-func readSmall(root *os.Root, p string, limit int64) ([]byte, error) {
-	fi, err := root.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > limit {
-		return nil, errors.New("not a small regular file")
-	}
-	return root.ReadFile(p)
-}
-
-// forget drops the cached rules of the directory holding rel when rel is an
-// ignore file, so that a changed .gitignore applies from then on.
-func (ig *ignorer) forget(rel string) {
+func (ig *ignorer) isIgnoreFile(rel string) bool {
 	base := path.Base(rel)
 	for _, f := range ig.files {
 		if base == f {
-			dir := path.Dir(rel)
-			if dir == "." {
-				dir = ""
-			}
-			ig.mu.Lock()
-			delete(ig.cache, dir)
-			ig.mu.Unlock()
-			return
+			return true
 		}
 	}
+	return false
 }
 
-// ignored reports whether rel (a slash path relative to the workspace) is
-// ignored. name is the highest ignored ancestor of rel (or rel itself),
-// with a trailing "/" for a directory, and why names the rule.
+// createdLocked returns whether rel or a directory above it was created
+// by the session. Callers hold ig.mu.
+func (ig *ignorer) createdLocked(rel string) bool {
+	return ig.createdAncestorLocked(rel) != ""
+}
+
+// createdAncestorLocked returns the highest of rel and its parents that the
+// session created, "" when none.
+func (ig *ignorer) createdAncestorLocked(rel string) string {
+	for i := 0; i <= len(rel); i++ {
+		if i == len(rel) || rel[i] == '/' {
+			if ig.origin[rel[:i]] {
+				return rel[:i]
+			}
+		}
+	}
+	return ""
+}
+
+// ignored reports what the rules in force say about rel (a slash path
+// relative to the workspace), whoever created it. name is the highest
+// ignored path among rel and its parents, with a trailing "/" for a
+// directory, and why names the rule. The recorder decides with skip; the
+// watcher uses this to leave ignored directories unwatched.
 func (ig *ignorer) ignored(rel string, isDir bool) (name, why string, ok bool) {
-	elems := strings.Split(rel, "/")
-	for i := range elems {
-		prefix := strings.Join(elems[:i+1], "/")
-		dir := i < len(elems)-1 || isDir
-		if elems[i] == ".git" {
-			return prefix + "/", "git metadata", true
+	if isGitPath(rel) {
+		// Named as the .git directory (the highest one on the path).
+		if i := strings.Index("/"+rel+"/", "/.git/"); i > 0 {
+			return rel[:i-1] + "/.git/", "git metadata", true
 		}
-		ignored, src := false, ""
-		// Rule sets from the root down to the prefix's own directory.
-		for j := 0; j <= i; j++ {
-			d := strings.Join(elems[:j], "/")
-			for _, rs := range ig.rulesIn(d) {
-				if m, s := rs.decide(prefix, dir); m != 0 {
-					ignored, src = m > 0, s
-				}
-			}
-		}
-		if ig.extra != nil {
-			if m, s := ig.extra.decide(prefix, dir); m != 0 {
-				ignored, src = m > 0, s
-			}
-		}
-		if ignored {
-			if dir {
-				prefix += "/"
-			}
-			return prefix, src, true
-		}
+		return ".git/", "git metadata", true
 	}
-	return "", "", false
+	name, p := ig.tree.Ignored(rel, isDir)
+	if p == nil {
+		return "", "", false
+	}
+	if p.File == "" {
+		return name, "ignore option " + p.Text, true
+	}
+	return name, fmt.Sprintf("%s:%d", p.File, p.Line), true
 }
 
-// decide returns +1 (ignored), -1 (re-included) or 0 (no rule matched) for
-// rel by the last matching rule of rs.
-func (rs *ruleSet) decide(rel string, isDir bool) (int, string) {
-	sub := rel
-	if rs.base != "" {
-		if !strings.HasPrefix(rel, rs.base+"/") {
-			return 0, ""
-		}
-		sub = rel[len(rs.base)+1:]
+// skip decides whether rel may go unrecorded: it is inside .git, or an
+// ignore rule in force at the session's start matches it and the session
+// created it. isNew says the caller knows rel was not there before (it is
+// absent now, or it appeared below a recorded directory); a path whose
+// first record shows it existed at the start is never new. name is what to
+// report as not covered, with a trailing "/" for a directory.
+func (ig *ignorer) skip(rel string, isDir, isNew bool) (name, why string, ok bool) {
+	ig.mu.Lock()
+	if _, known := ig.origin[rel]; isNew && !known {
+		// Absent and never recorded: the session is creating it now.
+		ig.origin[rel] = true
 	}
-	for i := len(rs.rules) - 1; i >= 0; i-- {
-		r := &rs.rules[i]
-		if r.match(sub, isDir) {
-			if r.negate {
-				return -1, r.source
-			}
-			return 1, r.source
-		}
+	created := ig.createdAncestorLocked(rel)
+	ig.mu.Unlock()
+
+	name, why, ok = ig.ignored(rel, isDir)
+	if !ok || why == "git metadata" {
+		return name, why, ok
 	}
-	return 0, ""
+	if created == "" {
+		// It existed when the session started: always recorded.
+		return "", "", false
+	}
+	// Everything below both the ignored path and the created one is
+	// skipped: report the deeper of the two.
+	if n := strings.TrimSuffix(name, "/"); len(n) > len(created) {
+		created = n
+	}
+	name = created
+	if name != rel || isDir {
+		name += "/"
+	}
+	return name, createdReason + why, true
+}
+
+// absent reports whether an lstat error says nothing is at the path.
+func absent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// storeObject reads the content of a recorded pre-image from st.
+func storeObject(st *store) func(pstate) ([]byte, error) {
+	return func(ps pstate) ([]byte, error) {
+		h, err := parseHash(ps.Hash)
+		if err != nil {
+			return nil, err
+		}
+		return st.get(h)
+	}
 }
 
 // isGitPath reports whether rel is inside (or is) a .git directory.

@@ -15,12 +15,7 @@ func TestIgnoreMatcher(t *testing.T) {
 	write(".gitignore", "# build output\nbuild/\n*.log\n!keep.log\n/rootonly\ndocs/**/*.pdf\nlib/gen\n")
 	write("sub/.gitignore", "local.txt\n!important.log\n")
 	write(".lite-agent-ignore", "secrets.env\n")
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	ig := newIgnorer(root, DefaultIgnoreFiles, []string{"*.bak", "!special.bak"})
+	ig := newIgnorer(dir, DefaultIgnoreFiles, []string{"*.bak", "!special.bak"}, nil)
 	for _, c := range []struct {
 		path  string
 		dir   bool
@@ -46,6 +41,7 @@ func TestIgnoreMatcher(t *testing.T) {
 		{"sub/important.log", false, "", ""}, // re-included deeper
 		{"secrets.env", false, "secrets.env", ".lite-agent-ignore:1"},
 		{"a.bak", false, "a.bak", "ignore option *.bak"},
+		{"build/x.bak", false, "build/", ".gitignore:2"},
 		{"special.bak", false, "", ""},
 		{".git/config", false, ".git/", "git metadata"},
 		{"vendor/x/.git/HEAD", false, "vendor/x/.git/", "git metadata"},
@@ -73,7 +69,8 @@ func TestIgnoredPathsAreNamedAndLeftAlone(t *testing.T) {
 	for _, ig := range cp.Ignored {
 		names = append(names, ig.Path+" ("+ig.Reason+")")
 	}
-	want := "big.bin (larger than the 1000-byte size cap) gen/ (ignore option gen/) node_modules/ (.gitignore:1) scratch.tmp (.gitignore:2) secret.txt (.lite-agent-ignore:1)"
+	c := createdReason
+	want := "big.bin (larger than the 1000-byte size cap) gen/ (" + c + "ignore option gen/) node_modules/ (" + c + ".gitignore:1) scratch.tmp (" + c + ".gitignore:2) secret.txt (" + c + ".lite-agent-ignore:1)"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("ignored:\n%s\nwant:\n%s", got, want)
 	}

@@ -101,9 +101,9 @@ func listHistory(h *history) []Checkpoint {
 			Detail: "changes recorded but never sealed: the session is running, or stopped without sealing; they are sealed as 'recovered' when the session is next opened or rewound"}
 		seen := map[string]bool{}
 		for _, pr := range h.tail {
-			if !seen[pr.Path] {
-				seen[pr.Path] = true
-				cp.Files = append(cp.Files, FileChange{Path: pr.Path, Change: "recorded", From: pr.State.Kind})
+			if !seen[string(pr.Path)] {
+				seen[string(pr.Path)] = true
+				cp.Files = append(cp.Files, FileChange{Path: string(pr.Path), Change: "recorded", From: pr.State.Kind})
 			}
 		}
 		out = append(out, cp)
@@ -132,7 +132,7 @@ func checkpointOf(h *history, n int) Checkpoint {
 	for _, x := range h.after[n] {
 		switch x.T {
 		case "ext":
-			cp.External = append(cp.External, ExternalChange{Path: x.Path, Time: x.Time, Now: x.State.Kind})
+			cp.External = append(cp.External, ExternalChange{Path: string(x.Path), Time: x.Time, Now: x.State.Kind})
 		case "incomplete":
 			cp.Incomplete = append(cp.Incomplete, x.Detail)
 		}
@@ -142,7 +142,7 @@ func checkpointOf(h *history, n int) Checkpoint {
 }
 
 func fileChangeOf(e entry) FileChange {
-	fc := FileChange{Path: e.Path, From: e.Pre.Kind, To: e.Post.Kind, Lines: e.Lines, Added: e.Added, Removed: e.Removed}
+	fc := FileChange{Path: string(e.Path), From: e.Pre.Kind, To: e.Post.Kind, Lines: e.Lines, Added: e.Added, Removed: e.Removed}
 	switch {
 	case e.Pre.Kind == KindAbsent:
 		fc.Change = "created"

@@ -23,8 +23,11 @@ import (
 //	pre         the pre-image of one path in the open checkpoint "cp",
 //	            written before RecordSnapshot returns — it is what makes
 //	            an interrupted (never sealed) checkpoint rewindable
+//	post        what an in-process writer reported writing to a path of
+//	            the open checkpoint "cp" (RecordWrite): the agent's
+//	            post-image, for a recovery; no state: forget the report
 //	reset       the open checkpoint "cp" was sealed with nothing changed:
-//	            forget its pre records
+//	            forget its pre and post records
 //	seal        checkpoint "cp" is complete: reason, tool call, user turn,
 //	            and for every changed path its pre-image, post-image and
 //	            changed-line counts; the paths not covered ("ignored")
@@ -37,7 +40,10 @@ import (
 // ignore the pre records of sealed checkpoints. Objects referenced by a
 // record are always written before the record.
 
-const logVersion = 1
+// logVersion 2: names that are not valid UTF-8 are stored as
+// {"b64": ...} (see exactName); "post" records. Version 1 logs are read
+// unchanged.
+const logVersion = 2
 
 type record struct {
 	T    string    `json:"t"`
@@ -50,9 +56,9 @@ type record struct {
 	Workspace string `json:"workspace,omitempty"`
 	Base      int    `json:"base,omitempty"`
 
-	// pre, ext
-	Path  string  `json:"path,omitempty"`
-	State *pstate `json:"state,omitempty"`
+	// pre, post, ext (byte-exact: see exactName)
+	Path  exactName `json:"path,omitempty"`
+	State *pstate   `json:"state,omitempty"`
 	// pre: a directory recorded without its contents (a rewind's record)
 	Shallow bool `json:"shallow,omitempty"`
 
@@ -74,9 +80,9 @@ type record struct {
 
 // entry is one changed path of a sealed checkpoint.
 type entry struct {
-	Path string `json:"p"`
-	Pre  pstate `json:"pre"`
-	Post pstate `json:"post"`
+	Path exactName `json:"p"`
+	Pre  pstate    `json:"pre"`
+	Post pstate    `json:"post"`
 	// Lines says Added and Removed are known (both sides text, small
 	// enough to diff).
 	Lines   bool `json:"lines,omitempty"`
@@ -103,6 +109,9 @@ type history struct {
 	// sealed (the session is running, or it crashed).
 	tail   []record
 	tailCP int
+	// tailPost holds the post records (RecordWrite) of unsealed
+	// checkpoints, in order; only those of tailCP count.
+	tailPost []record
 	// after[n] holds the ext and incomplete records noted after
 	// checkpoint n was sealed.
 	after    map[int][]record
@@ -210,6 +219,9 @@ func parseHistory(path string, data []byte) (*history, error) {
 		if n, ok := prefixCP(line, `{"t":"pre","cp":`); ok && complete && n <= maxSealed {
 			continue
 		}
+		if n, ok := prefixCP(line, `{"t":"post","cp":`); ok && complete && n <= maxSealed {
+			continue
+		}
 		var r record
 		if err := json.Unmarshal(line, &r); err != nil || !complete {
 			// Each batch of records is one write ending in "\n": only
@@ -238,10 +250,21 @@ func parseHistory(path string, data []byte) (*history, error) {
 			}
 			h.tail = append(h.tail, r)
 			h.tailCP = r.CP
+		case "post":
+			if r.Path == "" {
+				return nil, fmt.Errorf("checkpoint: session log %s: line %d: post record without a path", path, lineNo)
+			}
+			if h.sealedAny && r.CP <= h.last {
+				continue
+			}
+			h.tailPost = append(h.tailPost, r)
 		case "reset":
 			if r.CP == h.tailCP {
 				h.tail = nil
 			}
+			// The next checkpoint reuses the number: these posts are not
+			// its.
+			h.tailPost = dropPosts(h.tailPost, r.CP)
 		case "seal":
 			for len(h.seals) <= r.CP {
 				h.seals = append(h.seals, nil)
@@ -255,6 +278,7 @@ func parseHistory(path string, data []byte) (*history, error) {
 			if r.CP == h.tailCP {
 				h.tail = nil
 			}
+			h.tailPost = dropPosts(h.tailPost, r.CP)
 		case "ext", "incomplete":
 			h.after[r.CP] = append(h.after[r.CP], r)
 		}
@@ -269,6 +293,17 @@ func parseHistory(path string, data []byte) (*history, error) {
 		h.seals = append(h.seals, nil)
 	}
 	return h, nil
+}
+
+// dropPosts removes the post records of checkpoints up to cp.
+func dropPosts(posts []record, cp int) []record {
+	kept := posts[:0]
+	for _, p := range posts {
+		if p.CP > cp {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
 
 // logFile appends to a session log it holds an exclusive lock on.

@@ -44,7 +44,9 @@ type model struct {
 	n   int
 }
 
-var modelNames = []string{"a", "b", "c.txt", "d1", "d2"}
+// modelNames include two names that differ only in bytes that are not
+// UTF-8, and a valid non-ASCII one: the log must keep them apart.
+var modelNames = []string{"a", "b", "c.txt", "d1", "d2", "x\xff", "x\xfe", "é"}
 
 func (m *model) abs(p string) string { return filepath.Join(m.ws, filepath.FromSlash(p)) }
 
@@ -158,8 +160,14 @@ func (m *model) step() {
 		if exists && fi.Mode()&fs.ModeSymlink != 0 {
 			os.Remove(m.abs(p)) // replace the link, not its target
 		}
-		if err := os.WriteFile(m.abs(p), m.content(), 0o644); err != nil {
+		c := m.content()
+		if err := os.WriteFile(m.abs(p), c, 0o644); err != nil {
 			m.t.Fatal(err)
+		}
+		if m.rec != nil {
+			if err := m.rec.RecordWrite(p, c); err != nil {
+				m.t.Fatalf("RecordWrite(%s): %v", p, err)
+			}
 		}
 	case 3: // rm -rf
 		if p, ok := m.pick(); ok {

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,6 +125,7 @@ type Recorder struct {
 	known     map[string]pstate // the last known state of every tracked path
 	wrotePre  bool              // pre records exist for the open checkpoint
 	keptBytes int               // bytes of touch.preData in the open checkpoint
+	reported  int               // touched paths with a reported post-image (touch.wrote)
 	recovered *record           // dry run: the in-memory seal of a crashed tail
 
 	watchMu sync.Mutex
@@ -139,6 +141,13 @@ type touch struct {
 	// shallow: a directory recorded without its contents (a rewind's own
 	// record). Every other directory is recorded with its whole subtree.
 	shallow bool
+	// wrote is the post-image an in-process writer reported (RecordWrite):
+	// what the agent itself wrote. At the seal a file that differs from it
+	// was changed by someone else during the call. nil when nothing was
+	// reported, or when a later change was announced (RecordSnapshot of
+	// the path again, or of a directory above it) that may have changed
+	// it since.
+	wrote *pstate
 }
 
 // flight is a capture in progress: concurrent callers for the same path
@@ -238,7 +247,8 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		return nil, fmt.Errorf("checkpoint: opening the workspace: %w", err)
 	}
 	r.st = newStore(filepath.Join(ckptDir(stateDir), "objects"))
-	r.ign = newIgnorer(r.root, r.opts.IgnoreFiles, r.opts.Ignore)
+	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
+	r.ign.replay(r.h) // a continued session: what existed at its start
 	r.known = knownStates(r.h)
 	if len(r.h.tail) > 0 {
 		if err := r.recoverTail(); err != nil {
@@ -290,12 +300,12 @@ func knownStates(h *history) map[string]pstate {
 	for n := 0; n <= h.last; n++ {
 		if s := h.seal(n); s != nil {
 			for _, e := range s.Entries {
-				known[e.Path] = e.Post
+				known[string(e.Path)] = e.Post
 			}
 		}
 		for _, x := range h.after[n] {
 			if x.T == "ext" && x.State != nil {
-				known[x.Path] = *x.State
+				known[string(x.Path)] = *x.State
 			}
 		}
 	}
@@ -308,7 +318,7 @@ func knownStates(h *history) map[string]pstate {
 func (r *Recorder) recoverTail() error {
 	var missing []string
 	for _, pr := range r.h.tail {
-		if _, ok := r.touched[pr.Path]; ok {
+		if _, ok := r.touched[string(pr.Path)]; ok {
 			continue
 		}
 		st := *pr.State
@@ -321,12 +331,26 @@ func (r *Recorder) recoverTail() error {
 				err = r.st.verifyObject(h)
 			}
 			if err != nil {
-				missing = append(missing, pr.Path)
+				missing = append(missing, string(pr.Path))
 				st = pstate{Kind: KindFile, Mode: st.Mode, Size: st.Size, Unrecorded: true, MTime: -1}
 			}
 		}
-		r.touched[pr.Path] = &touch{pre: st, shallow: pr.Shallow}
-		r.order = append(r.order, pr.Path)
+		r.touched[string(pr.Path)] = &touch{pre: st, shallow: pr.Shallow}
+		r.order = append(r.order, string(pr.Path))
+	}
+	// What the agent reported writing before it died (RecordWrite): those
+	// post-images are proven; the others are not (see sealLocked).
+	for _, pr := range r.h.tailPost {
+		t := r.touched[string(pr.Path)]
+		if pr.CP != r.h.tailCP || t == nil {
+			continue
+		}
+		if t.wrote == nil && pr.State != nil {
+			r.reported++
+		} else if t.wrote != nil && pr.State == nil {
+			r.reported--
+		}
+		t.wrote = pr.State
 	}
 	r.wrotePre = true
 	if r.mode != modeDryRun {
@@ -404,7 +428,129 @@ func (r *Recorder) RecordSnapshot(p string) error {
 	if r.isClosed() {
 		return ErrClosed
 	}
-	return r.captureWith(rels, captureOpts{})
+	if err := r.captureWith(rels, captureOpts{}); err != nil {
+		return err
+	}
+	return r.forgetWrites(rels)
+}
+
+// forgetWrites drops the reported post-images of rels and of everything
+// recorded below them: a change is announced that may alter them after
+// what the agent reported, so the state at the seal decides again. The
+// log says so too, so that a recovery does not hold the agent to a
+// post-image it has since changed.
+func (r *Recorder) forgetWrites(rels []string) error {
+	r.mu.Lock()
+	var recs []record
+	if r.reported > 0 {
+		cp := r.openNumber()
+		for p, t := range r.touched {
+			if t.wrote == nil {
+				continue
+			}
+			for _, rel := range rels {
+				if under(p, rel) {
+					t.wrote = nil
+					r.reported--
+					recs = append(recs, record{T: "post", CP: cp, Path: exactName(p)})
+					break
+				}
+			}
+		}
+	}
+	r.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	return r.log.append(recs...)
+}
+
+// RecordWrite tells the recorder what an in-process writer (the edit
+// tools, through tools.WriteRecorder) has just written to path, which it
+// recorded with RecordSnapshot before writing: content is the file's whole
+// new content. It is the path's post-image in the open checkpoint — what
+// the agent wrote, however the file looks at the seal. When the file at
+// the seal differs from it, someone else (the user, another session)
+// wrote it during the call: the seal keeps the agent's post-image and
+// records the other writer's version as an external change, so that a
+// rewind across it reports a conflict instead of discarding that edit.
+// Without RecordWrite the seal takes the file as it finds it.
+//
+// A path not recorded in the open checkpoint (ignored, or never passed to
+// RecordSnapshot) and a file over the size cap are left to the seal.
+func (r *Recorder) RecordWrite(p string, content []byte) error {
+	rel, err := relPath(r.workspace, p)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// Written through a symlink: the content went to its target.
+	if fi, err := r.root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(filepath.Join(r.workspace, rel))
+		if err != nil {
+			return nil
+		}
+		t, err := filepath.Rel(r.workspace, real)
+		if err != nil || t == "." || t == ".." || strings.HasPrefix(t, "../") {
+			return nil
+		}
+		rel = filepath.ToSlash(t)
+	}
+	if r.opts.MaxFileSize >= 0 && int64(len(content)) > r.opts.MaxFileSize {
+		return nil
+	}
+	r.barrier.RLock()
+	defer r.barrier.RUnlock()
+	if r.isClosed() {
+		return ErrClosed
+	}
+	if r.mode != modeRecord {
+		return nil
+	}
+	post := pstate{Kind: KindFile, Size: int64(len(content)), Hash: Hash(sha256.Sum256(content)).String()}
+	// The mode is not in what the writer reports: it is read right after
+	// the write (an existing file keeps its mode; a new one gets the
+	// writer's under the umask).
+	fi, err := r.root.Lstat(rel)
+	r.mu.Lock()
+	t := r.touched[rel]
+	switch {
+	case t == nil:
+		r.mu.Unlock()
+		return nil
+	case err == nil && fi.Mode().IsRegular():
+		post.Mode = unixMode(fi.Mode())
+	case t.pre.Kind == KindFile:
+		post.Mode = t.pre.Mode
+	default:
+		post.Mode = 0o644
+	}
+	r.mu.Unlock()
+	return r.setWrote(map[string]pstate{rel: post})
+}
+
+// setWrote sets the reported post-images of touched paths and logs them,
+// so that a checkpoint recovered after a crash knows what the agent wrote
+// too.
+func (r *Recorder) setWrote(states map[string]pstate) error {
+	r.mu.Lock()
+	cp := r.openNumber()
+	var recs []record
+	for p, st := range states {
+		t := r.touched[p]
+		if t == nil {
+			continue
+		}
+		if t.wrote == nil {
+			r.reported++
+		}
+		t.wrote = &st
+		recs = append(recs, record{T: "post", CP: cp, Path: exactName(p), State: &st})
+	}
+	r.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	return r.log.append(recs...)
 }
 
 func (r *Recorder) isClosed() bool {
@@ -472,7 +618,6 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		f := &flight{done: make(chan struct{})}
 		r.inflight[rel] = f
 		r.mu.Unlock()
-		r.ign.forget(rel)
 
 		release := func() {
 			r.mu.Lock()
@@ -482,7 +627,8 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		}
 		fi, err := r.root.Lstat(rel)
 		isDir := err == nil && fi.IsDir()
-		if name, why, ign := r.ign.ignored(rel, isDir); ign && !co.noIgnore {
+		// Ignore rules skip only what the session creates (ignore.go).
+		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || r.ancestorTouched(rel)); skip && !co.noIgnore {
 			release()
 			r.noteIgnored(name, why)
 			return
@@ -554,6 +700,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			}
 			r.keptBytes += len(c.data)
 			r.touched[c.path] = &touch{pre: c.state, preData: c.data, shallow: c.shallow}
+			r.ign.record(c.path, c.state)
 			r.order = append(r.order, c.path)
 		} else {
 			c.f.err = walkErr
@@ -587,14 +734,14 @@ func (r *Recorder) commitPre(batch []captured) error {
 	for _, c := range batch {
 		if k, ok := r.known[c.path]; ok && !k.same(c.state) {
 			st := c.state
-			exts = append(exts, record{T: "ext", CP: after, Time: now, Path: c.path, State: &st, Detail: "noticed when the agent recorded it"})
+			exts = append(exts, record{T: "ext", CP: after, Time: now, Path: exactName(c.path), State: &st, Detail: "noticed when the agent recorded it"})
 		}
 	}
 	r.mu.Unlock()
 	recs = append(recs, exts...)
 	for _, c := range batch {
 		st := c.state
-		rec := record{T: "pre", CP: cp, Path: c.path, State: &st}
+		rec := record{T: "pre", CP: cp, Path: exactName(c.path), State: &st}
 		rec.Shallow = c.shallow
 		recs = append(recs, rec)
 	}
@@ -619,7 +766,7 @@ func (r *Recorder) commitPre(batch []captured) error {
 	r.wrotePre = true
 	for _, x := range exts {
 		r.h.after[x.CP] = append(r.h.after[x.CP], x)
-		r.known[x.Path] = *x.State
+		r.known[string(x.Path)] = *x.State
 	}
 	r.mu.Unlock()
 	return nil
@@ -678,9 +825,6 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		return nil, nil
 	}
 	number := r.openNumber()
-	for _, p := range r.order {
-		r.ign.forget(p) // an ignore file the agent changed applies from now on
-	}
 
 	// Everything now below a recorded directory that was not recorded did
 	// not exist when the directory was recorded (a recorded directory is
@@ -707,6 +851,7 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 	}
 
 	var entries []entry
+	var exts []record // other writers' versions of paths the agent changed
 	post := map[string]pstate{}
 	dirs := map[string]bool{}
 	for _, p := range r.order {
@@ -716,11 +861,47 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 			return nil, fmt.Errorf("checkpoint: sealing: reading %s: %w", p, err)
 		}
 		post[p] = now
-		if t.pre.same(now) {
+		// What the agent left: what it reported writing, or else the
+		// path as it is now — except when that cannot be the agent's.
+		// Only content can be lost to a rewind: a path now absent comes
+		// back, and a directory keeps what the agent did not create.
+		agent, doubt := now, ""
+		content := (now.Kind == KindFile || now.Kind == KindSymlink) && !t.pre.same(now)
+		switch {
+		case content && t.wrote != nil && !t.wrote.same(now):
+			// Someone else wrote the file after the agent did (the
+			// user, another session): the agent's post-image is what
+			// it wrote, and the other version is an external change.
+			agent, data = *t.wrote, nil
+			doubt = "it differs from what the agent wrote: changed by someone else during the tool call"
+			if info.Reason == ReasonRecovered {
+				// Or the agent's own write, torn by the crash.
+				doubt = "the session stopped during a tool call; it differs from what the agent reported writing, so it cannot be proven to be the agent's"
+			}
+		case content && t.wrote == nil && info.Reason == ReasonRecovered:
+			// The process died during the call; since then anyone may
+			// have written the path, and nothing says what the agent
+			// wrote. A rewind must not discard it unasked.
+			doubt = "the session stopped during a tool call and this content cannot be proven to be the agent's"
+		}
+		if doubt != "" {
+			st := now
+			if now.Kind == KindFile && !now.Unrecorded && r.mode != modeDryRun {
+				// Keep the other writer's version, as NoteExternal does:
+				// a forced rewind can then still be undone.
+				if stored, _, err := readState(r.root, p, r.st, r.opts.MaxFileSize, nil); err == nil {
+					st = stored
+				}
+			}
+			post[p] = st
+			exts = append(exts, record{T: "ext", Time: nowFunc().UTC(), Path: exactName(p), State: &st, Detail: doubt})
+		}
+		if t.pre.same(agent) {
 			continue
 		}
+		now = agent
 		if now.Kind == KindDir && !t.shallow {
-			if name, why, ign := r.ign.ignored(p, true); ign {
+			if name, why, ign := r.ign.skip(p, true, t.pre.Kind == KindAbsent); ign {
 				r.ignored[name] = why
 				continue
 			}
@@ -728,7 +909,7 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		if now.Unrecorded {
 			r.ignored[p] = fmt.Sprintf("larger than the %d-byte size cap", r.opts.MaxFileSize)
 		}
-		e := entry{Path: p, Pre: t.pre, Post: now}
+		e := entry{Path: exactName(p), Pre: t.pre, Post: now}
 		r.countLines(&e, t.preData, data)
 		entries = append(entries, e)
 	}
@@ -762,6 +943,12 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 	}
 	sort.Slice(rec.Ignored, func(i, j int) bool { return rec.Ignored[i].Path < rec.Ignored[j].Path })
 	recs = append(recs, rec)
+	// The other writers' versions, noticed after this checkpoint: a
+	// rewind past it meets them as conflicts.
+	for i := range exts {
+		exts[i].CP = number
+	}
+	recs = append(recs, exts...)
 
 	if r.mode == modeDryRun {
 		r.recovered = &rec
@@ -784,6 +971,7 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		r.h.seals = append(r.h.seals, nil)
 	}
 	r.h.seals[number] = &rec
+	r.h.after[number] = append(r.h.after[number], exts...)
 	if number > r.h.last || !r.h.sealedAny {
 		r.h.last = number
 	}
@@ -807,6 +995,7 @@ func (r *Recorder) finishSeal(post map[string]pstate) {
 	r.ignored = map[string]string{}
 	r.wrotePre = false
 	r.keptBytes = 0
+	r.reported = 0
 }
 
 // discover adds, with pre-image "absent", every path below dir that is not
@@ -824,11 +1013,12 @@ func (r *Recorder) discover(dir string) error {
 	for _, e := range ents {
 		p := dir + "/" + e.Name()
 		isDir := e.IsDir()
-		if name, why, ign := r.ign.ignored(p, isDir); ign {
+		_, recorded := r.touched[p]
+		if name, why, ign := r.ign.skip(p, isDir, !recorded); ign && !recorded {
 			r.ignored[name] = why
 			continue
 		}
-		if _, ok := r.touched[p]; !ok {
+		if !recorded {
 			r.touched[p] = &touch{pre: pstate{Kind: KindAbsent}}
 			r.order = append(r.order, p)
 		}
@@ -897,7 +1087,6 @@ func (r *Recorder) NoteExternal(paths []string) {
 	for _, p := range paths {
 		if rel, err := relPath(r.workspace, p); err == nil {
 			rels = append(rels, rel)
-			r.ign.forget(rel)
 		}
 	}
 	type cand struct {
@@ -955,7 +1144,7 @@ func (r *Recorder) NoteExternal(paths []string) {
 			}
 		}
 		st := now
-		recs = append(recs, record{T: "ext", Time: nowFunc().UTC(), Path: c.path, State: &st})
+		recs = append(recs, record{T: "ext", Time: nowFunc().UTC(), Path: exactName(c.path), State: &st})
 	}
 	if len(recs) == 0 {
 		return
@@ -965,13 +1154,13 @@ func (r *Recorder) NoteExternal(paths []string) {
 	for _, x := range recs {
 		// Drop what changed hands meanwhile (recorded by the agent, or
 		// already noted).
-		if _, busy := r.touched[x.Path]; busy {
+		if _, busy := r.touched[string(x.Path)]; busy {
 			continue
 		}
-		if _, busy := r.inflight[x.Path]; busy {
+		if _, busy := r.inflight[string(x.Path)]; busy {
 			continue
 		}
-		if r.known[x.Path].same(*x.State) {
+		if r.known[string(x.Path)].same(*x.State) {
 			continue
 		}
 		x.CP = r.h.last
@@ -990,7 +1179,7 @@ func (r *Recorder) NoteExternal(paths []string) {
 	r.mu.Lock()
 	for _, x := range kept {
 		r.h.after[x.CP] = append(r.h.after[x.CP], x)
-		r.known[x.Path] = *x.State
+		r.known[string(x.Path)] = *x.State
 	}
 	r.mu.Unlock()
 }

@@ -154,10 +154,10 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 	for n := to + 1; n <= h.last; n++ {
 		if s := h.seal(n); s != nil {
 			for _, e := range s.Entries {
-				pp := plans[e.Path]
+				pp := plans[string(e.Path)]
 				if pp == nil {
-					pp = &pathPlan{path: e.Path, target: e.Pre, expect: e.Pre}
-					plans[e.Path] = pp
+					pp = &pathPlan{path: string(e.Path), target: e.Pre, expect: e.Pre}
+					plans[string(e.Path)] = pp
 				}
 				if !compatible(pp.expect, e.Pre) {
 					pp.conflicts = append(pp.conflicts, fmt.Sprintf("changed outside the agent before checkpoint %d (the agent left %s, then found %s)", n, pp.expect, e.Pre))
@@ -166,8 +166,12 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 			}
 		}
 		for _, x := range h.after[n] {
-			if pp := plans[x.Path]; pp != nil && x.T == "ext" {
-				pp.conflicts = append(pp.conflicts, fmt.Sprintf("changed outside the agent after checkpoint %d (noticed %s)", n, x.Time.Local().Format("2006-01-02 15:04:05")))
+			if pp := plans[string(x.Path)]; pp != nil && x.T == "ext" {
+				why := fmt.Sprintf("changed outside the agent after checkpoint %d (noticed %s)", n, x.Time.Local().Format("2006-01-02 15:04:05"))
+				if x.Detail != "" {
+					why += ": " + x.Detail
+				}
+				pp.conflicts = append(pp.conflicts, why)
 				pp.expect = *x.State
 			}
 		}
@@ -293,7 +297,24 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 	if err := r.captureWith(paths, captureOpts{shallow: true, noIgnore: true, read: read}); err != nil {
 		return rep, fmt.Errorf("checkpoint: rewind: recording the current state first: %w; nothing was changed", err)
 	}
+	// A rewind knows what it writes: its post-images are the targets.
+	// Logged before writing, so that a rewind killed half-way is recovered
+	// as the rewind's work (a path not reached yet is as it was, and so
+	// no change at all).
+	targets := make(map[string]pstate, len(acts))
+	for _, pp := range acts {
+		targets[pp.path] = pp.target
+	}
+	if err := r.setWrote(targets); err != nil {
+		return rep, fmt.Errorf("checkpoint: rewind: %w; nothing was changed", err)
+	}
 	kept, applyErr := r.apply(acts)
+	if applyErr != nil || len(kept) > 0 {
+		// Not every path reached its target: let the seal read them.
+		if err := r.forgetWrites(paths); err != nil && applyErr == nil {
+			applyErr = err
+		}
+	}
 	rep.Kept = append(rep.Kept, kept...)
 	detail := ""
 	if applyErr != nil {
@@ -683,7 +704,7 @@ func (a *applier) placeSymlink(pp *pathPlan) error {
 	}
 	base := path.Base(pp.path)
 	tmp := tmpName(base)
-	if err := d.Symlink(pp.target.Target, tmp); err != nil {
+	if err := d.Symlink(string(pp.target.Target), tmp); err != nil {
 		return fmt.Errorf("restoring %s: %w", pp.path, err)
 	}
 	if err := d.Rename(tmp, base); err != nil {

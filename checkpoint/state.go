@@ -40,8 +40,8 @@ type pstate struct {
 	// (07777) of a file or directory.
 	Mode uint32 `json:"m,omitempty"`
 	Size int64  `json:"n,omitempty"`
-	// Target is a symlink's target, as stored in the link.
-	Target string `json:"t,omitempty"`
+	// Target is a symlink's target, as stored in the link (byte-exact).
+	Target exactName `json:"t,omitempty"`
 	// Unrecorded marks a file larger than the size cap: its content was
 	// neither stored nor hashed, and it is identified by size and MTime.
 	Unrecorded bool  `json:"u,omitempty"`
@@ -78,7 +78,7 @@ func (a pstate) String() string {
 		}
 		return fmt.Sprintf("file %04o, %d bytes, %.12s", a.Mode, a.Size, a.Hash)
 	case KindSymlink:
-		return "symlink to " + a.Target
+		return "symlink to " + string(a.Target)
 	case KindDir:
 		return fmt.Sprintf("directory %04o", a.Mode)
 	}
@@ -145,7 +145,7 @@ func readState(root *os.Root, rel string, st *store, maxSize int64, dirs map[str
 		if err != nil {
 			return ps, nil, err
 		}
-		return pstate{Kind: KindSymlink, Target: t}, nil, nil
+		return pstate{Kind: KindSymlink, Target: exactName(t)}, nil, nil
 	case m.IsDir():
 		return pstate{Kind: KindDir, Mode: unixMode(m)}, nil, nil
 	case !m.IsRegular():

@@ -38,14 +38,30 @@ func (r *run) prepareSandbox() error {
 		}
 		return fmt.Errorf("kernel: preparing the sandbox: %w", err)
 	}
+	// Handlers are narrowed from the ceiling, which is the commands'
+	// policy unless the caller named a wider one on purpose.
+	ceiling := p
+	if r.opts.HandlerCeiling != nil {
+		ceiling = *r.opts.HandlerCeiling
+		if ceiling.Workspace == "" {
+			ceiling.Workspace = p.Workspace
+		}
+		if ceiling.Workspace != p.Workspace {
+			sb.Close()
+			return fmt.Errorf("kernel: HandlerCeiling.Workspace is %s, not the session's %s; leave it empty", ceiling.Workspace, p.Workspace)
+		}
+		ceiling.CaptureChanges = p.CaptureChanges
+	}
 	r.basePolicy = p
+	r.handlerCeiling = ceiling
 	r.sandbox = sb
 	r.handlerSandboxes = map[handlerProfile]*sandbox.Sandbox{}
 	return nil
 }
 
-// handlerSandbox returns the sandbox a custom tool's handler runs in,
-// narrowed to its declared security (see tools.HandlerPolicy), and the
+// handlerSandbox returns the sandbox a custom tool's handler runs in: the
+// handler ceiling narrowed to its declared security (tools.HandlerPolicy;
+// a declaration never widens), and the
 // workspace its Context sees ("" when it declared no filesystem access).
 func (r *run) handlerSandbox(t *tools.Tool) (*sandbox.Sandbox, string, error) {
 	sec := t.Security()
@@ -65,7 +81,7 @@ func (r *run) handlerSandbox(t *tools.Tool) (*sandbox.Sandbox, string, error) {
 	if sb := r.handlerSandboxes[key]; sb != nil {
 		return sb, workspace, nil
 	}
-	p, err := tools.HandlerPolicy(r.basePolicy, sec)
+	p, err := tools.HandlerPolicy(r.handlerCeiling, sec)
 	if err != nil {
 		return nil, "", err
 	}

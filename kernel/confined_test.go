@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -165,5 +167,94 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 	nofs, _, _ := run(false, "probe_nofs", "x.txt")
 	if !strings.HasPrefix(nofs["write"], "err:") || !strings.Contains(nofs["read"], "permission denied") {
 		t.Errorf("a handler declaring no filesystem access: %v", nofs)
+	}
+}
+
+var (
+	probeLoopback = tools.Must(tools.New("probe_lo", "probes its confinement", probe, &tools.Options{
+		Security: &tools.Security{Network: tools.NetworkLoopback, Filesystem: tools.FilesystemWorkspace, SideEffects: tools.SideEffectsWorkspace}}))
+	probeRoot = tools.Must(tools.New("probe_root", "probes its confinement", probe, &tools.Options{
+		Security: &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}}))
+)
+
+// TestHandlerDeclarationOnlyNarrows: a custom tool's declared Security
+// narrows the session's sandbox and never widens it. Each attack is run
+// twice: under a session policy that grants what the tool declares (the
+// probe reaches it: the test proves something) and under one that does
+// not (the declaration alone must not get it there).
+func TestHandlerDeclarationOnlyNarrows(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("OUTSIDE THE WORKSPACE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	run := func(tool string, sb, ceiling *sandbox.Policy, in probeIn) map[string]string {
+		t.Helper()
+		e := newEnv(t)
+		b, _ := json.Marshal(in)
+		o := e.opts(script(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "`+tool+`", "input": `+string(b)+`}]}, {"text": "done"}]}`))
+		o.InProcessHandlers = false
+		o.CustomTools = []*tools.Tool{probeWorkspace, probeLoopback, probeRoot}
+		o.AllowedTools = []string{"probe_*"}
+		o.Sandbox, o.HandlerCeiling = sb, ceiling
+		evs, err := collect(t, context.Background(), o)
+		if errors.Is(err, sandbox.ErrUnsupported) {
+			t.Skipf("the sandbox cannot run here (%v); this test would have checked that a declared Security never widens the session's sandbox", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := byType(evs, EventToolResult)[0]
+		var out map[string]string
+		if err := json.Unmarshal([]byte(resultText(res)), &out); err != nil {
+			t.Fatalf("%s: result %q: %v", tool, resultText(res), err)
+		}
+		return out
+	}
+	dial := probeIn{Dial: ln.Addr().String()}
+	read := probeIn{Read: outside}
+	none := &sandbox.Policy{Network: sandbox.NetworkNone}
+	loopback := &sandbox.Policy{Network: sandbox.NetworkLoopback}
+	rootReadable := &sandbox.Policy{ReadOnlyPaths: []string{"/"}}
+
+	// Network: the narrower of the session's and the declaration wins.
+	if got := run("probe_lo", loopback, nil, dial); got["dial"] != "ok" {
+		t.Fatalf("with the session at loopback the probe must connect, or this test proves nothing: %v", got)
+	}
+	if got := run("probe_lo", none, nil, dial); !strings.HasPrefix(got["dial"], "err:") {
+		t.Errorf("a tool declaring loopback under a session with network none connected: %v", got)
+	}
+	// A ceiling named on purpose lets handlers reach more than commands.
+	if got := run("probe_lo", none, loopback, dial); got["dial"] != "ok" {
+		t.Errorf("with HandlerCeiling at loopback a tool declaring loopback must connect: %v", got)
+	}
+	// ... and a declaration still narrows under it.
+	if got := run("probe_ws", none, loopback, dial); !strings.HasPrefix(got["dial"], "err:") {
+		t.Errorf("a tool declaring network none connected under a loopback ceiling: %v", got)
+	}
+
+	// Filesystem: "/" is readable only if the session already grants it.
+	if got := run("probe_root", rootReadable, nil, read); got["read"] != "ok: OUTSIDE THE WORKSPACE" {
+		t.Fatalf("with \"/\" readable the probe must read the file, or this test proves nothing: %v", got)
+	}
+	if got := run("probe_root", nil, nil, read); !strings.Contains(got["read"], "permission denied") {
+		t.Errorf("a tool declaring filesystem unrestricted read outside the workspace the session confines it to: %v", got)
+	}
+	// A tool declaring the workspace does not get the session's "/".
+	if got := run("probe_ws", rootReadable, nil, read); !strings.Contains(got["read"], "permission denied") {
+		t.Errorf("a tool declaring filesystem workspace read outside it: %v", got)
 	}
 }

@@ -80,6 +80,39 @@
 // UserPromptSubmit blocks the prompt; notification hooks are only
 // reported. Command hooks from policy files are wired by package local.
 //
+// # Hook trust
+//
+// A hook is trusted, or deny-only (Hook.DenyOnly: package local marks the
+// hooks of a policy file the preset does not trust to loosen the policy,
+// the workspace's under strict). Each output field is permitted or not by
+// the event (a field its event does not understand is an error) and by
+// the trust level:
+//
+//	field (event)                          trusted   deny-only
+//	decision "deny" (PreToolUse)           applied   applied
+//	decision "ask" (PreToolUse)            applied   applied
+//	decision "allow" (PreToolUse)          applied   error
+//	decision "block" (UserPromptSubmit)    applied   applied
+//	reason (with a decision; else unused)  applied   applied
+//	updated_input (PreToolUse)             applied   error
+//	updated_output (PostToolUse)           applied   error
+//	additional_context (tool events but    applied   applied
+//	  PermissionDenied, UserPromptSubmit,
+//	  SessionStart; elsewhere an error)
+//	any other key (continue, stopReason,   error     error
+//	  suppressOutput, systemMessage, ...)
+//
+// An error is a failed hook — never silently applied, never silently
+// ignored: a PreToolUse call is denied, a PostToolUse output withheld,
+// and a hook event names the field. Unknown keys are refused by the JSON
+// decoding of command hooks; Go hooks cannot return them. A deny-only
+// hook may add context because it tightens nothing and loosens nothing:
+// the text is labelled with the hook's name and added beside the real
+// output, which it cannot replace, and the workspace that wrote the hook
+// can already put text before the model (AGENTS.md, its files). An
+// applied rewrite (updated_input, or CanUseTool's UpdatedInput) shows in
+// the call's tool_call event as effective_input beside the model's input.
+//
 // # MCP servers
 //
 // Options.MCPServers are connected (package mcp) after the sandbox is
@@ -96,6 +129,16 @@
 // server runs confined like any custom tool. A server that dies
 // mid-session makes its calls error results. The servers are shut down
 // when the run ends.
+//
+// # Confinement of custom handlers
+//
+// Every custom handler runs in a confined re-execution of the program
+// (unless InProcessHandlers), under HandlerCeiling — nil: Sandbox, what
+// commands get — narrowed by the tool's declared Security
+// (tools.HandlerPolicy). A declaration never widens: the narrower network
+// wins, and "unrestricted" reaches "/" only if the ceiling already lists
+// it. A caller who means handlers to reach more than commands says so
+// with HandlerCeiling (package local does, from the preset).
 //
 // # Subagents
 //

@@ -22,7 +22,11 @@ const (
 	EventRetry EventType = "retry"
 	// EventAssistantMessage is a whole assistant turn.
 	EventAssistantMessage EventType = "assistant_message"
-	// EventToolCall is a tool call the model made, before it is gated.
+	// EventToolCall is a tool call the model made. It comes once the
+	// permission gate has decided (and before the permission event), so
+	// that it shows both the input the model gave (Input) and, when a
+	// PreToolUse hook or CanUseTool rewrote it, the input the tool runs
+	// with (EffectiveInput, "effective_input").
 	EventToolCall EventType = "tool_call"
 	// EventPermission says what the permission gate decided about a call
 	// and why: which rule, hook, mode, CanUseTool or approval.
@@ -93,6 +97,10 @@ type Event struct {
 	Input   json.RawMessage
 	IsError bool
 	Content []tools.Content
+	// EffectiveInput (tool_call) is set when a PreToolUse hook or
+	// CanUseTool changed the input of an allowed call: what the tool ran
+	// with, where Input is what the model asked for.
+	EffectiveInput json.RawMessage
 
 	// custom
 	Data any
@@ -179,10 +187,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Type      EventType `json:"type"`
 			SessionID string    `json:"session_id"`
 			agentTag
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}{e.Type, e.SessionID, tag, e.ID, e.Name, rawOrString(e.Input)})
+			ID             string          `json:"id"`
+			Name           string          `json:"name"`
+			Input          json.RawMessage `json:"input"`
+			EffectiveInput json.RawMessage `json:"effective_input,omitempty"`
+		}{e.Type, e.SessionID, tag, e.ID, e.Name, rawOrString(e.Input), e.EffectiveInput})
 	case EventToolResult:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`

@@ -127,6 +127,17 @@ func (g *gate) readOnly(t *tools.Tool) bool {
 	return t.ReadOnly() || g.delegate != nil && t == g.delegate
 }
 
+// unprovenDenial: in bypassPermissions mode nobody is asked, so a call
+// the rules cannot prove clear of a deny rule (policies.Decision.Unproven)
+// is denied — a deny rule holds without an ask behind it.
+func (g *gate) unprovenDenial(v policies.Decision) (decision, bool) {
+	if g.mode != PermissionBypass || v.Behavior != policies.Ask || !v.Unproven {
+		return decision{}, false
+	}
+	msg := v.Reason + " (bypassPermissions mode asks nobody, so a call that could run what a deny rule names is denied; write the command so that every program it runs is a fixed word)"
+	return decision{by: byRule, rule: v.CouldMatch, message: msg, reason: v.Reason}, true
+}
+
 func ruleDenial(v policies.Decision, after string) decision {
 	msg := v.Reason
 	if after != "" {
@@ -146,6 +157,9 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 	v := rc.Decide()
 	if v.Behavior == policies.Deny {
 		return ruleDenial(v, "")
+	}
+	if d, ok := g.unprovenDenial(v); ok {
+		return d
 	}
 	if g.mode == PermissionPlan && !g.readOnly(t) {
 		return decision{by: byMode, reason: "plan mode refuses tools that are not read-only",
@@ -167,6 +181,10 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 			v = rc.Decide()
 			if v.Behavior == policies.Deny {
 				d := ruleDenial(v, "after the PreToolUse hook "+h.rewrote+" rewrote the input")
+				d.context = extra
+				return d
+			}
+			if d, ok := g.unprovenDenial(v); ok {
 				d.context = extra
 				return d
 			}
@@ -277,8 +295,12 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 			if bad != nil {
 				return asked(decision{by: byCanUseTool, reason: askReason, message: fmt.Sprintf("CanUseTool rewrote the input into one the tool refuses: %s", bad.TextOf())})
 			}
-			if v := g.rules.Decide(name, prepared); v.Behavior == policies.Deny {
+			v := g.rules.Decide(name, prepared)
+			if v.Behavior == policies.Deny {
 				return asked(ruleDenial(v, "after CanUseTool rewrote the input"))
+			}
+			if d, ok := g.unprovenDenial(v); ok {
+				return asked(d)
 			}
 			d.input = prepared
 		}

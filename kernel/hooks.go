@@ -74,8 +74,11 @@ type Hook struct {
 	Name string
 	// Timeout bounds one run; zero means DefaultHookTimeout.
 	Timeout time.Duration
-	// DenyOnly makes an allow from this hook count as no decision: for
-	// hooks from sources not trusted to loosen the policy.
+	// DenyOnly is the trust level of hooks from sources not trusted to
+	// loosen the policy (the workspace's policy file under strict): such
+	// a hook may deny, ask, block a prompt and add context, and an output
+	// with an allow, an updated_input or an updated_output makes it a
+	// failed hook (see "Hook trust" in the package documentation).
 	DenyOnly bool
 	// Func is the hook.
 	Func HookFunc
@@ -260,7 +263,42 @@ func (h *compiledHook) run(ctx context.Context, in *HookInput) (*HookOutput, err
 	if o.out.UpdatedOutput != nil && h.Event != HookPostToolUse {
 		return nil, fmt.Errorf("updated_output means nothing for a %s hook", h.Event)
 	}
+	if o.out.AdditionalContext != "" && (h.Event == HookStop || h.Event == HookSessionEnd || h.Event == HookPermissionDenied) {
+		// Nothing the model reads follows these events: context would be
+		// dropped, and a dropped field must not pass for a delivered one.
+		return nil, fmt.Errorf("additional_context means nothing for a %s hook: the model reads nothing after it", h.Event)
+	}
+	if err := h.permits(o.out); err != nil {
+		return nil, err
+	}
 	return o.out, nil
+}
+
+// permits checks an output against the hook's trust level (see "Hook
+// trust" in the package documentation): a deny-only hook may tighten —
+// deny, ask, block, add labelled context — but every field that would
+// loosen the policy or change what was approved is an error, so the
+// hook counts as failed (fail closed) instead of being silently obeyed
+// or silently ignored. This is the one place the table is enforced.
+func (h *compiledHook) permits(out *HookOutput) error {
+	if !h.DenyOnly {
+		return nil
+	}
+	const why = "this hook is deny-only (it comes from a policy file the preset does not trust to loosen the policy, such as the workspace's under strict)"
+	switch {
+	case out.Decision == "allow":
+		// An allow would skip the ask rules, the mode and the person.
+		return fmt.Errorf("decision \"allow\": %s, and a deny-only hook may deny or ask, never allow", why)
+	case len(out.UpdatedInput) > 0:
+		// A rewrite would make the tool run something nobody approved:
+		// an auto-approved write_file turned into a backdoor.
+		return fmt.Errorf("updated_input: %s, and a deny-only hook may not rewrite what the tool runs", why)
+	case out.UpdatedOutput != nil:
+		// A replaced output would lie to the model about what happened
+		// ("3 tests failed" shown as "all passed").
+		return fmt.Errorf("updated_output: %s, and a deny-only hook may not replace what the tool returned", why)
+	}
+	return nil
 }
 
 // hookFailure is the hook event reporting a failed hook.
@@ -323,9 +361,7 @@ func runPre(ctx context.Context, hooks []*compiledHook, base HookInput, call too
 				res.decision, res.hook, res.reason = "ask", h.Name, out.Reason
 			}
 		case "allow":
-			if h.DenyOnly {
-				continue // not trusted to loosen
-			}
+			// A deny-only hook's allow never gets here: run refuses it.
 			if res.decision == "" {
 				res.decision, res.hook, res.reason = "allow", h.Name, out.Reason
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/lite-agent/lite-agent/mcp"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -14,8 +15,9 @@ import (
 // fails is reported in session_start and leaves the run going; only a
 // configuration that cannot be used at all is an error.
 //
-// Stdio servers run in the sandbox under the session's base policy,
-// narrowed to what their entries declare (see package mcp). With
+// Stdio servers run in the sandbox under the handler ceiling (with
+// MCPMaxNetwork's network when set), narrowed to what their entries
+// declare (see package mcp). With
 // checkpoints, what a server that may write the workspace changes there
 // is captured like a command's changes: its pre-images go to the
 // session's recorder (through mcpChanges, since the recorder is opened
@@ -25,7 +27,14 @@ func (r *run) connectMCP(ctx context.Context) error {
 	if len(o.MCPServers) == 0 {
 		return nil
 	}
-	base := r.basePolicy
+	// Servers are narrowed from the handler ceiling, like custom
+	// handlers; MCPMaxNetwork, when set, is the network a server may
+	// declare, so it is the ceiling's network too (servers declaring
+	// more are refused before they start).
+	base := r.handlerCeiling
+	if o.MCPMaxNetwork != "" {
+		base.Network = sandbox.NetworkMode(o.MCPMaxNetwork)
+	}
 	base.CaptureChanges = false
 	mo := &mcp.Options{
 		Servers:        o.MCPServers,

@@ -91,6 +91,18 @@ type Options struct {
 	// empty, is the session's workspace. If the kernel cannot enforce the
 	// policy the run fails (fail closed) unless the policy says BestEffort.
 	Sandbox *sandbox.Policy
+	// HandlerCeiling is the most a custom tool's handler (and an
+	// in-process MCP server's tool, and an external stdio MCP server) may
+	// run with; nil means Sandbox — handlers get no more than commands.
+	// A tool's declared Security only narrows it (tools.HandlerPolicy):
+	// a declared network wider than the ceiling's gets the ceiling's, and
+	// Filesystem "unrestricted" reaches "/" only where the ceiling lists
+	// it in ReadOnlyPaths or ReadWritePaths. Set it when handlers are
+	// meant to reach more than commands (package local fills it from the
+	// preset: under strict, loopback for custom tools where bash gets no
+	// network). Its Workspace must be empty or Sandbox's; changes are
+	// captured as for Sandbox.
+	HandlerCeiling *sandbox.Policy
 	// InProcessHandlers runs custom tool handlers in this process,
 	// unconfined, instead of in a sandboxed child. It is for tests and for
 	// handlers that need this process's state; the strict assembler refuses
@@ -116,6 +128,12 @@ type Options struct {
 	MCPServers map[string]mcp.ServerConfig
 	// MCPMaxNetwork refuses, without starting them, external servers that
 	// declare a wider network (mcp.Options.MaxNetwork); empty: no cap.
+	// Stdio servers run under HandlerCeiling narrowed by their entries;
+	// when MCPMaxNetwork is set, its network is that ceiling's network
+	// for them (a named grant, as under the permissive preset, whose
+	// servers may reach what commands reach); when empty, a server gets
+	// at most HandlerCeiling's (or Sandbox's) network, whatever it
+	// declares.
 	MCPMaxNetwork tools.Network
 	// MCPConnectTimeout bounds connecting each server; zero means
 	// mcp.DefaultConnectTimeout.

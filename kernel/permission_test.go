@@ -349,7 +349,8 @@ func TestPreToolUseHooks(t *testing.T) {
 			record(in)
 			return &HookOutput{Decision: "deny", Reason: "pushing is done by CI"}, nil
 		})},
-		// Untrusted: its allow counts for nothing.
+		// Untrusted: its allow is an error, so the hook counts as failed
+		// and the call is denied (see TestHookTrust for every field).
 		{Event: HookPreToolUse, Matcher: "edit_file", Name: "untrusted", DenyOnly: true, Func: hookFunc(func(in *HookInput) (*HookOutput, error) {
 			return &HookOutput{Decision: "allow"}, nil
 		})},
@@ -387,16 +388,16 @@ func TestPreToolUseHooks(t *testing.T) {
 	got["none"].want(t, "none", "deny", byHeadless, "needs approval")
 	got["push"].want(t, "push", "deny", byHook, "pushing is done by CI")
 	got["nopush"].want(t, "nopush", "deny", byHeadless, "needs approval")
-	got["edit"].want(t, "edit", "deny", byHeadless, "needs approval")
+	got["edit"].want(t, "edit", "deny", byHook, "deny-only")
 	// Every failure is reported as a hook event.
 	failed := map[string]bool{}
 	for _, ev := range byType(evs, EventHook) {
-		if ev.Hook != "guard" || ev.HookEvent != "PreToolUse" || ev.Error == "" || !strings.Contains(ev.Reason, "denied") {
+		if ev.Hook != "guard" && ev.Hook != "untrusted" || ev.HookEvent != "PreToolUse" || ev.Error == "" || !strings.Contains(ev.Reason, "denied") {
 			t.Errorf("hook event %+v", ev)
 		}
 		failed[ev.ID] = true
 	}
-	for _, id := range []string{"junk", "error", "panic", "weird", "slow"} {
+	for _, id := range []string{"junk", "error", "panic", "weird", "slow", "edit"} {
 		if !failed[id] {
 			t.Errorf("no hook event for %s", id)
 		}

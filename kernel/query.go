@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,6 +83,7 @@ type session struct {
 	// sandbox confines bash; handlerSandboxes confine custom handlers, one
 	// per declared security profile, built on first use.
 	basePolicy       sandbox.Policy
+	handlerCeiling   sandbox.Policy // Options.HandlerCeiling, or basePolicy
 	sandbox          *sandbox.Sandbox
 	builtins         map[*tools.Tool]bool
 	handlerMu        sync.Mutex
@@ -860,24 +862,33 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 	}
 	for i, u := range uses {
 		call := tools.Call{ID: u.ID, Name: u.Name, Input: u.Input}
-		if ok && !yield(r.event(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Input: call.Input}), nil) {
-			ok = false
+		// announce emits the call's tool_call event: at once for a call
+		// that never reaches the gate, and for one that does once the gate
+		// has decided, so that the event can show the input the tool will
+		// really run with (effective) beside the model's.
+		announce := func(effective json.RawMessage) {
+			if ok && !yield(r.event(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Input: u.Input, EffectiveInput: effective}), nil) {
+				ok = false
+			}
 		}
 		if !ok || interrupt != "" {
 			// The consumer has gone or the run was interrupted: record the
 			// call as not run, so that the transcript stays answerable.
+			announce(nil)
 			results[i] = toolResultBlock(call.ID, tools.Errorf("not run: the run was stopped before this call"))
 			continue
 		}
 		if h := r.halted(); h != nil {
 			// The budget is spent (or a subagent stopped the run): nothing
 			// more runs, and the model is told why.
+			announce(nil)
 			flush()
 			results[i] = r.deliver(yield, call, tools.Errorf("not run: %v", h.err), &ok)
 			continue
 		}
 		t := r.visible[call.Name]
 		if t == nil {
+			announce(nil)
 			flush()
 			results[i] = r.deliver(yield, call, r.unknownTool(call.Name), &ok)
 			continue
@@ -887,6 +898,7 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 		// a call the schema refuses never reaches the gate.
 		prepared, bad := t.PrepareInput(call.Input)
 		if bad != nil {
+			announce(nil)
 			flush()
 			results[i] = r.deliver(yield, call, r.postHooks(yield, call, bad, &ok), &ok)
 			continue
@@ -902,7 +914,19 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 				ok = false
 			}
 		}
-		d := r.gate.decide(r.ctx, t, call, report)
+		// The gate's hook events wait for the tool_call event, which
+		// waits for the decision: the stream stays tool_call → hook →
+		// permission → tool_result.
+		var held []Event
+		d := r.gate.decide(r.ctx, t, call, func(e Event) { held = append(held, e) })
+		var effective json.RawMessage
+		if d.allow && d.input != nil && !jsonEqual(d.input, call.Input) {
+			effective = d.input
+		}
+		announce(effective)
+		for _, e := range held {
+			report(e)
+		}
 		report(permissionEvent(call, r.gate.mode, d))
 		if !d.allow {
 			flush()
@@ -926,6 +950,18 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 	}
 	flush()
 	return results, interrupt, ok
+}
+
+// jsonEqual reports whether two JSON texts are the same value, so that a
+// rewrite that changed nothing (or only spacing) is not reported as one.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
 }
 
 func (r *run) unknownTool(name string) *tools.Result {

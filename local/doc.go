@@ -35,8 +35,10 @@
 // # What New wires
 //
 //   - the preset's sandbox policy for commands; each custom handler runs
-//     in a confined re-execution of the program under the profile its
-//     Security allows (so call tools.ServeConfinedCall() first in main);
+//     in a confined re-execution of the program (so call
+//     tools.ServeConfinedCall() first in main) under HandlerCeiling — what
+//     the preset lets custom tools have beyond commands: loopback, and
+//     under standard and permissive "/" — narrowed by its own Security;
 //   - rules: the preset's, the user's policy file's, the workspace's
 //     policy file's, then Config.Rules, AllowedTools and DisallowedTools
 //     (policies.Load documents the merge; deny wins wherever it is);
@@ -48,4 +50,15 @@
 //   - MCP servers (stdio servers in the preset's sandbox, narrowed per
 //     entry; the network cap passed on to the kernel too), subagents, the
 //     token budget and structured output, as kernel.Options.
+//
+// # What cannot change after New
+//
+// An Agent's options are fixed by New: it copies the Config's slices and
+// maps before checking them (changing them afterwards changes nothing),
+// Options returns a deep copy, and a QueryOption acts on an unexported
+// struct that holds only the session's choices (Resume, SessionID) — it
+// cannot set the permission mode, rules, hooks, CanUseTool, the sandbox,
+// tools, MCP servers, agents, in-process handlers or checkpoints. Code
+// that needs other options per query builds another Agent, or calls
+// kernel.Query itself, outside the assembler's guarantees.
 package local

@@ -29,6 +29,17 @@ const maxHookOutput = 1 << 20
 // exit code, output that is not that JSON, a timeout, a sandbox that cannot
 // start — is the hook failing, which the kernel treats as documented on
 // kernel.Hook (never as an allow).
+//
+// Hook scripts are files an agent may have planted (python3
+// .lite-agent/hooks/guard.py), but lite-agent itself never opens, stats
+// or reads them: only the hook's bash does, inside the sandbox. So there
+// is nothing here for safefile to guard, and each hostile form of the
+// script is bounded by what confines the hook: a FIFO blocks the hook
+// until its timeout (at most 10 minutes), /dev/zero is read until the
+// timeout or the sandbox's limits, a symlink leads only where the
+// sandbox lets the hook read — and each of those is a failing hook,
+// which never allows. What is checked before anything runs is the policy
+// file that names the hook (policies.LoadWorkspaceFile).
 func CommandHook(spec policies.HookSpec, base sandbox.Policy) kernel.Hook {
 	pol := base
 	workspace := base.Workspace

@@ -127,6 +127,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("local: Config.Model is required")
 	}
+	// The checks below judge copies: a caller that changes its Config's
+	// slices or maps after New (a tool swapped in, a server added, an
+	// agent's mode changed) changes nothing of the agent.
+	cfg.CustomTools = slices.Clone(cfg.CustomTools)
+	cfg.MCPServers = cloneServers(cfg.MCPServers)
+	cfg.Agents = cloneAgents(cfg.Agents)
 	if cfg.InProcessHandlers {
 		return nil, errors.New("local: InProcessHandlers: the strict assembler runs every custom handler confined in the sandbox and refuses to run them unconfined; use kernel.Query directly if you must")
 	}
@@ -191,6 +197,7 @@ func New(cfg Config) (*Agent, error) {
 		UserInput:                       cfg.UserInput,
 		StateDir:                        cfg.StateDir,
 		Sandbox:                         &sb,
+		HandlerCeiling:                  HandlerCeiling(preset, ws),
 		MCPServers:                      cfg.MCPServers,
 		MCPMaxNetwork:                   MCPMaxNetwork(preset),
 		MCPConnectTimeout:               cfg.MCPConnectTimeout,
@@ -209,7 +216,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := kernel.CheckConfinedTools(&opts); err != nil {
 		return nil, err
 	}
-	return &Agent{opts: opts, preset: preset, policy: pol}, nil
+	return &Agent{opts: cloneOptions(opts), preset: preset, policy: pol}, nil
 }
 
 // CheckTools checks custom tools against a preset, returning every
@@ -243,6 +250,25 @@ func checkTools(preset policies.Preset, ts []*tools.Tool, prefix string) []error
 		}
 	}
 	return errs
+}
+
+// HandlerCeiling is the most a custom tool's handler may run with under
+// preset: the commands' policy, with the network the preset lets custom
+// tools declare (CustomToolMaxNetwork: loopback in every preset, so a
+// local test server or language server is reachable under strict although
+// bash gets no network — and under permissive a handler gets loopback,
+// not bash's whole network), and "/" read-write where the preset lets
+// them declare Filesystem "unrestricted" (standard, permissive). Each
+// handler gets this narrowed by its own declaration (tools.HandlerPolicy),
+// so a tool declaring less gets less; CheckTools has already refused one
+// declaring more.
+func HandlerCeiling(preset policies.Preset, workspace string) *sandbox.Policy {
+	p := preset.Policy(workspace)
+	p.Network = preset.CustomToolMaxNetwork
+	if preset.CustomToolUnrestrictedFilesystem {
+		p.ReadWritePaths = append(p.ReadWritePaths, "/")
+	}
+	return &p
 }
 
 // MCPMaxNetwork is the widest network an external MCP server may declare
@@ -313,30 +339,109 @@ func (a *Agent) Preset() policies.Preset { return a.preset }
 // Policy returns the preset merged with the policy files that were read.
 func (a *Agent) Policy() *policies.Policy { return a.policy }
 
-// Options returns a copy of the kernel options every query starts from.
-func (a *Agent) Options() kernel.Options { return a.opts }
+// Options returns a deep copy of the kernel options every query starts
+// from: changing it (its slices, maps, the sandbox policies) changes
+// nothing of the agent.
+func (a *Agent) Options() kernel.Options { return cloneOptions(a.opts) }
 
-// QueryOption changes one query.
-type QueryOption func(*kernel.Options)
+// QueryOption changes one query. It acts only on what one query may
+// safely choose — which session it is (Resume, SessionID) — never on the
+// kernel options New checked against the preset: a per-query option that
+// received the whole kernel.Options could set bypassPermissions, drop the
+// sandbox or the hooks and undo every check (the reason adk-go's
+// RunOption targets an unexported struct). Everything else is chosen
+// once, in Config, and checked by New.
+type QueryOption func(*queryOptions)
+
+// queryOptions are the fields a QueryOption may set.
+type queryOptions struct {
+	resume    string
+	sessionID string
+}
 
 // Resume continues the session with this id.
 func Resume(sessionID string) QueryOption {
-	return func(o *kernel.Options) { o.Resume = sessionID }
+	return func(q *queryOptions) { q.resume = sessionID }
 }
 
 // SessionID names the new session.
 func SessionID(id string) QueryOption {
-	return func(o *kernel.Options) { o.SessionID = id }
+	return func(q *queryOptions) { q.sessionID = id }
 }
 
 // Query runs the agent on prompt: kernel.Query with the agent's options.
 func (a *Agent) Query(ctx context.Context, prompt string, opts ...QueryOption) iter.Seq2[kernel.Event, error] {
-	o := a.opts
-	o.Prompt = prompt
+	var q queryOptions
 	for _, f := range opts {
-		f(&o)
+		f(&q)
 	}
+	// A deep copy: nothing the kernel or a hook does to this query's
+	// options reaches the agent's, or the next query's.
+	o := cloneOptions(a.opts)
+	o.Prompt, o.Resume, o.SessionID = prompt, q.resume, q.sessionID
 	return kernel.Query(ctx, o)
+}
+
+// cloneOptions copies o so that it shares no slice, map or policy with
+// the original: an Agent's options cannot be changed through a copy
+// handed out (Options) or kept (a Config's slices and maps after New).
+// Tools, in-process MCP servers and the model are shared: they are the
+// caller's objects.
+func cloneOptions(o kernel.Options) kernel.Options {
+	o.CustomTools = slices.Clone(o.CustomTools)
+	o.Tools = slices.Clone(o.Tools)
+	o.AllowedTools = slices.Clone(o.AllowedTools)
+	o.DisallowedTools = slices.Clone(o.DisallowedTools)
+	o.Rules = slices.Clone(o.Rules)
+	o.Hooks = slices.Clone(o.Hooks)
+	o.Sandbox = clonePolicy(o.Sandbox)
+	o.HandlerCeiling = clonePolicy(o.HandlerCeiling)
+	o.MCPServers = cloneServers(o.MCPServers)
+	o.Agents = cloneAgents(o.Agents)
+	if o.OutputFormat != nil {
+		f := *o.OutputFormat
+		o.OutputFormat = &f
+	}
+	return o
+}
+
+func clonePolicy(p *sandbox.Policy) *sandbox.Policy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.ReadOnlyPaths = slices.Clone(p.ReadOnlyPaths)
+	c.ReadWritePaths = slices.Clone(p.ReadWritePaths)
+	c.SystemPaths = slices.Clone(p.SystemPaths)
+	c.Env = slices.Clone(p.Env)
+	return &c
+}
+
+func cloneServers(m map[string]mcp.ServerConfig) map[string]mcp.ServerConfig {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]mcp.ServerConfig, len(m))
+	for name, sc := range m {
+		sc.Args = slices.Clone(sc.Args)
+		sc.Env = maps.Clone(sc.Env)
+		sc.Headers = maps.Clone(sc.Headers)
+		sc.ReadOnlyPaths = slices.Clone(sc.ReadOnlyPaths)
+		out[name] = sc
+	}
+	return out
+}
+
+func cloneAgents(m map[string]kernel.AgentDefinition) map[string]kernel.AgentDefinition {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]kernel.AgentDefinition, len(m))
+	for name, def := range m {
+		def.Tools = slices.Clone(def.Tools)
+		out[name] = def
+	}
+	return out
 }
 
 // Run runs the agent on prompt to the end and returns the result event.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/safefile"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -120,8 +121,20 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 // LoadConfig reads and parses the config file at path (--mcp-config).
+// The file may have been written by an agent (a .mcp.json in a
+// workspace): it must be a regular file of at most 1 MiB, opened without
+// blocking, so a FIFO, a device or a huge file is an error naming it, not
+// a hang. Symlinks are followed — use LoadConfigIn for a path that may lie
+// in a workspace, where they are not.
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	return LoadConfigIn(path, "")
+}
+
+// LoadConfigIn is LoadConfig for a path that may lie in workspace, the
+// directory an agent can write: there, no symlink is followed
+// (safefile.ReadUserFile states the rule).
+func LoadConfigIn(path, workspace string) (*Config, error) {
+	data, err := safefile.ReadUserFile(path, workspace, safefile.DefaultLimit)
 	if err != nil {
 		return nil, fmt.Errorf("mcp config: %w", err)
 	}

@@ -68,7 +68,10 @@
 // for --mcp-config), or the same as Go values. Entries with "command" are
 // stdio servers; "type": "http" (or "streamable-http") and "sse" take a
 // "url" and "headers". ${VAR} and ${VAR:-default} are expanded from the
-// environment.
+// environment. The file is read as input an agent may have planted
+// (a .mcp.json in a workspace): a regular file of at most 1 MiB, opened
+// without blocking, and — with LoadConfigIn, for a path in a workspace —
+// no symlink followed inside the workspace.
 //
 // A stdio server runs inside the sandbox (sandbox.Sandbox.Start, its stdin
 // and stdout the transport) with the confinement its entry declares:

@@ -50,9 +50,11 @@ type Options struct {
 	// mcp__{server}__{tool}). Config.Servers from LoadConfig fits here.
 	Servers map[string]ServerConfig
 	// Sandbox is the base policy of stdio servers: the workspace, the
-	// environment allowlist, the limits, BestEffort. Each server's network
-	// mode and file-system access replace the base's (see ServerConfig).
-	// nil means the zero policy: no workspace.
+	// environment allowlist, the limits, BestEffort, and the most network
+	// and filesystem a server may have. Each server's declared network
+	// mode and file-system access narrow it, never widen it (the narrower
+	// network wins; "unrestricted" reaches "/" only where the base lists
+	// it). nil means the zero policy: no workspace, no network.
 	Sandbox *sandbox.Policy
 	// BeforeChange, when set, is called before a stdio server that may
 	// write the workspace changes a path in it (sandbox.Command.

@@ -235,7 +235,9 @@ func TestManagerStdioConfinement(t *testing.T) {
 			"wsro":  with(func(c *ServerConfig) { c.Filesystem, c.SideEffects = tools.FilesystemWorkspace, tools.SideEffectsNone }),
 			"wsrw":  with(func(c *ServerConfig) { c.Filesystem = tools.FilesystemWorkspace }),
 		},
-		Sandbox: &sandbox.Policy{Workspace: ws},
+		// The base is the most a server may have: loopback here, so that
+		// "lonet" gets it and "nonet" is narrowed to none.
+		Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkLoopback},
 	})
 	for _, st := range m.Connect(context.Background()) {
 		if st.State != StateConnected {
@@ -243,6 +245,21 @@ func TestManagerStdioConfinement(t *testing.T) {
 		}
 	}
 	dial := fmt.Sprintf(`{"addr": %q}`, ln.Addr().String())
+	// A declaration never widens the base: under a base without network,
+	// the same loopback server reaches nothing (with the base at loopback
+	// it does, below: the probe works).
+	narrow := newManager(t, &Options{
+		Servers: map[string]ServerConfig{"lonet": with(func(c *ServerConfig) { c.Network = tools.NetworkLoopback })},
+		Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone},
+	})
+	for _, st := range narrow.Connect(context.Background()) {
+		if st.State != StateConnected {
+			t.Fatalf("%+v", st)
+		}
+	}
+	if r := call(t, narrow, "mcp__lonet__dial", dial); !strings.HasPrefix(r.TextOf(), "dial error") {
+		t.Errorf("a server declaring loopback under a base with network none reached a loopback listener: %+v", r)
+	}
 	if r := call(t, m, "mcp__nonet__dial", dial); !strings.HasPrefix(r.TextOf(), "dial error") {
 		t.Errorf("network none reached a loopback listener: %+v", r)
 	}

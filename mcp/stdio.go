@@ -128,9 +128,10 @@ func describeExit(st *sandbox.ExitStatus, err error) string {
 	return fmt.Sprintf("exited with code %d", st.Code)
 }
 
-// stdioPolicy is the sandbox policy of a stdio server: the base policy with
-// the server's network mode and file-system access (the same narrowing
-// tools.HandlerPolicy applies to a custom tool's handler), its program and
+// stdioPolicy is the sandbox policy of a stdio server: the base policy
+// narrowed to the server's network mode and file-system access (the same
+// narrowing tools.HandlerPolicy applies to a custom tool's handler: a
+// declaration never widens the base), its program and
 // ReadOnlyPaths readable. dir is its working directory ("" for the
 // sandbox's private temporary directory).
 func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.Policy, dir string, err error) {
@@ -138,9 +139,15 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 		p = *m.opts.Sandbox
 	}
 	ws := p.Workspace
-	p.Network = sandbox.NetworkMode(sec.Network)
+	p.Network = tools.NarrowerNetwork(p.Network, sandbox.NetworkMode(sec.Network))
 	p.ReadOnlyPaths = append([]string(nil), p.ReadOnlyPaths...)
 	p.ReadWritePaths = append([]string(nil), p.ReadWritePaths...)
+	if sec.Filesystem != tools.FilesystemUnrestricted {
+		// "/" is what "unrestricted" declares; a narrower entry does not
+		// get the base's.
+		p.ReadOnlyPaths = tools.WithoutRoot(p.ReadOnlyPaths)
+		p.ReadWritePaths = tools.WithoutRoot(p.ReadWritePaths)
+	}
 	switch sec.Filesystem {
 	case tools.FilesystemNone:
 		p.Workspace = ""
@@ -156,7 +163,7 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 		}
 		dir = ws
 	case tools.FilesystemUnrestricted:
-		p.ReadWritePaths = append(p.ReadWritePaths, "/")
+		// The base decides how much of "/" there is; nothing is added.
 		dir = ws
 	}
 	system := p.SystemPaths

@@ -24,13 +24,28 @@
 // env, xargs, sudo, find -exec, a path like /usr/bin/curl). The command is
 // allowed by argument rules only when every part is allowed and nothing in
 // it is beyond what a rule states: no output redirection to a file, no
-// variable assignment, no function definition. What the parser cannot
-// prove — a command name that is an expansion, arithmetic (which can run
-// code), declare/export, bash reading commands from stdin, input that does
-// not parse — asks when the tool has deny or ask rules with arguments,
-// because it might be one of them. Rules see names, not programs: a
-// denied program copied under another name, or code an interpreter runs
-// (python -c, a Makefile), is beyond them — the sandbox is the boundary.
+// variable assignment, no function definition.
+//
+// Bash runs strings as code in more places than command words: trap
+// handlers, aliases, completion and mapfile callbacks, prompt variables
+// (PS4 with set -x), PROMPT_COMMAND, BASH_ENV and startup files, source,
+// subscripts in variable names, history, hash -p, set -k, exported
+// functions, and programs such as su -c, script -c, env -S, ssh, git -c.
+// shellcode.go surveys them from the bash manual, one line each; every
+// one is either checked (its code is parsed and meets the deny rules) or
+// unprovable.
+//
+// What the parser cannot prove — a command name that is an expansion,
+// arithmetic (which can run code), declare/export, bash reading commands
+// from stdin or a file, inline code in another language (python -c, awk,
+// sed without --sandbox), input that does not parse — asks when the tool
+// has deny or ask rules with arguments, because it might be one of them.
+// Such an ask is marked Decision.Unproven when a deny rule could match:
+// a person may approve it, but where nobody is asked (bypassPermissions)
+// the kernel's gate denies it, so a deny rule never depends on an ask.
+// Rules see names, not programs: a denied program copied under another
+// name, a script file run by path, or a Makefile, is beyond them — the
+// sandbox is the boundary.
 //
 // # Paths
 //
@@ -47,4 +62,12 @@
 // and [[hooks]]) are read from $XDG_CONFIG_HOME/lite-agent/policy.toml and
 // WORKSPACE/.lite-agent/policy.toml and merged as Load documents; a bad
 // rule is an error naming the file and the line.
+//
+// The workspace's file is written by whoever controls the workspace —
+// including the agent's bash in an earlier session — so it is read as
+// hostile input (LoadWorkspaceFile, internal/safefile): beneath the
+// workspace with no symlink on the way, without blocking (a FIFO is an
+// error, not a hang), a regular file of at most 1 MiB. The user's file
+// may be a symlink (it is the user's), but what it leads to is held to
+// the same rules. Parsing is linear in the size of the file.
 package policies

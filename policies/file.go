@@ -6,10 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/lite-agent/lite-agent/internal/safefile"
 )
 
 // Policy files are TOML:
@@ -51,7 +54,8 @@ type HookSpec struct {
 	Source string `json:"source"`
 	// DenyOnly: the hook comes from a file the preset does not trust to
 	// loosen the policy (the workspace file under strict): it may deny or
-	// ask, and an allow from it counts as no decision.
+	// ask, and an allow, updated_input or updated_output from it makes the
+	// hook fail (see kernel.Hook.DenyOnly).
 	DenyOnly bool `json:"deny_only,omitempty"`
 }
 
@@ -98,15 +102,39 @@ func UserFile() (string, error) {
 	return filepath.Join(home, ".config", "lite-agent", "policy.toml"), nil
 }
 
-// LoadFile reads and parses a policy file; a file that does not exist is
-// (nil, nil).
+// LoadFile reads and parses a policy file given by the user (the user's
+// own file, or one named on the command line); a file that does not exist
+// is (nil, nil). Symlinks are resolved first — the user's configuration
+// directory is not one the sandbox lets an agent write, and dotfile
+// managers link files there — and what they lead to must be a regular
+// file of at most 1 MiB, opened without blocking (a FIFO or a device is
+// an error naming the file, never a hang).
 func LoadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadUserFile(path, "", safefile.DefaultLimit)
+	return parseRead(path, data, err)
+}
+
+// LoadWorkspaceFile reads and parses the policy file of a workspace,
+// WorkspaceFile(workspace); a file that does not exist is (nil, nil).
+//
+// The agent's bash can write .lite-agent/, so the file is hostile input:
+// it is opened beneath the workspace with no symlink anywhere on the way
+// (a symlinked .lite-agent/ or policy.toml would load a file the user
+// never chose, or /dev/zero), without blocking (a FIFO would hang the
+// next session for ever), must be a regular file and at most 1 MiB.
+// Each of these is an error naming the file, so the user sees what was
+// planted rather than a session that silently runs without the file.
+func LoadWorkspaceFile(workspace string) (*File, error) {
+	data, err := safefile.ReadFileBeneath(workspace, filepath.Join(".lite-agent", "policy.toml"), safefile.DefaultLimit)
+	return parseRead(WorkspaceFile(workspace), data, err)
+}
+
+func parseRead(path string, data []byte, err error) (*File, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the policy file: %w", err)
+		return nil, fmt.Errorf("reading the policy file: %w; replace it with a regular file of at most 1 MiB, or remove it", err)
 	}
 	return ParseFile(path, data)
 }
@@ -121,6 +149,11 @@ type fileParser struct {
 	// seen and hookSeen map keys to their line, to refuse a key given
 	// twice (hookSeen for the [[hooks]] table being read).
 	seen, hookSeen map[string]int
+	// newlines holds the offset of every '\n' in the file. The parser's
+	// own Shape counts lines from the start of the document on every call,
+	// which made a file of n rules take O(n²) (200,000 rules: over 30 s);
+	// a binary search here makes every line number O(log n).
+	newlines []int
 }
 
 // ParseFile parses a policy file's content; path is used in errors and
@@ -134,6 +167,11 @@ func ParseFile(path string, data []byte) (f *File, err error) {
 			f, err = nil, &FileError{Path: path, Reason: fmt.Sprintf("cannot parse: %v", v)}
 		}
 	}()
+	for i, c := range data {
+		if c == '\n' {
+			fp.newlines = append(fp.newlines, i)
+		}
+	}
 	fp.p.Reset(data)
 	for fp.p.NextExpression() {
 		if err := fp.expression(fp.p.Expression()); err != nil {
@@ -158,11 +196,18 @@ func (fp *fileParser) lineOf(n *unstable.Node) int {
 	if n == nil || n.Raw.Length == 0 && n.Raw.Offset == 0 {
 		return 0
 	}
-	return fp.p.Shape(n.Raw).Start.Line
+	return fp.lineAt(int(n.Raw.Offset))
 }
 
 func (fp *fileParser) lineOfBytes(b []byte) int {
-	return fp.p.Shape(fp.p.Range(b)).Start.Line
+	return fp.lineAt(int(fp.p.Range(b).Offset))
+}
+
+// lineAt is the 1-based line of a byte offset: one more than the number
+// of newlines before it.
+func (fp *fileParser) lineAt(offset int) int {
+	n, _ := slices.BinarySearch(fp.newlines, offset)
+	return n + 1
 }
 
 func (fp *fileParser) errorf(line int, format string, args ...any) error {
@@ -342,6 +387,13 @@ func (fp *fileParser) rules(b Behavior, name string, line int, v *unstable.Node)
 	if v.Kind != unstable.Array {
 		return fp.errorf(line, "%s must be an array of rule strings, not %s", name, kindName(v.Kind))
 	}
+	// Grow the rules once for the whole array: appending one by one
+	// copies a large slice of a large struct again and again.
+	n := 0
+	for it := v.Children(); it.Next(); {
+		n++
+	}
+	fp.f.Rules = slices.Grow(fp.f.Rules, n)
 	it := v.Children()
 	for it.Next() {
 		e := it.Node()

@@ -23,7 +23,9 @@ import (
 //
 // A preset that does not trust the workspace's file (strict) lets it only
 // tighten: allow rules or a mode that asks less in it are an error, and
-// its hooks may deny or ask but not allow.
+// its hooks are deny-only: they may deny or ask, and an allow, an
+// updated_input or an updated_output from one makes it a failed hook
+// (kernel.Hook.DenyOnly).
 type Policy struct {
 	Preset Preset
 	// Mode is the default permission mode after the files; ModeSource
@@ -81,7 +83,7 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 		}
 	}
 	if !o.NoWorkspaceFile && workspace != "" {
-		f, err := LoadFile(WorkspaceFile(workspace))
+		f, err := LoadWorkspaceFile(workspace)
 		if err != nil {
 			return nil, err
 		}

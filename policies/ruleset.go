@@ -180,6 +180,15 @@ type Decision struct {
 	Rule *Rule
 	// Reason says why, in words the model and a person can act on.
 	Reason string
+	// Unproven is set on an Ask that stands for a deny rule: the command
+	// may run what a deny rule names (a word only known when it runs, or
+	// code the rules cannot read), and the rules cannot show that it does
+	// not. A person may still approve it when asked; where nobody is
+	// asked (bypassPermissions) the gate must deny it, so that a deny
+	// rule holds without an ask behind it. CouldMatch is the deny rule
+	// that stands for them.
+	Unproven   bool
+	CouldMatch *Rule
 }
 
 // subject is what argument patterns are matched against.
@@ -357,11 +366,28 @@ func (call *Call) Decide() Decision {
 			}
 		}
 	}
-	if guarded && subj.shell != nil && len(subj.shell.problems) > 0 {
-		return Decision{Behavior: Ask, Reason: fmt.Sprintf("cannot prove that the command avoids the deny and ask rules of %s: %s", tool, strings.Join(subj.shell.problems, "; "))}
+	if guarded && subj.shell != nil && (len(subj.shell.problems) > 0 || len(subj.shell.opaque) > 0) {
+		// Any deny rule with an argument could be what the unknown part
+		// runs: the first one stands for them.
+		var deny *compiled
+		for _, c := range cands {
+			if c.Behavior == Deny && c.hasArg && deny == nil {
+				deny = c
+			}
+		}
+		why := append(append([]string(nil), subj.shell.problems...), subj.shell.opaque...)
+		d := Decision{Behavior: Ask, Reason: fmt.Sprintf("cannot prove that the command avoids the deny and ask rules of %s: %s", tool, strings.Join(why, "; "))}
+		if deny != nil {
+			d.Unproven, d.CouldMatch = true, deny.Rule
+		}
+		return d
 	}
 	if maybe != nil {
-		return Decision{Behavior: Ask, Reason: fmt.Sprintf("cannot prove that %q is not matched by %s: part of it is only known when it runs", maybeWhat, maybe.describe())}
+		d := Decision{Behavior: Ask, Reason: fmt.Sprintf("cannot prove that %q is not matched by %s: part of it is only known when it runs", maybeWhat, maybe.describe())}
+		if maybe.Behavior == Deny {
+			d.Unproven, d.CouldMatch = true, maybe.Rule
+		}
+		return d
 	}
 	// Allow: a rule for the whole tool, or argument rules that cover the
 	// whole call.

@@ -198,7 +198,7 @@ func (s *connectSup) decide(req *seccompNotif) syscall.Errno {
 	// Pin the process first, then read what it asked, then check the
 	// notification is still pending: everything read came from the process
 	// that made the call.
-	pidfd, err := unix.PidfdOpen(pid, 0)
+	pidfd, err := pidfdOfThread(pid) // req.Pid is the calling thread
 	if err != nil {
 		return unix.EPERM
 	}

@@ -852,6 +852,36 @@ static int la_notif_valid(int listener, uint64_t id)
 	return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
+// la_pidfd_of_thread opens a pidfd through which thread tid's descriptors
+// can be taken. A notification names the calling thread, which need not be
+// the thread-group leader (a connect from a thread of the program's own):
+// pidfd_open(tid, 0) is EINVAL for it. The same rule as the Go side's
+// pidfdOfThread (netsup_linux.go): PIDFD_THREAD (Linux 6.9+), else the
+// thread group's leader, whose fd table the thread shares.
+static int la_pidfd_of_thread(int tid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, O_EXCL /* PIDFD_THREAD */);
+	if (fd >= 0 || errno != EINVAL)
+		return fd;
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/status", tid);
+	int sfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (sfd < 0)
+		return -1;
+	ssize_t n = read(sfd, buf, sizeof buf - 1);
+	close(sfd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *line = strstr(buf, "\nTgid:\t");
+	if (!line)
+		return -1;
+	int tgid = atoi(line + 7);
+	if (tgid <= 0)
+		return -1;
+	return (int)syscall(SYS_pidfd_open, tgid, 0);
+}
+
 // la_connect_decide performs (or refuses) the connect the notification
 // asks for and returns the errno for the process (0: success).
 static int la_connect_decide(struct la_run *r, int listener, struct seccomp_notif *req)
@@ -867,7 +897,7 @@ static int la_connect_decide(struct la_run *r, int listener, struct seccomp_noti
 	if (addr_len < 2 || addr_len > sizeof(struct sockaddr_un))
 		return EINVAL;
 	int pid = (int)req->pid;
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int pidfd = la_pidfd_of_thread(pid);
 	if (pidfd < 0)
 		return EPERM;
 	int rc = EPERM, cwd = -1, sock = -1, obj = -1;

@@ -769,21 +769,32 @@ func (c *netCall) openTarget() unix.Errno {
 	if c.tid == 0 {
 		return unix.EPERM // target in a pid namespace we cannot see
 	}
-	fd, err := unix.PidfdOpen(int(c.tid), pidfdThread)
-	if err == unix.EINVAL {
-		// Before Linux 6.9 only thread-group leaders have pidfds. The
-		// fd table is the group's unless the thread unshared it.
-		tgid, terr := tgidOf(int(c.tid))
-		if terr != nil {
-			return unix.ESRCH
-		}
-		fd, err = unix.PidfdOpen(tgid, 0)
-	}
+	fd, err := pidfdOfThread(int(c.tid))
 	if err != nil {
 		return errnoOf(err, unix.ESRCH)
 	}
 	c.pidfd, c.ownFD = fd, true
 	return 0
+}
+
+// pidfdOfThread opens a pidfd through which the descriptors of thread tid
+// can be taken (pidfd_getfd). A seccomp notification names the calling
+// thread, which is not the thread-group leader when a program connects
+// from a thread of its own (Go's resolver and dialer, libuv's pool): a
+// plain pidfd_open(tid, 0) is EINVAL for such a thread. Every supervisor
+// opens its target here, so the rule lives once.
+func pidfdOfThread(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, pidfdThread)
+	if err == unix.EINVAL {
+		// Before Linux 6.9 only thread-group leaders have pidfds. The
+		// fd table is the group's unless the thread unshared it.
+		tgid, terr := tgidOf(tid)
+		if terr != nil {
+			return -1, unix.ESRCH
+		}
+		fd, err = unix.PidfdOpen(tgid, 0)
+	}
+	return fd, err
 }
 
 func tgidOf(tid int) (int, error) {

@@ -242,6 +242,16 @@ for name, path in (("outside", %[4]q), ("inside", %[5]q)):
         s.connect(path); print("UNIX-" + name.upper() + "-CONNECTED", s.recv(2).decode())
     except OSError as e:
         print("unix", name, "refused:", e.strerror)
+# The same from a thread that is not the leader (as Go's dialer and libuv
+# connect): the notification names the thread, not the process.
+import threading
+def from_thread():
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(%[5]q); print("THREAD-UNIX-INSIDE-CONNECTED", s.recv(2).decode())
+    except OSError as e:
+        print("unix from a thread refused:", e.strerror)
+t = threading.Thread(target=from_thread); t.start(); t.join()
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 # add_key("user", ...) into the user keyring, where plans live
@@ -256,7 +266,7 @@ exit 0
 	base := exec.Command("bash", "-c", script)
 	base.Dir, base.Env = r.ws, r.env
 	baseOut, _ := base.CombinedOutput()
-	for _, want := range []string{"READ-SECRET", "WROTE-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "UNIX-INSIDE-CONNECTED", "KEYRING-WRITTEN"} {
+	for _, want := range []string{"READ-SECRET", "WROTE-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "UNIX-INSIDE-CONNECTED", "THREAD-UNIX-INSIDE-CONNECTED", "KEYRING-WRITTEN"} {
 		if !strings.Contains(string(baseOut), want) {
 			t.Errorf("unconfined, %s did not happen, so the confined run would prove nothing:\n%s", want, baseOut)
 		}
@@ -288,6 +298,9 @@ exit 0
 	}
 	if !strings.Contains(out, "UNIX-INSIDE-CONNECTED hi") {
 		t.Errorf("through the runner, a unix socket inside the workspace was not reachable:\n%s", out)
+	}
+	if !strings.Contains(out, "THREAD-UNIX-INSIDE-CONNECTED hi") {
+		t.Errorf("through the runner, a unix socket inside the workspace was not reachable from a thread:\n%s", out)
 	}
 	if _, err := os.Stat(escapeTarget); err == nil {
 		t.Errorf("through the runner, a file outside the workspace was written")

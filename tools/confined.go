@@ -61,19 +61,26 @@ type wireMsg struct {
 	Result *Result `json:"result,omitempty"`
 }
 
-// HandlerPolicy narrows base to what a custom tool declared, for running its
-// handler in a confined child:
+// HandlerPolicy narrows ceiling to what a custom tool declared, for
+// running its handler in a confined child. A declaration only ever
+// narrows: the result is the intersection of ceiling (the most the
+// session lets a handler have) and the declaration, never more than
+// either.
 //
-//   - Network: the declared network mode (undeclared: base's);
+//   - Network: the narrower of ceiling's and the declared mode (a tool
+//     declaring loopback under a ceiling of none gets none);
 //   - Filesystem none: no workspace at all (the child works in an empty
 //     private directory), no extra paths;
-//   - Filesystem workspace: the workspace; read-only when SideEffects is
-//     none;
-//   - Filesystem unrestricted: the whole filesystem, read-write.
+//   - Filesystem workspace: the workspace, read-only when SideEffects is
+//     none, and ceiling's extra paths except a grant of "/" (the whole
+//     filesystem is what "unrestricted" declares, not "workspace");
+//   - Filesystem unrestricted: ceiling's paths as they are — "/" is
+//     readable only if ceiling already grants it, writable only if
+//     ceiling grants it read-write. It is never added here.
 //
-// The program's own executable is made readable, since the child is a
-// re-execution of it.
-func HandlerPolicy(base sandbox.Policy, sec *Security) (sandbox.Policy, error) {
+// An undeclared tool gets ceiling. The program's own executable is made
+// readable, since the child is a re-execution of it.
+func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return sandbox.Policy{}, fmt.Errorf("locating this program to re-execute it: %w", err)
@@ -81,28 +88,68 @@ func HandlerPolicy(base sandbox.Policy, sec *Security) (sandbox.Policy, error) {
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = real
 	}
-	p := base
-	p.ReadOnlyPaths = append(append([]string(nil), base.ReadOnlyPaths...), exe)
-	p.ReadWritePaths = append([]string(nil), base.ReadWritePaths...)
+	p := ceiling
+	p.ReadOnlyPaths = append(append([]string(nil), ceiling.ReadOnlyPaths...), exe)
+	p.ReadWritePaths = append([]string(nil), ceiling.ReadWritePaths...)
 	if sec == nil {
 		return p, nil
 	}
 	s := sec.Normalized()
-	p.Network = sandbox.NetworkMode(s.Network)
+	p.Network = NarrowerNetwork(ceiling.Network, sandbox.NetworkMode(s.Network))
 	switch s.Filesystem {
 	case FilesystemNone:
 		p.Workspace = ""
 		p.ReadOnlyPaths = []string{exe}
 		p.ReadWritePaths = nil
 	case FilesystemWorkspace:
+		p.ReadOnlyPaths = WithoutRoot(p.ReadOnlyPaths)
+		p.ReadWritePaths = WithoutRoot(p.ReadWritePaths)
 		if s.SideEffects == SideEffectsNone {
-			p.ReadOnlyPaths = append(p.ReadOnlyPaths, base.Workspace)
+			p.ReadOnlyPaths = append(p.ReadOnlyPaths, ceiling.Workspace)
 			p.Workspace = ""
 		}
 	case FilesystemUnrestricted:
-		p.ReadWritePaths = append(p.ReadWritePaths, "/")
+		// Nothing is added: ceiling decides how much of "/" there is.
 	}
 	return p, nil
+}
+
+// NarrowerNetwork returns the narrower of two network modes (none <
+// loopback < private < unrestricted; "" is none), the one rule by which a
+// declaration meets the policy it runs under.
+func NarrowerNetwork(a, b sandbox.NetworkMode) sandbox.NetworkMode {
+	if networkRank(b) < networkRank(a) {
+		a = b
+	}
+	if a == "" {
+		return sandbox.NetworkNone
+	}
+	return a
+}
+
+func networkRank(n sandbox.NetworkMode) int {
+	switch n {
+	case sandbox.NetworkNone, "":
+		return 0
+	case sandbox.NetworkLoopback:
+		return 1
+	case sandbox.NetworkPrivate:
+		return 2
+	}
+	// Unrestricted, and any mode this code does not know: widest, so that
+	// it never wins a narrowing.
+	return 3
+}
+
+// withoutRoot drops grants of the whole filesystem from paths.
+func WithoutRoot(paths []string) []string {
+	out := paths[:0:0]
+	for _, p := range paths {
+		if filepath.Clean(p) != "/" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // CallConfined runs the tool's handler in a child process confined by sb:

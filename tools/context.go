@@ -38,6 +38,16 @@ type SnapshotRecorder interface {
 	RecordSnapshot(path string) error
 }
 
+// WriteRecorder is implemented by a SnapshotRecorder that also takes the
+// post-image of a write made in-process: the content the tool itself has
+// just written to path (after RecordSnapshot and the write). A file that
+// differs from it when the call's checkpoint is sealed was written by
+// someone else meanwhile (the user, another session), and a rewind then
+// reports a conflict instead of discarding that edit.
+type WriteRecorder interface {
+	RecordWrite(path string, content []byte) error
+}
+
 // Context carries the per-call services the kernel provides to a handler.
 // Every field may be zero in tests; the methods are safe on a zero Context.
 type Context struct {
@@ -100,6 +110,19 @@ func (c *Context) RecordSnapshot(path string) error {
 		return nil
 	}
 	return c.Snapshots.RecordSnapshot(path)
+}
+
+// RecordWrite reports what the caller has just written to path (its whole
+// new content), when the recorder takes post-images (WriteRecorder). The
+// write has happened, so a failure is not the tool's: the checkpoint then
+// takes the file as it finds it at the seal.
+func (c *Context) RecordWrite(path string, content []byte) {
+	if c == nil || c.Snapshots == nil {
+		return
+	}
+	if w, ok := c.Snapshots.(WriteRecorder); ok {
+		_ = w.RecordWrite(path, content)
+	}
 }
 
 // BeforeChange is the hook that gives confined processes' changes to the

@@ -42,14 +42,19 @@
 // and SideEffects default to none). Annotations are MCP behaviour hints.
 // The strict assembler (package local) refuses custom tools whose
 // declaration is missing or too broad, and the sandbox runs each handler
-// under the profile its declaration allows.
+// under the profile its declaration allows. A declaration only narrows
+// the policy it runs under (HandlerPolicy): a tool declaring loopback in
+// a session without network gets none, and one declaring the whole
+// filesystem reaches "/" only where that policy already grants it.
 //
 // # Per-call services
 //
 // Context carries the session id, cancellation, Emit for custom events, the
 // approval and user-input handlers, the active sandbox policy, the
 // background-task registry, the raw call, and RecordSnapshot, which saves a
-// file's pre-image before a tool changes it so the change can be rewound.
+// file's pre-image before a tool changes it so the change can be rewound;
+// RecordWrite then reports what the tool wrote, so that another writer's
+// edit during the call is never taken for the tool's.
 // In a confined handler (the default for custom tools) Emit,
 // RecordSnapshot, Approval, UserInput, Workspace and Root work — they are
 // proxied to the parent over the child's pipe — but Sandbox and Tasks are

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 )
 
@@ -67,6 +68,12 @@ func localTime(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
+// What these commands print as text quotes the agent: file names and
+// contents, tool names and call ids, session prompts, notes. Each such
+// string goes through termsafe (esc for one-line fields, termsafe.Text for
+// a diff); the --json outputs carry the exact bytes.
+var esc = termsafe.Escape
+
 // ---- sessions ----
 
 func cmdSessions(args []string, stdout, stderr io.Writer) error {
@@ -98,7 +105,7 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 	}
 	headers, errs := kernel.ListSessions(stateDir)
 	for _, e := range errs {
-		fmt.Fprintln(stderr, "lite-agent: skipping an unreadable session:", e)
+		fmt.Fprintln(stderr, "lite-agent: skipping an unreadable session:", esc(e.Error()))
 	}
 	type row struct {
 		ID          string    `json:"session_id"`
@@ -138,7 +145,7 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tSTARTED\tCHECKPOINTS\tPROMPT")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, localTime(r.Started), r.Checkpoints, oneLine(r.Prompt, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", esc(r.ID), localTime(r.Started), r.Checkpoints, esc(oneLine(r.Prompt, 60)))
 	}
 	return tw.Flush()
 }
@@ -183,7 +190,7 @@ func cmdCheckpoints(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	for _, c := range cps {
-		fmt.Fprintf(stdout, "%-4d %s  %s\n", c.Number, localTime(c.Time), cause(c))
+		fmt.Fprintf(stdout, "%-4d %s  %s\n", c.Number, localTime(c.Time), esc(cause(c)))
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		for _, f := range c.Files {
 			counts := ""
@@ -193,20 +200,20 @@ func cmdCheckpoints(args []string, stdout, stderr io.Writer) error {
 			case f.From == checkpoint.KindFile || f.To == checkpoint.KindFile:
 				counts = "binary"
 			}
-			fmt.Fprintf(tw, "     \t%s\t%s\t%s\n", f.Change, f.Path, counts)
+			fmt.Fprintf(tw, "     \t%s\t%s\t%s\n", f.Change, esc(f.Path), counts)
 		}
 		tw.Flush()
 		for _, ig := range c.Ignored {
-			fmt.Fprintf(stdout, "     not covered: %s (%s)\n", ig.Path, ig.Reason)
+			fmt.Fprintf(stdout, "     not covered: %s (%s)\n", esc(ig.Path), esc(ig.Reason))
 		}
 		if c.Detail != "" {
-			fmt.Fprintf(stdout, "     note: %s\n", c.Detail)
+			fmt.Fprintf(stdout, "     note: %s\n", esc(c.Detail))
 		}
 		for _, x := range c.External {
-			fmt.Fprintf(stdout, "     changed outside the agent afterwards: %s (%s, %s)\n", x.Path, x.Now, localTime(x.Time))
+			fmt.Fprintf(stdout, "     changed outside the agent afterwards: %s (%s, %s)\n", esc(x.Path), x.Now, localTime(x.Time))
 		}
 		for _, why := range c.Incomplete {
-			fmt.Fprintf(stdout, "     external changes may be missing afterwards: %s\n", why)
+			fmt.Fprintf(stdout, "     external changes may be missing afterwards: %s\n", esc(why))
 		}
 	}
 	return nil
@@ -316,19 +323,21 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 	if doFiles {
 		rep, err := checkpoint.Rewind(stateDir, id, *to, checkpoint.RewindOptions{Force: *force, DryRun: *dryRun, Paths: paths})
 		if rep != nil && *dryRun {
-			io.WriteString(stdout, rep.Diff)
+			// The diff shows file contents the agent wrote: an OSC 52
+			// sequence in one would set the user's clipboard.
+			io.WriteString(stdout, termsafe.Text(rep.Diff))
 		}
 		if rep != nil {
 			for _, k := range rep.Kept {
-				fmt.Fprintf(stderr, "kept %s: it holds files the agent did not create\n", k)
+				fmt.Fprintf(stderr, "kept %s: it holds files the agent did not create\n", esc(k))
 			}
 			for _, s := range rep.Skipped {
-				fmt.Fprintf(stderr, "not restored %s: %s\n", s.Path, s.Reason)
+				fmt.Fprintf(stderr, "not restored %s: %s\n", esc(s.Path), esc(s.Reason))
 			}
 		}
 		if errors.Is(err, checkpoint.ErrConflict) {
 			for _, c := range rep.Conflicts {
-				fmt.Fprintf(stderr, "conflict: %s: %s\n", c.Path, c.Reason)
+				fmt.Fprintf(stderr, "conflict: %s: %s\n", esc(c.Path), esc(c.Reason))
 			}
 			if *dryRun {
 				return failf("%d path(s) were changed outside the agent since; a rewind would be refused (add --force to overwrite them)", len(rep.Conflicts))
@@ -407,10 +416,10 @@ func cmdGC(args []string, stdout, stderr io.Writer) error {
 		verb = "would remove"
 	}
 	for _, t := range rep.Trimmed {
-		fmt.Fprintln(stdout, t)
+		fmt.Fprintln(stdout, esc(t))
 	}
 	for _, c := range rep.Corrupt {
-		fmt.Fprintln(stderr, "dropped a corrupt object:", c)
+		fmt.Fprintln(stderr, "dropped a corrupt object:", esc(c))
 	}
 	fmt.Fprintf(stdout, "%s %d checkpoint(s) and %d object(s) in %d session(s); store %s -> %s\n",
 		verb, rep.CheckpointsRemoved, rep.ObjectsRemoved, rep.Sessions, humanSize(rep.BytesBefore), humanSize(rep.BytesAfter))
@@ -483,10 +492,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 		return ckptErr(err)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintln(stdout, "note:", n)
+		fmt.Fprintln(stdout, "note:", esc(n))
 	}
 	for _, p := range rep.Problems {
-		fmt.Fprintln(stdout, "CORRUPT:", p)
+		fmt.Fprintln(stdout, "CORRUPT:", esc(p.String()))
 	}
 	fmt.Fprintf(stdout, "%d object(s) (%s) re-hashed; %d session(s), %d checkpoint(s)\n", rep.Objects, humanSize(rep.Bytes), rep.Sessions, rep.Checkpoints)
 	if !rep.OK() {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/internal/termsafe"
 )
 
 // version is set by the build (-ldflags "-X main.version=...").
@@ -86,11 +88,13 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "lite-agent:", ee.msg)
+			fmt.Fprintln(stderr, "lite-agent:", termsafe.Text(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "lite-agent:", err)
+	// Errors quote what the agent made (file names, tool output, a
+	// model's error): escaped here, the one place every error is printed.
+	fmt.Fprintln(stderr, "lite-agent:", termsafe.Text(err.Error()))
 	return 1
 }
 

@@ -60,6 +60,35 @@
 // In text output, denials and hook failures are shown on stderr, and so is
 // a subagent's work with --verbose (stdout is the main agent's answer).
 //
+// # Terminal safety
+//
+// Everything the agent controls — model text, tool names, input and
+// output, file names and contents, diffs, hook reasons, session prompts,
+// the workspace policy file's rules, error messages — is shown in text
+// output through package internal/termsafe: C0 and C1 controls, DEL, ESC
+// sequences (CSI, OSC such as OSC 52, the clipboard), bidi and other
+// format characters (U+200B–U+200F, U+202A–U+202E, U+2066–U+2069, U+FEFF,
+// U+00AD, tag characters) and bytes that are not UTF-8 become visible
+// escapes (\x1b, \r, \u202e, \xff); model text and diffs keep their
+// newlines and tabs. So the approval prompt shows the command that runs,
+// and flags one that held such characters. The JSON outputs
+// (--output-format json|stream-json, the --json listings) carry the exact
+// bytes. The output of `sandbox run` is the user's own command's, and
+// passes through unchanged.
+//
+// Ctrl-C at the approval prompt denies the call and stops the run at once
+// (exit 1, "run interrupted"): the prompt's read never blocks the run.
+//
+// # The workspace
+//
+// run resolves the workspace once (--workspace, else the current
+// directory as $PWD names it). When a symlink leads there, text mode's
+// first line (on stderr) shows the resolved path. A workspace reached
+// through a symlink that an agent created in a recorded session
+// (checkpoint.AgentSymlink) is refused, naming the link and the session;
+// pass the resolved path to work there anyway. The agent is given the
+// resolved path.
+//
 // # Exit codes
 //
 // 0 success; 1 an agent or provider error (one line on stderr); 2 a usage

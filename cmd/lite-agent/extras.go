@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/lite-agent/lite-agent/internal/safefile"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/mcp"
@@ -36,7 +36,7 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 	cfg.MCPConnectTimeout = f.mcpTimeout
 	cfg.MaxBudgetTokens = f.maxBudgetTokens
 	if f.mcpConfig != "" {
-		data, err := jsonArg("--mcp-config", f.mcpConfig)
+		data, err := jsonArg("--mcp-config", f.mcpConfig, f.workspace)
 		if err != nil {
 			return err
 		}
@@ -47,7 +47,7 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 		cfg.MCPServers = c.Servers
 	}
 	if f.agents != "" {
-		data, err := jsonArg("--agents", f.agents)
+		data, err := jsonArg("--agents", f.agents, f.workspace)
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 		cfg.Agents = agents
 	}
 	if f.outputSchema != "" {
-		data, err := jsonArg("--output-schema", f.outputSchema)
+		data, err := jsonArg("--output-schema", f.outputSchema, f.workspace)
 		if err != nil {
 			return err
 		}
@@ -75,12 +75,21 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 }
 
 // jsonArg returns a flag's JSON: the value itself when it starts with '{',
-// otherwise the content of the file it names.
-func jsonArg(flagName, v string) ([]byte, error) {
+// otherwise the content of the file it names. Such a file is often in the
+// workspace (a .mcp.json next to the code), where the agent's bash of an
+// earlier session could have made it a FIFO (a hang), a symlink to
+// /dev/zero (memory) or to another file: safefile.ReadUserFile reads it
+// beneath the workspace with no symlinks followed, without blocking, a
+// regular file of at most 1 MiB — else an error naming the file.
+func jsonArg(flagName, v, workspace string) ([]byte, error) {
 	if strings.HasPrefix(strings.TrimSpace(v), "{") {
 		return []byte(v), nil
 	}
-	data, err := os.ReadFile(v)
+	if workspace == "" {
+		// The CLI's default workspace is the current directory.
+		workspace = "."
+	}
+	data, err := safefile.ReadUserFile(v, workspace, safefile.DefaultLimit)
 	if err != nil {
 		return nil, failf("%s: %v", flagName, err)
 	}

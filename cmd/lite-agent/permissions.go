@@ -9,9 +9,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/policies"
@@ -136,23 +139,91 @@ var isTerminal = func(r io.Reader) bool {
 // maxShownInput bounds the input shown in a prompt.
 const maxShownInput = 2000
 
+// lineReader reads the answers to the approval prompt without ever
+// blocking the run: the read itself (which no context can interrupt)
+// runs in a goroutine, and the prompt waits on it or on the run's context,
+// so that Ctrl-C (SIGINT cancels the context, see cmdRun) stops the agent
+// at the prompt at once instead of after the next Enter. At most one read
+// is outstanding and it starts only when a prompt asks: nothing typed
+// ahead is read before the prompt that it answers has been shown, and a
+// read left waiting by an interrupted prompt answers the next one.
+type lineReader struct {
+	in      *bufio.Reader
+	mu      sync.Mutex
+	pending chan lineResult // the outstanding read, nil when none
+}
+
+type lineResult struct {
+	line string
+	err  error
+}
+
+func (r *lineReader) readLine(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	if r.pending == nil {
+		ch := make(chan lineResult, 1)
+		r.pending = ch
+		go func() {
+			line, err := r.in.ReadString('\n')
+			ch <- lineResult{line, err}
+		}()
+	}
+	ch := r.pending
+	r.mu.Unlock()
+	select {
+	case res := <-ch:
+		r.mu.Lock()
+		r.pending = nil
+		r.mu.Unlock()
+		return res.line, res.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
 // terminalPrompt asks a person about a call that asks: allow once, allow
 // always for this session (the call's suggested rules are added), or deny.
-// No answer (end of input) denies.
+// No answer (end of input) denies; an interrupt (Ctrl-C) denies and stops
+// the run.
+//
+// Everything shown comes from the agent (the tool name and input, a
+// subagent's name, a hook's reason, the suggested rules) and goes through
+// termsafe: a command holding "\r" or cursor-movement escapes would
+// otherwise show as something else than what runs.
 func terminalPrompt(in *bufio.Reader, out io.Writer) kernel.CanUseToolFunc {
+	lr := &lineReader{in: in}
+	// One prompt at a time: parallel calls would interleave their
+	// questions and take each other's answers.
+	turn := make(chan struct{}, 1)
 	return func(ctx context.Context, name string, input json.RawMessage, info kernel.ToolUseInfo) (kernel.PermissionResult, error) {
+		interrupted := kernel.PermissionResult{Interrupt: true,
+			Message: fmt.Sprintf("the call to %s was denied: the user interrupted the run at the approval prompt", name)}
+		select {
+		case turn <- struct{}{}:
+			defer func() { <-turn }()
+		case <-ctx.Done():
+			return interrupted, nil
+		}
 		who := ""
 		if info.Agent != "" {
-			who = fmt.Sprintf(" (in the subagent %s, %s)", info.Agent, info.AgentID)
+			who = fmt.Sprintf(" (in the subagent %s, %s)", termsafe.Escape(info.Agent), termsafe.Escape(info.AgentID))
 		}
-		fmt.Fprintf(out, "\n? %s wants to run%s — %s\n", name, who, info.Reason)
-		fmt.Fprintf(out, "  %s\n", showInput(name, input))
+		fmt.Fprintf(out, "\n? %s wants to run%s — %s\n", termsafe.Escape(name), who, termsafe.Escape(info.Reason))
+		shown, warn := showInput(name, input)
+		fmt.Fprintf(out, "  %s\n", shown)
+		if warn != "" {
+			fmt.Fprintf(out, "  (%s)\n", warn)
+		}
 		always := "allow always for this session"
 		if len(info.Suggestions) > 0 {
-			always += " (" + strings.Join(info.Suggestions, ", ") + ")"
+			always += " (" + termsafe.Escape(strings.Join(info.Suggestions, ", ")) + ")"
 		}
 		fmt.Fprintf(out, "  [y] allow once   [a] %s   [n] deny\n  > ", always)
-		line, err := in.ReadString('\n')
+		line, err := lr.readLine(ctx)
+		if ctx.Err() != nil {
+			fmt.Fprintln(out, "\n  (interrupted)")
+			return interrupted, nil
+		}
 		if err != nil && line == "" {
 			fmt.Fprintln(out)
 			return kernel.PermissionResult{Message: fmt.Sprintf("the call to %s was denied: nobody answered the approval prompt", name)}, nil
@@ -172,8 +243,11 @@ func terminalPrompt(in *bufio.Reader, out io.Writer) kernel.CanUseToolFunc {
 }
 
 // showInput renders a call's input for a person: a bash command as is,
-// anything else as JSON.
-func showInput(name string, input json.RawMessage) string {
+// anything else as JSON; escaped (termsafe.Text: lines stay lines, indented
+// under the question) and bounded. warn says what the person must know
+// to read it right: that it held characters now shown as escapes, or that
+// its end is not shown.
+func showInput(name string, input json.RawMessage) (shown, warn string) {
 	s := string(input)
 	if name == policies.ShellTool {
 		var v struct {
@@ -183,10 +257,19 @@ func showInput(name string, input json.RawMessage) string {
 			s = "$ " + v.Command
 		}
 	}
-	if len(s) > maxShownInput {
-		s = s[:maxShownInput] + "…"
+	var warns []string
+	if !termsafe.Safe(strings.NewReplacer("\n", "", "\t", "").Replace(s)) {
+		warns = append(warns, "it holds control or invisible characters, shown as \\x.. and \\u.. escapes")
 	}
-	return strings.ReplaceAll(s, "\n", "\n  ")
+	if len(s) > maxShownInput {
+		cut := maxShownInput
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // never show half a character
+		}
+		warns = append(warns, fmt.Sprintf("%d more bytes are not shown", len(s)-cut))
+		s = s[:cut] + "…"
+	}
+	return strings.ReplaceAll(termsafe.Text(s), "\n", "\n  "), strings.Join(warns, "; ")
 }
 
 // renderPermission shows the gate at work in text output: denials and
@@ -195,12 +278,12 @@ func renderPermission(ev kernel.Event, verbose bool, out *bufio.Writer, stderr i
 	out.Flush()
 	switch ev.Type {
 	case kernel.EventHook:
-		fmt.Fprintf(stderr, "[hook %s (%s) failed: %s; %s]\n", ev.Hook, ev.HookEvent, ev.Error, ev.Reason)
+		fmt.Fprintf(stderr, "[hook %s (%s) failed: %s; %s]\n", termsafe.Escape(ev.Hook), termsafe.Escape(ev.HookEvent), termsafe.Escape(ev.Error), termsafe.Escape(ev.Reason))
 	case kernel.EventPermission:
 		if ev.Decision == "deny" {
-			fmt.Fprintf(stderr, "[denied %s: %s]\n", ev.Name, truncate(ev.Reason, 300))
+			fmt.Fprintf(stderr, "[denied %s: %s]\n", termsafe.Escape(ev.Name), field(ev.Reason, 300))
 		} else if verbose {
-			fmt.Fprintf(stderr, "[allowed %s by %s: %s]\n", ev.Name, ev.DecidedBy, truncate(ev.Reason, 200))
+			fmt.Fprintf(stderr, "[allowed %s by %s: %s]\n", termsafe.Escape(ev.Name), termsafe.Escape(ev.DecidedBy), field(ev.Reason, 200))
 		}
 	}
 }

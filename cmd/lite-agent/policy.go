@@ -107,22 +107,25 @@ func printRules(w io.Writer, rules []policies.Rule, withSource bool) {
 	}
 	for _, r := range rules {
 		if withSource {
-			fmt.Fprintf(w, "  %-5s %-40s %s\n", r.Behavior, r.Text, r.Source)
+			fmt.Fprintf(w, "  %-5s %-40s %s\n", r.Behavior, esc(r.Text), esc(r.Source))
 		} else {
-			fmt.Fprintf(w, "  %-5s %s\n", r.Behavior, r.Text)
+			fmt.Fprintf(w, "  %-5s %s\n", r.Behavior, esc(r.Text))
 		}
 	}
 }
 
+// printPolicy shows what the policy files add. The workspace's file is
+// one an agent can write (bash may write .lite-agent/), so its rules, hook
+// commands and paths are escaped for the terminal (esc, checkpoint.go).
 func printPolicy(w io.Writer, pol *policies.Policy) {
 	fmt.Fprintln(w, "\nwith the policy files")
 	if len(pol.Files) == 0 {
 		fmt.Fprintln(w, "  (none found)")
 	}
 	for _, f := range pol.Files {
-		fmt.Fprintf(w, "  %s\n", f)
+		fmt.Fprintf(w, "  %s\n", esc(f))
 	}
-	fmt.Fprintf(w, "permission mode        %s (%s)\n", pol.Mode, pol.ModeSource)
+	fmt.Fprintf(w, "permission mode        %s (%s)\n", esc(string(pol.Mode)), esc(pol.ModeSource))
 	fmt.Fprintln(w, "rules (deny wins, then ask, then allow)")
 	printRules(w, pol.Rules, true)
 	fmt.Fprintln(w, "hooks")
@@ -134,6 +137,6 @@ func printPolicy(w io.Writer, pol *policies.Policy) {
 		if m == "" {
 			m = "*"
 		}
-		fmt.Fprintf(w, "  %s %s: %s (timeout %v%s) %s\n", h.Event, m, h.Command, h.Timeout, yesNo(h.DenyOnly, ", deny/ask only", ""), h.Source)
+		fmt.Fprintf(w, "  %s %s: %s (timeout %v%s) %s\n", esc(string(h.Event)), esc(m), esc(h.Command), h.Timeout, yesNo(h.DenyOnly, ", deny/ask only", ""), esc(h.Source))
 	}
 }

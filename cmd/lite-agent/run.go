@@ -13,7 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
+	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/provider"
@@ -105,6 +107,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	model, modelName, err := buildModel(&f)
 	if err != nil {
 		return err
+	}
+	// The workspace, resolved once and checked (workspace.go).
+	ws, notice, err := resolveWorkspace(f.workspace, f.stateDir)
+	if err != nil {
+		return err
+	}
+	f.workspace = ws
+	if notice != "" && f.outputFormat == "text" {
+		fmt.Fprintln(stderr, notice) // before anything else the run prints
 	}
 	agent, err := buildAgent(&f, set, model, modelName, stdin, stderr)
 	if err != nil {
@@ -206,7 +217,10 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 func render(format string, verbose bool, events func(func(kernel.Event, error) bool), stdout, stderr io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
+	// JSON goes to out as is (the exact bytes, for programs); text mode
+	// writes model text through text, which escapes it for a terminal.
 	enc := json.NewEncoder(out)
+	text := termsafe.NewWriter(out)
 	var runErr error
 	var last kernel.Event
 	wroteText := false
@@ -222,7 +236,7 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 			// Flush per event: a consumer reads the stream as it happens.
 			out.Flush()
 		case "text":
-			renderText(ev, verbose, out, stderr, &wroteText)
+			renderText(ev, verbose, out, text, stderr, &wroteText)
 		}
 		if ev.Type == kernel.EventResult {
 			last = ev
@@ -234,6 +248,7 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		}
 	}
 	if format == "text" && wroteText {
+		text.Flush()
 		fmt.Fprintln(out)
 	}
 	if runErr != nil || last.IsError {
@@ -246,21 +261,27 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 	return nil
 }
 
-func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writer, wroteText *bool) {
+// renderText shows one event in text mode. Every string of an event comes
+// from the agent (model text, tool names, input and output, hook reasons,
+// subagent names): each goes through termsafe before it reaches stdout or
+// stderr. Model text keeps its lines and tabs (termsafe.Text, through
+// text); one-line fields are escaped whole (field).
+func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe.Writer, stderr io.Writer, wroteText *bool) {
 	if ev.AgentID != "" {
 		renderSubagent(ev, verbose, out, stderr)
 		return
 	}
 	switch ev.Type {
 	case kernel.EventTextDelta:
-		out.WriteString(ev.Text)
+		text.WriteString(ev.Text)
 		out.Flush()
 		*wroteText = true
 	case kernel.EventRetry:
 		out.Flush()
-		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Attempt, ev.Error)
+		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Attempt, termsafe.Escape(ev.Error))
 	case kernel.EventAssistantMessage:
 		if *wroteText {
+			text.Flush()
 			out.WriteString("\n")
 			out.Flush()
 			*wroteText = false
@@ -268,7 +289,10 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writ
 	case kernel.EventToolCall:
 		if verbose {
 			out.Flush()
-			fmt.Fprintf(stderr, "→ %s %s\n", ev.Name, truncate(string(ev.Input), 200))
+			fmt.Fprintf(stderr, "→ %s %s\n", termsafe.Escape(ev.Name), field(string(ev.Input), 200))
+			if len(ev.EffectiveInput) > 0 {
+				fmt.Fprintf(stderr, "  ran with (a hook or CanUseTool changed the input): %s\n", field(string(ev.EffectiveInput), 200))
+			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
 		renderPermission(ev, verbose, out, stderr)
@@ -289,7 +313,7 @@ func resultLine(ev kernel.Event) string {
 	for _, c := range ev.Content {
 		text += c.Text
 	}
-	return fmt.Sprintf("← %s [%s] %s", ev.Name, status, truncate(text, 300))
+	return fmt.Sprintf("← %s [%s] %s", termsafe.Escape(ev.Name), status, field(text, 300))
 }
 
 // renderSubagent shows a subagent's work in text output: stdout is the
@@ -297,15 +321,18 @@ func resultLine(ev kernel.Event) string {
 // --verbose; its denials and hook failures always do.
 func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writer) {
 	out.Flush()
-	who := "[" + ev.AgentID + "] "
+	who := "[" + termsafe.Escape(ev.AgentID) + "] "
 	switch ev.Type {
 	case kernel.EventAssistantMessage:
 		if verbose && ev.Message != nil && ev.Message.Text() != "" {
-			fmt.Fprintf(stderr, "%s%s\n", who, truncate(ev.Message.Text(), 300))
+			fmt.Fprintf(stderr, "%s%s\n", who, field(ev.Message.Text(), 300))
 		}
 	case kernel.EventToolCall:
 		if verbose {
-			fmt.Fprintf(stderr, "%s→ %s %s\n", who, ev.Name, truncate(string(ev.Input), 200))
+			fmt.Fprintf(stderr, "%s→ %s %s\n", who, termsafe.Escape(ev.Name), field(string(ev.Input), 200))
+			if len(ev.EffectiveInput) > 0 {
+				fmt.Fprintf(stderr, "%s  ran with (a hook or CanUseTool changed the input): %s\n", who, field(string(ev.EffectiveInput), 200))
+			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
 		if verbose || ev.Type == kernel.EventHook || ev.Decision == "deny" {
@@ -319,13 +346,24 @@ func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.
 	}
 }
 
+// truncate shortens s to one line of at most n bytes (and "…"), cut at a
+// character boundary.
 func truncate(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", "⏎")
 	if len(s) <= n {
 		return s
 	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
 	return s[:n] + "…"
 }
+
+// field is an agent-controlled string as one line of at most about n
+// bytes, safe for a terminal: truncated first, at a character boundary,
+// then escaped, so that no cut can leave half an escape sequence or half a
+// character raw.
+func field(s string, n int) string { return termsafe.Escape(truncate(s, n)) }
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

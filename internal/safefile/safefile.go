@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -157,4 +158,85 @@ func kindName(mode uint32) string {
 		return "a symlink"
 	}
 	return "not a regular file"
+}
+
+// ReadUserFile reads a file the user chose — their own configuration
+// file, or a path given on the command line (--mcp-config, --agents) —
+// at most limit bytes (limit <= 0 means DefaultLimit). The rule, in one
+// place for every such file:
+//
+//   - a path that lies in workspace (the directory the agent can write;
+//     "" for none), lexically or once resolved, is read with
+//     ReadFileBeneath: no symlink inside the workspace is followed, since
+//     the agent may have planted it;
+//   - any other path is resolved through its symlinks first (the user's
+//     own directories are not the agent's to change, and dotfile managers
+//     link files there), and what it leads to is read with ReadFile.
+//
+// Either way the file must be a regular file within the cap, opened
+// without blocking.
+func ReadUserFile(path, workspace string, limit int64) ([]byte, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if workspace != "" {
+		ws, err := filepath.Abs(workspace)
+		if err == nil {
+			if rel, ok := beneath(ws, abs); ok {
+				return ReadFileBeneath(ws, rel, limit)
+			}
+			if rws, err := filepath.EvalSymlinks(ws); err == nil {
+				if rel, ok := beneath(rws, abs); ok {
+					return ReadFileBeneath(rws, rel, limit)
+				}
+			}
+		}
+	}
+	if workspace != "" {
+		// A link of the user's may lead into the workspace: from there on
+		// the path is the agent's. Resolve one more component at a time
+		// (the components before the workspace are the user's) and, at
+		// the first prefix that lands in the workspace, read the rest
+		// beneath it.
+		if rws, err := filepath.EvalSymlinks(workspace); err == nil {
+			parts := strings.Split(strings.TrimPrefix(abs, "/"), "/")
+			for i := 1; i < len(parts); i++ {
+				prefix, err := filepath.EvalSymlinks("/" + filepath.Join(parts[:i]...))
+				if err != nil {
+					break // missing or unreadable: the final resolve says so
+				}
+				rest := filepath.Join(parts[i:]...)
+				if prefix == rws {
+					return ReadFileBeneath(rws, rest, limit)
+				}
+				if rel, ok := beneath(rws, prefix); ok {
+					return ReadFileBeneath(rws, filepath.Join(rel, rest), limit)
+				}
+			}
+		}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	if workspace != "" {
+		// The last component is the user's link into the workspace.
+		if rws, err := filepath.EvalSymlinks(workspace); err == nil {
+			if rel, ok := beneath(rws, real); ok {
+				return ReadFileBeneath(rws, rel, limit)
+			}
+		}
+	}
+	return ReadFile(real, limit)
+}
+
+// beneath returns p relative to dir when p is strictly inside dir
+// (lexically: both are absolute and clean).
+func beneath(dir, p string) (string, bool) {
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == "." || r == ".." || filepath.IsAbs(r) || strings.HasPrefix(r, "../") {
+		return "", false
+	}
+	return r, true
 }

@@ -104,3 +104,45 @@ func TestReadFileBeneathRefusesSymlinksOnTheWay(t *testing.T) {
 		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestReadUserFile: a path the user names is followed through the user's
+// own symlinks, but once it is in the workspace no symlink is followed —
+// also when the user's link leads into the workspace.
+func TestReadUserFile(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.json")
+	os.WriteFile(secret, []byte("secret"), 0o644)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "ok.json"), []byte("ok"), 0o644)
+	// The agent's link inside the workspace.
+	os.Symlink(secret, filepath.Join(ws, "planted.json"))
+	// The user's link to the workspace, outside it.
+	home := t.TempDir()
+	os.Symlink(ws, filepath.Join(home, "proj"))
+	os.Symlink(filepath.Join(ws, "ok.json"), filepath.Join(home, "ok-link.json"))
+
+	for _, tc := range []struct {
+		name, path, ws string
+		want           string // "" : an ErrNotRegular
+	}{
+		{"in the workspace", filepath.Join(ws, "ok.json"), ws, "ok"},
+		{"the agent's symlink", filepath.Join(ws, "planted.json"), ws, ""},
+		{"the agent's symlink through the user's link to the workspace", filepath.Join(home, "proj", "planted.json"), ws, ""},
+		{"the user's link to a workspace file", filepath.Join(home, "ok-link.json"), ws, "ok"},
+		{"the user's own file", secret, ws, "secret"},
+		{"no workspace: symlinks are the user's", filepath.Join(ws, "planted.json"), "", "secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := ReadUserFile(tc.path, tc.ws, 0)
+			if tc.want == "" {
+				if !errors.Is(err, ErrNotRegular) {
+					t.Fatalf("ReadUserFile = %q, %v; want ErrNotRegular", data, err)
+				}
+				return
+			}
+			if err != nil || string(data) != tc.want {
+				t.Fatalf("ReadUserFile = %q, %v; want %q", data, err, tc.want)
+			}
+		})
+	}
+}

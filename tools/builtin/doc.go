@@ -14,6 +14,9 @@
 // write_file and edit_file call Context.RecordSnapshot for every path they
 // are about to create or change, before changing it, and refuse the change
 // if it cannot be recorded: a change that cannot be rewound does not happen.
+// After writing they report the content written (Context.RecordWrite): a
+// file that differs from it when the call is sealed was changed by someone
+// else meanwhile, and a rewind reports it as a conflict.
 //
 // # bash
 //

@@ -60,7 +60,7 @@ Text files are returned with line numbers, like "cat -n": each line is the line 
 By default up to 2000 lines are shown from the start. When more remains, the output ends with a note giving the offset to pass next. Lines longer than 2000 bytes are cut and marked. Output also stops at about 256 KiB, again with a note telling you how to continue. Prefer reading a whole file (or a large range) over many small reads.
 
 PNG, JPEG, GIF and WebP images up to 5 MiB are returned as images you can see. Other binary files are refused. For a directory use list_dir; to find files by name use glob.`,
-	runReadFile,
+	unprivileged(runReadFile),
 	&tools.Options{
 		Security:    readOnlySecurity,
 		Annotations: &tools.Annotations{Title: "Read file", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
@@ -75,7 +75,7 @@ var WriteFile = tools.Must(tools.New("write_file",
 - content: the complete new content of the file, exactly as it should be on disk.
 
 If the file exists it is overwritten in place and keeps its permissions; otherwise it is created. Use this to create new files or to rewrite a file completely. To change part of an existing file, use edit_file instead: it is safer and cheaper. Read an existing file with read_file before overwriting it so that nothing is lost by accident.`,
-	runWriteFile,
+	unprivileged(runWriteFile),
 	&tools.Options{
 		Security:    workspaceSecurity,
 		Annotations: &tools.Annotations{Title: "Write file", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
@@ -91,7 +91,7 @@ var EditFile = tools.Must(tools.New("edit_file",
 - replace_all: replace every occurrence (default false).
 
 Without replace_all, old_string must occur exactly once in the file; if it occurs several times, include more surrounding lines to make it unique, or set replace_all to true to change them all. Read the file with read_file before editing it. The result shows the edited lines with their new line numbers.`,
-	runEditFile,
+	unprivileged(runEditFile),
 	&tools.Options{
 		Security: workspaceSecurity,
 		// An edit overwrites existing text: a destructive update in MCP's
@@ -107,7 +107,7 @@ var ListDir = tools.Must(tools.New("list_dir",
 - path: the directory, relative to the workspace root or absolute inside it (default ".", the workspace root).
 
 Each line is one entry: directories end with "/", symbolic links are shown as "name -> target", and files are followed by their size in bytes. Only the directory itself is listed, not its subdirectories; to find files anywhere below a directory use glob (for example "**/*.go"). At most 1000 entries are shown.`,
-	runListDir,
+	unprivileged(runListDir),
 	&tools.Options{
 		Security:    readOnlySecurity,
 		Annotations: &tools.Annotations{Title: "List directory", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
@@ -505,6 +505,9 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", rootErr(ctx, in.Path, err)
 	}
+	// What this call wrote, so that another writer's edit meanwhile is
+	// never taken for the agent's.
+	ctx.RecordWrite(rel, []byte(in.Content))
 
 	var msg string
 	if existed {
@@ -630,6 +633,7 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", rootErr(ctx, in.Path, err)
 	}
+	ctx.RecordWrite(rel, []byte(updated))
 
 	var b strings.Builder
 	if count == 1 {

@@ -25,7 +25,7 @@ var Glob = tools.Must(tools.New("glob",
 - path: the directory to search in, relative to the workspace root or absolute inside it (default: the workspace root).
 
 Returns matching files (not directories), one per line, as paths relative to the workspace root, sorted alphabetically; at most 1000, with a note saying how many more matched. ".git" directories are never searched, and symbolic links to directories are not followed. Use this to locate files by name; to search inside files use grep, and to see one directory use list_dir.`,
-	runGlob,
+	unprivileged(runGlob),
 	&tools.Options{
 		Security:    readOnlySecurity,
 		Annotations: &tools.Annotations{Title: "Find files", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},

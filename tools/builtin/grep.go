@@ -23,6 +23,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/lite-agent/lite-agent/internal/gitignore"
+	"github.com/lite-agent/lite-agent/internal/nocap"
+	"github.com/lite-agent/lite-agent/internal/safefile"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -70,7 +73,7 @@ Files ignored by .gitignore, the .git directory and binary files are skipped, an
 
 // Grep searches file contents under the workspace. It reads only through
 // the call's os.Root, so nothing outside the workspace is read.
-var Grep = tools.Must(tools.New("grep", grepDescription, grepHandler, &tools.Options{
+var Grep = tools.Must(tools.New("grep", grepDescription, unprivileged(grepHandler), &tools.Options{
 	Security:    readOnlySecurity,
 	InputSchema: grepInputSchema(),
 	Annotations: &tools.Annotations{
@@ -122,6 +125,7 @@ func grepHandler(ctx *tools.Context, in grepInput) (*tools.Result, error) {
 		glob:    newGrepGlobFilter(in.Glob),
 		start:   grepSlashRel(rel),
 		root:    ctx.Root,
+		ws:      ctx.Root.Name(),
 		bigSem:  make(chan struct{}, 1),
 	}
 	switch {
@@ -436,9 +440,10 @@ func (m *grepMatcher) scanLines(buf []byte, fn func(start, end int) bool) {
 }
 
 // grepGlobFilter is the glob input: include patterns (any may match) and
-// exclude patterns (none may match), in the segment form of gitignore.go.
+// exclude patterns (none may match), with gitignore's pattern semantics
+// (internal/gitignore): the same '*', '?', "[...]" and "**" as ignore files.
 type grepGlobFilter struct {
-	include, exclude []gitignorePattern
+	include, exclude []*gitignore.Pattern
 }
 
 // newGrepGlobFilter parses the glob input. Braces are expanded first
@@ -453,13 +458,8 @@ func newGrepGlobFilter(glob string) *grepGlobFilter {
 	glob = strings.TrimPrefix(glob, "!")
 	for _, g := range grepExpandBraces(glob) {
 		g = strings.TrimPrefix(g, "./")
-		p := gitignorePattern{}
-		if strings.Contains(strings.TrimSuffix(g, "/"), "/") {
-			p.anchored = true
-			p.segs = strings.Split(strings.Trim(g, "/"), "/")
-		} else {
-			p.segs = []string{strings.TrimSuffix(g, "/")}
-		}
+		// Files only: a trailing slash means nothing here.
+		p := gitignore.Compile(strings.TrimSuffix(g, "/"), "")
 		if exclude {
 			f.exclude = append(f.exclude, p)
 		} else {
@@ -510,27 +510,23 @@ func (f *grepGlobFilter) match(rel, searchRel string) bool {
 	if f == nil {
 		return true
 	}
-	base := rel[strings.LastIndexByte(rel, '/')+1:]
 	sub := rel
 	if searchRel != "" {
 		sub = strings.TrimPrefix(rel, searchRel+"/")
 	}
-	matches := func(p *gitignorePattern) bool {
-		if !p.anchored {
-			return gitignoreWildMatch(p.segs[0], base)
-		}
-		return gitignoreMatchSegs(p.segs, rel) || (sub != rel && gitignoreMatchSegs(p.segs, sub))
+	matches := func(p *gitignore.Pattern) bool {
+		return p.Match(rel, false) || (sub != rel && p.Match(sub, false))
 	}
-	for i := range f.exclude {
-		if matches(&f.exclude[i]) {
+	for _, p := range f.exclude {
+		if matches(p) {
 			return false
 		}
 	}
 	if len(f.include) == 0 {
 		return true
 	}
-	for i := range f.include {
-		if matches(&f.include[i]) {
+	for _, p := range f.include {
+		if matches(p) {
 			return true
 		}
 	}
@@ -546,6 +542,7 @@ type grepSearch struct {
 	glob    *grepGlobFilter
 	start   string   // the searched path, workspace-relative ("" = root)
 	root    *os.Root // the workspace
+	ws      string   // its path, to read ignore files beneath it (safefile)
 	// bigSem lets one file above grepBigFileBytes be in memory at a time.
 	bigSem chan struct{}
 
@@ -828,9 +825,9 @@ func grepFormatLine(rel string, sep byte, n int, text []byte) string {
 // grepDir is an open directory with work pending on it.
 type grepDir struct {
 	root *os.Root
-	rel  string // workspace-relative, "" for the workspace root
-	ign  *gitignoreNode
-	refs atomic.Int32 // queued items that need root; closed at zero
+	rel  string           // workspace-relative, "" for the workspace root
+	ign  *gitignore.Stack // the ignore files that apply to its entries
+	refs atomic.Int32     // queued items that need root; closed at zero
 }
 
 func (d *grepDir) release() {
@@ -900,7 +897,7 @@ func (s *grepSearch) walk(ctx *tools.Context, rel string) error {
 	if err != nil {
 		return rootErr(ctx, rel, err)
 	}
-	top := &grepDir{root: dirRoot, rel: s.start, ign: grepAncestorIgnores(ctx.Root, s.start)}
+	top := &grepDir{root: dirRoot, rel: s.start, ign: s.ancestorIgnores(s.start)}
 	top.refs.Store(1)
 
 	q := &grepQueue{}
@@ -913,47 +910,64 @@ func (s *grepSearch) walk(ctx *tools.Context, rel string) error {
 	workers := max(runtime.NumCPU(), 2)
 	perWorker := make([][]grepFileResult, workers)
 	var wg sync.WaitGroup
+	var dropErr atomic.Pointer[error]
 	for i := range workers {
 		wg.Go(func() {
 			w := s.newWorker()
-			for {
-				it, ok := q.pop()
-				if !ok {
-					break
-				}
-				if s.ctx.Err() == nil {
-					if it.isDir {
-						s.readDir(q, it)
-					} else {
-						s.searchFile(w, it.dir.root, it.name, it.rel)
-					}
-				}
-				it.dir.release()
-				q.done()
+			// Each worker reads on its own thread: it drops root's
+			// override for itself (see unprivileged). A worker that
+			// cannot does no work; the search then fails below rather
+			// than answer with what the others found.
+			if err := nocap.Do(func() error { s.work(q, w); return nil }); err != nil {
+				dropErr.Store(&err)
 			}
 			perWorker[i] = w.results
 		})
 	}
 	wg.Wait()
+	if err := dropErr.Load(); err != nil {
+		return *err
+	}
 	for _, r := range perWorker {
 		s.results = append(s.results, r...)
 	}
 	return nil
 }
 
-// grepAncestorIgnores loads the ignore files that apply to the directory
+// work runs one worker's loop: directories and files from the queue until
+// it is empty.
+func (s *grepSearch) work(q *grepQueue, w *grepWorker) {
+	for {
+		it, ok := q.pop()
+		if !ok {
+			break
+		}
+		if s.ctx.Err() == nil {
+			if it.isDir {
+				s.readDir(q, it)
+			} else {
+				s.searchFile(w, it.dir.root, it.name, it.rel)
+			}
+		}
+		it.dir.release()
+		q.done()
+	}
+}
+
+// ancestorIgnores loads the ignore files that apply to the directory
 // start from above it: .git/info/exclude and the .gitignore files of the
 // workspace root and of each directory between it and start. The .gitignore
 // of start itself is read when start is walked.
-func grepAncestorIgnores(root *os.Root, start string) *gitignoreNode {
-	var n *gitignoreNode
-	n = n.push("", grepReadIgnore(root, ".git/info/exclude"))
+func (s *grepSearch) ancestorIgnores(start string) *gitignore.Stack {
+	var n *gitignore.Stack
+	// .git/info/exclude has the lowest precedence: at the bottom.
+	n = n.Push(s.readIgnore("", ".git/info/exclude"))
 	if start == "" {
 		return n
 	}
 	dir := ""
 	for _, part := range strings.Split(start, "/") {
-		n = n.push(dir, grepReadIgnore(root, filepath.FromSlash(grepJoin(dir, ".gitignore"))))
+		n = n.Push(s.readIgnore(dir, grepJoin(dir, ".gitignore")))
 		dir = grepJoin(dir, part)
 	}
 	return n
@@ -967,22 +981,18 @@ func grepJoin(dir, name string) string {
 	return dir + "/" + name
 }
 
-// grepReadIgnore reads and parses an ignore file; a missing or unreadable
-// one is empty.
-func grepReadIgnore(root *os.Root, name string) *gitignoreMatcher {
-	f, err := root.Open(name)
+// readIgnore reads and parses the ignore file name (workspace-relative)
+// whose patterns apply to directory base. The agent can write ignore files,
+// so they are read with safefile: no symlink anywhere on the path, a FIFO
+// or device refused without blocking, at most grepMaxIgnoreFileBytes. A
+// missing or refused file is empty: the search then skips less, never
+// more.
+func (s *grepSearch) readIgnore(base, name string) *gitignore.List {
+	data, err := safefile.ReadFileBeneath(s.ws, filepath.FromSlash(name), grepMaxIgnoreFileBytes)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, grepMaxIgnoreFileBytes))
-	if err != nil {
-		return nil
-	}
-	return parseGitignore(data)
+	return gitignore.Parse(data, base, name)
 }
 
 // readDir lists the directory item it (opening it beneath its parent),
@@ -1014,7 +1024,7 @@ func (s *grepSearch) readDir(q *grepQueue, it grepItem) {
 	}
 	for _, e := range entries {
 		if e.Name() == ".gitignore" && e.Type().IsRegular() {
-			d.ign = d.ign.push(d.rel, grepReadIgnore(d.root, ".gitignore"))
+			d.ign = d.ign.Push(s.readIgnore(d.rel, grepJoin(d.rel, ".gitignore")))
 			break
 		}
 	}
@@ -1025,11 +1035,11 @@ func (s *grepSearch) readDir(q *grepQueue, it grepItem) {
 		rel := grepJoin(d.rel, name)
 		switch {
 		case typ.IsDir():
-			if name == ".git" || d.ign.ignored(rel, true) {
+			if name == ".git" || d.ign.Excluded(rel, true) {
 				continue
 			}
 		case typ.IsRegular():
-			if d.ign.ignored(rel, false) || !s.glob.match(rel, s.start) {
+			if d.ign.Excluded(rel, false) || !s.glob.match(rel, s.start) {
 				continue
 			}
 		default:

@@ -494,3 +494,46 @@ func TestGrepFoldLiteral(t *testing.T) {
 		t.Errorf("occurrences at %v, want [15 25]", got)
 	}
 }
+
+// TestGrepPlantedIgnoreFiles: the agent can write ignore files, so a FIFO
+// or a symlink there must neither hang nor flood grep. Before ignore files
+// were read with internal/safefile, a FIFO at .git/info/exclude blocked
+// grep for ever in open(2) (a FIFO without a writer blocks a reader), and
+// a src/.gitignore symlink was followed to whatever it named inside the
+// workspace when src was searched. Now both are treated as absent: grep
+// skips less, never hangs.
+func TestGrepPlantedIgnoreFiles(t *testing.T) {
+	ctx := grepTestWorkspace(t, map[string]string{
+		"src/a.go":  "hit\n",
+		"src/b.log": "hit\n",
+		"rules":     "*\n", // would ignore everything if followed
+	})
+	ws := ctx.Workspace
+	if err := os.MkdirAll(filepath.Join(ws, ".git", "info"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, ".git", "info", "exclude"), 0o644); err != nil {
+		t.Skipf("cannot make a FIFO here: %v (would have checked that a FIFO ignore file does not block grep)", err)
+	}
+	if err := os.Symlink("../rules", filepath.Join(ws, "src", ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(ws, ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 2)
+	go func() {
+		done <- Grep.Call(ctx, json.RawMessage(`{"pattern":"hit"}`)).TextOf()
+		done <- Grep.Call(ctx, json.RawMessage(`{"pattern":"hit","path":"src"}`)).TextOf()
+	}()
+	for range 2 {
+		select {
+		case got := <-done:
+			if !strings.Contains(got, "src/a.go") || !strings.Contains(got, "src/b.log") {
+				t.Errorf("grep = %q, want both files (planted ignore files are not read)", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("grep blocked on a planted ignore file")
+		}
+	}
+}

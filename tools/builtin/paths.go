@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/nocap"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -74,3 +75,18 @@ var (
 	readOnlySecurity  = &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace, SideEffects: tools.SideEffectsNone}
 	workspaceSecurity = &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace, SideEffects: tools.SideEffectsWorkspace}
 )
+
+// unprivileged wraps a file tool's handler so that its I/O runs with no
+// more privilege than a confined command has: when lite-agent runs as root,
+// the handler's thread drops root's capabilities (CAP_DAC_OVERRIDE,
+// CAP_DAC_READ_SEARCH, CAP_FOWNER among them) for the call, so read_file
+// cannot read a 0600 file of another user that `bash` cannot read either.
+// A handler that starts goroutines for I/O (grep) drops them in each.
+func unprivileged[In, Out any](h func(*tools.Context, In) (Out, error)) func(*tools.Context, In) (Out, error) {
+	return func(ctx *tools.Context, in In) (out Out, err error) {
+		if derr := nocap.Do(func() error { out, err = h(ctx, in); return nil }); derr != nil {
+			return out, derr
+		}
+		return out, err
+	}
+}

@@ -1,0 +1,193 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/mcp"
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+// perQuery are the kernel.Options fields a query chooses itself; every
+// other field is set once by New from a Config it checked.
+var perQuery = map[string]bool{"Prompt": true, "Resume": true, "SessionID": true}
+
+// setOnce names, for every other kernel.Options field, what New does
+// with it: how it is checked against the preset, or why it cannot widen
+// anything. A field added to kernel.Options fails this test until it is
+// listed here, so that nobody adds a knob a query could turn unchecked.
+var setOnce = map[string]string{
+	"Model": "Config.Model", "ModelName": "Config.ModelName", "SystemPrompt": "Config.SystemPrompt",
+	"MaxTokens": "Config.MaxTokens", "Workspace": "resolved by New; the preset's sandbox is built for it",
+	"CustomTools":                     "CheckTools against the preset",
+	"Tools":                           "Config.Tools (narrows only)",
+	"AllowedTools":                    "Config.AllowedTools (the options layer)",
+	"DisallowedTools":                 "Config.DisallowedTools (deny only)",
+	"Rules":                           "preset + policy files (workspace file tighten-only under strict) + Config.Rules",
+	"PermissionMode":                  "refused when the preset forbids it (bypassPermissions under strict)",
+	"AllowDangerouslySkipPermissions": "Config, checked with the mode",
+	"Hooks":                           "policy files' command hooks (deny-only where untrusted) + Config.Hooks",
+	"CanUseTool":                      "Config.CanUseTool", "Approval": "Config.Approval", "UserInput": "Config.UserInput",
+	"MaxTurns": "Config.MaxTurns", "ToolTimeout": "Config.ToolTimeout",
+	"StateDir":          "Config.StateDir (kernel refuses one inside the workspace)",
+	"Sandbox":           "the preset's policy",
+	"HandlerCeiling":    "HandlerCeiling(preset)",
+	"InProcessHandlers": "refused by New",
+	"Checkpoints":       "on unless Config.NoCheckpoints",
+	"Snapshots":         "never set (Checkpoints records)",
+	"MCPServers":        "CheckMCPServers against the preset",
+	"MCPMaxNetwork":     "MCPMaxNetwork(preset)",
+	"MCPConnectTimeout": "Config.MCPConnectTimeout",
+	"Agents":            "bypassPermissions refused where the preset refuses it",
+	"MaxBudgetTokens":   "Config.MaxBudgetTokens",
+	"OutputFormat":      "Config.OutputFormat",
+}
+
+// TestQueryOptionReachesOnlyTheSession: a QueryOption cannot touch the
+// options New checked. Before, QueryOption was func(*kernel.Options), so
+// func(o *kernel.Options){ o.PermissionMode = bypassPermissions;
+// o.AllowDangerouslySkipPermissions = true } ran bash unasked under
+// strict; the first part shows that those options do exactly that when
+// they reach the kernel, the second that no QueryOption can set them.
+func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
+	ws := t.TempDir()
+	newAgent := func() *Agent {
+		a, err := New(Config{Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
+			Model: model(t, `{"turns": [{"tool_calls": [{"id": "b", "name": "bash", "input": {"command": "echo pwned > pwned.txt"}}]}, {"text": "done"}]}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	// The attack, as the old QueryOption applied it (to a copy of the
+	// agent's options, then kernel.Query).
+	o := newAgent().Options()
+	o.Prompt, o.PermissionMode, o.AllowDangerouslySkipPermissions = "go", kernel.PermissionBypass, true
+	for _, err := range kernel.Query(context.Background(), o) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "pwned.txt")); err != nil {
+		t.Fatalf("with bypassPermissions the bash call must run, or this test proves nothing: %v", err)
+	}
+	os.Remove(filepath.Join(ws, "pwned.txt"))
+
+	// The type: a QueryOption works on an unexported struct, and no
+	// function over *kernel.Options converts to one.
+	qt := reflect.TypeOf(QueryOption(nil))
+	if reflect.TypeOf(func(*kernel.Options) {}).ConvertibleTo(qt) || qt.In(0) == reflect.TypeOf(&kernel.Options{}) {
+		t.Fatalf("QueryOption is %v: it can reach kernel.Options", qt)
+	}
+	param := qt.In(0).Elem()
+	if param.PkgPath() != reflect.TypeOf(Agent{}).PkgPath() || param.Name() == "" || param.Name()[0] < 'a' || param.Name()[0] > 'z' {
+		t.Errorf("QueryOption's parameter %v is not an unexported type of package local", param)
+	}
+	// Its fields are only the session's choices.
+	for i := range param.NumField() {
+		f := param.Field(i)
+		if f.IsExported() || (f.Name != "resume" && f.Name != "sessionID") {
+			t.Errorf("queryOptions.%s: a per-query option may only choose the session", f.Name)
+		}
+	}
+	// Every kernel.Options field is either chosen per query or set once
+	// by New, with its check named.
+	ot := reflect.TypeOf(kernel.Options{})
+	for i := range ot.NumField() {
+		name := ot.Field(i).Name
+		if !perQuery[name] && setOnce[name] == "" {
+			t.Errorf("kernel.Options.%s is new: say in setOnce how New checks it, or in perQuery why a query may choose it", name)
+		}
+	}
+
+	// Through the agent, with every option there is: bash still asks
+	// (headless: denied), and nothing ran.
+	a := newAgent()
+	var perm kernel.Event
+	for ev, err := range a.Query(context.Background(), "go", SessionID("chosen-id"), Resume("")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == kernel.EventPermission {
+			perm = ev
+		}
+		if ev.Type == kernel.EventSessionStart && ev.SessionID != "chosen-id" {
+			t.Errorf("SessionID did not apply: %s", ev.SessionID)
+		}
+	}
+	if perm.Decision != "deny" || perm.DecidedBy != "headless" {
+		t.Errorf("bash under strict: %+v", perm)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "pwned.txt")); err == nil {
+		t.Error("bash ran unasked under strict")
+	}
+}
+
+// TestAgentOptionsCannotBeChangedLater: what New checked cannot be
+// changed afterwards through shared memory — neither through the copy
+// Options returns (its sandbox policy is a pointer, its rules and hooks
+// slices) nor through the Config's slices and maps the caller keeps. A
+// shallow copy would share them: writing o.Sandbox.Network or o.Rules[0]
+// would change the agent itself.
+// okTool is built before TestMain's ServeConfinedCall, as New requires.
+var okTool = tool("ok_tool", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace})
+
+func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
+	ws := t.TempDir()
+	cfg := Config{Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
+		CustomTools: []*tools.Tool{okTool},
+		MCPServers:  map[string]mcp.ServerConfig{},
+		Agents:      map[string]kernel.AgentDefinition{"helper": {Description: "d", Prompt: "p", Tools: []string{"read_file"}}},
+		Model:       model(t, `{"turns": [{"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": ".lite-agent/policy.toml", "content": "x"}}]}, {"text": "done"}]}`)}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := a.Options()
+
+	// Through the copy.
+	o := a.Options()
+	o.Sandbox.Network = sandbox.NetworkUnrestricted
+	o.Sandbox.ReadWritePaths = append(o.Sandbox.ReadWritePaths[:0], "/")
+	o.HandlerCeiling.Network = sandbox.NetworkUnrestricted
+	for i := range o.Rules {
+		o.Rules[i] = policies.MustParseRule(policies.Allow, "write_file")
+	}
+	o.Agents["helper"] = kernel.AgentDefinition{PermissionMode: kernel.PermissionBypass}
+	// Through the Config.
+	cfg.CustomTools[0] = tool("wide_tool", &tools.Security{Network: tools.NetworkUnrestricted, Filesystem: tools.FilesystemUnrestricted})
+	cfg.MCPServers["evil"] = mcp.ServerConfig{Command: "nc", Network: tools.NetworkUnrestricted}
+	cfg.Agents["helper"] = kernel.AgentDefinition{PermissionMode: kernel.PermissionBypass}
+
+	after := a.Options()
+	if after.Sandbox.Network != sandbox.NetworkNone || len(after.Sandbox.ReadWritePaths) != 0 || after.HandlerCeiling.Network != sandbox.NetworkLoopback {
+		t.Errorf("the agent's sandbox changed: %+v / %+v", after.Sandbox, after.HandlerCeiling)
+	}
+	if !reflect.DeepEqual(after.Rules, before.Rules) {
+		t.Errorf("the agent's rules changed: %v", after.Rules)
+	}
+	if after.CustomTools[0].Name() != "ok_tool" || len(after.MCPServers) != 0 || after.Agents["helper"].PermissionMode != "" {
+		t.Errorf("the Config's later changes reached the agent: %s, %v, %+v", after.CustomTools[0].Name(), after.MCPServers, after.Agents)
+	}
+	// And the rules still hold in a query: the preset's deny on
+	// .lite-agent/ was not replaced by the allow written into the copy.
+	var perm kernel.Event
+	for ev, err := range a.Query(context.Background(), "go") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == kernel.EventPermission {
+			perm = ev
+		}
+	}
+	if perm.Decision != "deny" || perm.DecidedBy != "rule" || !strings.Contains(perm.Rule, ".lite-agent") {
+		t.Errorf("write into .lite-agent/: %+v", perm)
+	}
+}

@@ -1,0 +1,189 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestBashInvalidNamesRewindByteExact: bash creates, changes and deletes
+// files whose names differ only in bytes that are not UTF-8 (a\xff and
+// a\xfe), a directory and a symlink target that are not UTF-8, and a valid
+// non-ASCII name. The same steps run unconfined in a mirror give the tree
+// at every checkpoint; rewinding the session to each checkpoint, newest
+// first, must give exactly that tree, names and contents byte for byte.
+// Before names were stored exactly, a\xff and a\xfe were one name in the
+// log (a\uFFFD): one pre-image was lost and the rewind created a name that
+// never existed (checkpoint.TestPlainJSONMergesInvalidNames).
+func TestBashInvalidNamesRewindByteExact(t *testing.T) {
+	steps := []string{
+		`printf 'ff1\n' > $'a\xff'; printf 'fe1\n' > $'a\xfe'; printf 'u1\n' > 'é.txt'`,
+		`printf 'ff2\n' > $'a\xff' && rm $'a\xfe' && mkdir $'d\x80' && echo deep > $'d\x80/x\xc3'`,
+		`mv $'a\xff' $'a\xfe' && ln -s $'t\xfb' $'l\xfa' && sed -i s/u1/u3/ 'é.txt'`,
+		`rm -r $'d\x80' && printf 'ff4\n' > $'a\xff' && rm $'l\xfa'`,
+	}
+	setup := func(dir string) { writeFile(t, filepath.Join(dir, "é.txt"), "u0\n") }
+	mirror := t.TempDir()
+	setup(mirror)
+	states := []map[string]string{treeState(t, mirror)}
+	for _, s := range steps {
+		cmd := exec.Command("bash", "-c", s)
+		cmd.Dir = mirror
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("mirror step %q: %v\n%s", s, err, out)
+		}
+		states = append(states, treeState(t, mirror))
+	}
+	if _, ok := states[1]["a\xff"]; !ok || len(states[1]) != 3 {
+		t.Fatalf("the mirror's first step: %q", states[1])
+	}
+
+	ws, state := t.TempDir(), t.TempDir()
+	setup(ws)
+	var turns []string
+	for i, s := range steps {
+		in, _ := json.Marshal(map[string]any{"command": s})
+		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "s%d", "name": "bash", "input": %s}]}`, i+1, in))
+	}
+	turns = append(turns, `{"text": "done"}`)
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
+	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", "odd names")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var numbers []int
+	for _, ev := range evs {
+		if ev["type"] == "tool_result" && ev["is_error"] == true {
+			t.Fatalf("a step failed in the sandbox: %v", ev)
+		}
+		if ev["type"] == "checkpoint" {
+			numbers = append(numbers, int(ev["checkpoint"].(map[string]any)["number"].(float64)))
+		}
+	}
+	if len(numbers) != len(steps)+1 {
+		t.Fatalf("checkpoint numbers %v: want one per user turn and one per step", numbers)
+	}
+	if diff := diffTrees(states[len(steps)], treeState(t, ws)); diff != "" {
+		t.Fatalf("the confined session did not produce the mirror's tree:\n%s", diff)
+	}
+	id := evs[0]["session_id"].(string)
+
+	// The listing receives both names, each as it is (escaping them for a
+	// terminal is the CLI's output layer's business): a\xff is in
+	// checkpoints 1 to 4, a\xfe in 1 to 3.
+	out, err := exec.Command(binary, "checkpoints", "--state-dir", state, id).CombinedOutput()
+	if err != nil || bytes.Count(out, []byte("a\xff")) != 4 || bytes.Count(out, []byte("a\xfe")) != 3 {
+		t.Fatalf("checkpoints: %v\n%q", err, out)
+	}
+	for k := len(numbers) - 1; k >= 0; k-- {
+		if k == 1 {
+			// The dry run names the exact bytes too.
+			out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", fmt.Sprint(numbers[k]), "--files-only", "--dry-run").CombinedOutput()
+			if err != nil || !bytes.Contains(out, []byte("+++ b/a\xfe\n@@ -0,0 +1 @@\n+fe1\n")) {
+				t.Fatalf("rewind --dry-run --to %d: %v\n%q", numbers[k], err, out)
+			}
+		}
+		out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", fmt.Sprint(numbers[k]), "--files-only").CombinedOutput()
+		if err != nil {
+			t.Fatalf("rewind --to %d: %v\n%s", numbers[k], err, out)
+		}
+		if diff := diffTrees(states[k], treeState(t, ws)); diff != "" {
+			t.Fatalf("after rewind --to %d (state after %d steps):\n%s", numbers[k], k, diff)
+		}
+	}
+}
+
+// TestUserEditDuringWriteFileCall: the user edits a file while the
+// agent's write_file call that wrote it is still running — the call is
+// held inside by a PostToolUse hook that reads a FIFO the test controls
+// (the hook runs after the tool and before the call's checkpoint is
+// sealed). `rewind` must refuse with a conflict naming the file and leave
+// the user's edit; `rewind --force` brings the pre-image back. Before the
+// edit tools reported what they wrote, the seal took the user's bytes for
+// the agent's and the rewind discarded them without a word
+// (checkpoint.TestUserEditDuringToolCall shows that case).
+func TestUserEditDuringWriteFileCall(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "f.txt"), "v0\n")
+	fifo := filepath.Join(ws, "hold.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws, ".lite-agent/policy.toml"), fmt.Sprintf(`
+[[hooks]]
+event   = "PostToolUse"
+matcher = "write_file"
+command = "read line < %s"
+`, fifo))
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [
+	  {"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": "f.txt", "content": "agent\n"}}]},
+	  {"text": "done"}]}`)
+	cmd := exec.Command(binary, "run", "--workspace", ws, "--state-dir", state, "--output-format", "stream-json",
+		"--script", script, "--allowed-tools", "write_file", "write f")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Opening the FIFO for writing returns once the hook has opened it
+	// for reading: write_file has written, the call has not ended.
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- f
+	}()
+	var hold *os.File
+	select {
+	case hold = <-opened:
+	case err := <-exited:
+		// Unblock the opener before failing.
+		if r, e := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); e == nil {
+			r.Close()
+		}
+		t.Fatalf("the run ended before its hook held the call: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(got) != "agent\n" {
+		t.Fatalf("inside the call f.txt = %q", got)
+	}
+	writeFile(t, filepath.Join(ws, "f.txt"), "the user's edit\n")
+	hold.WriteString("go\n")
+	hold.Close()
+	if err := <-exited; err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var id string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["session_id"] != nil {
+			id = ev["session_id"].(string)
+			break
+		}
+	}
+	out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", "0", "--files-only").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "conflict: f.txt") || !strings.Contains(string(out), "during the tool call") {
+		t.Fatalf("rewind over an edit made during the call must refuse and name f.txt (err %v):\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) != "the user's edit\n" {
+		t.Fatalf("the refused rewind changed the user's file: %q", b)
+	}
+	out, err = exec.Command(binary, "rewind", "--state-dir", state, id, "--to", "0", "--files-only", "--force").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rewind --force: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) != "v0\n" {
+		t.Fatalf("after rewind --force f.txt = %q", b)
+	}
+}
