@@ -26,7 +26,7 @@
 //
 //  1. Deny rules — Options.DisallowedTools and the deny rules of
 //     Options.Rules (presets, policy files) → denied. In plan mode a tool
-//     that is not read-only is denied here too.
+//     that is not read-only (by its ReadOnlyHint) is denied here too.
 //  2. PreToolUse hooks (those whose Matcher matches) → deny, ask or allow;
 //     a hook may rewrite the input, which is validated again and meets
 //     the deny rules again. A hook that fails denies.
@@ -37,7 +37,12 @@
 //     write_file and edit_file inside the workspace; auto allows read-only
 //     tools and changes that stay in the workspace and asks for the shell
 //     and network tools; default and dontAsk decide nothing here.
-//  5. The tool's default: read-only tools are allowed, others ask.
+//  5. The tool's default: lite-agent's own read-only tools (read_file,
+//     glob, grep, list_dir, bash_output, the MCP resource tools) are
+//     allowed, others ask. A custom or MCP tool's ReadOnlyHint is a hint,
+//     not a permission: it lets the call run concurrently with other
+//     read-only calls and in plan mode, but the call still needs an allow
+//     rule, a mode that allows it, a hook or CanUseTool.
 //  6. An ask: dontAsk mode denies it; otherwise CanUseTool decides, else
 //     the Approval handler, else (headless) it is denied with a message
 //     the model sees that says how to pre-approve it.
@@ -51,6 +56,19 @@
 //
 // AllowedTools pre-approves; it does not restrict what the model can use —
 // Tools does that, in every mode.
+//
+// # Tool names
+//
+// Everywhere a tool is named — Tools, AllowedTools, DisallowedTools,
+// Rules, hook matchers, AgentDefinition.Tools — Claude Code's names of the
+// built-in tools are ours ("Bash" is bash, "Read" read_file, "Agent" and
+// "Task" the agent tool; policies.CanonicalTool), and a name that is
+// neither a tool of the session, a wildcard, nor an mcp__ name of a server
+// that failed to connect is an error before the first model call, naming
+// the entry and the nearest real name (CheckToolNames checks the same
+// without connecting). A failed server's status in session_start lists
+// the entries its failure left unchecked. Events and the model always see
+// our names.
 //
 // # Hooks
 //

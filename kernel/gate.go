@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/policies"
@@ -19,7 +20,10 @@ var namePatternRE = regexp.MustCompile(`^[A-Za-z0-9_*?-]+$`)
 type namePatterns []string
 
 func compileNamePatterns(field string, pats []string) (namePatterns, error) {
-	for _, p := range pats {
+	// Claude Code's names are ours ("Read" is read_file; see names.go).
+	pats = slices.Clone(pats)
+	for i, p := range pats {
+		pats[i] = policies.CanonicalTool(p)
 		if !namePatternRE.MatchString(p) {
 			return nil, fmt.Errorf("%s: %q is not a tool name or wildcard (letters, digits, '_', '-', '*', '?')", field, p)
 		}
@@ -82,7 +86,9 @@ type decision struct {
 //  4. the permission mode (bypassPermissions allows; acceptEdits allows
 //     workspace edits; auto allows read-only tools and workspace edits,
 //     asks for the shell and network tools);
-//  5. the tool's default: read-only tools run, others ask;
+//  5. the tool's default: lite-agent's own read-only tools run, others
+//     ask (a custom or MCP tool's ReadOnlyHint is a hint, not a
+//     permission; see annotations.go);
 //  6. an ask: dontAsk mode denies; else CanUseTool, else the approval
 //     handler, else (headless) denied with a message the model sees.
 //
@@ -105,6 +111,9 @@ type gate struct {
 	// without asking by default and is not refused in plan mode (the
 	// subagent is in plan mode then too).
 	delegate *tools.Tool
+	// trusted are the tools whose read-only hint lets them run by default
+	// (annotations.go); any other tool's hint is not a permission.
+	trusted map[*tools.Tool]bool
 	// agent and agentID name the subagent deciding ("" for the main agent).
 	agent, agentID string
 }
@@ -226,7 +235,7 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 		case PermissionAuto:
 			if why := autoAsks(t); why != "" {
 				askBy, askReason = byMode, "auto mode asks before "+why
-			} else if t.ReadOnly() {
+			} else if g.runsByDefault(t) {
 				return allowed(byMode, "auto mode allows read-only tools", nil)
 			} else if rc.EditsInWorkspace() || workspaceOnly(t) {
 				return allowed(byMode, "auto mode allows changes that stay in the workspace", nil)
@@ -234,14 +243,19 @@ func (g *gate) decide(ctx context.Context, t *tools.Tool, call tools.Call, repor
 		}
 	}
 	if askBy == "" {
-		if t.ReadOnly() {
+		// A hint is not a permission (annotations.go): only our own
+		// read-only tools run by default.
+		if g.runsByDefault(t) {
 			return allowed(byDefault, name+" is read-only", nil)
 		}
-		if g.readOnly(t) {
+		if g.delegate != nil && t == g.delegate {
 			return allowed(byDefault, name+" changes nothing itself; every call of the subagent it starts passes the gate", nil)
 		}
 		askBy = byDefault
 		askReason = fmt.Sprintf("%s can change the workspace or the world and is not pre-approved", name)
+		if t.ReadOnly() {
+			askReason = fmt.Sprintf("%s is not pre-approved (its readOnlyHint is a hint, not a permission)", name)
+		}
 		if why := rc.NotAllowedBecause(); why != "" && v.Behavior == "" {
 			askReason += " (allow rules cannot approve this command: " + why + ")"
 		}

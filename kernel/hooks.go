@@ -69,8 +69,8 @@ type Hook struct {
 	// matches like a deny rule (any part of a compound command; a call it
 	// might match counts). "" matches every tool. Other events take none.
 	Matcher string
-	// Name identifies the hook in events and messages; "" uses
-	// "EVENT hook N".
+	// Name identifies the hook in events and messages; "" uses "#N", the
+	// hook's place among its event's hooks ("the PreToolUse hook #1").
 	Name string
 	// Timeout bounds one run; zero means DefaultHookTimeout.
 	Timeout time.Duration
@@ -181,7 +181,8 @@ func compileHooks(hooks []Hook, workspace string) (*hookSet, error) {
 			return nil, fmt.Errorf("kernel: Hooks[%d] (%s): matcher: %w", i, h.Event, err)
 		}
 		if h.Name == "" {
-			h.Name = fmt.Sprintf("%s hook %d", h.Event, len(hs.byEvent[h.Event])+1)
+			// Messages say "the PreToolUse hook #1": the event is theirs.
+			h.Name = fmt.Sprintf("#%d", len(hs.byEvent[h.Event])+1)
 		}
 		if h.Timeout <= 0 {
 			h.Timeout = DefaultHookTimeout

@@ -198,9 +198,22 @@ func TestExternalMCPServerThroughTheKernel(t *testing.T) {
 	o = e.opts(script(t, `{"turns": [{"text": "ok"}]}`))
 	o.MCPServers = map[string]mcp.ServerConfig{"missing": {Command: "/nonexistent/mcp-server"}, "ext": stdioOrders(t)}
 	o.Tools = []string{"mcp__missing__x", "mcp__ext__lookup"}
-	if _, err := collect(t, context.Background(), o); err != nil {
+	o.DisallowedTools = []string{"mcp__missing__drop"}
+	if evs, err := collect(t, context.Background(), o); err != nil {
 		t.Errorf("Tools naming a failed server's tool: %v", err)
+	} else {
+		// session_start says which entries the failure left unchecked.
+		var unchecked []string
+		for _, st := range evs[0].MCPServers {
+			if st.Name == "missing" {
+				unchecked = st.Unchecked
+			}
+		}
+		if strings.Join(unchecked, "; ") != "Tools: mcp__missing__x; DisallowedTools: mcp__missing__drop" {
+			t.Errorf("unchecked names of the failed server: %q", unchecked)
+		}
 	}
+	o.DisallowedTools = nil
 	o.Tools = []string{"mcp__ext__nope"}
 	if _, err := collect(t, context.Background(), o); err == nil || !strings.Contains(err.Error(), `Tools names "mcp__ext__nope", but there is no such tool`) {
 		t.Errorf("Tools naming a tool the connected server lacks: %v", err)

@@ -34,7 +34,10 @@ type Options struct {
 	// by the MCP servers' tools and the agent tool).
 	CustomTools []*tools.Tool
 	// Tools narrows the set of tools the model sees, by name or wildcard
-	// ("mcp__orders__*"). nil means every tool; an empty non-nil slice means
+	// ("mcp__orders__*"). Here and in every rule, matcher and subagent
+	// tool list, Claude Code's names are ours ("Read", "Bash", "Agent"),
+	// and a name that is no tool is an error (see "Tool names" in the
+	// package documentation). nil means every tool; an empty non-nil slice means
 	// none. A call to a tool outside this set gets an error result. This,
 	// not AllowedTools, is how to restrict what the model can use — in
 	// every permission mode, bypassPermissions included.
@@ -53,6 +56,7 @@ type Options struct {
 	Rules []policies.Rule
 
 	// PermissionMode decides what no rule or hook decided; "" is default.
+	// "yolo" is bypassPermissions, with the same opt-in.
 	PermissionMode PermissionMode
 	// AllowDangerouslySkipPermissions must be set for PermissionMode
 	// bypassPermissions: the run fails otherwise. Deny rules, ask rules,

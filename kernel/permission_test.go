@@ -104,6 +104,8 @@ func TestPermissionModes(t *testing.T) {
 		call("l", "format_code", `{"msg": "x"}`),
 		call("q", "lookup", `{"msg": "x"}`),
 	}
+	// q (lookup) claims readOnlyHint: a hint, not a permission — it is not
+	// refused by plan mode, but nothing allows it by default either.
 	type want struct{ decision, by string }
 	allow := func(by string) want { return want{"allow", by} }
 	deny := func(by string) want { return want{"deny", by} }
@@ -111,10 +113,10 @@ func TestPermissionModes(t *testing.T) {
 		mode PermissionMode
 		want map[string]want
 	}{
-		{PermissionDefault, map[string]want{"w": deny(byHeadless), "e": deny(byHeadless), "r": allow(byDefault), "b": deny(byHeadless), "n": deny(byHeadless), "l": deny(byHeadless), "q": allow(byDefault)}},
-		{PermissionAcceptEdits, map[string]want{"w": allow(byMode), "e": allow(byMode), "r": allow(byDefault), "b": deny(byHeadless), "n": deny(byHeadless), "l": deny(byHeadless), "q": allow(byDefault)}},
-		{PermissionPlan, map[string]want{"w": deny(byMode), "e": deny(byMode), "r": allow(byDefault), "b": deny(byMode), "n": deny(byMode), "l": deny(byMode), "q": allow(byDefault)}},
-		{PermissionDontAsk, map[string]want{"w": deny(byMode), "e": deny(byMode), "r": allow(byDefault), "b": deny(byMode), "n": deny(byMode), "l": deny(byMode), "q": allow(byDefault)}},
+		{PermissionDefault, map[string]want{"w": deny(byHeadless), "e": deny(byHeadless), "r": allow(byDefault), "b": deny(byHeadless), "n": deny(byHeadless), "l": deny(byHeadless), "q": deny(byHeadless)}},
+		{PermissionAcceptEdits, map[string]want{"w": allow(byMode), "e": allow(byMode), "r": allow(byDefault), "b": deny(byHeadless), "n": deny(byHeadless), "l": deny(byHeadless), "q": deny(byHeadless)}},
+		{PermissionPlan, map[string]want{"w": deny(byMode), "e": deny(byMode), "r": allow(byDefault), "b": deny(byMode), "n": deny(byMode), "l": deny(byMode), "q": deny(byHeadless)}},
+		{PermissionDontAsk, map[string]want{"w": deny(byMode), "e": deny(byMode), "r": allow(byDefault), "b": deny(byMode), "n": deny(byMode), "l": deny(byMode), "q": deny(byMode)}},
 		{PermissionAuto, map[string]want{"w": allow(byMode), "e": allow(byMode), "r": allow(byMode), "b": deny(byHeadless), "n": deny(byHeadless), "l": allow(byMode), "q": deny(byHeadless)}},
 		{PermissionBypass, map[string]want{"w": allow(byMode), "e": allow(byMode), "r": allow(byMode), "b": allow(byMode), "n": allow(byMode), "l": allow(byMode), "q": allow(byMode)}},
 	}

@@ -171,6 +171,9 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if err := checkAgents(o); err != nil {
 		return nil, err
 	}
+	if err := CheckConfinedTools(o); err != nil {
+		return nil, err
+	}
 	if r.output, err = newOutputCheck(o.OutputFormat); err != nil {
 		return nil, err
 	}
@@ -229,6 +232,7 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	r.gate.canUseTool = o.CanUseTool
 	r.gate.approval = o.Approval
 	r.gate.delegate = r.agentTool
+	r.gate.trusted = r.trustedReadOnly()
 	return r, nil
 }
 
@@ -357,13 +361,15 @@ func (r *run) buildTools() error {
 	if err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
-	if err := r.checkToolNames("Tools", o.Tools, byName); err != nil {
+	if err := checkCustomNames(o.CustomTools); err != nil {
 		return err
 	}
-	for name, def := range o.Agents {
-		if err := r.checkToolNames(fmt.Sprintf("Agents[%q].Tools", name), def.Tools, byName); err != nil {
-			return err
-		}
+	known := knownTools{names: map[string]bool{}, mayOffer: r.mcpMayOffer, agents: len(o.Agents) > 0, unchecked: r.noteUnchecked}
+	for n := range byName {
+		known.names[n] = true
+	}
+	if err := checkNames(o, known); err != nil {
+		return err
 	}
 	r.visible = map[string]*tools.Tool{}
 	for _, t := range all {
@@ -385,19 +391,6 @@ func (r *run) addVisible(t *tools.Tool) {
 	r.visible[t.Name()] = t
 	r.names = append(r.names, t.Name())
 	r.specs = append(r.specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchemaJSON()})
-}
-
-// checkToolNames refuses a name (not a wildcard) that names no tool. A
-// name of an MCP server that did not connect is let through: the failure
-// is reported in session_start and must not stop the run.
-func (r *run) checkToolNames(field string, names []string, byName map[string]*tools.Tool) error {
-	for _, p := range names {
-		if strings.ContainsAny(p, "*?") || byName[p] != nil || r.mcpMayOffer(p) {
-			continue
-		}
-		return fmt.Errorf("kernel: %s names %q, but there is no such tool", field, p)
-	}
-	return nil
 }
 
 func (r *run) openSession(stateDir string) error {

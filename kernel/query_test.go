@@ -209,7 +209,7 @@ func TestBadOptionsFailClearly(t *testing.T) {
 		{"unknown tool in Tools", func(o *Options) { o.Tools = []string{"nope"} }, `no such tool`},
 		{"bad pattern", func(o *Options) { o.AllowedTools = []string{"ba sh"} }, "not a tool name"},
 		{"bad rule", func(o *Options) { o.DisallowedTools = []string{"bash(git status"} }, "must end with ')'"},
-		{"bad mode", func(o *Options) { o.PermissionMode = "yolo" }, "unknown permission mode"},
+		{"bad mode", func(o *Options) { o.PermissionMode = "yollo" }, "unknown permission mode"},
 		{"bypass without opt-in", func(o *Options) { o.PermissionMode = PermissionBypass }, "needs AllowDangerouslySkipPermissions"},
 		{"bad hook event", func(o *Options) {
 			o.Hooks = []Hook{{Event: "BeforeEverything", Func: func(context.Context, *HookInput) (*HookOutput, error) { return nil, nil }}}
@@ -275,6 +275,7 @@ func TestBadModelOutputAndFailingHandlers(t *testing.T) {
 	  {"text": "recovered"}]}`)
 	o := e.opts(m)
 	o.CustomTools = []*tools.Tool{flaky}
+	o.AllowedTools = []string{"flaky"}
 	start := time.Now()
 	evs, err := collect(t, context.Background(), o)
 	if err != nil {
@@ -432,6 +433,7 @@ func TestEmitDeliversCustomEventsInOrder(t *testing.T) {
 	}, &tools.Options{Annotations: &tools.Annotations{ReadOnlyHint: true}}))
 	o := e.opts(script(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "progress", "input": {}}]}, {"text": "ok"}]}`))
 	o.CustomTools = []*tools.Tool{progress}
+	o.AllowedTools = []string{"progress"}
 	evs, err := collect(t, context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -595,6 +597,7 @@ func TestCancellationStopsARunningTool(t *testing.T) {
 	}, &tools.Options{Annotations: &tools.Annotations{ReadOnlyHint: true}}))
 	o := e.opts(script(t, `{"turns": [{"tool_calls": [{"name": "wait", "input": {}}]}, {"text": "x"}]}`))
 	o.CustomTools = []*tools.Tool{waiter}
+	o.AllowedTools = []string{"wait"}
 	evs, err := collect(t, ctx, o)
 	if !errors.Is(err, ErrInterrupted) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)

@@ -336,7 +336,7 @@ func TestBadAgentDefinitions(t *testing.T) {
 		{"no description", map[string]AgentDefinition{"a": with(func(d *AgentDefinition) { d.Description = "" })}, "Description is empty"},
 		{"no prompt", map[string]AgentDefinition{"a": with(func(d *AgentDefinition) { d.Prompt = " " })}, "Prompt is empty"},
 		{"unknown tool", map[string]AgentDefinition{"a": with(func(d *AgentDefinition) { d.Tools = []string{"teleport"} })}, `Agents["a"].Tools names "teleport"`},
-		{"bad mode", map[string]AgentDefinition{"a": with(func(d *AgentDefinition) { d.PermissionMode = "yolo" })}, "unknown permission mode"},
+		{"bad mode", map[string]AgentDefinition{"a": with(func(d *AgentDefinition) { d.PermissionMode = "yollo" })}, "unknown permission mode"},
 		{"bypass without opt-in", map[string]AgentDefinition{"a": with(func(d *AgentDefinition) { d.PermissionMode = PermissionBypass })}, "needs AllowDangerouslySkipPermissions"},
 	}
 	for _, c := range cases {

@@ -25,7 +25,12 @@
 //   - bypassPermissions under a preset that forbids it (strict), or
 //     without AllowDangerouslySkipPermissions;
 //   - a policy file with a bad rule, mode, hook or key; under strict, a
-//     workspace policy file that would loosen the policy.
+//     workspace policy file that would loosen the policy;
+//   - an MCPServers key that is not its in-process server's own name;
+//   - a rule, hook matcher, Tools entry or subagent tool list naming no
+//     tool (kernel.CheckToolNames; Claude Code's names are ours), and a
+//     custom tool a confined child could not find (built after
+//     tools.ServeConfinedCall: kernel.CheckConfinedTools).
 //
 // # What New wires
 //

@@ -59,7 +59,9 @@ func ExampleNew() {
 		StateDir:    state,
 		CustomTools: []*tools.Tool{getWeather},
 		Tools:       []string{"get_weather"},
-		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
+		// Its readOnlyHint is a hint, not a permission: pre-approve it.
+		AllowedTools: []string{"get_weather"},
+		PolicyFiles:  &policies.LoadOptions{UserFile: "-"},
 	})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -83,7 +85,7 @@ func ExampleNew() {
 	// Output:
 	// rejected: local: custom tool "get_weather_online": field Security.Network is "unrestricted", beyond what the strict preset allows custom tools (at most loopback)
 	// accepted, preset strict
-	// permission get_weather: allow by default
+	// permission get_weather: allow by rule
 	// result: sunny in Tokyo
 	// success: It is sunny in Tokyo.
 }

@@ -143,7 +143,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
-		if m := cfg.Agents[name].PermissionMode; m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
+		// Parsed, not compared as text: "yolo" is bypassPermissions too.
+		if m, _ := policies.ParseMode(string(cfg.Agents[name].PermissionMode)); m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
 			return nil, fmt.Errorf("local: agent %q: field PermissionMode is bypassPermissions, which the %s preset does not allow", name, preset.Name)
 		}
 	}
@@ -207,34 +208,48 @@ func New(cfg Config) (*Agent, error) {
 	if !cfg.NoCheckpoints {
 		opts.Checkpoints = Checkpoints(cfg.StateDir)
 	}
+	// A rule, matcher or tool list naming no tool fails here, not at the
+	// first query (a deny rule that matches nothing is a silent hole).
+	if err := kernel.CheckToolNames(&opts); err != nil {
+		return nil, err
+	}
+	if err := kernel.CheckConfinedTools(&opts); err != nil {
+		return nil, err
+	}
 	return &Agent{opts: cloneOptions(opts), preset: preset, policy: pol}, nil
 }
 
 // CheckTools checks custom tools against a preset, returning every
 // refusal (errors.Join), each naming the tool and the field.
 func CheckTools(preset policies.Preset, ts []*tools.Tool) error {
+	return errors.Join(checkTools(preset, ts, "local: ")...)
+}
+
+// checkTools is CheckTools with each error prefixed by prefix, so that an
+// in-process MCP server's refusals carry one "local: " only.
+func checkTools(preset policies.Preset, ts []*tools.Tool, prefix string) []error {
 	var errs []error
 	for i, t := range ts {
 		if t == nil {
-			errs = append(errs, fmt.Errorf("local: CustomTools[%d] is nil", i))
+			errs = append(errs, fmt.Errorf("%sCustomTools[%d] is nil", prefix, i))
 			continue
 		}
 		sec := t.Security()
 		if sec == nil {
-			errs = append(errs, fmt.Errorf("local: custom tool %q: field Security is missing; declare what it touches (tools.Options.Security: Network, Filesystem, SideEffects)", t.Name()))
+			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security is missing; declare what it touches (tools.Options.Security: Network, Filesystem, SideEffects)", prefix, t.Name()))
 			continue
 		}
 		if !preset.NetworkAllowed(sandboxNetwork(sec.Network)) {
-			errs = append(errs, fmt.Errorf("local: custom tool %q: field Security.Network is %q, beyond what the %s preset allows custom tools (at most %s)", t.Name(), sec.Network, preset.Name, preset.CustomToolMaxNetwork))
+			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security.Network is %q, beyond what the %s preset allows custom tools (at most %s)", prefix, t.Name(), sec.Network, preset.Name, preset.CustomToolMaxNetwork))
 		}
 		if sec.Filesystem == tools.FilesystemUnrestricted && !preset.CustomToolUnrestrictedFilesystem {
-			errs = append(errs, fmt.Errorf("local: custom tool %q: field Security.Filesystem is %q; the %s preset confines custom tools to the workspace", t.Name(), sec.Filesystem, preset.Name))
+			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security.Filesystem is %q; the %s preset confines custom tools to the workspace", prefix, t.Name(), sec.Filesystem, preset.Name))
 		}
 		if sec.SideEffects == tools.SideEffectsExternal && !preset.CustomToolExternalSideEffects {
-			errs = append(errs, fmt.Errorf("local: custom tool %q: field Security.SideEffects is %q; the %s preset allows no side effects outside the workspace", t.Name(), sec.SideEffects, preset.Name))
+			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security.SideEffects is %q; the %s preset allows no side effects outside the workspace", prefix, t.Name(), sec.SideEffects, preset.Name))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // HandlerCeiling is the most a custom tool's handler may run with under
@@ -289,14 +304,16 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 	limit := MCPMaxNetwork(preset)
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		sc := servers[name]
-		if sc.Server != nil {
-			if err := CheckTools(preset, sc.Server.Tools()); err != nil {
-				errs = append(errs, fmt.Errorf("local: MCP server %q: %w", name, err))
-			}
-			continue
-		}
+		// The entry itself first (for an in-process server: its key must
+		// be its name, or its tools' mcp__ names would not be the key's).
 		if err := sc.Check(name); err != nil {
 			errs = append(errs, fmt.Errorf("local: MCP %w", err))
+			continue
+		}
+		if sc.Server != nil {
+			for _, err := range checkTools(preset, sc.Server.Tools(), "") {
+				errs = append(errs, fmt.Errorf("local: MCP server %q: %w", name, err))
+			}
 			continue
 		}
 		sec := sc.Security()

@@ -37,10 +37,17 @@ func model(t *testing.T, js string) *scripted.Model {
 // in); the workspace's file is read.
 var noFiles = &policies.LoadOptions{UserFile: "-"}
 
+// acceptedTools are built at package level, before TestMain calls
+// ServeConfinedCall, so that a confined child would find them (New checks).
+var acceptedTools = []*tools.Tool{
+	tool("fs_ok", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),
+	tool("mail_ok", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal}),
+	tool("plain_ok", &tools.Security{Network: tools.NetworkNone}),
+}
+
 func TestNewRefuses(t *testing.T) {
 	ws := t.TempDir()
 	m := model(t, `{"turns": [{"text": "hi"}]}`)
-	none := &tools.Security{Network: tools.NetworkNone}
 	cases := []struct {
 		name string
 		cfg  Config
@@ -56,7 +63,7 @@ func TestNewRefuses(t *testing.T) {
 		{"bypass under strict", Config{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}, []string{"strict preset does not allow bypassPermissions"}},
 		{"bypass without opt-in", Config{Preset: "standard", PermissionMode: kernel.PermissionBypass}, []string{"AllowDangerouslySkipPermissions"}},
 		{"unknown preset", Config{Preset: "lax"}, []string{`unknown preset "lax"`}},
-		{"bad mode", Config{PermissionMode: "yolo"}, []string{"unknown permission mode"}},
+		{"bad mode", Config{PermissionMode: "yollo"}, []string{"unknown permission mode"}},
 		{"no model", Config{Model: nil}, []string{"Model is required"}},
 	}
 	for _, c := range cases {
@@ -78,11 +85,7 @@ func TestNewRefuses(t *testing.T) {
 		})
 	}
 	// What strict refuses, standard accepts (network still at most loopback).
-	ok := []*tools.Tool{
-		tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),
-		tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal}),
-		tool("plain", none),
-	}
+	ok := acceptedTools
 	if _, err := New(Config{Preset: "standard", Model: m, Workspace: ws, PolicyFiles: noFiles, CustomTools: ok}); err != nil {
 		t.Errorf("standard refused: %v", err)
 	}

@@ -136,11 +136,13 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 // slices) nor through the Config's slices and maps the caller keeps. A
 // shallow copy would share them: writing o.Sandbox.Network or o.Rules[0]
 // would change the agent itself.
+// okTool is built before TestMain's ServeConfinedCall, as New requires.
+var okTool = tool("ok_tool", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace})
+
 func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 	ws := t.TempDir()
-	narrow := &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace}
 	cfg := Config{Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-		CustomTools: []*tools.Tool{tool("ok_tool", narrow)},
+		CustomTools: []*tools.Tool{okTool},
 		MCPServers:  map[string]mcp.ServerConfig{},
 		Agents:      map[string]kernel.AgentDefinition{"helper": {Description: "d", Prompt: "p", Tools: []string{"read_file"}}},
 		Model:       model(t, `{"turns": [{"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": ".lite-agent/policy.toml", "content": "x"}}]}, {"text": "done"}]}`)}

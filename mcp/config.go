@@ -79,8 +79,10 @@ type ServerConfig struct {
 	// installation, its data), absolute.
 	ReadOnlyPaths []string `json:"readOnlyPaths,omitempty"`
 
-	// TrustAnnotations believes the server's readOnlyHint. A read-only
-	// tool runs without asking, so by default the hint of an external
+	// TrustAnnotations believes the server's readOnlyHint. The hint is
+	// never a permission (a call still needs an allow rule, a mode, a hook
+	// or CanUseTool), but it lets a call run in plan mode and concurrently
+	// with other read-only calls, so by default the hint of an external
 	// server is only kept when its sandbox makes it true anyway (stdio,
 	// network none, side effects none). The other hints always pass.
 	TrustAnnotations bool `json:"trustAnnotations,omitempty"`

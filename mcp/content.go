@@ -112,9 +112,9 @@ func toSDKAnnotations(a tools.Annotations) *sdk.ToolAnnotations {
 
 // fromSDKAnnotations maps a server's hints to ours. trustReadOnly says
 // whether the server's readOnlyHint may be believed (see
-// ServerConfig.TrustAnnotations): a read-only tool is allowed by the
-// permission gate without asking, so an untrusted server must not be able
-// to claim it.
+// ServerConfig.TrustAnnotations): a read-only tool runs in plan mode and
+// concurrently with other read-only calls, so an untrusted server must
+// not be able to claim it.
 func fromSDKAnnotations(t *sdk.Tool, trustReadOnly bool) tools.Annotations {
 	var a tools.Annotations
 	a.Title = t.Title

@@ -89,6 +89,11 @@ type ServerStatus struct {
 	// Skipped lists tools the server offered that are not exposed, each
 	// with the reason (an invalid name, a schema that cannot be used).
 	Skipped []string `json:"skipped,omitempty"`
+	// Unchecked lists the entries of the session's configuration (rules,
+	// Tools, hook matchers) that name a tool of this server, which failed:
+	// its tools are unknown, so whether they name a real tool could not
+	// be checked. Set by the kernel.
+	Unchecked []string `json:"unchecked,omitempty"`
 	// Security is what the server's tools declare (and, for stdio
 	// servers, what the sandbox enforces). Zero for in-process servers,
 	// whose tools declare their own.

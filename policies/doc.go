@@ -10,6 +10,9 @@
 // "bash(npm run test:*)"), a path glob for the file tools
 // ("read_file(src/**)", "write_file(/etc/**)"). See Rule for the syntax.
 // Deny wins over ask, ask over allow, wherever each rule came from.
+// Claude Code's tool names are read as ours ("Bash(git status)" is
+// "bash(git status)"; names.go holds the one table), and a hook matcher
+// may list alternatives with '|' ("Write|Edit").
 //
 // # Shell commands
 //

@@ -326,7 +326,7 @@ func (fp *fileParser) keyValue(key []string, line int, v *unstable.Node) error {
 				return err
 			}
 			if s != "" {
-				if _, err := ParseRule(Allow, s); err != nil {
+				if _, err := ParseMatcher(s); err != nil {
 					return fp.errorf(line, "%s: %v", name, err)
 				}
 			}

@@ -67,7 +67,9 @@ func TestParseFileErrors(t *testing.T) {
 		{"[permissions]\nalow = []\n", "p.toml:2: unknown key permissions.alow"},
 		{"[permission]\n", "p.toml:1: unknown table [permission]"},
 		{"[hooks]\n", "p.toml:1: write each hook as a [[hooks]] table"},
-		{"[permissions]\ndefault_mode = \"yolo\"\n", "p.toml:2: permissions.default_mode: unknown permission mode \"yolo\""},
+		// yolo is bypassPermissions, refused here like it.
+		{"[permissions]\ndefault_mode = \"yolo\"\n", "p.toml:2: permissions.default_mode: bypassPermissions cannot be set in a policy file"},
+		{"[permissions]\ndefault_mode = \"yollo\"\n", "p.toml:2: permissions.default_mode: unknown permission mode \"yollo\""},
 		{"[permissions]\ndefault_mode = \"bypassPermissions\"\n", "p.toml:2: permissions.default_mode: bypassPermissions cannot be set in a policy file"},
 		{"[permissions]\ndeny = []\ndeny = []\n", "p.toml:3: permissions.deny is given twice (first on line 2)"},
 		{"[permissions]\n[permissions]\n", "p.toml:2: [permissions] is given twice"},

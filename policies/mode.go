@@ -34,6 +34,10 @@ const (
 	ModeAuto Mode = "auto"
 )
 
+// ModeYolo is accepted by ParseMode as another name of
+// ModeBypassPermissions (the Qoder Agent SDK's); it is never a Mode value.
+const ModeYolo = "yolo"
+
 // Modes lists every mode, in documentation order.
 func Modes() []Mode {
 	return []Mode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto}
@@ -44,15 +48,22 @@ func ParseMode(s string) (Mode, error) {
 	if s == "" {
 		return ModeDefault, nil
 	}
+	// "yolo" is the Qoder SDK's name of bypassPermissions. It is the same
+	// mode, so it needs the same explicit opt-in: the check is on the
+	// parsed mode, never on the text.
+	if s == ModeYolo {
+		return ModeBypassPermissions, nil
+	}
 	for _, m := range Modes() {
 		if string(m) == s {
 			return m, nil
 		}
 	}
-	names := make([]string, 0, 6)
+	names := make([]string, 0, 7)
 	for _, m := range Modes() {
 		names = append(names, string(m))
 	}
+	names = append(names, ModeYolo)
 	return "", fmt.Errorf("unknown permission mode %q (%s)", s, strings.Join(names, ", "))
 }
 

@@ -96,7 +96,10 @@ var toolPatternRE = regexp.MustCompile(`^[A-Za-z0-9_*?-]+$`)
 //     doublestar glob over the path the call names, relative to the
 //     workspace unless absolute ("src/**", "/etc/**", "~/.ssh/**").
 //
-// Other tools take no argument pattern.
+// Other tools take no argument pattern. Claude Code's names of the
+// built-in tools are read as ours: "Bash(git status)" is
+// "bash(git status)", "Read(src/**)" is "read_file(src/**)" (see
+// CanonicalTool).
 type Rule struct {
 	Behavior Behavior `json:"behavior"`
 	// Text is the rule as written ("bash(git status)").
@@ -138,6 +141,10 @@ func ParseRule(b Behavior, text string) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %q: bad tool pattern: %w", text, err)
 	}
 	r.wild = strings.ContainsAny(r.tool, "*?")
+	// Another SDK's name of a built-in tool ("Bash", "Read") is ours
+	// ("bash", "read_file"): the rule matches, and reads its argument, as
+	// if written with our name (see names.go). Text keeps what was written.
+	r.tool = CanonicalTool(r.tool)
 	if !hasArg {
 		return r, nil
 	}
@@ -157,7 +164,11 @@ func ParseRule(b Behavior, text string) (Rule, error) {
 	}
 	spec, ok := toolArgs[r.tool]
 	if !ok {
-		return Rule{}, fmt.Errorf("rule %q: the %s tool takes no argument pattern (only %s do); write %s alone", text, r.tool, strings.Join(ArgumentTools(), ", "), r.tool)
+		hint := ""
+		if near := NearestTool(r.tool, ArgumentTools()); near != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return Rule{}, fmt.Errorf("rule %q: the %s tool takes no argument pattern (only %s do)%s; write %s alone", text, r.tool, strings.Join(ArgumentTools(), ", "), hint, r.tool)
 	}
 	r.hasArg, r.arg, r.kind = true, arg, spec.kind
 	switch spec.kind {
@@ -216,7 +227,8 @@ func ParseRules(b Behavior, source string, texts ...string) ([]Rule, error) {
 // String is the rule with its behavior: "deny bash(curl:*)".
 func (r Rule) String() string { return string(r.Behavior) + " " + r.Text }
 
-// Tool returns the rule's tool pattern.
+// Tool returns the rule's tool pattern, with another SDK's name of a
+// built-in tool replaced by ours ("Bash" → "bash").
 func (r Rule) Tool() string { return r.tool }
 
 // HasArgument reports whether the rule has an argument pattern (and so

@@ -345,6 +345,9 @@ func (t *Tool) converse(ctx *Context, callCtx context.Context, r *bufio.Reader, 
 // there.
 func ServeConfinedCall() {
 	if os.Getenv(confinedCallEnv) != "1" {
+		// From here on, a tool this program builds is one the child
+		// would not have (CheckConfinable).
+		markServed()
 		return
 	}
 	os.Unsetenv(confinedCallEnv)

@@ -65,10 +65,16 @@ type Context struct {
 	// Call is the raw call being executed.
 	Call Call
 	// Sandbox confines the commands a tool runs (the bash tool runs every
-	// command through it); its Policy() is the active policy. nil when no
-	// sandbox is active — tools that run commands then refuse to.
+	// command through it); its Policy() is the active policy. It is nil
+	// when no sandbox is active — tools that run commands then refuse to —
+	// and always nil in a confined handler (every custom handler unless
+	// kernel.Options.InProcessHandlers): that handler is already inside
+	// its sandbox, and a command it starts (os/exec) is confined by the
+	// same policy.
 	Sandbox *sandbox.Sandbox
-	// Tasks is the session's background-task registry.
+	// Tasks is the session's background-task registry. It is nil in a
+	// confined handler (the tasks belong to the parent's session) and in
+	// tests; built-in tools and in-process handlers get it.
 	Tasks *Tasks
 	// Approval and UserInput reach a person; nil when headless.
 	Approval  ApprovalFunc

@@ -10,6 +10,25 @@
 // runs; invalid input becomes an error result that names the field, so the
 // model can correct itself and the handler only ever sees well-formed input.
 //
+// # Schema tags
+//
+// Each line of a zod schema has a one-line Go counterpart:
+//
+//	query: z.string().describe('Search keywords')
+//	  Query string `json:"query" jsonschema:"Search keywords"`
+//	maxResults: z.number().int().min(1).max(10).optional()
+//	  MaxResults int `json:"maxResults,omitempty" min:"1" max:"10"`
+//	source: z.enum(['docs', 'tickets', 'wiki']).default('docs')
+//	  Source string `json:"source,omitempty" enum:"docs,tickets,wiki" default:"docs"`
+//	orderId: z.string().min(1).max(32).regex(/^O-\d+$/)
+//	  OrderID string `json:"orderId" min:"1" max:"32" pattern:"^O-\d+$"`
+//
+// min and max bound a number, a string's length or a slice's items, as in
+// zod; a default makes the field optional and is applied before the
+// handler runs; a tag that does not fit the field is an error from New.
+// Keys the struct does not have are refused (additionalProperties is
+// false), naming the key. See schematags.go.
+//
 // # Results and failures
 //
 // A Result holds MCP content blocks (text, image, audio, resource_link,
@@ -36,6 +55,37 @@
 // file's pre-image before a tool changes it so the change can be rewound;
 // RecordWrite then reports what the tool wrote, so that another writer's
 // edit during the call is never taken for the tool's.
+// In a confined handler (the default for custom tools) Emit,
+// RecordSnapshot, Approval, UserInput, Workspace and Root work — they are
+// proxied to the parent over the child's pipe — but Sandbox and Tasks are
+// nil: the handler is already inside its sandbox (a command it starts with
+// os/exec is confined by the same policy) and background tasks belong to
+// the parent's session. They are set for built-in tools and for handlers
+// run with kernel.Options.InProcessHandlers.
+//
+// # Confined handlers and run-time state
+//
+// A custom handler runs in a re-execution of the program, confined before
+// its first instruction (CallConfined, ServeConfinedCall). The child finds
+// the tool by name among the tools built before ServeConfinedCall, so:
+//
+//   - define tools at package level, or in main before calling
+//     ServeConfinedCall (the seeds' style: a tool closing over a client
+//     made in main works when the client is made before that call);
+//   - state the handler needs is built again in the child by that same
+//     code: a client, a configuration read from a file, a connection to a
+//     loopback service (within what the tool's Security grants). The
+//     child gets no arguments and no environment of the parent beyond
+//     the sandbox's allowlist, so build that state from constants or files;
+//   - state only the parent process can hold (an open connection passed
+//     in, an in-memory cache shared across calls) does not cross: use
+//     kernel.Options.InProcessHandlers (unconfined; the strict assembler
+//     refuses it), or put the state behind a local service or an MCP
+//     server the tool reaches.
+//
+// A tool built after ServeConfinedCall returned, or a program that never
+// calls it, is refused before the agent's first model call
+// (CheckConfinable), with this rule and its fix.
 //
 // The built-in tools live in the builtin subpackage.
 package tools

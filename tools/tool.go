@@ -20,8 +20,10 @@ type Options struct {
 	// it; the hardened assembler refuses custom tools without it.
 	Security *Security
 	// Annotations are MCP-style behaviour hints. ReadOnlyHint lets the
-	// kernel run the tool concurrently with other read-only calls and lets
-	// the permission gate allow it without asking.
+	// kernel run the tool concurrently with other read-only calls and in
+	// plan mode. It is a hint, not a permission: a custom tool still needs
+	// an allow rule, a mode that allows it, a hook or CanUseTool to run
+	// (only lite-agent's own read-only tools run by default).
 	Annotations *Annotations
 	// InputSchema replaces the schema inferred from the input type. It
 	// must describe a JSON object.
@@ -51,7 +53,9 @@ var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // New builds a typed tool. The JSON Schema of its input is inferred from In
 // (a struct: `json` tags name the fields, `jsonschema` tags describe them,
-// omitempty makes a field optional) unless opts.InputSchema is given. Input
+// omitempty makes a field optional, and `default`, `enum`, `min`, `max`
+// and `pattern` tags constrain them — see "Schema tags" in the package
+// documentation) unless opts.InputSchema is given. Input
 // is validated and defaults are applied before handler runs; invalid input
 // becomes an error result naming the field, and handler is not called.
 //
@@ -72,6 +76,10 @@ func New[In, Out any](name, description string, handler func(*Context, In) (Out,
 		inferred, err := jsonschema.For[In](nil)
 		if err != nil {
 			return nil, fmt.Errorf("tools.New %q: inferring the input schema from %v: %w", name, reflect.TypeFor[In](), err)
+		}
+		// default, enum, min, max, pattern tags (schematags.go).
+		if err := applySchemaTags(reflect.TypeFor[In](), inferred); err != nil {
+			return nil, fmt.Errorf("tools.New %q: schema tags of %v: %w", name, reflect.TypeFor[In](), err)
 		}
 		schema = inferred
 	}

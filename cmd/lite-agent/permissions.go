@@ -24,7 +24,7 @@ import (
 // permissionFlags adds the permission flags of `run`.
 func permissionFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.preset, "preset", "", "hardening preset: strict, standard or permissive (default strict; see 'lite-agent policy show NAME')")
-	fs.StringVar(&f.permissionMode, "permission-mode", "", "default, acceptEdits, plan, dontAsk, bypassPermissions or auto (default: the policy files', else the preset's)")
+	fs.StringVar(&f.permissionMode, "permission-mode", "", "default, acceptEdits, plan, dontAsk, bypassPermissions (alias yolo) or auto (default: the policy files', else the preset's)")
 	fs.BoolVar(&f.skipPermissions, "dangerously-skip-permissions", false, "permission mode bypassPermissions: every call runs without asking; deny rules, ask rules, hooks and the sandbox still apply (not with --preset strict)")
 }
 
@@ -39,8 +39,11 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 			return nil, usageErrorf("--permission-mode: %v", err)
 		}
 		if m == policies.ModeBypassPermissions && !f.skipPermissions {
-			return nil, usageErrorf("--permission-mode bypassPermissions needs --dangerously-skip-permissions")
+			return nil, usageErrorf("--permission-mode %s needs --dangerously-skip-permissions", mode)
 		}
+		// "yolo" is bypassPermissions: from here on only the parsed mode
+		// is passed on, so no later check can be fooled by the alias.
+		mode = string(m)
 	}
 	if f.skipPermissions {
 		if mode != "" && mode != string(policies.ModeBypassPermissions) {

@@ -166,8 +166,14 @@ func TestRunPermissionFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--permission-mode", "yolo"}, 2, "unknown permission mode"},
+		{[]string{"--permission-mode", "yollo"}, 2, "unknown permission mode"},
 		{[]string{"--permission-mode", "bypassPermissions"}, 2, "needs --dangerously-skip-permissions"},
+		// yolo is bypassPermissions and needs the same opt-in.
+		{[]string{"--permission-mode", "yolo"}, 2, "yolo needs --dangerously-skip-permissions"},
+		{[]string{"--permission-mode", "yolo", "--dangerously-skip-permissions"}, 1, "strict preset does not allow bypassPermissions"},
+		// A name that is no tool is an error naming the nearest one.
+		{[]string{"--disallowed-tools", "Wirte"}, 1, `did you mean "write_file"?`},
+		{[]string{"--tools", "read_file,WebFetch"}, 1, "a Claude Code tool lite-agent does not have"},
 		{[]string{"--dangerously-skip-permissions", "--permission-mode", "plan"}, 2, "conflicts"},
 		{[]string{"--preset", "lax"}, 2, "unknown preset"},
 		{[]string{"--dangerously-skip-permissions"}, 1, "strict preset does not allow bypassPermissions"},
@@ -206,6 +212,16 @@ func TestRunPermissionFlags(t *testing.T) {
 	}
 	if p, _ := run("--allowed-tools", "write_file", "--disallowed-tools", "write_file(*.txt)"); p["decision"] != "deny" || p["rule_source"] != "DisallowedTools" {
 		t.Errorf("--disallowed-tools beats --allowed-tools: %v", p)
+	}
+	// Claude Code's names: yolo, and a deny rule written Write(...).
+	if p, _ := run("--preset", "standard", "--permission-mode", "yolo", "--dangerously-skip-permissions"); p["decision"] != "allow" || p["mode"] != "bypassPermissions" {
+		t.Errorf("yolo: %v", p)
+	}
+	if p, _ := run("--preset", "standard", "--dangerously-skip-permissions", "--disallowed-tools", "Write(*.txt)"); p["decision"] != "deny" || p["rule"] != "Write(*.txt)" {
+		t.Errorf("--disallowed-tools Write(*.txt) under bypass: %v", p)
+	}
+	if _, text := run("--preset", "standard", "--dangerously-skip-permissions", "--disallowed-tools", "Bash,Write,Edit"); !strings.Contains(text, `no tool named "write_file"`) {
+		t.Errorf("--disallowed-tools Bash,Write,Edit does not hide write_file: %q", text)
 	}
 	// Text output shows a denial on stderr.
 	code, _, errOut := e.run("", "run", "--script", write, "go")

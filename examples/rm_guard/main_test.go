@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+func TestMain(m *testing.M) {
+	tools.ServeConfinedCall()
+	os.Exit(m.Run())
+}
+
+// TestExample: the guard with matcher "Bash" fires on bash calls, denies
+// rm -rf (build/ survives) and allows the test command. Before "Bash"
+// was read as bash the matcher matched nothing, AllowedTools ["Bash"]
+// allowed nothing, and the rm -rf would have been denied only because
+// headless asks are — with a terminal it would have been asked, and with
+// bypassPermissions it would have run.
+func TestExample(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	var out strings.Builder
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"[permission bash: deny by hook: rm -rf is not allowed]",
+		"[permission bash: allow by hook",
+		"[result bash (ok): 3 tests passed",
+		"build/ is still there",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

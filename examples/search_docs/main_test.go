@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/tools"
+)
+
+func TestMain(m *testing.M) {
+	tools.ServeConfinedCall() // the handler runs in a re-execution of this test binary
+	os.Exit(m.Run())
+}
+
+// TestExample: with the allow rule the tool runs and gets its default
+// source; maxResults 50 is refused naming the field; without the rule the
+// readOnlyHint does not make it run.
+func TestExample(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	var out strings.Builder
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	allowed, denied, _ := strings.Cut(out.String(), `== allowedTools []`)
+	for _, want := range []string{
+		"[permission mcp__kb__search_docs: allow by rule",
+		`[result mcp__kb__search_docs (ok): docs: "refund policy"]`,
+		"[result mcp__kb__search_docs (error): invalid input for mcp__kb__search_docs",
+		"maxResults",
+	} {
+		if !strings.Contains(allowed, want) {
+			t.Errorf("with the rule, output lacks %q:\n%s", want, allowed)
+		}
+	}
+	if !strings.Contains(denied, "[permission mcp__kb__search_docs: deny by headless") || strings.Contains(denied, "(ok)") {
+		t.Errorf("without the rule the hinted tool ran:\n%s", denied)
+	}
+}
