@@ -75,18 +75,41 @@ func TestBashInvalidNamesRewindByteExact(t *testing.T) {
 	}
 	id := evs[0]["session_id"].(string)
 
-	// The listing receives both names, each as it is (escaping them for a
-	// terminal is the CLI's output layer's business): a\xff is in
-	// checkpoints 1 to 4, a\xfe in 1 to 3.
+	// The text listing shows both names apart, each invalid byte as a
+	// visible escape (internal/termsafe: a terminal never gets the raw
+	// byte): a\xff is in checkpoints 1 to 4, a\xfe in 1 to 3. The JSON
+	// listing keeps the exact bytes.
 	out, err := exec.Command(binary, "checkpoints", "--state-dir", state, id).CombinedOutput()
-	if err != nil || bytes.Count(out, []byte("a\xff")) != 4 || bytes.Count(out, []byte("a\xfe")) != 3 {
+	if err != nil || bytes.Count(out, []byte(`a\xff`)) != 4 || bytes.Count(out, []byte(`a\xfe`)) != 3 || bytes.Contains(out, []byte("a\xff")) {
 		t.Fatalf("checkpoints: %v\n%q", err, out)
+	}
+	js, err := exec.Command(binary, "checkpoints", "--state-dir", state, id, "--json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("checkpoints --json: %v\n%s", err, js)
+	}
+	exact := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimSpace(js), []byte("\n")) {
+		var cp struct {
+			Files []struct {
+				Path json.RawMessage `json:"path"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal(line, &cp); err != nil {
+			t.Fatalf("checkpoints --json line %q: %v", line, err)
+		}
+		for _, f := range cp.Files {
+			exact[string(f.Path)]++
+		}
+	}
+	// Invalid names are {"b64": …}: a\xff is Yf8=, a\xfe is Yf4=.
+	if exact[`{"b64":"Yf8="}`] != 4 || exact[`{"b64":"Yf4="}`] != 3 {
+		t.Fatalf("checkpoints --json does not keep the names exact: %v\n%s", exact, js)
 	}
 	for k := len(numbers) - 1; k >= 0; k-- {
 		if k == 1 {
-			// The dry run names the exact bytes too.
+			// The dry run names the file, its invalid byte escaped.
 			out, err := exec.Command(binary, "rewind", "--state-dir", state, id, "--to", fmt.Sprint(numbers[k]), "--files-only", "--dry-run").CombinedOutput()
-			if err != nil || !bytes.Contains(out, []byte("+++ b/a\xfe\n@@ -0,0 +1 @@\n+fe1\n")) {
+			if err != nil || !bytes.Contains(out, []byte(`+++ b/a\xfe`+"\n@@ -0,0 +1 @@\n+fe1\n")) {
 				t.Fatalf("rewind --dry-run --to %d: %v\n%q", numbers[k], err, out)
 			}
 		}
