@@ -45,6 +45,9 @@ func benchRules(n int) []policies.Rule {
 	}
 	// The rules the benchmark's calls hit, last, so every rule before them
 	// is tried.
+	// readOnlyHint is a hint, not a permission: the MCP tool needs its
+	// allow rule like any custom tool.
+	out[n-5] = policies.MustParseRule(policies.Allow, "mcp__orders__list")
 	out[n-4] = policies.MustParseRule(policies.Allow, "bash(git status)")
 	out[n-3] = policies.MustParseRule(policies.Allow, "bash(npm run test:*)")
 	out[n-2] = policies.MustParseRule(policies.Deny, "bash(curl:*)")
