@@ -157,15 +157,15 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	switch e.Type {
 	case EventSessionStart:
 		return json.Marshal(struct {
-			Type       EventType          `json:"type"`
-			SessionID  string             `json:"session_id"`
-			Model      string             `json:"model"`
-			Workspace  string             `json:"workspace"`
-			Tools      []string           `json:"tools"`
-			Resumed    bool               `json:"resumed,omitempty"`
-			MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
-			Agents     []string           `json:"agents,omitempty"`
-			Instructions []InstructionFile `json:"instructions,omitempty"`
+			Type         EventType          `json:"type"`
+			SessionID    string             `json:"session_id"`
+			Model        string             `json:"model"`
+			Workspace    string             `json:"workspace"`
+			Tools        []string           `json:"tools"`
+			Resumed      bool               `json:"resumed,omitempty"`
+			MCPServers   []mcp.ServerStatus `json:"mcp_servers,omitempty"`
+			Agents       []string           `json:"agents,omitempty"`
+			Instructions []InstructionFile  `json:"instructions,omitempty"`
 		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed, e.MCPServers, e.Agents, e.Instructions})
 	case EventThinkingDelta:
 		return json.Marshal(struct {
