@@ -55,7 +55,7 @@ func (r *run) compact(yield func(Event, error) bool, trigger string) (done bool,
 	// When the provider refused the request, clear all but the newest
 	// result first, so that the summary request itself fits.
 	if trigger == "prompt_too_long" {
-		if !r.clearResults(yield, trigger, 1, before) {
+		if !r.clearResults(yield, trigger, 1, before, 0) {
 			return false, nil, false
 		}
 	}

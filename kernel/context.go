@@ -295,7 +295,7 @@ func (r *run) manageContext(yield func(Event, error) bool, trigger string) bool 
 	if est <= min(clearTrigger, w/2) {
 		return true
 	}
-	if !r.clearResults(yield, trigger, keepResults, est) {
+	if !r.clearResults(yield, trigger, keepResults, est, min(clearTrigger, w/2)/2) {
 		return false
 	}
 	if est = r.estimate(); est <= w*compactPercent/100 {
@@ -305,9 +305,13 @@ func (r *run) manageContext(yield func(Event, error) bool, trigger string) bool 
 	return ok
 }
 
-// clearResults clears the tool results of the view but the newest keep,
-// and records it. ok is false when the consumer stopped.
-func (r *run) clearResults(yield func(Event, error) bool, trigger string, keep int, before int64) bool {
+// clearResults clears the tool results of the view but the newest keep —
+// and of those too, all but the newest one, while the estimate is above
+// target — and records it. Clearing down to a target well below the
+// trigger leaves room for many turns before the next clearing, and each
+// clearing costs a cache write of everything after the first result it
+// changed. ok is false when the consumer stopped.
+func (r *run) clearResults(yield func(Event, error) bool, trigger string, keep int, before, target int64) bool {
 	c := &r.window
 	var results []provider.Block
 	for _, m := range r.messages[c.cut:] {
@@ -317,13 +321,16 @@ func (r *run) clearResults(yield func(Event, error) bool, trigger string, keep i
 			}
 		}
 	}
-	if len(results) <= keep {
+	if len(results) <= 1 {
 		return true
 	}
 	calls := toolCalls(r.messages[c.cut:])
 	var ids []string
 	var saved int64
-	for _, b := range results[:len(results)-keep] {
+	for i, b := range results[:len(results)-1] {
+		if i >= len(results)-keep && before-saved <= target {
+			break
+		}
 		u, known := calls[b.ToolUseID]
 		if _, done := c.cleared[b.ToolUseID]; done || !known || blockTokens(b) < clearMinTokens {
 			continue
