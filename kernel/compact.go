@@ -91,6 +91,7 @@ func (r *run) compact(yield func(Event, error) bool, trigger string) (done bool,
 	info.SummarizedMessages = cut - r.window.cut
 	info.KeptMessages = len(r.messages) - cut
 	r.window.summary, r.window.cut = summary, cut
+	r.window.cache, r.window.cached = nil, 0
 	// The next request is new from the summary on: count it from bytes.
 	r.window.last = provider.Usage{}
 	info.TokensAfter = r.estimate()

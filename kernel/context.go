@@ -58,6 +58,14 @@ type contextState struct {
 	cleared map[string]string // tool_use id → the note that replaces its result
 	summary string
 	cut     int
+
+	// cache is the view built so far, of r.messages[:cached], and
+	// cacheTokens its size estimated from bytes; an edit empties it. Each
+	// turn only appends to it, so a long edited session does not rebuild
+	// the whole view on every call.
+	cache       []provider.Message
+	cached      int
+	cacheTokens int64
 }
 
 // restore applies a transcript's edits to a resumed conversation. An edit
@@ -81,6 +89,7 @@ func (c *contextState) clear(u provider.Block) {
 	if c.cleared == nil {
 		c.cleared = map[string]string{}
 	}
+	c.cache, c.cached = nil, 0
 	c.cleared[u.ID] = clearedNote(u)
 }
 
@@ -134,9 +143,10 @@ func networkName(m sandbox.NetworkMode) string {
 func (r *run) estimate() int64 {
 	c := &r.window
 	if c.last.ContextTokens() == 0 || c.sentLen > len(r.messages) {
-		n := tokensOf(r.system) + int64(len(r.specs))*200
-		for _, m := range r.view() {
-			n += messageTokens(m)
+		r.view()
+		n := tokensOf(r.system) + c.cacheTokens
+		for _, t := range r.specs {
+			n += 20 + tokensOf(t.Name) + tokensOf(t.Description) + tokensOf(string(t.InputSchema))
 		}
 		return n
 	}
@@ -177,21 +187,32 @@ func blockTokens(b provider.Block) int64 {
 // but what an edit changed, so that the provider's cache keeps working.
 func (r *run) view() []provider.Message {
 	c := &r.window
-	if c.summary == "" && len(c.cleared) == 0 {
-		return r.messages
+	if c.cache == nil || c.cached < c.cut || c.cached > len(r.messages) {
+		c.cache, c.cacheTokens = nil, 0
+		if c.summary != "" {
+			sm := summaryMessage(c.summary)
+			c.cache = append(c.cache, sm)
+			c.cacheTokens = messageTokens(sm)
+		}
+		c.cached = c.cut
 	}
-	msgs := r.messages[c.cut:]
-	out := make([]provider.Message, 0, len(msgs)+1)
-	if c.summary != "" {
-		out = append(out, summaryMessage(c.summary))
-	}
-	for _, m := range msgs {
+	plain := c.summary == "" && len(c.cleared) == 0
+	for _, m := range r.messages[c.cached:] {
 		if m.Role == provider.RoleUser && len(c.cleared) > 0 {
 			m = c.withNotes(m)
 		}
-		out = append(out, m)
+		c.cacheTokens += messageTokens(m)
+		if !plain {
+			c.cache = append(c.cache, m)
+		}
 	}
-	return out
+	c.cached = len(r.messages)
+	if plain {
+		// Nothing edited: the view is the conversation itself.
+		c.cache = r.messages[:0:0]
+		return r.messages
+	}
+	return c.cache
 }
 
 // withNotes returns m with its cleared results replaced (m itself, when

@@ -193,7 +193,7 @@ func TestCompactionSummarisesResumesAndRewinds(t *testing.T) {
 	}
 	r3 := srv3.Requests()[0]
 	if !strings.Contains(fakeapi.Decode(r3.Messages[0].Content[0]).Text, "SUMMARY:") || r3.LastText() != "what next?" {
-		t.Errorf("resumed request: %.1500s", r3.Body)
+		t.Errorf("resumed request: last text %q, %d messages, body ends %s", r3.LastText(), len(r3.Messages), r3.Body[max(0, len(r3.Body)-700):])
 	}
 	// The transcript still holds every message.
 	path, _ := SessionPath(e.state, "compacted")

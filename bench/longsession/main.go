@@ -6,7 +6,7 @@
 // (input + 1.25 × cache writes + 0.1 × cache reads), beside Claude Code's
 // on the same session (from /work/shared/notes/model-facts.md: 1,167,540).
 //
-//	go run ./bench/longsession [-files 70] [-size 14000] [-window 200000]
+//	go run ./bench/longsession [-files 70] [-size 14000] [-window 200000] [-tell-window=false]
 package main
 
 import (
@@ -32,8 +32,9 @@ func main() {
 	files := flag.Int("files", 70, "files to read, one per turn")
 	size := flag.Int("size", 14_000, "bytes per file")
 	window := flag.Int64("window", 200_000, "the context window the fake enforces")
+	tell := flag.Bool("tell-window", true, "give the kernel the window (--context-window); false leaves it the model family's 200,000, so that a smaller window is met only by the API's 400 \"prompt is too long\"")
 	flag.Parse()
-	if err := run(*files, *size, *window); err != nil {
+	if err := run(*files, *size, *window, *tell); err != nil {
 		fmt.Fprintln(os.Stderr, "longsession:", err)
 		os.Exit(1)
 	}
@@ -54,7 +55,7 @@ func source(i, size int) string {
 	return b.String()[:size]
 }
 
-func run(files, size int, window int64) error {
+func run(files, size int, window int64, tell bool) error {
 	ws, err := os.MkdirTemp("", "longsession-ws-")
 	if err != nil {
 		return err
@@ -93,6 +94,9 @@ func run(files, size int, window int64) error {
 		Workspace:    ws,
 		StateDir:     state,
 		AllowedTools: []string{"read_file"},
+	}
+	if tell {
+		opts.ContextWindow = int(window)
 	}
 	start := time.Now()
 	var res kernel.Event
