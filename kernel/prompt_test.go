@@ -208,3 +208,28 @@ func TestWebSearchIsGatedByTheNetwork(t *testing.T) {
 		t.Errorf("request: %.800s", b)
 	}
 }
+
+// A turn the API paused (pause_turn, during a long server-tool turn) is
+// sent back as it is and goes on, instead of ending the run half done.
+func TestPauseTurnContinues(t *testing.T) {
+	e := newEnv(t)
+	n := 0
+	srv := fakeapi.New(0, func(*fakeapi.Request) fakeapi.Reply {
+		n++
+		if n == 1 {
+			return fakeapi.Reply{Text: "Searching…", Stop: "pause_turn"}
+		}
+		return fakeapi.Reply{Text: "Found it."}
+	})
+	defer srv.Close()
+	evs, err := collect(t, context.Background(), e.fakeOpts(t, srv, "search"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := byType(evs, EventResult)[0]; res.Result != "Found it." || len(srv.Requests()) != 2 {
+		t.Errorf("result %q after %d requests", res.Result, len(srv.Requests()))
+	}
+	if last := srv.Requests()[1].Messages; last[len(last)-1].Role != "assistant" {
+		t.Error("the paused turn was not sent back as the last message")
+	}
+}

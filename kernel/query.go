@@ -670,6 +670,11 @@ func (r *run) converse(yield func(Event, error) bool) (end ending, ok bool) {
 			}
 			continue
 		}
+		if len(uses) == 0 && stop == provider.StopPauseTurn {
+			// The API paused a long server-tool turn (web_search): sent
+			// back as it is, the turn goes on.
+			continue
+		}
 		if len(uses) == 0 {
 			if h := r.halted(); h != nil {
 				// This answer used up the budget (or a subagent stopped
