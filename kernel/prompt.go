@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"text/template"
@@ -72,10 +73,10 @@ func gitInfo(workspace string) (root, branch string) {
 		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			root = dir
 			head := readHEAD(dir, fi)
-			if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok {
+			if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && branchRE.MatchString(ref) {
 				branch = ref
 			} else if head != "" {
-				branch = "(detached HEAD)"
+				branch = "(detached HEAD or unreadable)"
 			}
 			return root, branch
 		}
@@ -86,6 +87,11 @@ func gitInfo(workspace string) (root, branch string) {
 		dir = parent
 	}
 }
+
+// branchRE is what a branch name may be to reach the system prompt: HEAD
+// is agent-writable, and a "branch" with a newline in it would be text
+// of the agent's choosing in the system prompt.
+var branchRE = regexp.MustCompile(`^[A-Za-z0-9._/+-]{1,100}$`)
 
 // readHEAD reads .git/HEAD, or the HEAD of the gitdir a .git file points
 // to (a worktree). The workspace is agent-writable, so these are read
