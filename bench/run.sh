@@ -95,7 +95,9 @@ fi
 
 if [[ $what == all || $what == longsession ]]; then
   echo "== long session: 70 reads of ~14 KB files against a fake API with a 200,000-token window and prompt caching"
-  go run ./bench/longsession | tee "$out/longsession.txt"
+  # Side by side with Claude Code when it is installed (npm i @anthropic-ai/claude-code; CLAUDE=path to override).
+  claude=${CLAUDE:-$(command -v claude || true)}
+  go run ./bench/longsession ${claude:+-claude "$claude"} | tee "$out/longsession.txt"
   echo "-- the same with a 50,000-token window, told to the kernel, then met only by the API's 400"
   go run ./bench/longsession -window 50000 | tee -a "$out/longsession.txt"
   go run ./bench/longsession -window 50000 -tell-window=false | tee -a "$out/longsession.txt"

@@ -6,7 +6,10 @@
 // (input + 1.25 × cache writes + 0.1 × cache reads), beside Claude Code's
 // on the same session (from /work/shared/notes/model-facts.md: 1,167,540).
 //
-//	go run ./bench/longsession [-files 70] [-size 14000] [-window 200000] [-tell-window=false]
+//	go run ./bench/longsession [-files 70] [-size 14000] [-window 200000] [-tell-window=false] [-claude PATH]
+//
+// With -claude, Claude Code runs the same session first, against a fake of
+// its own, and lite-agent is compared with what it measured.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,9 +36,19 @@ func main() {
 	files := flag.Int("files", 70, "files to read, one per turn")
 	size := flag.Int("size", 14_000, "bytes per file")
 	window := flag.Int64("window", 200_000, "the context window the fake enforces")
+	claude := flag.String("claude", "", "also run Claude Code (the claude binary at this path, e.g. from npm i @anthropic-ai/claude-code) on the same session against its own fake, and compare")
 	tell := flag.Bool("tell-window", true, "give the kernel the window (--context-window); false leaves it the model family's 200,000, so that a smaller window is met only by the API's 400 \"prompt is too long\"")
 	flag.Parse()
-	if err := run(*files, *size, *window, *tell); err != nil {
+	ref, refName := float64(claudeCode), "Claude Code (model-facts.md)"
+	if *claude != "" {
+		billed, err := runClaude(*claude, *files, *size, *window)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "longsession: claude code:", err)
+			os.Exit(1)
+		}
+		ref, refName = billed, "Claude Code (measured here)"
+	}
+	if err := run(*files, *size, *window, *tell, ref, refName); err != nil {
 		fmt.Fprintln(os.Stderr, "longsession:", err)
 		os.Exit(1)
 	}
@@ -55,8 +69,22 @@ func source(i, size int) string {
 	return b.String()[:size]
 }
 
-func run(files, size int, window int64, tell bool) error {
+// workspace writes the session's files into a new directory.
+func workspace(files, size int) (string, error) {
 	ws, err := os.MkdirTemp("", "longsession-ws-")
+	if err != nil {
+		return "", err
+	}
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("pkg%03d.go", i)), []byte(source(i, size)), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return ws, nil
+}
+
+func run(files, size int, window int64, tell bool, ref float64, refName string) error {
+	ws, err := workspace(files, size)
 	if err != nil {
 		return err
 	}
@@ -66,11 +94,6 @@ func run(files, size int, window int64, tell bool) error {
 		return err
 	}
 	defer os.RemoveAll(state)
-	for i := range files {
-		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("pkg%03d.go", i)), []byte(source(i, size)), 0o644); err != nil {
-			return err
-		}
-	}
 	next := 0
 	srv := fakeapi.New(window, func(r *fakeapi.Request) fakeapi.Reply {
 		if strings.Contains(r.LastText(), "about to be compacted") {
@@ -121,12 +144,76 @@ func run(files, size int, window int64, tell bool) error {
 	fmt.Printf("refused as too long: %d; largest prompt: %d tokens; most breakpoints in a request: %d\n", u.TooLong, u.MaxPrompt, u.Breakpoints)
 	fmt.Printf("context edits: %d clearings of old tool results, %d summaries\n", compacts["clear_tool_results"], compacts["summary"])
 	fmt.Printf("input %d, cache writes %d, cache reads %d, output %d\n", u.Input, u.CacheWrites, u.CacheReads, u.Output)
-	fmt.Printf("billed input (input + 1.25×writes + 0.1×reads): lite-agent %.0f, Claude Code %d (model-facts.md): ratio %.2f\n", u.Billed(), claudeCode, u.Billed()/claudeCode)
+	fmt.Printf("billed input (input + 1.25×writes + 0.1×reads): lite-agent %.0f, %s %.0f: ratio %.2f\n", u.Billed(), refName, ref, u.Billed()/ref)
 	if !finished {
 		return fmt.Errorf("the session did not finish: %v %s", runErr, res.Error)
 	}
-	if u.Billed() > claudeCode {
-		return fmt.Errorf("billed input %.0f is more than Claude Code's %d", u.Billed(), claudeCode)
+	if u.Billed() > ref {
+		return fmt.Errorf("billed input %.0f is more than %s's %.0f", u.Billed(), refName, ref)
 	}
 	return nil
+}
+
+// runClaude runs Claude Code on the same session: the fake plays the model
+// with Claude Code's Read tool, answers its side requests (titles and the
+// like, which have no Read tool) with a word, and its compaction request
+// with a summary.
+func runClaude(bin string, files, size int, window int64) (float64, error) {
+	ws, err := workspace(files, size)
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(ws)
+	home, err := os.MkdirTemp("", "longsession-home-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(home)
+	next, side := 0, 0
+	srv := fakeapi.New(window, func(r *fakeapi.Request) fakeapi.Reply {
+		hasRead := false
+		for _, t := range r.Tools {
+			if fakeapi.Decode(t).Name == "Read" {
+				hasRead = true
+			}
+		}
+		last := r.LastText()
+		switch {
+		case !hasRead:
+			side++
+			return fakeapi.Reply{Text: "Reading files"}
+		case strings.Contains(last, "summary") && strings.Contains(strings.ToLower(last), "do not call any tools"):
+			return fakeapi.Reply{Text: fmt.Sprintf("Summary: pkg000.go to pkg%03d.go were read; each defines handleN_M functions comparing two strings. Next: read pkg%03d.go.", next-1, next)}
+		case next >= files:
+			return fakeapi.Reply{Text: fmt.Sprintf("I read all %d files.", files)}
+		}
+		next++
+		return fakeapi.Reply{Text: fmt.Sprintf("Reading pkg%03d.go.", next-1), ToolName: "Read", ToolInput: fmt.Sprintf(`{"file_path":%q}`, filepath.Join(ws, fmt.Sprintf("pkg%03d.go", next-1)))}
+	})
+	defer srv.Close()
+	prompt := fmt.Sprintf("Read the %d Go files pkg000.go … pkg%03d.go one by one and tell me what they have in common.", files, files-1)
+	cmd := exec.Command(bin, "-p", prompt, "--model", "claude-sonnet-4-6", "--allowedTools", "Read", "--output-format", "json")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=sk-ant-bench",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	u := srv.Usage()
+	fmt.Printf("claude code: %d model requests (%d side requests), %s, files read %d of %d\n", u.Requests, side, time.Since(start).Round(time.Millisecond), next, files)
+	fmt.Printf("claude code: refused as too long %d; largest prompt %d; most breakpoints %d\n", u.TooLong, u.MaxPrompt, u.Breakpoints)
+	fmt.Printf("claude code: input %d, cache writes %d, cache reads %d, output %d; billed input %.0f\n", u.Input, u.CacheWrites, u.CacheReads, u.Output, u.Billed())
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, truncate(string(out), 2000))
+	}
+	if next < files {
+		return 0, fmt.Errorf("it read %d of %d files: %s", next, files, truncate(string(out), 2000))
+	}
+	return u.Billed(), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
