@@ -331,3 +331,45 @@ func TestThinkingKeptInTheToolLoop(t *testing.T) {
 		t.Error("a thinking budget below 1024 was accepted")
 	}
 }
+
+// A subagent's calls are cached like the main agent's: its own system
+// prompt carries a breakpoint, so does its newest message, never more
+// than four.
+func TestSubagentRequestsCarryBreakpoints(t *testing.T) {
+	e := newEnv(t)
+	writeFiles(t, e.ws, 1, 100)
+	srv := fakeapi.New(0, func(r *fakeapi.Request) fakeapi.Reply {
+		sys := systemOf(t, r)
+		isSub := strings.HasPrefix(sys, "You read files for the main agent.")
+		switch {
+		case isSub && len(r.Messages) == 1:
+			return fakeapi.Reply{ToolName: "read_file", ToolInput: `{"path":"f000.txt"}`}
+		case isSub:
+			return fakeapi.Reply{Text: "f000 is about a fox."}
+		case len(r.Messages) == 1:
+			return fakeapi.Reply{ToolName: AgentTool, ToolInput: `{"agent":"reader","prompt":"read f000.txt"}`}
+		}
+		return fakeapi.Reply{Text: "done"}
+	})
+	defer srv.Close()
+	o := e.fakeOpts(t, srv, "delegate")
+	o.Tools = nil
+	o.AllowedTools = []string{"read_file", AgentTool}
+	o.Agents = map[string]AgentDefinition{"reader": {Description: "reads", Prompt: "You read files for the main agent.", Tools: []string{"read_file"}}}
+	if _, err := collect(t, context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	sub := 0
+	for _, r := range srv.Requests() {
+		if !strings.HasPrefix(systemOf(t, r), "You read files for the main agent.") {
+			continue
+		}
+		sub++
+		if r.Breakpoints != 2 || !strings.Contains(string(r.System[0]), "cache_control") {
+			t.Errorf("subagent request with %d breakpoints: %.600s", r.Breakpoints, r.Body)
+		}
+	}
+	if sub != 2 {
+		t.Fatalf("%d subagent requests, want 2", sub)
+	}
+}
