@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,5 +68,75 @@ func TestModelFlagsThroughTheCLI(t *testing.T) {
 	code, _, errOut = e.run("", append(args, "--web-search", "go.dev", "search")...)
 	if code == 0 || !strings.Contains(errOut, "network tool") {
 		t.Errorf("--web-search under the strict preset: exit %d, %s", code, errOut)
+	}
+}
+
+// As a user would: a session compacted on the way (stream-json says so),
+// then `lite-agent rewind --conversation-only` to the start of the turn
+// that was compacted, and --resume: the model is sent the turns before it
+// whole, without the summary.
+func TestCompactedSessionRewindsThroughTheCLI(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	e := newCLIEnv(t)
+	for i := range 16 {
+		os.WriteFile(filepath.Join(e.ws, fmt.Sprintf("f%02d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644)
+	}
+	pad := strings.Repeat("Thinking aloud about the file. ", 40)
+	var sent []*fakeapi.Request
+	n := 0
+	srv := fakeapi.New(0, func(r *fakeapi.Request) fakeapi.Reply {
+		sent = append(sent, r)
+		switch {
+		case strings.Contains(r.LastText(), "about to be compacted"):
+			return fakeapi.Reply{Text: "SUMMARY of the reads"}
+		case r.LastText() == "hello" || r.LastText() == "again":
+			return fakeapi.Reply{Text: "hi"}
+		case n < 16:
+			n++
+			return fakeapi.Reply{Text: pad, ToolName: "read_file", ToolInput: fmt.Sprintf(`{"path":"f%02d.txt"}`, n-1)}
+		}
+		return fakeapi.Reply{Text: "all read"}
+	})
+	defer srv.Close()
+	api := []string{"run", "--provider", "anthropic", "--base-url", srv.URL, "--api-key", "sk-ant-test", "--model", "claude-sonnet-4-6", "--allowed-tools", "read_file", "--tools", "read_file", "--context-window", "6000"}
+
+	code, out, errOut := e.run("", append(api, "--output-format", "json", "hello")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.SessionID == "" {
+		t.Fatalf("json output %q", out)
+	}
+	code, out, errOut = e.run("", append(api, "--resume", res.SessionID, "--output-format", "stream-json", "read them all")...)
+	if code != 0 || !strings.Contains(out, `"kind":"summary"`) {
+		t.Fatalf("exit %d, no summary compaction in:\n%.3000s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = e.run("", "checkpoints", res.SessionID, "--state-dir", e.state)
+	if code != 0 {
+		t.Fatalf("checkpoints: exit %d %s", code, errOut)
+	}
+	var to string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "start of user turn 1") {
+			to = strings.Fields(line)[0]
+		}
+	}
+	if to == "" {
+		t.Fatalf("no checkpoint for user turn 1:\n%s", out)
+	}
+	if code, out, errOut = e.run("", "rewind", res.SessionID, "--to", to, "--conversation-only", "--state-dir", e.state); code != 0 {
+		t.Fatalf("rewind: exit %d %s%s", code, out, errOut)
+	}
+	sent = nil
+	if code, _, errOut = e.run("", append(api, "--resume", res.SessionID, "again")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	first := sent[0]
+	if len(first.Messages) != 3 || fakeapi.Decode(first.Messages[0].Content[0]).Text != "hello" || strings.Contains(string(first.Body), "SUMMARY") {
+		t.Errorf("after the rewind the model is sent: %.1500s", first.Body)
 	}
 }
