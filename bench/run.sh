@@ -9,6 +9,7 @@
 #   bench/run.sh gate       permission gate with 200 rules
 #   bench/run.sh mcp        in-process MCP tool call vs plain
 #   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the issue's size)
+#   bench/run.sh longsession 70-turn session vs a fake API with a window and caching; billed input vs Claude Code
 # Needs: go, hyperfine, ripgrep, bubblewrap (make bench-deps installs them as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,4 +91,17 @@ if [[ $what == all || $what == checkpoint ]]; then
   go test ./checkpoint -run '^$' -bench 'SessionStart|OneFile|BashEdit|Rewind100' -benchtime 5x -count 3 -timeout 60m | tee "$out/checkpoint.txt"
   go test ./checkpoint -run '^$' -bench 'StoreSize50' -benchtime 1x -timeout 60m | tee -a "$out/checkpoint.txt"
   benchstat -col .name "$out/checkpoint.txt"
+fi
+
+if [[ $what == all || $what == longsession ]]; then
+  echo "== long session: 70 reads of ~14 KB files against a fake API with a 200,000-token window and prompt caching"
+  # Side by side with Claude Code when it is installed (npm i @anthropic-ai/claude-code; CLAUDE=path to override).
+  claude=${CLAUDE:-$(command -v claude || true)}
+  go run ./bench/longsession ${claude:+-claude "$claude"} | tee "$out/longsession.txt"
+  echo "-- the same with a 50,000-token window, told to the kernel, then met only by the API's 400"
+  go run ./bench/longsession -window 50000 | tee -a "$out/longsession.txt"
+  go run ./bench/longsession -window 50000 -tell-window=false | tee -a "$out/longsession.txt"
+  echo "-- kernel cost per turn with context bookkeeping (in-process no-op tool), and of the edited view"
+  go test ./kernel -run '^$' -bench 'ToolCallTurnInProcess|ContextPerTurn' -count 6 | tee "$out/context.txt"
+  benchstat "$out/context.txt"
 fi

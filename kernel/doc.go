@@ -73,8 +73,8 @@
 // # Hooks
 //
 // Options.Hooks are Go functions run at PreToolUse, PostToolUse,
-// PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd and
-// PermissionDenied (see Hook). A hook that errors, panics, answers
+// PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd,
+// PermissionDenied and PreCompact (see Hook). A hook that errors, panics, answers
 // nonsense or times out is reported as a hook event and never counts as an
 // allow: PreToolUse denies, PostToolUse withholds the output,
 // UserPromptSubmit blocks the prompt; notification hooks are only
@@ -191,6 +191,42 @@
 // error_structured_output (ErrStructuredOutput). Each answer counts as a
 // turn for MaxTurns and its tokens against the budget. Subagents answer
 // in free text.
+//
+// # What the model is told
+//
+// The system prompt is rendered once per session from prompt/system.md
+// (embedded): how to work, the environment (workspace, OS, the session's
+// start date, git repository and branch), the tools, the permission mode
+// and the sandbox (what is writable, the network, what to do when a
+// command is refused). Options.SystemPrompt replaces it and
+// AppendSystemPrompt adds to it. Then come the project instructions: the
+// user's UserInstructionsPath, and AGENTS.md and CLAUDE.md from the
+// repository root down to the workspace, each at most
+// InstructionFileLimit bytes, read with internal/safefile (no symlinks,
+// FIFOs or devices: the workspace is agent-writable); session_start lists
+// them with size and SHA-256 (NoProjectInstructions skips them). Nothing
+// in the prompt changes between turns, so that providers cache it.
+//
+// # Context management
+//
+// The kernel knows the model's context window (Options.ContextWindow, else
+// provider.LookupModel) and, before each call, estimates the request from
+// the last call's usage plus what was added since. Past 100,000 tokens (or
+// half the window) old tool results are cleared: each becomes a note
+// naming the call, which can be made again; the newest results stay. Past
+// 80% of the window, the older turns are summarised through the model (a
+// request of its own: the conversation as sent plus an instruction, so it
+// is read from the cache) and the recent turns kept verbatim. Each edit is
+// a compact event and a "compact" transcript record; the messages
+// themselves stay in the transcript, so Resume continues after the
+// boundary and cutting the transcript before it (a conversation rewind)
+// restores them. A provider's "prompt is too long"
+// (provider.ErrPromptTooLong) compacts and retries once. Compact does it
+// on demand. A model answer cut off by max_tokens in the middle of a tool
+// call never runs it: the call is dropped and the model told to go on.
+// ThinkingBudget streams thinking_delta events; WebSearch offers the
+// provider's web search, refused unless the sandbox's network is
+// unrestricted.
 //
 // # Sessions
 //

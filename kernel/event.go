@@ -17,6 +17,12 @@ const (
 	EventSessionStart EventType = "session_start"
 	// EventTextDelta carries assistant text as it streams.
 	EventTextDelta EventType = "text_delta"
+	// EventThinkingDelta carries the model's extended thinking as it
+	// streams (Options.ThinkingBudget).
+	EventThinkingDelta EventType = "thinking_delta"
+	// EventCompact says the context was made smaller before a model call:
+	// old tool results cleared, or older turns summarised (Compaction).
+	EventCompact EventType = "compact"
 	// EventRetry says the provider is retrying the model call: text deltas
 	// streamed since the last assistant_message are void.
 	EventRetry EventType = "retry"
@@ -81,6 +87,12 @@ type Event struct {
 	Resumed    bool
 	MCPServers []mcp.ServerStatus
 	Agents     []string
+	// Instructions are the project-instruction files loaded into the
+	// system prompt (or skipped, with the reason).
+	Instructions []InstructionFile
+
+	// compact
+	Compaction *Compaction
 
 	// text_delta
 	Text string
@@ -122,10 +134,12 @@ type Event struct {
 	// permission: why; hook: what was done about the failure.
 	Reason string
 
+	// result (the run's total); assistant_message (its call's)
+	Usage provider.Usage
+
 	// result
 	Subtype    string
 	NumTurns   int
-	Usage      provider.Usage
 	StopReason provider.StopReason
 	Result     string
 	DurationMS int64
@@ -151,15 +165,30 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	switch e.Type {
 	case EventSessionStart:
 		return json.Marshal(struct {
-			Type       EventType          `json:"type"`
-			SessionID  string             `json:"session_id"`
-			Model      string             `json:"model"`
-			Workspace  string             `json:"workspace"`
-			Tools      []string           `json:"tools"`
-			Resumed    bool               `json:"resumed,omitempty"`
-			MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
-			Agents     []string           `json:"agents,omitempty"`
-		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed, e.MCPServers, e.Agents})
+			Type         EventType          `json:"type"`
+			SessionID    string             `json:"session_id"`
+			Model        string             `json:"model"`
+			Workspace    string             `json:"workspace"`
+			Tools        []string           `json:"tools"`
+			Resumed      bool               `json:"resumed,omitempty"`
+			MCPServers   []mcp.ServerStatus `json:"mcp_servers,omitempty"`
+			Agents       []string           `json:"agents,omitempty"`
+			Instructions []InstructionFile  `json:"instructions,omitempty"`
+		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed, e.MCPServers, e.Agents, e.Instructions})
+	case EventThinkingDelta:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
+			Thinking string `json:"thinking"`
+		}{e.Type, e.SessionID, tag, e.Text})
+	case EventCompact:
+		return json.Marshal(struct {
+			Type      EventType `json:"type"`
+			SessionID string    `json:"session_id"`
+			agentTag
+			*Compaction
+		}{e.Type, e.SessionID, tag, e.Compaction})
 	case EventTextDelta:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`
@@ -181,7 +210,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			SessionID string    `json:"session_id"`
 			agentTag
 			Message *provider.Message `json:"message"`
-		}{e.Type, e.SessionID, tag, e.Message})
+			// The usage of the call that produced the message.
+			Usage provider.Usage `json:"usage"`
+		}{e.Type, e.SessionID, tag, e.Message, e.Usage})
 	case EventToolCall:
 		return json.Marshal(struct {
 			Type      EventType `json:"type"`

@@ -43,6 +43,10 @@ const (
 	// HookPermissionDenied runs after the gate denied a call (a
 	// notification; Reason is the message the model sees).
 	HookPermissionDenied HookEvent = "PermissionDenied"
+	// HookPreCompact runs before the conversation is summarised to fit
+	// the context window (a notification; Source is the trigger: "auto",
+	// "prompt_too_long" or "manual").
+	HookPreCompact HookEvent = "PreCompact"
 )
 
 // DefaultHookTimeout bounds a hook that sets no Timeout.
@@ -106,7 +110,7 @@ type HookInput struct {
 	ToolResponse *ToolResponse `json:"tool_response,omitempty"`
 	// UserPromptSubmit: the prompt.
 	Prompt string `json:"prompt,omitempty"`
-	// SessionStart: "startup" or "resume".
+	// SessionStart: "startup" or "resume"; PreCompact: the trigger.
 	Source string `json:"source,omitempty"`
 	// PermissionDenied: the message the model sees; SessionEnd: how the
 	// run ended (a result subtype); PostToolUseFailure: the error text.

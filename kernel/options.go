@@ -21,8 +21,30 @@ type Options struct {
 	// Model answers; ModelName is passed to it (e.g. "claude-sonnet-4-6").
 	Model     provider.Model
 	ModelName string
-	// SystemPrompt is sent with every model call.
+	// SystemPrompt replaces the default system prompt (kernel/prompt/
+	// system.md: how to work, the environment, the tools, the permission
+	// mode and the sandbox); empty means the default.
 	SystemPrompt string
+	// AppendSystemPrompt is added after the system prompt, default or not.
+	AppendSystemPrompt string
+	// NoProjectInstructions leaves out the project instructions (AGENTS.md
+	// and CLAUDE.md from the repository root down to the workspace, and
+	// the user's UserInstructionsPath), which are otherwise added to the
+	// system prompt.
+	NoProjectInstructions bool
+	// ContextWindow is the model's context window in tokens; zero means
+	// the model family's (provider.LookupModel), and for a model the
+	// table does not know, compaction only when the provider refuses a
+	// request as too long.
+	ContextWindow int
+	// ThinkingBudget turns on extended thinking with this many tokens per
+	// answer (at least 1024) for models that support it; zero means off.
+	ThinkingBudget int
+	// WebSearch offers the provider's server-side web search (the
+	// Anthropic API's web_search tool). It is a network tool: the run
+	// fails unless the sandbox's network is unrestricted, and the
+	// searches are limited to WebSearch.AllowedDomains when set.
+	WebSearch *provider.WebSearch
 	// MaxTokens bounds one model answer; zero lets the provider choose.
 	MaxTokens int
 

@@ -568,7 +568,7 @@ func TestApprovalHandlerAndValidationFirst(t *testing.T) {
 }
 
 func TestHookEventsMatchPolicyFiles(t *testing.T) {
-	consts := []HookEvent{HookPreToolUse, HookPostToolUse, HookPostToolUseFailure, HookUserPromptSubmit, HookStop, HookSessionStart, HookSessionEnd, HookPermissionDenied}
+	consts := []HookEvent{HookPreToolUse, HookPostToolUse, HookPostToolUseFailure, HookUserPromptSubmit, HookStop, HookSessionStart, HookSessionEnd, HookPermissionDenied, HookPreCompact}
 	names := policies.HookEvents()
 	if len(names) != len(consts) {
 		t.Fatalf("policies knows %d events, the kernel %d", len(names), len(consts))

@@ -96,6 +96,11 @@ type session struct {
 	agentTool  *tools.Tool  // nil without Agents
 	output     *outputCheck
 
+	// created is when the session began (the date the system prompt
+	// states); instructions are the project-instruction files loaded.
+	created      time.Time
+	instructions []InstructionFile
+
 	mu    sync.Mutex
 	usage provider.Usage // every model call, the main agent's and the subagents'
 	halt  *ending        // set when the whole run must stop (budget, a subagent's interrupt)
@@ -127,6 +132,10 @@ type run struct {
 	messages []provider.Message
 	turns    int
 	ended    bool // SessionEnd hooks have run
+
+	// ctx tracks the context size and what was cleared or compacted
+	// (context.go).
+	window contextState
 }
 
 // ending is how an agent's loop ended.
@@ -177,9 +186,6 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if r.output, err = newOutputCheck(o.OutputFormat); err != nil {
 		return nil, err
 	}
-	if r.output != nil {
-		r.system = r.output.instruct(r.system)
-	}
 	if err := r.prepareSandbox(); err != nil {
 		return nil, err
 	}
@@ -210,6 +216,17 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 		}
 	}()
 	if err := r.openSession(stateDir); err != nil {
+		return nil, err
+	}
+	if r.system, err = r.systemPrompt(r.created); err != nil {
+		r.file.close()
+		return nil, err
+	}
+	if r.output != nil {
+		r.system = r.output.instruct(r.system)
+	}
+	if err = r.checkModelOptions(); err != nil {
+		r.file.close()
 		return nil, err
 	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
@@ -415,7 +432,9 @@ func (r *run) openSession(stateDir string) error {
 			return fmt.Errorf("kernel: %w", err)
 		}
 		r.sessionID, r.resumed = o.Resume, true
+		r.created = tr.Header.Created
 		r.messages = tr.Messages
+		r.window.restore(tr.Context, r.messages)
 		if repaired := repairMessages(r.messages); len(repaired) > len(r.messages) {
 			if err := r.appendMessage(repaired[len(repaired)-1]); err != nil {
 				r.file.close()
@@ -435,7 +454,8 @@ func (r *run) openSession(stateDir string) error {
 	if r.file, err = openSessionFile(path, true, -1); err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
-	err = r.file.append(Record{Type: "session", SessionID: r.sessionID, Workspace: r.workspace, Model: o.ModelName, Created: time.Now().UTC(), Prompt: o.Prompt})
+	r.created = time.Now().UTC()
+	err = r.file.append(Record{Type: "session", SessionID: r.sessionID, Workspace: r.workspace, Model: o.ModelName, Created: r.created, Prompt: o.Prompt})
 	if err != nil {
 		r.file.close()
 		return err
@@ -547,7 +567,7 @@ func (r *run) userTurn() int {
 }
 
 func (r *run) loop(yield func(Event, error) bool) {
-	start := Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.mcpStatus}
+	start := Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.mcpStatus, Instructions: r.instructions}
 	for name := range r.opts.Agents {
 		start.Agents = append(start.Agents, name)
 	}
@@ -625,15 +645,31 @@ func (r *run) converse(yield func(Event, error) bool) (end ending, ok bool) {
 			return ending{subtype: SubtypeErrorDuringExecution, err: err}, true
 		}
 		r.turns++
+		// A call cut off by max_tokens is never run (context.go).
+		var cutNote string
+		if stop == provider.StopMaxTokens {
+			msg, cutNote = dropTruncatedCall(msg)
+		}
 		stored := storable(msg)
 		if err := r.appendMessage(stored); err != nil {
 			return ending{subtype: SubtypeErrorDuringExecution, err: err, stop: stop}, true
 		}
-		if !yield(r.event(Event{Type: EventAssistantMessage, Message: &stored}), nil) {
+		if !yield(r.event(Event{Type: EventAssistantMessage, Message: &stored, Usage: r.window.last}), nil) {
 			return ending{}, false
 		}
 		// The calls get the raw input, so a malformed one is reported as such.
 		uses := msg.ToolUses()
+		if len(uses) == 0 && cutNote != "" {
+			if err := r.appendMessage(provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: cutNote}}}); err != nil {
+				return ending{subtype: SubtypeErrorDuringExecution, err: err, stop: stop}, true
+			}
+			continue
+		}
+		if len(uses) == 0 && stop == provider.StopPauseTurn {
+			// The API paused a long server-tool turn (web_search): sent
+			// back as it is, the turn goes on.
+			continue
+		}
 		if len(uses) == 0 {
 			if h := r.halted(); h != nil {
 				// This answer used up the budget (or a subagent stopped
@@ -665,6 +701,9 @@ func (r *run) converse(yield func(Event, error) bool) (end ending, ok bool) {
 			continue
 		}
 		results, interrupt, ok := r.runTools(yield, uses)
+		if cutNote != "" {
+			results = append(results, provider.Block{Type: provider.BlockText, Text: cutNote})
+		}
 		// The results are recorded even when the consumer has gone, so that
 		// the transcript never ends with unanswered tool calls.
 		if err := r.appendMessage(provider.Message{Role: provider.RoleUser, Content: results}); err != nil {
@@ -690,17 +729,10 @@ func (r *run) converse(yield func(Event, error) bool) (end ending, ok bool) {
 	}
 }
 
-// callModel streams one assistant turn. ok is false when the consumer
-// stopped the iteration.
-func (r *run) callModel(yield func(Event, error) bool) (msg *provider.Message, stop provider.StopReason, err error, ok bool) {
-	req := &provider.Request{
-		Model:     r.modelName,
-		System:    r.system,
-		Messages:  r.messages,
-		Tools:     r.specs,
-		MaxTokens: r.opts.MaxTokens,
-		Agent:     r.agent,
-	}
+// streamModel streams one assistant turn (callModel, in context.go,
+// decides what it is sent). ok is false when the consumer stopped the
+// iteration.
+func (r *run) streamModel(yield func(Event, error) bool, req *provider.Request) (msg *provider.Message, stop provider.StopReason, err error, ok bool) {
 	for ch, err := range r.opts.Model.Stream(r.ctx, req) {
 		if err != nil {
 			if ctxErr := r.ctx.Err(); ctxErr != nil {
@@ -713,6 +745,10 @@ func (r *run) callModel(yield func(Event, error) bool) (msg *provider.Message, s
 			if !yield(r.event(Event{Type: EventTextDelta, Text: ch.Text}), nil) {
 				return nil, "", nil, false
 			}
+		case provider.ChunkThinkingDelta:
+			if !yield(r.event(Event{Type: EventThinkingDelta, Text: ch.Text}), nil) {
+				return nil, "", nil, false
+			}
 		case provider.ChunkRetry:
 			e := Event{Type: EventRetry, Attempt: ch.Attempt}
 			if ch.Err != nil {
@@ -723,6 +759,7 @@ func (r *run) callModel(yield func(Event, error) bool) (msg *provider.Message, s
 			}
 		case provider.ChunkMessage:
 			r.addUsage(ch.Usage)
+			r.window.observe(ch.Usage)
 			if ch.Message == nil {
 				return nil, "", fmt.Errorf("model: %w", provider.ErrNoMessage), true
 			}

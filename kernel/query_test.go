@@ -621,7 +621,7 @@ func TestEventJSONShapes(t *testing.T) {
 		{Event{Type: EventSessionStart, SessionID: "s", Model: "m", Workspace: "/w"},
 			`{"type":"session_start","session_id":"s","model":"m","workspace":"/w","tools":[]}`},
 		{Event{Type: EventResult, SessionID: "s", Subtype: SubtypeSuccess, NumTurns: 2, Result: "ok"},
-			`{"type":"result","session_id":"s","subtype":"success","is_error":false,"num_turns":2,"usage":{"input_tokens":0,"output_tokens":0},"result":"ok","duration_ms":0}`},
+			`{"type":"result","session_id":"s","subtype":"success","is_error":false,"num_turns":2,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"result":"ok","duration_ms":0}`},
 	}
 	for _, c := range cases {
 		b, err := json.Marshal(c.ev)

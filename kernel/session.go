@@ -49,6 +49,17 @@ type Record struct {
 	Message *provider.Message `json:"message,omitempty"`
 	Agent   string            `json:"agent,omitempty"`
 	AgentID string            `json:"agent_id,omitempty"`
+	// compact (a context edit, see context.go): Subtype "clear" lists the
+	// tool results Cleared (by tool_use id); Subtype "summary" is a
+	// compaction boundary — the messages before index Cut are replaced, in
+	// what the model is sent, by Summary. The messages themselves stay in
+	// the transcript, so a rewind to before the boundary (which cuts this
+	// record off) restores them as they were.
+	Cleared      []string `json:"cleared,omitempty"`
+	Summary      string   `json:"summary,omitempty"`
+	Cut          int      `json:"cut,omitempty"`
+	TokensBefore int64    `json:"tokens_before,omitempty"`
+	TokensAfter  int64    `json:"tokens_after,omitempty"`
 	// result
 	Subtype string         `json:"subtype,omitempty"`
 	Usage   provider.Usage `json:"usage,omitzero"`
@@ -60,6 +71,9 @@ type Record struct {
 type Transcript struct {
 	Header   Record
 	Messages []provider.Message
+	// Context is the state of the context edits recorded after the
+	// messages: what the model is sent instead of the whole history.
+	Context ContextEdits
 	// Torn is true when the last line was incomplete (a crash mid-write)
 	// and was ignored.
 	Torn bool
@@ -128,6 +142,13 @@ func ReadTranscript(path string) (*Transcript, error) {
 				return nil, fmt.Errorf("session transcript %s: line %d: message record without a message", path, i+1)
 			}
 			t.Messages = append(t.Messages, *r.Message)
+		case "compact":
+			switch r.Subtype {
+			case "clear":
+				t.Context.Cleared = append(t.Context.Cleared, r.Cleared...)
+			case "summary":
+				t.Context.Summary, t.Context.Cut = r.Summary, r.Cut
+			}
 		}
 	}
 	if t.Header.Type == "" {

@@ -35,6 +35,14 @@ type Config struct {
 	MaxTokens    int
 	MaxTurns     int
 	ToolTimeout  time.Duration
+	// The model settings of kernel.Options of the same names: what the
+	// model is told, its context window, thinking and web search (which
+	// the kernel refuses unless the preset's network is unrestricted).
+	AppendSystemPrompt    string
+	NoProjectInstructions bool
+	ContextWindow         int
+	ThinkingBudget        int
+	WebSearch             *provider.WebSearch
 
 	// CustomTools are checked against the preset: each must declare its
 	// Security, with Network at most loopback (what the preset allows),
@@ -181,6 +189,11 @@ func New(cfg Config) (*Agent, error) {
 		ModelName:                       cfg.ModelName,
 		SystemPrompt:                    cfg.SystemPrompt,
 		MaxTokens:                       cfg.MaxTokens,
+		AppendSystemPrompt:              cfg.AppendSystemPrompt,
+		NoProjectInstructions:           cfg.NoProjectInstructions,
+		ContextWindow:                   cfg.ContextWindow,
+		ThinkingBudget:                  cfg.ThinkingBudget,
+		WebSearch:                       cfg.WebSearch,
 		MaxTurns:                        cfg.MaxTurns,
 		ToolTimeout:                     cfg.ToolTimeout,
 		Workspace:                       ws,

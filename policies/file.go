@@ -40,7 +40,7 @@ const DefaultHookTimeout = 60 * time.Second
 // HookEvents are the events a hook can be attached to (the kernel's
 // HookEvent values).
 func HookEvents() []string {
-	return []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionDenied"}
+	return []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionDenied", "PreCompact"}
 }
 
 // HookSpec is an external command hook from a policy file.

@@ -21,8 +21,11 @@
 // --mcp-config FILE (the {"mcpServers": {...}} shape; inline JSON too),
 // --mcp-connect-timeout DURATION, --agents FILE (subagent definitions by
 // name; inline JSON too), --max-budget-tokens N, --output-schema FILE (a
-// JSON Schema the final answer must match; inline JSON too). The
-// agent is built by package local (the strict assembler): the preset, the
+// JSON Schema the final answer must match; inline JSON too),
+// --append-system-prompt TEXT, --no-project-instructions, --context-window
+// N, --thinking-budget N, --web-search DOMAINS (see model.go: what the
+// model is told, context compaction, thinking, the server web_search
+// tool). The agent is built by package local (the strict assembler): the preset, the
 // policy files ($XDG_CONFIG_HOME/lite-agent/policy.toml and
 // WORKSPACE/.lite-agent/policy.toml), then the flags. When stdin is a
 // terminal, a call that asks is an interactive prompt (allow once, allow

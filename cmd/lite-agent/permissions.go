@@ -85,6 +85,7 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 	if err := applyExtras(f, &cfg); err != nil {
 		return nil, err
 	}
+	applyModelFlags(&f.modelSettings, &cfg)
 	if isTerminal(stdin) {
 		cfg.CanUseTool = terminalPrompt(bufio.NewReader(stdin), stderr)
 	}

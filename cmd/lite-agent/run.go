@@ -55,6 +55,8 @@ type runFlags struct {
 	agents          string
 	maxBudgetTokens int64
 	outputSchema    string
+	// What the model is told, context, thinking, web search (model.go).
+	modelSettings modelFlagValues
 }
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -74,13 +76,14 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.allowedTools, "allowed-tools", "", "comma list of allow rules: tools or calls pre-approved to run without asking (\"read_file,bash(git status),bash(npm run test:*)\"); does not hide other tools")
 	fs.StringVar(&f.disallowedTools, "disallowed-tools", "", "comma list of deny rules (\"bash(curl:*),write_file(/etc/**)\"); a tool named without an argument is also removed from the model's view")
 	fs.StringVar(&f.outputFormat, "output-format", "text", "text, json or stream-json")
-	fs.StringVar(&f.systemPrompt, "system-prompt", "", "the system prompt")
+	fs.StringVar(&f.systemPrompt, "system-prompt", "", "replace the default system prompt (what the model is told about its work, environment and sandbox) with this text")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
 	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
 	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
 	permissionFlags(fs, &f)
 	extraFlags(fs, &f)
+	modelFlags(fs, &f.modelSettings)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
 		fs.PrintDefaults()
@@ -276,6 +279,8 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 		text.WriteString(ev.Text)
 		out.Flush()
 		*wroteText = true
+	case kernel.EventSessionStart, kernel.EventThinkingDelta, kernel.EventCompact:
+		renderModelEvent(ev, verbose, out, stderr)
 	case kernel.EventRetry:
 		out.Flush()
 		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Attempt, termsafe.Escape(ev.Error))

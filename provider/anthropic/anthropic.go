@@ -28,8 +28,14 @@ import (
 const (
 	defaultMaxRetries     = 4
 	defaultRetryBaseDelay = 500 * time.Millisecond
-	defaultMaxTokens      = 8192
+	// defaultMaxTokens is max_tokens for a model the family table
+	// (provider.LookupModel) does not know.
+	defaultMaxTokens = 8192
 )
+
+// maxBreakpoints is the API's limit of cache_control breakpoints in one
+// request; a request with more is refused.
+const maxBreakpoints = 4
 
 // maxRetryDelay caps one backoff wait, so that a large MaxRetries does not
 // turn into waits of minutes.
@@ -62,7 +68,8 @@ type Options struct {
 	// 0 means the default, 500ms.
 	RetryBaseDelay time.Duration
 	// MaxTokens is used when a Request does not set MaxTokens. 0 means the
-	// default, 8192.
+	// model family's output limit (provider.LookupModel: 64,000 for the
+	// Sonnet and Opus 4.5+ families), or 8192 for a model it does not know.
 	MaxTokens int
 	// HTTPClient replaces the SDK's default client (which has a
 	// response-header timeout but no overall timeout, as streams are long).
@@ -98,8 +105,8 @@ func New(opts *Options) (*Model, error) {
 	if o.RetryBaseDelay <= 0 {
 		o.RetryBaseDelay = defaultRetryBaseDelay
 	}
-	if o.MaxTokens <= 0 {
-		o.MaxTokens = defaultMaxTokens
+	if o.MaxTokens < 0 {
+		o.MaxTokens = 0
 	}
 	if o.APIKey == "" {
 		// LookupEnv and a non-empty check, as the SDK does: an empty
@@ -208,7 +215,7 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 		if err != nil {
 			return provider.Failed, err
 		}
-		if delta != "" && !yield(provider.Chunk{Type: provider.ChunkTextDelta, Text: delta}, nil) {
+		if delta.text != "" && !yield(provider.Chunk{Type: delta.kind, Text: delta.text}, nil) {
 			return provider.Done, nil
 		}
 		if stop {
@@ -239,6 +246,9 @@ func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.Messag
 		cause := err
 		if isAPI {
 			cause = wrapAPIError(apiErr)
+			if isPromptTooLong(apiErr) {
+				return provider.Failed, fmt.Errorf("anthropic: %w (%w)", cause, provider.ErrPromptTooLong)
+			}
 			if !retryableStatus(apiErr.StatusCode) {
 				return provider.Failed, fmt.Errorf("anthropic: %w", cause)
 			}
@@ -281,6 +291,13 @@ func isDecodeError(err error) bool {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	return errors.As(err, &syn) || errors.As(err, &typ)
+}
+
+// isPromptTooLong recognises the API's refusal of a request that does not
+// fit the context window: 400 invalid_request_error "prompt is too long:
+// 201428 tokens > 200000 maximum".
+func isPromptTooLong(e *sdk.Error) bool {
+	return e.StatusCode == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message+e.RawJSON()), "prompt is too long")
 }
 
 // retryableStatus mirrors the SDK's own rule for error responses.
@@ -362,16 +379,24 @@ type accumulator struct {
 }
 
 type slot struct {
-	kind  provider.BlockType // "" for blocks we skip (thinking, server tools…)
-	text  strings.Builder
+	kind  provider.BlockType // "" for blocks we skip (unknown kinds)
+	text  strings.Builder    // text; thinking
+	sig   strings.Builder    // thinking: signature; redacted_thinking: data
 	id    string
 	name  string
 	input strings.Builder
+	raw   json.RawMessage // web_search_tool_result content
 }
 
-// add applies one event. It returns text to stream, and whether the event
+// streamed is what one event adds to the stream: a text or thinking delta.
+type streamed struct {
+	kind provider.ChunkType
+	text string
+}
+
+// add applies one event. It returns what to stream, and whether the event
 // was message_stop.
-func (a *accumulator) add(ev *sdk.MessageStreamEventUnion) (delta string, stop bool, err error) {
+func (a *accumulator) add(ev *sdk.MessageStreamEventUnion) (delta streamed, stop bool, err error) {
 	switch ev.Type {
 	case "message_start":
 		u := ev.Message.Usage
@@ -384,7 +409,7 @@ func (a *accumulator) add(ev *sdk.MessageStreamEventUnion) (delta string, stop b
 	case "content_block_start":
 		i := int(ev.Index)
 		if i < 0 || i > 10000 {
-			return "", false, fmt.Errorf("anthropic: content block index %d out of range", ev.Index)
+			return delta, false, fmt.Errorf("anthropic: content block index %d out of range", ev.Index)
 		}
 		for len(a.blocks) <= i {
 			a.blocks = append(a.blocks, slot{})
@@ -394,22 +419,44 @@ func (a *accumulator) add(ev *sdk.MessageStreamEventUnion) (delta string, stop b
 		case "text":
 			s.kind = provider.BlockText
 			s.text.WriteString(cb.Text)
-			delta = cb.Text
+			delta = streamed{provider.ChunkTextDelta, cb.Text}
+		case "thinking":
+			s.kind = provider.BlockThinking
+			s.text.WriteString(cb.Thinking)
+			s.sig.WriteString(cb.Signature)
+			delta = streamed{provider.ChunkThinkingDelta, cb.Thinking}
+		case "redacted_thinking":
+			s.kind = provider.BlockRedactedThinking
+			s.sig.WriteString(cb.Data)
 		case "tool_use":
 			s.kind = provider.BlockToolUse
 			s.id, s.name = cb.ID, cb.Name
+		case "server_tool_use":
+			s.kind = provider.BlockServerToolUse
+			s.id, s.name = cb.ID, cb.Name
+		case "web_search_tool_result":
+			// Kept verbatim: its results carry encrypted content that
+			// must go back to the API unchanged.
+			s.kind = provider.BlockWebSearchResult
+			s.id = cb.ToolUseID
+			s.raw = json.RawMessage(cb.JSON.Content.Raw())
 		}
 	case "content_block_delta":
 		i := int(ev.Index)
 		if i < 0 || i >= len(a.blocks) {
-			return "", false, fmt.Errorf("anthropic: delta for content block %d, which did not start", ev.Index)
+			return delta, false, fmt.Errorf("anthropic: delta for content block %d, which did not start", ev.Index)
 		}
 		s := &a.blocks[i]
 		switch {
 		case ev.Delta.Type == "text_delta" && s.kind == provider.BlockText:
 			s.text.WriteString(ev.Delta.Text)
-			delta = ev.Delta.Text
-		case ev.Delta.Type == "input_json_delta" && s.kind == provider.BlockToolUse:
+			delta = streamed{provider.ChunkTextDelta, ev.Delta.Text}
+		case ev.Delta.Type == "thinking_delta" && s.kind == provider.BlockThinking:
+			s.text.WriteString(ev.Delta.Thinking)
+			delta = streamed{provider.ChunkThinkingDelta, ev.Delta.Thinking}
+		case ev.Delta.Type == "signature_delta" && s.kind == provider.BlockThinking:
+			s.sig.WriteString(ev.Delta.Signature)
+		case ev.Delta.Type == "input_json_delta" && (s.kind == provider.BlockToolUse || s.kind == provider.BlockServerToolUse):
 			s.input.WriteString(ev.Delta.PartialJSON)
 		}
 	case "message_delta":
@@ -435,8 +482,10 @@ func (a *accumulator) add(ev *sdk.MessageStreamEventUnion) (delta string, stop b
 	return delta, stop, nil
 }
 
-// message returns the text and tool_use blocks in index order. Empty text
-// blocks are dropped: the API refuses them when they are sent back.
+// message returns the blocks in index order. Empty text blocks are
+// dropped: the API refuses them when they are sent back. Thinking blocks
+// are kept with their signatures, in place: the API requires them back,
+// unmodified, when the turn continues with tool results.
 func (a *accumulator) message() *provider.Message {
 	msg := &provider.Message{Role: provider.RoleAssistant, Content: []provider.Block{}}
 	for i := range a.blocks {
@@ -446,20 +495,54 @@ func (a *accumulator) message() *provider.Message {
 			if s.text.Len() > 0 {
 				msg.Content = append(msg.Content, provider.Block{Type: provider.BlockText, Text: s.text.String()})
 			}
-		case provider.BlockToolUse:
+		case provider.BlockThinking:
+			msg.Content = append(msg.Content, provider.Block{Type: provider.BlockThinking, Text: s.text.String(), Signature: s.sig.String()})
+		case provider.BlockRedactedThinking:
+			msg.Content = append(msg.Content, provider.Block{Type: provider.BlockRedactedThinking, Signature: s.sig.String()})
+		case provider.BlockToolUse, provider.BlockServerToolUse:
 			in := s.input.String()
 			if strings.TrimSpace(in) == "" {
 				in = "{}"
 			}
 			msg.Content = append(msg.Content, provider.Block{
-				Type: provider.BlockToolUse, ID: s.id, Name: s.name, Input: json.RawMessage(in),
+				Type: s.kind, ID: s.id, Name: s.name, Input: json.RawMessage(in),
 			})
+		case provider.BlockWebSearchResult:
+			msg.Content = append(msg.Content, provider.Block{Type: provider.BlockWebSearchResult, ToolUseID: s.id, Raw: s.raw})
 		}
 	}
 	return msg
 }
 
+// maxTokens is the request's max_tokens: the request's own, else the
+// Options', else the model family's output limit.
+func (m *Model) maxTokens(req *provider.Request) int64 {
+	switch {
+	case req.MaxTokens > 0:
+		return int64(req.MaxTokens)
+	case m.opts.MaxTokens > 0:
+		return int64(m.opts.MaxTokens)
+	}
+	if n := provider.LookupModel(req.Model).MaxOutputTokens; n > 0 {
+		return int64(n)
+	}
+	return defaultMaxTokens
+}
+
 // params maps a provider.Request to the SDK's request parameters.
+//
+// # Cache breakpoints
+//
+// The API caches a request's prefix in the order tools → system →
+// messages, up to a block carrying cache_control, and a later request
+// reads the longest prefix written before. Two breakpoints do it all:
+// one on the (last) system block — it covers the tools as well, which
+// come first — so that the stable prefix is cached once per session; and
+// one on the last cacheable block of the newest message, so that each
+// call writes its new tail and the next call reads everything before its
+// own new tail. The newest-message breakpoint moves forward every turn,
+// which leaves the count at two, under the API's limit of four; a
+// subagent's calls get the same two.
 func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 	var p sdk.MessageNewParams
 	if req == nil {
@@ -469,12 +552,19 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 		return p, errors.New("anthropic: Request.Model is empty")
 	}
 	p.Model = sdk.Model(req.Model)
-	p.MaxTokens = int64(m.opts.MaxTokens)
-	if req.MaxTokens > 0 {
-		p.MaxTokens = int64(req.MaxTokens)
-	}
+	p.MaxTokens = m.maxTokens(req)
 	if req.System != "" {
-		p.System = []sdk.TextBlockParam{{Text: req.System}}
+		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
+	}
+	if b := int64(req.ThinkingBudget); b > 0 {
+		if b < 1024 {
+			return p, fmt.Errorf("anthropic: thinking budget %d is below the API's minimum of 1024 tokens", b)
+		}
+		if b >= p.MaxTokens {
+			// The budget is part of max_tokens: leave the answer room.
+			p.MaxTokens = b + min(p.MaxTokens, 16_000)
+		}
+		p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: b}}
 	}
 	for i, t := range req.Tools {
 		tp, err := toolParam(t)
@@ -483,10 +573,20 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
+	if ws := req.WebSearch; ws != nil {
+		t := &sdk.WebSearchTool20250305Param{AllowedDomains: ws.AllowedDomains}
+		if ws.MaxUses > 0 {
+			t.MaxUses = param.NewOpt(int64(ws.MaxUses))
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfWebSearchTool20250305: t})
+	}
 	for i, msg := range req.Messages {
 		blocks, err := contentParams(msg.Content)
 		if err != nil {
 			return p, fmt.Errorf("anthropic: messages[%d]: %w", i, err)
+		}
+		if i == len(req.Messages)-1 {
+			markNewest(blocks)
 		}
 		switch msg.Role {
 		case provider.RoleUser:
@@ -498,6 +598,31 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 		}
 	}
 	return p, nil
+}
+
+// markNewest puts the moving cache breakpoint on the last block of the
+// newest message that can carry one (thinking blocks and verbatim server
+// results cannot).
+func markNewest(blocks []sdk.ContentBlockParamUnion) {
+	cc := sdk.NewCacheControlEphemeralParam()
+	for i := len(blocks) - 1; i >= 0; i-- {
+		b := &blocks[i]
+		switch {
+		case b.OfText != nil:
+			b.OfText.CacheControl = cc
+		case b.OfToolResult != nil:
+			b.OfToolResult.CacheControl = cc
+		case b.OfToolUse != nil:
+			b.OfToolUse.CacheControl = cc
+		case b.OfImage != nil:
+			b.OfImage.CacheControl = cc
+		case b.OfServerToolUse != nil:
+			b.OfServerToolUse.CacheControl = cc
+		default:
+			continue
+		}
+		return
+	}
 }
 
 // toolParam sends the tool's JSON schema verbatim as input_schema, so that
@@ -548,6 +673,31 @@ func contentParams(blocks []provider.Block) ([]sdk.ContentBlockParamUnion, error
 				in = json.RawMessage("{}")
 			}
 			out = append(out, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: b.ID, Name: b.Name, Input: in}})
+		case provider.BlockThinking:
+			out = append(out, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: b.Text, Signature: b.Signature}})
+		case provider.BlockRedactedThinking:
+			out = append(out, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: b.Signature}})
+		case provider.BlockServerToolUse:
+			in := json.RawMessage(bytes.TrimSpace(b.Input))
+			if !isJSONObject(in) {
+				in = json.RawMessage("{}")
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfServerToolUse: &sdk.ServerToolUseBlockParam{ID: b.ID, Name: sdk.ServerToolUseBlockParamName(b.Name), Input: in}})
+		case provider.BlockWebSearchResult:
+			raw := b.Raw
+			if !json.Valid(raw) {
+				return nil, fmt.Errorf("content[%d]: web_search_tool_result without valid content", j)
+			}
+			whole, err := json.Marshal(struct {
+				Type      string          `json:"type"`
+				ToolUseID string          `json:"tool_use_id"`
+				Content   json.RawMessage `json:"content"`
+			}{"web_search_tool_result", b.ToolUseID, raw})
+			if err != nil {
+				return nil, fmt.Errorf("content[%d]: %w", j, err)
+			}
+			wr := param.Override[sdk.WebSearchToolResultBlockParam](json.RawMessage(whole))
+			out = append(out, sdk.ContentBlockParamUnion{OfWebSearchToolResult: &wr})
 		case provider.BlockToolResult:
 			tr := &sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
 			if b.IsError {

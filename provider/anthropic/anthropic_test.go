@@ -543,7 +543,9 @@ func TestStreamToolInput(t *testing.T) {
 	}
 }
 
-func TestStreamSkipsThinking(t *testing.T) {
+// Thinking streams as thinking deltas, apart from the text, and the block
+// is kept with its signature, before the text, as the API sent it.
+func TestStreamKeepsThinking(t *testing.T) {
 	tr := turn{thinking: true, text: []string{"Hi", "!"}, stop: "end_turn"}
 	api := newFakeAPI(t, respondSSE(tr.events()))
 	m := newTestModel(t, api.URL, Options{})
@@ -551,11 +553,13 @@ func TestStreamSkipsThinking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(chunks) != 3 || visibleText(chunks) != "Hi!" {
+	if len(chunks) != 4 || visibleText(chunks) != "Hi!" || chunks[0].chunk.Type != provider.ChunkThinkingDelta || chunks[0].chunk.Text != "Let me think." {
 		t.Errorf("chunks = %+v", chunks)
 	}
-	if len(final.Message.Content) != 1 || final.Message.Text() != "Hi!" || final.StopReason != provider.StopEndTurn {
-		t.Errorf("final = %+v", final)
+	c := final.Message.Content
+	if len(c) != 2 || c[0].Type != provider.BlockThinking || c[0].Text != "Let me think." || c[0].Signature != "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" ||
+		final.Message.Text() != "Hi!" || final.StopReason != provider.StopEndTurn {
+		t.Errorf("final = %+v", c)
 	}
 }
 
@@ -617,7 +621,7 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{APIKey: "k", MaxRetries: 4, RetryBaseDelay: 500 * time.Millisecond, MaxTokens: 8192}
+	want := Options{APIKey: "k", MaxRetries: 4, RetryBaseDelay: 500 * time.Millisecond}
 	if m.opts.BaseURL != "" {
 		want.BaseURL = m.opts.BaseURL // from the environment of whoever runs the tests
 	}

@@ -16,8 +16,29 @@
 // Stream yields a ChunkTextDelta per text delta as it arrives and, at
 // message_stop, one ChunkMessage with the text and tool_use blocks in order,
 // the stop reason and the usage (input, output and cache tokens from
-// message_start, overwritten by the totals in message_delta). Thinking and
-// server-tool blocks are skipped; ping events are ignored.
+// message_start, overwritten by the totals in message_delta). Thinking
+// streams as ChunkThinkingDelta and is kept as a thinking block with its
+// signature (redacted thinking as its opaque data), in place, because the
+// API wants it back unmodified within a tool loop. The server web_search
+// tool's server_tool_use and web_search_tool_result blocks are kept too,
+// the result verbatim (it holds encrypted content), and are not tool_use
+// blocks: the kernel never runs them. Ping events are ignored.
+//
+// # Requests
+//
+// max_tokens is the Request's, else Options.MaxTokens, else the model
+// family's output limit (provider.LookupModel: 64,000 for Sonnet 4.x and
+// Opus 4.5+, 32,000 for Opus 4/4.1), else 8192. Request.ThinkingBudget
+// turns on extended thinking (max_tokens is raised above the budget if
+// needed); Request.WebSearch adds the web_search_20250305 tool with its
+// allowed domains.
+//
+// Prompt caching: the system block carries a cache_control breakpoint
+// (covering the tools, which precede it in the cache order) and so does
+// the last block of the newest message that can take one, so that every
+// call reads the previous calls' prefix from the cache and writes only its
+// new tail. That is two breakpoints per request, the API allowing four.
+// A 400 "prompt is too long" wraps provider.ErrPromptTooLong.
 //
 // Tool input is accumulated here from the raw partial_json fragments, not
 // by the SDK: the SDK would parse it, and a model that emits malformed JSON

@@ -193,6 +193,9 @@ func assistantMessage(blocks []provider.Block) ([]sdk.ChatCompletionMessageParam
 					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: string(args)},
 				},
 			})
+		case provider.BlockThinking, provider.BlockRedactedThinking:
+			// Another API's signed thinking (a session resumed with a
+			// different provider): it means nothing here and is left out.
 		default:
 			return nil, fmt.Errorf("content[%d]: block type %q cannot be in an assistant message", j, b.Type)
 		}
