@@ -141,6 +141,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.CustomTools = slices.Clone(cfg.CustomTools)
 	cfg.MCPServers = cloneServers(cfg.MCPServers)
 	cfg.Agents = cloneAgents(cfg.Agents)
+	cfg.WebSearch = cloneWebSearch(cfg.WebSearch)
 	if cfg.InProcessHandlers {
 		return nil, errors.New("local: InProcessHandlers: the strict assembler runs every custom handler confined in the sandbox and refuses to run them unconfined; use kernel.Query directly if you must")
 	}
@@ -409,6 +410,7 @@ func cloneOptions(o kernel.Options) kernel.Options {
 	o.Hooks = slices.Clone(o.Hooks)
 	o.Sandbox = clonePolicy(o.Sandbox)
 	o.HandlerCeiling = clonePolicy(o.HandlerCeiling)
+	o.WebSearch = cloneWebSearch(o.WebSearch)
 	o.MCPServers = cloneServers(o.MCPServers)
 	o.Agents = cloneAgents(o.Agents)
 	if o.OutputFormat != nil {
@@ -470,4 +472,15 @@ func (a *Agent) Run(ctx context.Context, prompt string, opts ...QueryOption) (ke
 		}
 	}
 	return last, runErr
+}
+
+// cloneWebSearch copies the web-search grant, so that its domains cannot
+// be widened after New.
+func cloneWebSearch(w *provider.WebSearch) *provider.WebSearch {
+	if w == nil {
+		return nil
+	}
+	c := *w
+	c.AllowedDomains = slices.Clone(w.AllowedDomains)
+	return &c
 }

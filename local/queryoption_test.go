@@ -11,6 +11,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -25,7 +26,12 @@ var perQuery = map[string]bool{"Prompt": true, "Resume": true, "SessionID": true
 // listed here, so that nobody adds a knob a query could turn unchecked.
 var setOnce = map[string]string{
 	"Model": "Config.Model", "ModelName": "Config.ModelName", "SystemPrompt": "Config.SystemPrompt",
-	"MaxTokens": "Config.MaxTokens", "Workspace": "resolved by New; the preset's sandbox is built for it",
+	"AppendSystemPrompt":    "Config.AppendSystemPrompt: text for the model, no permission",
+	"NoProjectInstructions": "Config.NoProjectInstructions: leaves text out, widens nothing",
+	"ContextWindow":         "Config.ContextWindow: when to compact, widens nothing",
+	"ThinkingBudget":        "Config.ThinkingBudget: tokens, bounded by MaxBudgetTokens like the rest",
+	"WebSearch":             "Config.WebSearch, copied by New; the kernel refuses it unless the preset's sandbox network is unrestricted",
+	"MaxTokens":             "Config.MaxTokens", "Workspace": "resolved by New; the preset's sandbox is built for it",
 	"CustomTools":                     "CheckTools against the preset",
 	"Tools":                           "Config.Tools (narrows only)",
 	"AllowedTools":                    "Config.AllowedTools (the options layer)",
@@ -189,5 +195,24 @@ func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 	}
 	if perm.Decision != "deny" || perm.DecidedBy != "rule" || !strings.Contains(perm.Rule, ".lite-agent") {
 		t.Errorf("write into .lite-agent/: %+v", perm)
+	}
+}
+
+// TestWebSearchDomainsCannotBeWidenedLater: the web-search grant is a
+// pointer with a slice inside; New and Options copy it, so neither the
+// Config nor a copy can widen its domains afterwards.
+func TestWebSearchDomainsCannotBeWidenedLater(t *testing.T) {
+	cfg := Config{Workspace: t.TempDir(), StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
+		WebSearch: &provider.WebSearch{AllowedDomains: []string{"docs.example.com"}},
+		Model:     model(t, `{"turns": [{"text": "done"}]}`)}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WebSearch.AllowedDomains[0] = "*"
+	o := a.Options()
+	o.WebSearch.AllowedDomains[0] = "*"
+	if got := a.Options().WebSearch.AllowedDomains; len(got) != 1 || got[0] != "docs.example.com" {
+		t.Errorf("the web-search domains changed after New: %v", got)
 	}
 }
