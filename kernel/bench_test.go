@@ -12,6 +12,15 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
+// benchNoop is BenchmarkToolCallTurn's tool. It is built at package level,
+// before TestMain calls tools.ServeConfinedCall, so that the confined child
+// finds it (a custom handler runs confined by default).
+var benchNoop = tools.Must(tools.New("confined_noop", "does nothing", func(*tools.Context, struct {
+	N int `json:"n"`
+}) (string, error) {
+	return "ok", nil
+}, &tools.Options{Annotations: &tools.Annotations{ReadOnlyHint: true}}))
+
 // BenchmarkToolCallTurn measures the kernel's own cost per tool-call turn:
 // a scripted model (no network, no tokens) asks for a no-op tool each turn.
 // What remains is the loop — streaming, gating, schema validation, the tool
@@ -22,29 +31,29 @@ func BenchmarkToolCallTurn(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString(`{"turns": [`)
 	for i := range turns {
-		fmt.Fprintf(&sb, `{"text": "step %d", "tool_calls": [{"name": "noop", "input": {"n": %d}}]},`, i, i)
+		fmt.Fprintf(&sb, `{"text": "step %d", "tool_calls": [{"name": "confined_noop", "input": {"n": %d}}]},`, i, i)
 	}
 	sb.WriteString(`{"text": "done"}]}`)
 	model, err := scripted.Parse([]byte(sb.String()))
 	if err != nil {
 		b.Fatal(err)
 	}
-	type in struct {
-		N int `json:"n"`
-	}
-	noop := tools.Must(tools.New("noop", "does nothing", func(*tools.Context, in) (string, error) { return "ok", nil },
-		&tools.Options{Annotations: &tools.Annotations{ReadOnlyHint: true}}))
+	noop := benchNoop
 	ws, state := b.TempDir(), b.TempDir()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		o := Options{Prompt: "go", Model: model, Workspace: ws, StateDir: state, CustomTools: []*tools.Tool{noop}, Tools: []string{"noop"}}
+		o := Options{Prompt: "go", Model: model, Workspace: ws, StateDir: state, CustomTools: []*tools.Tool{noop}, Tools: []string{"confined_noop"}, AllowedTools: []string{"confined_noop"}}
 		for ev, err := range Query(context.Background(), o) {
 			if err != nil {
 				b.Fatal(err)
 			}
 			if ev.Type == EventResult && ev.NumTurns != turns+1 {
 				b.Fatalf("turns = %d", ev.NumTurns)
+			}
+			if ev.Type == EventToolResult && ev.IsError {
+				// A denied or failed call would measure the wrong path.
+				b.Fatalf("the no-op call failed: %v", ev.Content)
 			}
 		}
 	}

@@ -72,13 +72,17 @@ func benchTurns(b *testing.B, model provider.Model, noop *tools.Tool, name strin
 	b.ResetTimer()
 	for range b.N {
 		o := Options{Prompt: "go", Model: model, ModelName: name, Workspace: ws, StateDir: state,
-			CustomTools: []*tools.Tool{noop}, Tools: []string{"noop"}, InProcessHandlers: true}
+			CustomTools: []*tools.Tool{noop}, Tools: []string{"noop"}, AllowedTools: []string{"noop"}, InProcessHandlers: true}
 		for ev, err := range Query(context.Background(), o) {
 			if err != nil {
 				b.Fatal(err)
 			}
 			if ev.Type == EventResult && ev.NumTurns != turns+1 {
 				b.Fatalf("turns = %d", ev.NumTurns)
+			}
+			if ev.Type == EventToolResult && ev.IsError {
+				// A denied or failed call would measure the wrong path.
+				b.Fatalf("the no-op call failed: %v", ev.Content)
 			}
 		}
 	}
