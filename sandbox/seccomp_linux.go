@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -138,6 +139,7 @@ func buildMainFilter(spec filterSpec) ([]byte, error) {
 	}
 
 	addModeRules(&b)
+	addXattrRules(&b)
 
 	// Socket families: only AF_UNIX, AF_INET and AF_INET6 exist in here.
 	// Netlink, packet, vsock, AF_ALG, bluetooth, ... are kernel attack
@@ -253,6 +255,40 @@ var modeCalls = []struct {
 	{"fchmodat", 2, -1, false}, {"fchmodat2", 2, -1, false},
 	{"creat", 1, -1, false}, {"open", 2, 1, false}, {"openat", 3, 2, false},
 	{"mknod", 1, -1, true}, {"mknodat", 2, -1, true},
+}
+
+// Extended attributes: Landlock has no right for them, so without this a
+// confined process could set a POSIX ACL — which is a mode — on any file
+// it owns anywhere (system.posix_acl_access: an ACL granting another user
+// rwx on the user's ~/.ssh key, or turning a workspace file's mode to 0000
+// behind the recorder's back, since checkpoints restore modes, not ACLs),
+// or a default ACL on a directory that later files inherit. Setting and
+// removing xattrs answers EOPNOTSUPP, what a filesystem without xattrs
+// says, which cp -a, tar and rsync take in their stride; reading them
+// stays allowed. setxattrat and removexattrat (Linux 6.13: 463 and 466 on
+// x86-64) are added by number where libseccomp does not know them yet.
+var xattrSetCalls = []string{"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr"}
+
+// xattrAtCalls are the *xattrat calls by number, on x86-64.
+var xattrAtCalls = map[string]int{"setxattrat": 463, "removexattrat": 466}
+
+func addXattrRules(b *ruleBuilder) {
+	notsup := seccomp.ActErrno.SetReturnCode(int16(unix.EOPNOTSUPP))
+	for _, name := range xattrSetCalls {
+		b.add(name, notsup)
+	}
+	for name, nr := range xattrAtCalls {
+		if _, err := seccomp.GetSyscallFromName(name); err == nil {
+			b.add(name, notsup)
+			continue
+		}
+		if runtime.GOARCH != "amd64" || b.err != nil {
+			continue // other tables: by name only, once libseccomp knows them
+		}
+		if err := b.f.AddRule(seccomp.ScmpSyscall(nr), notsup); err != nil {
+			b.err = fmt.Errorf("seccomp: rule for %s (%d): %w", name, nr, err)
+		}
+	}
 }
 
 // addModeRules refuses set-id modes and device nodes (see above).
