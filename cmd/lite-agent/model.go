@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/provider"
@@ -76,7 +77,7 @@ func renderModelEvent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr i
 	case kernel.EventThinkingDelta:
 		if verbose {
 			out.Flush()
-			fmt.Fprintf(stderr, "\x1b[2m%s\x1b[0m", ev.Text)
+			fmt.Fprintf(stderr, "\x1b[2m%s\x1b[0m", termsafe.Text(ev.Text)) // only our own dim escape reaches the terminal
 		}
 	case kernel.EventCompact:
 		c := ev.Compaction

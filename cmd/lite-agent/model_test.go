@@ -29,7 +29,7 @@ func TestModelFlagsThroughTheCLI(t *testing.T) {
 		}
 		n++
 		if n <= 12 {
-			return fakeapi.Reply{Thinking: "I should read it.", Signature: "sig", ToolName: "read_file", ToolInput: fmt.Sprintf(`{"path":"f%02d.txt"}`, n-1)}
+			return fakeapi.Reply{Thinking: "I should read it.\x1b]52;c;aGk=\a", Signature: "sig", ToolName: "read_file", ToolInput: fmt.Sprintf(`{"path":"f%02d.txt"}`, n-1)}
 		}
 		return fakeapi.Reply{Text: "done"}
 	})
@@ -44,8 +44,10 @@ func TestModelFlagsThroughTheCLI(t *testing.T) {
 	if !strings.Contains(errOut, "[project instructions: AGENTS.md (9 bytes)]") {
 		t.Errorf("stderr lacks the instructions line:\n%s", errOut)
 	}
-	if !strings.Contains(errOut, "\x1b[2mI should read it.\x1b[0m") {
-		t.Errorf("stderr lacks the dimmed thinking:\n%q", errOut)
+	// The thinking carries an OSC 52 clipboard write: it must come out
+	// dimmed and escaped, never raw.
+	if !strings.Contains(errOut, "\x1b[2mI should read it.") || strings.Contains(errOut, "\x1b]52") {
+		t.Errorf("stderr lacks the dimmed, escaped thinking:\n%q", errOut)
 	}
 	if !strings.Contains(errOut, "old tool results cleared") || strings.TrimSpace(out) != "done" {
 		t.Errorf("stdout %q, stderr:\n%s", out, errOut)
