@@ -136,6 +136,29 @@ func TestLoadMergesInOrder(t *testing.T) {
 	if _, err := Load(strict, ws, &LoadOptions{UserFile: "-"}); err == nil || !strings.Contains(err.Error(), wsFile+":2: default_mode \"auto\"") {
 		t.Errorf("strict with a loosening mode: %v", err)
 	}
+	// Nor may it undo a stricter mode the user chose: "default" loosens a
+	// user's "plan" (the attack: under standard, which trusts the
+	// workspace's file, the same pair loads as default).
+	planUser := filepath.Join(t.TempDir(), "user.toml")
+	os.WriteFile(planUser, []byte("[permissions]\ndefault_mode = \"plan\"\nallow = [\"bash(make:*)\"]\n"), 0o644)
+	os.WriteFile(wsFile, []byte("[permissions]\ndefault_mode = \"default\"\n"), 0o644)
+	if pol, err := Load(standard, ws, &LoadOptions{UserFile: planUser}); err != nil || pol.Mode != ModeDefault {
+		t.Fatalf("standard: the trusted workspace file sets the mode: %v, %v", pol, err)
+	}
+	if _, err := Load(strict, ws, &LoadOptions{UserFile: planUser}); err == nil || !strings.Contains(err.Error(), wsFile+":2: default_mode \"default\": the mode in force is \"plan\"") {
+		t.Errorf("strict with a workspace mode looser than the user's: %v", err)
+	}
+	// A stricter one is fine, and so is the same one.
+	for _, m := range []string{"plan", "dontAsk"} {
+		os.WriteFile(wsFile, []byte("[permissions]\ndefault_mode = \""+m+"\"\n"), 0o644)
+		if pol, err := Load(strict, ws, &LoadOptions{UserFile: "-"}); err != nil || string(pol.Mode) != m {
+			t.Errorf("strict, workspace mode %s over default: %v, %v", m, pol, err)
+		}
+	}
+	os.WriteFile(wsFile, []byte("[permissions]\ndefault_mode = \"dontAsk\"\n"), 0o644)
+	if _, err := Load(strict, ws, &LoadOptions{UserFile: planUser}); err == nil {
+		t.Error("strict: dontAsk is not stricter than the user's plan (it runs allowed edits), yet it was accepted")
+	}
 	// Missing files are skipped; XDG_CONFIG_HOME names the user's file.
 	t.Setenv("XDG_CONFIG_HOME", cfg)
 	if p, _ := UserFile(); p != filepath.Join(cfg, "lite-agent", "policy.toml") {

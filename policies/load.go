@@ -92,6 +92,13 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 				if err := tightenOnly(preset, f); err != nil {
 					return nil, err
 				}
+				if f.DefaultMode != "" && !atLeastAsStrict(f.DefaultMode, pol.Mode) {
+					// "default" does not loosen the preset, but it does loosen a
+					// user's "plan": judged against the mode in force, not the
+					// preset's.
+					return nil, &FileError{Path: f.Path, Line: lineOf(f.ModeSource), Reason: fmt.Sprintf(
+						"default_mode %q: the mode in force is %q (%s), and the %s preset lets the workspace's policy file only choose a stricter one", f.DefaultMode, pol.Mode, pol.ModeSource, preset.Name)}
+				}
 			}
 			pol.add(f, preset.TrustWorkspacePolicy)
 		}

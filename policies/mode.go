@@ -76,3 +76,22 @@ func (m Mode) loosens() bool {
 	}
 	return true
 }
+
+// atLeastAsStrict reports whether mode m lets no call run without a
+// person's yes that cur would not: m is cur, or cur asks less (a loosening
+// mode, or default against plan or dontAsk). plan and dontAsk refuse
+// different things, so neither is stricter than the other.
+func atLeastAsStrict(m, cur Mode) bool {
+	if cur == "" {
+		cur = ModeDefault
+	}
+	switch {
+	case m == cur:
+		return true
+	case m.loosens():
+		return false
+	case cur.loosens():
+		return true
+	}
+	return cur == ModeDefault // m is plan or dontAsk
+}
