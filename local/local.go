@@ -140,6 +140,13 @@ func New(cfg Config) (*Agent, error) {
 	// agent's mode changed) changes nothing of the agent.
 	cfg.CustomTools = slices.Clone(cfg.CustomTools)
 	cfg.MCPServers = cloneServers(cfg.MCPServers)
+	if preset.TrustWorkspacePolicy {
+		// The preset trusts what the workspace says, like its policy file.
+		for name, sc := range cfg.MCPServers {
+			sc.FromWorkspace = false
+			cfg.MCPServers[name] = sc
+		}
+	}
 	cfg.Agents = cloneAgents(cfg.Agents)
 	cfg.WebSearch = cloneWebSearch(cfg.WebSearch)
 	if cfg.InProcessHandlers {
@@ -329,6 +336,9 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 				errs = append(errs, fmt.Errorf("local: MCP server %q: %w", name, err))
 			}
 			continue
+		}
+		if sc.FromWorkspace && !preset.TrustWorkspacePolicy && len(sc.ReadOnlyPaths) > 0 {
+			errs = append(errs, fmt.Errorf("local: MCP server %q: field readOnlyPaths %v comes from a file in the workspace, which an agent can write; the %s preset does not let such a file widen a server's sandbox: move the configuration outside the workspace (your own --mcp-config file), or choose --preset standard", name, sc.ReadOnlyPaths, preset.Name))
 		}
 		sec := sc.Security()
 		if networkWider(sandbox.NetworkMode(sec.Network), sandbox.NetworkMode(limit)) {

@@ -90,6 +90,17 @@ type ServerConfig struct {
 	// Server is the in-process server of an "sdk" entry; its name must be
 	// the entry's name.
 	Server *Server `json:"-"`
+
+	// FromWorkspace says the entry was read from a file in the workspace,
+	// which an agent's bash could have written in an earlier session. Set
+	// by the loader (never by the file). Such an entry may not widen its
+	// server's sandbox: its ReadOnlyPaths are not granted
+	// (local.CheckMCPServers refuses them by name, under a preset that does
+	// not trust the workspace; under one that does, local clears the flag),
+	// and its program and absolute arguments are made readable only inside
+	// the workspace (the system paths are readable anyway) (otherwise `"args": ["/home/u/.ssh/
+	// id_rsa"]` would grant the server a read of the key).
+	FromWorkspace bool `json:"-"`
 }
 
 // ParseConfig reads a config in the {"mcpServers": {...}} shape. ${VAR}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -175,8 +176,16 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, f)
 		}
 	}
-	p.ReadOnlyPaths = append(p.ReadOnlyPaths, programPaths(cfg, system)...)
-	p.ReadOnlyPaths = append(p.ReadOnlyPaths, cfg.ReadOnlyPaths...)
+	progs := programPaths(cfg, system)
+	if cfg.FromWorkspace {
+		// An agent-writable entry (local clears the flag under a preset
+		// that trusts the workspace): only what is readable anyway, and
+		// no ReadOnlyPaths of its own.
+		progs = slices.DeleteFunc(progs, func(f string) bool { return ws == "" || !under(f, []string{ws}) })
+	} else {
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, cfg.ReadOnlyPaths...)
+	}
+	p.ReadOnlyPaths = append(p.ReadOnlyPaths, progs...)
 	p.ReadOnlyPaths = dedupe(p.ReadOnlyPaths)
 	// The protocol runs over stdout: a cap on output would cut the session
 	// mid-message, and a wall-time limit would kill a server that is merely

@@ -36,13 +36,20 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 	cfg.MCPConnectTimeout = f.mcpTimeout
 	cfg.MaxBudgetTokens = f.maxBudgetTokens
 	if f.mcpConfig != "" {
-		data, err := jsonArg("--mcp-config", f.mcpConfig, f.workspace)
+		data, inWorkspace, err := jsonArgFrom("--mcp-config", f.mcpConfig, f.workspace)
 		if err != nil {
 			return err
 		}
 		c, err := mcp.ParseConfig(data)
 		if err != nil {
 			return failf("--mcp-config %s: %v", argName(f.mcpConfig), err)
+		}
+		for name, sc := range c.Servers {
+			// A .mcp.json in the workspace may be the agent's: under a
+			// preset that does not trust the workspace it may not widen
+			// its servers' sandboxes (mcp.ServerConfig.FromWorkspace).
+			sc.FromWorkspace = inWorkspace
+			c.Servers[name] = sc
 		}
 		cfg.MCPServers = c.Servers
 	}
@@ -82,18 +89,25 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 // beneath the workspace with no symlinks followed, without blocking, a
 // regular file of at most 1 MiB — else an error naming the file.
 func jsonArg(flagName, v, workspace string) ([]byte, error) {
+	data, _, err := jsonArgFrom(flagName, v, workspace)
+	return data, err
+}
+
+// jsonArgFrom is jsonArg that also says whether the file lay in the
+// workspace (inline JSON is the user's own).
+func jsonArgFrom(flagName, v, workspace string) ([]byte, bool, error) {
 	if strings.HasPrefix(strings.TrimSpace(v), "{") {
-		return []byte(v), nil
+		return []byte(v), false, nil
 	}
 	if workspace == "" {
 		// The CLI's default workspace is the current directory.
 		workspace = "."
 	}
-	data, err := safefile.ReadUserFile(v, workspace, safefile.DefaultLimit)
+	data, inWorkspace, err := safefile.ReadUserFileFrom(v, workspace, safefile.DefaultLimit)
 	if err != nil {
-		return nil, failf("%s: %v", flagName, err)
+		return nil, false, failf("%s: %v", flagName, err)
 	}
-	return data, nil
+	return data, inWorkspace, nil
 }
 
 // argName names a flag's value in messages: the file, or "(inline JSON)".

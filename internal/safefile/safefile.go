@@ -176,19 +176,30 @@ func kindName(mode uint32) string {
 // Either way the file must be a regular file within the cap, opened
 // without blocking.
 func ReadUserFile(path, workspace string, limit int64) ([]byte, error) {
+	data, _, err := ReadUserFileFrom(path, workspace, limit)
+	return data, err
+}
+
+// ReadUserFileFrom is ReadUserFile that also says whether the file lay in
+// the workspace — whether an agent could have written it — so that the
+// caller can trust it less (an MCP configuration there may not widen a
+// server's sandbox under a strict preset).
+func ReadUserFileFrom(path, workspace string, limit int64) (data []byte, inWorkspace bool, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, false, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	if workspace != "" {
 		ws, err := filepath.Abs(workspace)
 		if err == nil {
 			if rel, ok := beneath(ws, abs); ok {
-				return ReadFileBeneath(ws, rel, limit)
+				data, err = ReadFileBeneath(ws, rel, limit)
+				return data, true, err
 			}
 			if rws, err := filepath.EvalSymlinks(ws); err == nil {
 				if rel, ok := beneath(rws, abs); ok {
-					return ReadFileBeneath(rws, rel, limit)
+					data, err = ReadFileBeneath(rws, rel, limit)
+					return data, true, err
 				}
 			}
 		}
@@ -208,27 +219,31 @@ func ReadUserFile(path, workspace string, limit int64) ([]byte, error) {
 				}
 				rest := filepath.Join(parts[i:]...)
 				if prefix == rws {
-					return ReadFileBeneath(rws, rest, limit)
+					data, err = ReadFileBeneath(rws, rest, limit)
+					return data, true, err
 				}
 				if rel, ok := beneath(rws, prefix); ok {
-					return ReadFileBeneath(rws, filepath.Join(rel, rest), limit)
+					data, err = ReadFileBeneath(rws, filepath.Join(rel, rest), limit)
+					return data, true, err
 				}
 			}
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, openError(path, err)
+		return nil, false, openError(path, err)
 	}
 	if workspace != "" {
 		// The last component is the user's link into the workspace.
 		if rws, err := filepath.EvalSymlinks(workspace); err == nil {
 			if rel, ok := beneath(rws, real); ok {
-				return ReadFileBeneath(rws, rel, limit)
+				data, err = ReadFileBeneath(rws, rel, limit)
+				return data, true, err
 			}
 		}
 	}
-	return ReadFile(real, limit)
+	data, err = ReadFile(real, limit)
+	return data, false, err
 }
 
 // beneath returns p relative to dir when p is strictly inside dir
