@@ -129,7 +129,12 @@ type Recorder struct {
 	// foreign: paths of the open checkpoint that a process other than
 	// the agent's command changed during the call (RecordForeignChange),
 	// with what the sandbox said about the writer.
-	foreign   map[string]string
+	foreign map[string]string
+	// peers is the workspace's journal of announced changes, shared with
+	// the other sessions recording there (peers.go); peersFrom is where
+	// the open checkpoint began in it (-1: nothing announced yet).
+	peers     *os.File
+	peersFrom int64
 	recovered *record // dry run: the in-memory seal of a crashed tail
 
 	watchMu sync.Mutex
@@ -183,7 +188,7 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 	}
 	r := &Recorder{stateDir: stateDir, id: sessionID, mode: m,
 		touched: map[string]*touch{}, ignored: map[string]string{}, inflight: map[string]*flight{}, known: map[string]pstate{},
-		foreign: map[string]string{}}
+		foreign: map[string]string{}, peersFrom: -1}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -250,6 +255,11 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 	}
 	if r.root, err = os.OpenRoot(r.workspace); err != nil {
 		return nil, fmt.Errorf("checkpoint: opening the workspace: %w", err)
+	}
+	if m == modeRecord {
+		if r.peers, err = openPeers(stateDir, r.workspace); err != nil {
+			return nil, err
+		}
 	}
 	r.st = newStore(filepath.Join(ckptDir(stateDir), "objects"))
 	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
@@ -433,6 +443,10 @@ func (r *Recorder) RecordSnapshot(p string) error {
 	if r.isClosed() {
 		return ErrClosed
 	}
+	// Other sessions in this workspace learn of the change before it
+	// happens (peers.go): announced even when the path is recorded
+	// already, since each call may be another write.
+	r.announcePeers(rels)
 	if err := r.captureWith(rels, captureOpts{}); err != nil {
 		return err
 	}
@@ -882,6 +896,13 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		}
 	}
 
+	// Paths another session announced while this checkpoint was open
+	// are not proven to be this session's, like a foreign write.
+	for p, why := range r.peerChanges() {
+		if _, ok := r.foreign[p]; !ok {
+			r.foreign[p] = why
+		}
+	}
 	var entries []entry
 	var exts []record // other writers' versions of paths the agent changed
 	post := map[string]pstate{}
@@ -1032,6 +1053,7 @@ func (r *Recorder) finishSeal(post map[string]pstate) {
 	r.order = nil
 	r.ignored = map[string]string{}
 	r.foreign = map[string]string{}
+	r.peersFrom = -1
 	r.wrotePre = false
 	r.keptBytes = 0
 	r.reported = 0
@@ -1309,6 +1331,9 @@ func (r *Recorder) release() error {
 	}
 	if r.root != nil {
 		r.root.Close()
+	}
+	if r.peers != nil {
+		r.peers.Close()
 	}
 	if r.storeLock != nil {
 		r.storeLock.Close()
