@@ -47,7 +47,7 @@ type Command struct {
 	// command's alone. It needs a privileged fanotify listener
 	// (CAP_SYS_ADMIN): elsewhere it is never called (see
 	// foreign_linux.go for why, and what it does not see). Calls come
-	// from one goroutine, at most once per path.
+	// one at a time, once per such event.
 	ForeignChange ForeignFunc
 }
 

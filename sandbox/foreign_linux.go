@@ -105,7 +105,6 @@ type foreignWatch struct {
 	marked map[string]bool   // directories marked
 	names  map[string]bool   // announced paths
 	under  map[string]bool   // announced directories: their children count
-	told   map[string]bool   // paths already reported
 }
 
 // newForeignWatch returns a listener, or nil when the kernel will not give
@@ -121,7 +120,7 @@ func newForeignWatch(hook ForeignFunc) *foreignWatch {
 	}
 	return &foreignWatch{fd: fd, hook: hook, self: os.Getpid(), done: make(chan struct{}),
 		dirs: map[string]string{}, marked: map[string]bool{}, names: map[string]bool{},
-		under: map[string]bool{}, told: map[string]bool{}}
+		under: map[string]bool{}}
 }
 
 // foreignAvailable reports whether this process can attribute writes.
@@ -358,13 +357,11 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 	w.report(p, why)
 }
 
-// report tells the hook once per path. Called with w.mu held: the hook
-// must not call back into the watch.
+// report tells the hook, at every such event: a long-lived command (an
+// MCP server) spans several checkpoints, and each must hear of the
+// writes made while it was open. Called with w.mu held: the hook must
+// not call back into the watch.
 func (w *foreignWatch) report(p, why string) {
-	if w.told[p] {
-		return
-	}
-	w.told[p] = true
 	w.hook(p, why)
 }
 
