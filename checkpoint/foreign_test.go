@@ -22,7 +22,9 @@ import (
 // user's edit; --force brings the pre-image back, and undoing that forced
 // rewind gives the user's version back (it was kept). Without the hook —
 // the wiring before it, and what an unprivileged run still gets — the
-// rewind succeeds and silently discards the user's edit.
+// rewind succeeds and silently discards the user's edit. A file the
+// command never touches (g), edited by the user during the command, is an
+// external change either way (the watcher's rule): rewinding it conflicts.
 func TestForeignWriteDuringBash(t *testing.T) {
 	if c := sandbox.Probe(); c.LandlockABI == 0 || !c.SeccompUserNotify {
 		t.Skip("no Landlock or seccomp user notification: would have checked that a user's write during a bash call is not taken for the call's")
@@ -32,6 +34,15 @@ func TestForeignWriteDuringBash(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			e.plain("f", "v0\n")
+			// g: a file the agent changed before; the command never
+			// touches it. A user's edit of it during the command is the
+			// watcher's to notice (an external change), fanotify or not.
+			e.plain("g", "g0\n")
+			e.write("g", "g1\n")
+			e.seal("write_file")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			e.must(e.rec.Watch(ctx))
 			sb, err := sandbox.New(sandbox.Policy{Workspace: e.ws, CaptureChanges: true})
 			if err != nil {
 				t.Fatal(err)
@@ -73,6 +84,7 @@ func TestForeignWriteDuringBash(t *testing.T) {
 				t.Fatalf("the command did not get ready: %q", line)
 			}
 			e.plain("f", "the user's edit\n") // while the call runs
+			e.plain("g", "the user's g\n")
 			g, err := os.OpenFile(e.abs("go.fifo"), os.O_WRONLY, 0)
 			e.must(err)
 			g.WriteString("go\n")
@@ -83,6 +95,10 @@ func TestForeignWriteDuringBash(t *testing.T) {
 			cp := e.seal("bash")
 			e.must(e.rec.Close())
 
+			grep, err := Rewind(e.state, "s1", 0, RewindOptions{Paths: []string{"g"}})
+			if !errors.Is(err, ErrConflict) || !conflictNames(grep, "g") || readString(t, e.abs("g")) != "the user's g\n" {
+				t.Fatalf("rewinding g over the user's edit made during the command: %v, %+v", err, grep)
+			}
 			rep, err := Rewind(e.state, "s1", cp.Number-1, RewindOptions{Paths: []string{"f"}})
 			if !detect {
 				if err != nil || readString(t, e.abs("f")) != "v0\n" {
