@@ -108,51 +108,56 @@ func TestForeignWriterOfAnnouncedFileIsReported(t *testing.T) {
 	const script = `echo cmd > f; sed -i s/cmd/cmd2/ f; { /bin/echo a; /bin/echo b; } >> f
 echo ready > ready.fifo; read line < go.fifo
 sed -i s/a/A/ f; { /bin/echo c; (echo d); } >> f; echo done`
-	for _, third := range []bool{true, false} {
-		for _, off := range []bool{false, true} {
-			if off && !third {
-				continue
+	for _, mech := range []string{"", "pidns"} {
+		for _, third := range []bool{true, false} {
+			for _, off := range []bool{false, true} {
+				if off && (!third || mech != "") {
+					continue
+				}
+				name := map[bool]string{true: "user writes f", false: "only the command writes"}[third]
+				if off {
+					name += ", listener off"
+				}
+				if mech != "" {
+					name += ", tree tracked by " + mech
+				}
+				t.Run(name, func(t *testing.T) {
+					testNoForeignWatch, testForceMechanism = off, mech
+					defer func() { testNoForeignWatch, testForceMechanism = false, "" }()
+					sb, ws := newTestSandbox(t, capturing)
+					ws, _ = filepath.EvalSymlinks(ws)
+					log := &foreignLog{}
+					release := heldCommand(t, sb, ws, script, log)
+					if third {
+						if err := os.WriteFile(filepath.Join(ws, "f"), []byte("the user's edit\n"), 0o644); err != nil {
+							t.Fatal(err)
+						}
+						if err := os.WriteFile(filepath.Join(ws, "h"), []byte("not announced\n"), 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if st := release(); st.Code != 0 {
+						t.Fatalf("command: %+v", st)
+					}
+					got := log.snapshot()
+					f := filepath.Join(ws, "f")
+					switch {
+					case off:
+						if len(got) != 0 {
+							t.Fatalf("listener off, yet told %v", got)
+						}
+						t.Logf("with the listener off, the user's write to f during the command is told to nobody")
+					case third:
+						if len(got) != 1 || !strings.Contains(got[f], "process "+strconv.Itoa(os.Getpid())+" ") {
+							t.Fatalf("want f reported as written by the test (pid %d), got %v", os.Getpid(), got)
+						}
+					default:
+						if len(got) != 0 {
+							t.Fatalf("the command's own writes were reported as someone else's: %v", got)
+						}
+					}
+				})
 			}
-			name := map[bool]string{true: "user writes f", false: "only the command writes"}[third]
-			if off {
-				name += ", listener off"
-			}
-			t.Run(name, func(t *testing.T) {
-				testNoForeignWatch = off
-				defer func() { testNoForeignWatch = false }()
-				sb, ws := newTestSandbox(t, capturing)
-				ws, _ = filepath.EvalSymlinks(ws)
-				log := &foreignLog{}
-				release := heldCommand(t, sb, ws, script, log)
-				if third {
-					if err := os.WriteFile(filepath.Join(ws, "f"), []byte("the user's edit\n"), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(filepath.Join(ws, "h"), []byte("not announced\n"), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if st := release(); st.Code != 0 {
-					t.Fatalf("command: %+v", st)
-				}
-				got := log.snapshot()
-				f := filepath.Join(ws, "f")
-				switch {
-				case off:
-					if len(got) != 0 {
-						t.Fatalf("listener off, yet told %v", got)
-					}
-					t.Logf("with the listener off, the user's write to f during the command is told to nobody")
-				case third:
-					if len(got) != 1 || !strings.Contains(got[f], "process "+strconv.Itoa(os.Getpid())+" ") {
-						t.Fatalf("want f reported as written by the test (pid %d), got %v", os.Getpid(), got)
-					}
-				default:
-					if len(got) != 0 {
-						t.Fatalf("the command's own writes were reported as someone else's: %v", got)
-					}
-				}
-			})
 		}
 	}
 }
