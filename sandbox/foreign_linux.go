@@ -338,7 +338,7 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 	why := ""
 	switch {
 	case pidfd < 0:
-		why = fmt.Sprintf("process %d, which had ended before it could be identified, changed it during the command (not proven to be the command's)", pid)
+		why = fmt.Sprintf("process %d, which ended before it could be identified, changed it (not proven to be the command's)", pid)
 	default:
 		in := w.tree(int(pid))
 		// The pidfd pins the process: if it is still alive after the
@@ -348,10 +348,12 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 		switch {
 		case in && alive:
 			return
-		case alive || !in:
-			why = fmt.Sprintf("process %d (%s), which is not the command's, changed it during the command", pid, comm(int(pid)))
+		case !alive:
+			// Gone before /proc was read, or during: what was read may
+			// be nothing, or another process's.
+			why = fmt.Sprintf("process %d, which exited while it was being identified, changed it (not proven to be the command's)", pid)
 		default:
-			why = fmt.Sprintf("process %d, which exited while it was being identified, changed it during the command (not proven to be the command's)", pid)
+			why = fmt.Sprintf("process %d (%s), not the command's, changed it", pid, comm(int(pid)))
 		}
 	}
 	w.report(p, why)

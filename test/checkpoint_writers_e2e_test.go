@@ -315,3 +315,84 @@ func TestUserEditDuringBashCall(t *testing.T) {
 		})
 	}
 }
+
+// TestSecondSessionEditsDuringBashCall: session A's bash call writes
+// f.txt and waits inside the call on a FIFO the test holds; session B, a
+// second `lite-agent run` in the same workspace and state directory,
+// writes f.txt with write_file meanwhile. A runs with the fanotify
+// listener off (LITE_AGENT_FOREIGN_WRITERS=off: what a run without root
+// has), so what tells A's seal is B's announcement in the workspace
+// journal: `rewind` of A refuses with a conflict naming f.txt and session
+// B, and keeps B's edit. Without the journal the rewind would discard it
+// (checkpoint.TestSecondSessionEditsDuringBashCall shows that case).
+func TestSecondSessionEditsDuringBashCall(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "f.txt"), "v0\n")
+	for _, n := range []string{"ready.fifo", "go.fifo"} {
+		if err := syscall.Mkfifo(filepath.Join(ws, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, _ := json.Marshal(map[string]any{"command": `echo A > f.txt; echo ready > ready.fifo; read line < go.fifo`})
+	script := filepath.Join(t.TempDir(), "a.json")
+	writeFile(t, script, `{"turns": [{"tool_calls": [{"id": "b", "name": "bash", "input": `+string(in)+`}]}, {"text": "done"}]}`)
+	cmd := exec.Command(binary, "run", "--workspace", ws, "--state-dir", state, "--output-format", "stream-json",
+		"--script", script, "--allowed-tools", "bash", "session A")
+	cmd.Env = append(os.Environ(), "LITE_AGENT_FOREIGN_WRITERS=off")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	readyc := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(filepath.Join(ws, "ready.fifo"))
+		readyc <- string(b)
+	}()
+	select {
+	case r := <-readyc:
+		if r != "ready\n" {
+			t.Fatalf("ready.fifo said %q", r)
+		}
+	case err := <-exited:
+		if w, e := os.OpenFile(filepath.Join(ws, "ready.fifo"), os.O_WRONLY|syscall.O_NONBLOCK, 0); e == nil {
+			w.Close()
+		}
+		t.Fatalf("session A ended before its call was ready: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	bScript := filepath.Join(t.TempDir(), "b.json")
+	writeFile(t, bScript, `{"turns": [
+	  {"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": "f.txt", "content": "B\n"}}]},
+	  {"text": "done"}]}`)
+	bevs, code, berr := runAgent(t, ws, state, "--script", bScript, "--allowed-tools", "write_file", "session B")
+	if code != 0 {
+		t.Fatalf("session B: exit %d: %s", code, berr)
+	}
+	bID := bevs[0]["session_id"].(string)
+	g, err := os.OpenFile(filepath.Join(ws, "go.fifo"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteString("go\n")
+	g.Close()
+	if err := <-exited; err != nil {
+		t.Fatalf("session A: %v\n%s", err, stderr.String())
+	}
+	var aID string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["session_id"] != nil {
+			aID = ev["session_id"].(string)
+			break
+		}
+	}
+	out, err := exec.Command(binary, "rewind", "--state-dir", state, aID, "--to", "0", "--files-only").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "conflict: f.txt") || !strings.Contains(string(out), "session "+bID) {
+		t.Fatalf("rewinding A over B's edit must refuse and name f.txt and session %s (err %v):\n%s", bID, err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) != "B\n" {
+		t.Fatalf("the refused rewind changed f.txt: %q", b)
+	}
+}
