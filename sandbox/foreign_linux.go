@@ -97,8 +97,10 @@ type foreignWatch struct {
 	tree func(pid int) bool
 	done chan struct{}
 	// readMu is held while events are read and attributed, so that a
-	// drain returns only once every event queued before it is handled.
+	// drain returns only once every event queued before it is handled;
+	// it guards buf.
 	readMu sync.Mutex
+	buf    []byte
 
 	mu     sync.Mutex
 	dirs   map[string]string // directory handle -> its path
@@ -118,7 +120,7 @@ func newForeignWatch(hook ForeignFunc) *foreignWatch {
 	if err != nil {
 		return nil // EPERM unprivileged: the pids would be 0 anyway
 	}
-	return &foreignWatch{fd: fd, hook: hook, self: os.Getpid(), done: make(chan struct{}),
+	return &foreignWatch{fd: fd, hook: hook, self: os.Getpid(), done: make(chan struct{}), buf: make([]byte, 64<<10),
 		dirs: map[string]string{}, marked: map[string]bool{}, names: map[string]bool{},
 		under: map[string]bool{}}
 }
@@ -220,19 +222,18 @@ func (w *foreignWatch) loop() {
 	if err != nil {
 		return
 	}
-	buf := make([]byte, 64<<10)
 	for {
 		// Called when the group is readable; readMu is taken only
 		// then, so a drain never waits for an idle reader.
 		err := rc.Read(func(fd uintptr) bool {
 			w.readMu.Lock()
 			defer w.readMu.Unlock()
-			n, err := unix.Read(int(fd), buf)
+			n, err := unix.Read(int(fd), w.buf)
 			if err == unix.EAGAIN {
 				return false
 			}
 			if n > 0 {
-				w.events(buf[:n])
+				w.events(w.buf[:n])
 			}
 			return true
 		})
@@ -252,13 +253,12 @@ func (w *foreignWatch) drain() {
 	}
 	w.readMu.Lock()
 	defer w.readMu.Unlock()
-	buf := make([]byte, 64<<10)
 	for {
-		n, err := unix.Read(w.fd, buf)
+		n, err := unix.Read(w.fd, w.buf)
 		if err != nil || n <= 0 {
 			return
 		}
-		w.events(buf[:n])
+		w.events(w.buf[:n])
 	}
 }
 
