@@ -287,3 +287,32 @@ func TestSecondSessionEditsDuringBashCall(t *testing.T) {
 		})
 	}
 }
+
+// TestRewindOfSecondSessionDuringBashCall: while session A's command is
+// changing f (recorded, unreported, like bash), session B is rewound
+// (forced) and writes f back to its own checkpoint 0; the command then
+// writes f again. The rewind announced f in the workspace journal, so A's
+// seal cannot prove that f is the command's alone: rewinding A conflicts
+// on f and names session s2 (conservative — here the last bytes are the
+// command's — but never a silent loss when they are not).
+func TestRewindOfSecondSessionDuringBashCall(t *testing.T) {
+	a := newEnv(t, nil)
+	a.plain("f", "v0\n")
+	b := &env{t: t, ws: a.ws, state: a.state}
+	b.open("s2", nil)
+	b.write("f", "B\n")
+	b.seal("write_file")
+	b.must(b.rec.Close())
+	a.record("f")
+	a.plain("f", "A\n")
+	if _, err := Rewind(a.state, "s2", 0, RewindOptions{Force: true}); err != nil || readString(t, a.abs("f")) != "v0\n" {
+		t.Fatalf("rewinding B: %v, f = %q", err, readString(t, a.abs("f")))
+	}
+	a.plain("f", "A again\n") // the command goes on writing
+	cp := a.seal("bash")
+	a.must(a.rec.Close())
+	rep, err := Rewind(a.state, "s1", cp.Number-1, RewindOptions{})
+	if !errors.Is(err, ErrConflict) || !conflictNames(rep, "f") || !strings.Contains(rep.Conflicts[0].Reason, "session s2") {
+		t.Fatalf("rewinding A after B's rewind wrote f during the call: %v, %+v", err, rep)
+	}
+}

@@ -31,8 +31,9 @@ import (
 // foreign write (an external record, a conflict on rewind, kept by
 // --force). Sessions with different state directories do not see each
 // other; an announcement made just before this checkpoint began, whose
-// write lands after, is not seen. The journal only grows (a line per
-// announced path); gc does not trim it yet.
+// write lands after, is not seen. Rewinds announce what they overwrite
+// too. The journal only grows (a line per announced path); gc does not
+// trim it yet.
 
 // testNoPeers turns the journal off: tests set it to show a second
 // session's edit taken for a command's without it.

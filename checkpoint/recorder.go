@@ -256,7 +256,8 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 	if r.root, err = os.OpenRoot(r.workspace); err != nil {
 		return nil, fmt.Errorf("checkpoint: opening the workspace: %w", err)
 	}
-	if m == modeRecord {
+	if m != modeDryRun {
+		// A rewind announces what it overwrites too (peers.go).
 		if r.peers, err = openPeers(stateDir, r.workspace); err != nil {
 			return nil, err
 		}
