@@ -239,3 +239,80 @@ func TestMidCallHelper(t *testing.T) {
 	os.Stdout.WriteString("written\n")
 	select {} // killed here, inside the call
 }
+
+// TestSecondSessionEditsDuringBashCall: session A's confined command
+// changes f — recorded (BeforeChange), never reported, like bash — and
+// while it runs session B, in the same workspace and state directory,
+// writes f with its edit tools. No kernel help here (no fanotify: what an
+// unprivileged run has): B's announcement in the workspace journal is
+// what tells A's seal that f is not A's alone, so rewinding A reports a
+// conflict naming session s2 and keeps B's edit; --force brings the
+// pre-image back. With the journal off, A's seal takes B's bytes for the
+// command's and the rewind silently discards B's edit.
+func TestSecondSessionEditsDuringBashCall(t *testing.T) {
+	for _, journal := range []bool{true, false} {
+		name := map[bool]string{true: "journal", false: "journal off (the old behaviour)"}[journal]
+		t.Run(name, func(t *testing.T) {
+			testNoPeers = !journal
+			defer func() { testNoPeers = false }()
+			a := newEnv(t, nil)
+			a.plain("f", "v0\n")
+			a.record("f") // the command announces f ...
+			a.plain("f", "A\n")
+			b := &env{t: t, ws: a.ws, state: a.state}
+			b.open("s2", nil)
+			b.write("f", "B\n") // ... B writes it while the command runs
+			b.seal("write_file")
+			cp := a.seal("bash")
+			a.must(a.rec.Close())
+			b.must(b.rec.Close())
+
+			rep, err := Rewind(a.state, "s1", cp.Number-1, RewindOptions{})
+			if !journal {
+				if err != nil || readString(t, a.abs("f")) != "v0\n" {
+					t.Fatalf("journal off: %v, f = %q", err, readString(t, a.abs("f")))
+				}
+				t.Logf("without the journal, rewinding A discarded B's edit (%d conflicts)", len(rep.Conflicts))
+				return
+			}
+			if !errors.Is(err, ErrConflict) || !conflictNames(rep, "f") || readString(t, a.abs("f")) != "B\n" {
+				t.Fatalf("rewinding A over B's edit: %v, %+v, f = %q", err, rep, readString(t, a.abs("f")))
+			}
+			if !strings.Contains(rep.Conflicts[0].Reason, "session s2") {
+				t.Errorf("conflict reason: %q", rep.Conflicts[0].Reason)
+			}
+			if _, err := Rewind(a.state, "s1", cp.Number-1, RewindOptions{Force: true}); err != nil || readString(t, a.abs("f")) != "v0\n" {
+				t.Fatalf("forced rewind: %v, f = %q", err, readString(t, a.abs("f")))
+			}
+		})
+	}
+}
+
+// TestRewindOfSecondSessionDuringBashCall: while session A's command is
+// changing f (recorded, unreported, like bash), session B is rewound
+// (forced) and writes f back to its own checkpoint 0; the command then
+// writes f again. The rewind announced f in the workspace journal, so A's
+// seal cannot prove that f is the command's alone: rewinding A conflicts
+// on f and names session s2 (conservative — here the last bytes are the
+// command's — but never a silent loss when they are not).
+func TestRewindOfSecondSessionDuringBashCall(t *testing.T) {
+	a := newEnv(t, nil)
+	a.plain("f", "v0\n")
+	b := &env{t: t, ws: a.ws, state: a.state}
+	b.open("s2", nil)
+	b.write("f", "B\n")
+	b.seal("write_file")
+	b.must(b.rec.Close())
+	a.record("f")
+	a.plain("f", "A\n")
+	if _, err := Rewind(a.state, "s2", 0, RewindOptions{Force: true}); err != nil || readString(t, a.abs("f")) != "v0\n" {
+		t.Fatalf("rewinding B: %v, f = %q", err, readString(t, a.abs("f")))
+	}
+	a.plain("f", "A again\n") // the command goes on writing
+	cp := a.seal("bash")
+	a.must(a.rec.Close())
+	rep, err := Rewind(a.state, "s1", cp.Number-1, RewindOptions{})
+	if !errors.Is(err, ErrConflict) || !conflictNames(rep, "f") || !strings.Contains(rep.Conflicts[0].Reason, "session s2") {
+		t.Fatalf("rewinding A after B's rewind wrote f during the call: %v, %+v", err, rep)
+	}
+}

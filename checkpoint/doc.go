@@ -51,10 +51,31 @@
 // unasked. A later change announced for the path in the same checkpoint
 // (RecordSnapshot of it or of a directory above it) voids the report.
 // Without a report — a confined command, a custom handler, an MCP server
-// — the seal takes the path as it finds it: the watcher's events carry no
-// process id, so a third party's write to the very path a command is
-// changing, during that command, is taken for the command's (a known
-// limit; the edit tools do not have it).
+// — the seal takes the path as it finds it, unless it is told that
+// someone else wrote it during the call. Two ways tell it:
+//
+//   - the sandbox, running as root: a fanotify listener per command sees
+//     who writes the files the command announced, and a writer outside
+//     the command's process tree is reported (sandbox.Command.
+//     ForeignChange → RecordForeignChange, wired by tools.Context.
+//     ForeignChange for bash, background tasks, confined handlers and MCP
+//     stdio servers);
+//   - another session in the same workspace and state directory, root or
+//     not: every session appends what it is about to change to a
+//     per-workspace journal (<stateDir>/workspaces/<hash>.jsonl, see
+//     peers.go), and a seal reads what other sessions announced since its
+//     checkpoint began.
+//
+// Either way the path's state at the seal cannot be proven to be the
+// agent's, and it is handled as a crashed call's is: the checkpoint keeps
+// the state found, and records it (with its content) as an external
+// change, so a rewind across it reports a conflict naming the path and
+// the writer, and a forced rewind keeps that version in its own
+// checkpoint. Without root the kernel tells a listener nobody's pid, so a
+// user's (or any other program's) write to the very file a command is
+// changing, during that command, is still taken for the command's — a
+// known limit that only a second lite-agent session escapes; edits to
+// files the command does not touch are external changes either way.
 //
 // # The store
 //

@@ -126,7 +126,16 @@ type Recorder struct {
 	wrotePre  bool              // pre records exist for the open checkpoint
 	keptBytes int               // bytes of touch.preData in the open checkpoint
 	reported  int               // touched paths with a reported post-image (touch.wrote)
-	recovered *record           // dry run: the in-memory seal of a crashed tail
+	// foreign: paths of the open checkpoint that a process other than
+	// the agent's command changed during the call (RecordForeignChange),
+	// with what the sandbox said about the writer.
+	foreign map[string]string
+	// peers is the workspace's journal of announced changes, shared with
+	// the other sessions recording there (peers.go); peersFrom is where
+	// the open checkpoint began in it (-1: nothing announced yet).
+	peers     *os.File
+	peersFrom int64
+	recovered *record // dry run: the in-memory seal of a crashed tail
 
 	watchMu sync.Mutex
 	watch   *watcher
@@ -178,7 +187,8 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	r := &Recorder{stateDir: stateDir, id: sessionID, mode: m,
-		touched: map[string]*touch{}, ignored: map[string]string{}, inflight: map[string]*flight{}, known: map[string]pstate{}}
+		touched: map[string]*touch{}, ignored: map[string]string{}, inflight: map[string]*flight{}, known: map[string]pstate{},
+		foreign: map[string]string{}, peersFrom: -1}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -245,6 +255,12 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 	}
 	if r.root, err = os.OpenRoot(r.workspace); err != nil {
 		return nil, fmt.Errorf("checkpoint: opening the workspace: %w", err)
+	}
+	if m != modeDryRun {
+		// A rewind announces what it overwrites too (peers.go).
+		if r.peers, err = openPeers(stateDir, r.workspace); err != nil {
+			return nil, err
+		}
 	}
 	r.st = newStore(filepath.Join(ckptDir(stateDir), "objects"))
 	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
@@ -428,6 +444,10 @@ func (r *Recorder) RecordSnapshot(p string) error {
 	if r.isClosed() {
 		return ErrClosed
 	}
+	// Other sessions in this workspace learn of the change before it
+	// happens (peers.go): announced even when the path is recorded
+	// already, since each call may be another write.
+	r.announcePeers(rels)
 	if err := r.captureWith(rels, captureOpts{}); err != nil {
 		return err
 	}
@@ -551,6 +571,33 @@ func (r *Recorder) setWrote(states map[string]pstate) error {
 		return nil
 	}
 	return r.log.append(recs...)
+}
+
+// RecordForeignChange tells the recorder that a process other than the
+// agent's command — the user, another session — changed path while the
+// command was running (sandbox.Command.ForeignChange, wired through
+// tools.ForeignChangeRecorder); why names the writer. The path's state at
+// the seal then cannot be proven to be the agent's: unless the agent
+// reported what it wrote (RecordWrite), the seal records it as an external
+// change, so that a rewind across it reports a conflict naming the path,
+// and a forced rewind keeps that version in its own checkpoint. It lasts
+// until the seal: a later announcement does not void it (the other
+// writer's bytes may still be there).
+func (r *Recorder) RecordForeignChange(p, why string) {
+	rel, err := relPath(r.workspace, p)
+	if err != nil {
+		return
+	}
+	r.barrier.RLock()
+	defer r.barrier.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.mode != modeRecord {
+		return
+	}
+	if _, ok := r.foreign[rel]; !ok {
+		r.foreign[rel] = why
+	}
 }
 
 func (r *Recorder) isClosed() bool {
@@ -850,6 +897,13 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 		}
 	}
 
+	// Paths another session announced while this checkpoint was open
+	// are not proven to be this session's, like a foreign write.
+	for p, why := range r.peerChanges() {
+		if _, ok := r.foreign[p]; !ok {
+			r.foreign[p] = why
+		}
+	}
 	var entries []entry
 	var exts []record // other writers' versions of paths the agent changed
 	post := map[string]pstate{}
@@ -878,6 +932,12 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 				// Or the agent's own write, torn by the crash.
 				doubt = "the session stopped during a tool call; it differs from what the agent reported writing, so it cannot be proven to be the agent's"
 			}
+		case content && t.wrote == nil && r.foreign[p] != "":
+			// The sandbox saw another process write the path while
+			// the command ran (RecordForeignChange): what is there
+			// cannot be proven to be the agent's, exactly as after a
+			// crash — the same external record, the same conflict.
+			doubt = "changed by someone else during the tool call: " + r.foreign[p]
 		case content && t.wrote == nil && info.Reason == ReasonRecovered:
 			// The process died during the call; since then anyone may
 			// have written the path, and nothing says what the agent
@@ -993,6 +1053,8 @@ func (r *Recorder) finishSeal(post map[string]pstate) {
 	r.touched = map[string]*touch{}
 	r.order = nil
 	r.ignored = map[string]string{}
+	r.foreign = map[string]string{}
+	r.peersFrom = -1
 	r.wrotePre = false
 	r.keptBytes = 0
 	r.reported = 0
@@ -1270,6 +1332,9 @@ func (r *Recorder) release() error {
 	}
 	if r.root != nil {
 		r.root.Close()
+	}
+	if r.peers != nil {
+		r.peers.Close()
 	}
 	if r.storeLock != nil {
 		r.storeLock.Close()

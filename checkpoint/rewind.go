@@ -294,6 +294,9 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 		paths[i] = pp.path
 		read[pp.path] = readResult{pp.cur, pp.curData}
 	}
+	// Other sessions recording in this workspace learn that these paths
+	// are about to change (peers.go), as for any other change.
+	r.announcePeers(paths)
 	if err := r.captureWith(paths, captureOpts{shallow: true, noIgnore: true, read: read}); err != nil {
 		return rep, fmt.Errorf("checkpoint: rewind: recording the current state first: %w; nothing was changed", err)
 	}

@@ -43,7 +43,8 @@ func (r *run) connectMCP(ctx context.Context) error {
 		ConnectTimeout: o.MCPConnectTimeout,
 	}
 	if o.Checkpoints != nil || o.Snapshots != nil {
-		mo.BeforeChange = (&tools.Context{Workspace: r.workspace, Snapshots: &r.mcpChanges}).BeforeChange()
+		tc := &tools.Context{Workspace: r.workspace, Snapshots: &r.mcpChanges}
+		mo.BeforeChange, mo.ForeignChange = tc.BeforeChange(), tc.ForeignChange()
 	}
 	m, err := mcp.NewManager(mo)
 	if err != nil {
@@ -91,4 +92,15 @@ func (l *lateRecorder) RecordSnapshot(path string) error {
 		return nil
 	}
 	return rec.RecordSnapshot(path)
+}
+
+// RecordForeignChange passes a third party's write on (see
+// tools.ForeignChangeRecorder), when the recorder takes them.
+func (l *lateRecorder) RecordForeignChange(path, why string) {
+	l.mu.Lock()
+	rec := l.rec
+	l.mu.Unlock()
+	if f, ok := rec.(tools.ForeignChangeRecorder); ok {
+		f.RecordForeignChange(path, why)
+	}
 }

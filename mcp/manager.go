@@ -62,6 +62,11 @@ type Options struct {
 	// kernel passes its checkpointer's. The Sandbox policy's own
 	// CaptureChanges is ignored.
 	BeforeChange sandbox.ChangeFunc
+	// ForeignChange, with BeforeChange, is told when another process
+	// writes a path such a server announced while it runs
+	// (sandbox.Command.ForeignChange): the kernel passes its
+	// checkpointer's.
+	ForeignChange sandbox.ForeignFunc
 	// MaxNetwork refuses, without starting them, servers that declare a
 	// wider network (strict: loopback). Empty means no cap.
 	MaxNetwork tools.Network

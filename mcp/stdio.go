@@ -77,7 +77,8 @@ func (c *conn) startProcess(ctx context.Context) (io.ReadCloser, io.WriteCloser,
 		Stdout: stdoutW,
 		Stderr: c.stderrBuf(),
 		// Set only when the policy captures changes (see stdioPolicy).
-		BeforeChange: c.m.changeHook(pol),
+		BeforeChange:  c.m.changeHook(pol),
+		ForeignChange: c.m.foreignHook(pol),
 	})
 	if err != nil {
 		stdinR.Close()
@@ -204,6 +205,14 @@ func (m *Manager) changeHook(pol sandbox.Policy) sandbox.ChangeFunc {
 		return nil
 	}
 	return m.opts.BeforeChange
+}
+
+// foreignHook is the ForeignChange of a server started under pol.
+func (m *Manager) foreignHook(pol sandbox.Policy) sandbox.ForeignFunc {
+	if !pol.CaptureChanges {
+		return nil
+	}
+	return m.opts.ForeignChange
 }
 
 // programPaths are the paths the server's program needs to be read and run

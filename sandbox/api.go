@@ -39,7 +39,21 @@ type Command struct {
 	// unrecorded. Calls come one at a time, in the order the processes
 	// made them.
 	BeforeChange ChangeFunc
+	// ForeignChange, with BeforeChange, is called while the command runs
+	// when a process outside its tree — the user, another session —
+	// changes a path the command announced through BeforeChange (or a
+	// child of an announced directory): why names the writer. The
+	// checkpoint then knows that the path's state at the seal is not the
+	// command's alone. It needs a privileged fanotify listener
+	// (CAP_SYS_ADMIN): elsewhere it is never called (see
+	// foreign_linux.go for why, and what it does not see). Calls come
+	// one at a time, once per such event.
+	ForeignChange ForeignFunc
 }
+
+// ForeignFunc is told that path (absolute, inside the workspace) was
+// changed by a process that is not the command's, and why it says so.
+type ForeignFunc func(path, why string)
 
 // ChangeFunc is called before a confined process changes paths (absolute,
 // symlink-free, inside the workspace). The change proceeds once it returns

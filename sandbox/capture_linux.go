@@ -70,6 +70,13 @@ var captureCalls = []struct {
 	// bind makes a socket file; where the network supervisor already
 	// receives bind, it calls beforeBind instead (see withCapture).
 	{"bind", 0},
+	// exit_group only where writers can be told apart (withCapture's
+	// exits): the command's listener reads what the exiting process
+	// wrote while it still exists (foreign_linux.go). That needs root,
+	// where the tree is always tracked (cgroup or PID namespace) and
+	// killed before its supervisor stops: no process is left to get
+	// ENOSYS from an exit_group nobody answers.
+	{"exit_group", 0},
 }
 
 // openWriteFlags make an open a possible change.
@@ -79,11 +86,16 @@ var openWriteFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_T
 // They share its listener: the kernel allows one listener per process's
 // filter chain, so the supervisor of the policy's network mode receives
 // them and hands them to a capturer.
-func withCapture(n notifySpec) notifySpec {
+//
+// With exits, exit_group is notified too (foreign_linux.go says why).
+func withCapture(n notifySpec, exits bool) notifySpec {
 	out := notifySpec{calls: append([]notifyCall(nil), n.calls...)}
 	for _, c := range captureCalls {
 		if c.name == "bind" && n.has("bind") {
 			continue // the network supervisor's: it reports binds itself
+		}
+		if c.name == "exit_group" && !exits {
+			continue
 		}
 		if c.flagArg == 0 {
 			out.calls = append(out.calls, notifyCall{name: c.name})
@@ -127,7 +139,10 @@ type capturer struct {
 	// bind: bind(2) notifications are this capturer's; false where the
 	// network supervisor receives them (it calls beforeBind).
 	binds bool
-	mu    sync.Mutex
+	// foreign is the command's fanotify listener (foreign_linux.go), or
+	// nil: it marks every announced path before the hook records it.
+	foreign *foreignWatch
+	mu      sync.Mutex
 	// names caches namesOf's walks for this command, keyed by inode and
 	// link count; any captured call that changes names (link, rename,
 	// unlink, mkdir, ...) empties it, and every such call of the tree is
@@ -166,6 +181,7 @@ func (c *capturer) answer(req *seccompNotif, idValid func(uint64) bool) (flags u
 		return 0, errno
 	}
 	if len(paths) > 0 && idValid(req.ID) {
+		c.foreign.announce(paths)
 		if errno := c.callHook(paths); errno != 0 {
 			return 0, errno
 		}
@@ -194,6 +210,7 @@ func (c *capturer) beforeBind(path string) unix.Errno {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.foreign.announce([]string{path})
 	return c.callHook([]string{path})
 }
 
@@ -242,6 +259,11 @@ func (c *capturer) paths(req *seccompNotif) ([]string, unix.Errno) {
 		args = append(args, pathArg{dirfd, addr, follow, true})
 	}
 	switch c.nr[req.Data.Nr] {
+	case "exit_group":
+		// The process is about to end: what it wrote is queued, and it
+		// still exists, so the listener can tell it is the command's.
+		c.foreign.drain()
+		return nil, 0
 	case "open", "openat", "creat", "truncate", "chmod", "fchmod", "fchmodat", "fchmodat2":
 	default:
 		c.names = nil // a name may change: the cached walks are stale

@@ -121,6 +121,24 @@
 // entries the call is refused). A unix socket bound in the workspace is
 // reported as a new path, so a rewind removes it.
 //
+// # Other writers
+//
+// With Command.ForeignChange as well, a process outside the command's tree
+// that changes a path the command announced, while the command runs, is
+// reported (foreign_linux.go): a fanotify group per command, inode marks on
+// the directories of the announced paths, the writer's pidfd checked
+// against the tree's session, cgroup or PID namespace. A writer must still
+// exist when its event is read, so the capture program then also stops
+// exit_group, and the supervisor reads the queued events before the
+// process ends. A writer that cannot be identified (reaped after a signal,
+// lost events) is reported too: that errs towards a conflict in a rewind,
+// never towards discarding someone's edit. This needs a privileged
+// fanotify listener (CAP_SYS_ADMIN): for anyone else the kernel reports
+// pid 0 for other processes' events, so ForeignChange is never called and
+// Enforcement().Notes says so. LITE_AGENT_FOREIGN_WRITERS=off in the
+// supervisor's environment turns it off (to measure, or to show the old
+// behaviour).
+//
 // # Temporary directories
 //
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>

@@ -177,6 +177,15 @@ func New(p Policy) (*Sandbox, error) {
 	if q.CaptureChanges && s.notify == notifyNone {
 		miss("capturing changes for checkpoints (needs seccomp user notification and pidfd_getfd, Linux 5.6+)")
 	}
+	foreignOK := q.CaptureChanges && foreignAvailable()
+	if q.CaptureChanges {
+		// Not a miss: nothing is confined by it (foreign_linux.go).
+		if foreignOK {
+			notes = append(notes, "change capture: other processes' writes to the files a command changes are told apart (fanotify)")
+		} else {
+			notes = append(notes, "change capture: other processes' writes to the files a command changes cannot be told apart (fanotify reports writers to CAP_SYS_ADMIN only)")
+		}
+	}
 
 	// Processes: tracking the tree, the process limit, memory, signal
 	// isolation. Cgroups first (see cgroup_linux.go for why no spawn ever
@@ -308,7 +317,7 @@ func New(p Policy) (*Sandbox, error) {
 			childNotifies = len(childNotify.calls) > 0
 		}
 		if q.CaptureChanges && s.notify != notifyNone {
-			bpf, err := buildChildFilter(!s.sealed, withCapture(childNotify))
+			bpf, err := buildChildFilter(!s.sealed, withCapture(childNotify, foreignOK))
 			if err != nil {
 				filtersDone <- err
 				return
@@ -712,6 +721,9 @@ type Process struct {
 	tmpDir  string
 	start   time.Time
 	stopSup func()
+	// foreign attributes third parties' writes (foreign_linux.go); nil
+	// without Command.ForeignChange or a privileged fanotify.
+	foreign *foreignWatch
 	// initStatus reads the PID-namespace init's reports (nil without one).
 	initStatus *bufio.Reader
 	initPipe   *os.File
@@ -889,6 +901,10 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		}
 		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet); capt != nil {
 			req.child = s.captureChild
+			// Before the spawn: the listener must be there before the
+			// command's first change.
+			capt.foreign = newForeignWatch(cmd.ForeignChange)
+			p.foreign = capt.foreign
 		}
 	}
 	if s.plan.v2 {
@@ -935,6 +951,12 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		}
 	}
 
+	if p.foreign != nil {
+		// Events are attributed from here on; none can be read before
+		// the tree's identity is known.
+		id := p.identity()
+		p.foreign.start(id.has)
+	}
 	if res.listener >= 0 {
 		var stop func()
 		switch s.notify {
@@ -1150,6 +1172,12 @@ func (p *Process) finishTree() {
 		p.stopSup()
 		p.stopSup = nil
 	}
+	// The tree is gone: every write it made is queued. Read them before
+	// Wait returns, so that the caller's seal knows them all.
+	if p.foreign != nil {
+		p.foreign.stop()
+		p.foreign = nil
+	}
 	if p.stdinW != nil {
 		p.stdinW.Close()
 	}
@@ -1202,6 +1230,10 @@ func (p *Process) killTree() {
 }
 
 func (p *Process) cleanup() {
+	if p.foreign != nil {
+		p.foreign.stop() // a start that failed: close the group
+		p.foreign = nil
+	}
 	for _, r := range p.outR {
 		r.Close()
 	}

@@ -194,7 +194,8 @@ func (t *Tool) CallConfined(ctx *Context, sb *sandbox.Sandbox, workspace string)
 		Stderr: &stderr,
 		// Files the handler writes itself (os.WriteFile, ...) get their
 		// pre-images recorded like a command's.
-		BeforeChange: ctx.BeforeChange(),
+		BeforeChange:  ctx.BeforeChange(),
+		ForeignChange: ctx.ForeignChange(),
 	})
 	if err != nil {
 		return Errorf("the %s tool could not start in the sandbox: %v", t.name, err)

@@ -48,6 +48,15 @@ type WriteRecorder interface {
 	RecordWrite(path string, content []byte) error
 }
 
+// ForeignChangeRecorder is implemented by a SnapshotRecorder that can be
+// told that a process other than the tool's confined command changed a
+// path the command announced, while it ran (sandbox.Command.
+// ForeignChange): the path's state at the seal is then not the agent's
+// alone, and a rewind reports a conflict instead of discarding that edit.
+type ForeignChangeRecorder interface {
+	RecordForeignChange(path, why string)
+}
+
 // Context carries the per-call services the kernel provides to a handler.
 // Every field may be zero in tests; the methods are safe on a zero Context.
 type Context struct {
@@ -123,6 +132,19 @@ func (c *Context) RecordWrite(path string, content []byte) {
 	if w, ok := c.Snapshots.(WriteRecorder); ok {
 		_ = w.RecordWrite(path, content)
 	}
+}
+
+// ForeignChange is the hook that tells the checkpointer about writes by
+// other processes to what a confined command is changing (see
+// sandbox.Command.ForeignChange). nil when nothing records them.
+func (c *Context) ForeignChange() sandbox.ForeignFunc {
+	if c == nil || c.Snapshots == nil {
+		return nil
+	}
+	if f, ok := c.Snapshots.(ForeignChangeRecorder); ok {
+		return f.RecordForeignChange
+	}
+	return nil
 }
 
 // BeforeChange is the hook that gives confined processes' changes to the

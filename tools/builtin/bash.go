@@ -107,7 +107,7 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	if in.RunInBackground {
 		return startBackground(ctx, in, timeout)
 	}
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, ctx.BeforeChange())
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, ctx.BeforeChange(), ctx.ForeignChange())
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ type bashRun struct {
 // exits whatever it left running in the background is killed too: nothing a
 // command starts outlives it. It returns an error only when the sandbox
 // could not start the command.
-func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, beforeChange sandbox.ChangeFunc) (bashRun, error) {
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, beforeChange sandbox.ChangeFunc, foreign sandbox.ForeignFunc) (bashRun, error) {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
@@ -183,6 +183,9 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		// With checkpoints on, the pre-image of everything the command
 		// changes is recorded before the change.
 		BeforeChange: beforeChange,
+		// And the user's (or another session's) writes to the same
+		// files during the command are not taken for the command's.
+		ForeignChange: foreign,
 	})
 	if err != nil {
 		return bashRun{}, fmt.Errorf("the sandbox could not start bash: %w", err)

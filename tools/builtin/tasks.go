@@ -31,9 +31,9 @@ func startBackground(ctx *tools.Context, in bashInput, timeout time.Duration) (*
 	if desc == "" {
 		desc = in.Command
 	}
-	sb, dir, hook := ctx.Sandbox, ctx.Workspace, ctx.BeforeChange()
+	sb, dir, hook, foreign := ctx.Sandbox, ctx.Workspace, ctx.BeforeChange(), ctx.ForeignChange()
 	task, err := ctx.Tasks.Start(desc, taskOutputCap, func(tctx context.Context, out *tools.Task) error {
-		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, hook)
+		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, hook, foreign)
 		switch {
 		case err != nil:
 			return err
