@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/internal/termsafe"
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/tools/builtin"
+)
+
+// What the screen shows. Every string here that the agent controls is
+// escaped before it is styled: termsafe.Text for text that keeps its
+// lines (model text, a diff), esc or field for one-line fields. Styling
+// comes after escaping, so that the only escape sequences on the screen
+// are lipgloss's own (none under NO_COLOR).
+
+var (
+	dimStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("8"))
+	errStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
+	okStyle   = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
+	userStyle = lipgloss.NewStyle().Bold(true)
+	addStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
+	delStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
+	hunkStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("6"))
+	boxStyle  = lipgloss.NewStyle().Border(lipgloss.NormalBorder(), true, false).BorderForeground(lipgloss.Color("3"))
+)
+
+func styleDim(s string) string  { return dimStyle.Render(s) }
+func styleErr(s string) string  { return errStyle.Render(s) }
+func styleOK(s string) string   { return okStyle.Render(s) }
+func styleUser(s string) string { return userStyle.Render(s) }
+
+func (m *chatModel) View() string {
+	var b strings.Builder
+	if m.picker != nil {
+		b.WriteString(m.pickerView())
+		return b.String()
+	}
+	if m.stream.Len() > 0 {
+		b.WriteString(tail(termsafe.Text(m.stream.String()), 8, m.width))
+		b.WriteString("\n")
+	}
+	for _, c := range m.calls {
+		fmt.Fprintf(&b, "  %s %s\n", c.line, styleDim(fmt.Sprintf("running %s", time.Since(c.start).Round(time.Second))))
+	}
+	if m.approval != nil {
+		b.WriteString(m.approvalView())
+		b.WriteString("\n")
+	} else {
+		b.WriteString(m.input.View())
+		b.WriteString("\n")
+	}
+	if m.notice != "" {
+		b.WriteString(styleDim(m.notice) + "\n")
+	}
+	b.WriteString(m.statusLine())
+	return b.String()
+}
+
+// tail is the last n lines of s, each cut to width.
+func tail(s string, n, width int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		lines[i] = lipgloss.NewStyle().MaxWidth(width).Render(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *chatModel) statusLine() string {
+	net := "none"
+	if sb := m.app.agent.Options().Sandbox; sb != nil && sb.Network != "" {
+		net = string(sb.Network)
+	}
+	state := "ready"
+	if m.running {
+		state = "working (Esc stops)"
+	}
+	s := fmt.Sprintf("%s · mode %s (shift+tab) · net %s · ctx %s · tokens %s in / %s out · %s",
+		esc(m.app.modelName), m.app.mode, net, humanTokens(m.contextUsed),
+		humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens), humanTokens(m.usage.OutputTokens), state)
+	return dimStyle.MaxWidth(m.width).Render(s)
+}
+
+func humanTokens(n int64) string {
+	if n >= 10000 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// maxDiffLines bounds the diff shown in an approval so that the question
+// and its keys stay on a 24-line screen; the rest is counted.
+const maxDiffLines = 12
+
+func (m *chatModel) approvalView() string {
+	a := m.approval
+	var b strings.Builder
+	who := ""
+	if a.info.Agent != "" {
+		who = " (subagent " + esc(a.info.Agent) + ")"
+	}
+	fmt.Fprintf(&b, "? %s wants to run%s — %s\n", esc(a.name), who, field(a.info.Reason, 120))
+	b.WriteString(approvalBody(m.app.f.workspace, a.name, a.input, m.app))
+	if m.approvalAt == "message" {
+		fmt.Fprintf(&b, "\ndeny with this message for the model (Enter sends, Esc back): %s█", termsafe.Escape(string(m.denyText)))
+	} else {
+		always := ""
+		if len(a.info.Suggestions) > 0 {
+			always = " (" + esc(strings.Join(a.info.Suggestions, ", ")) + ")"
+		}
+		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session%s  [n] deny  [m] deny with a message  [Esc] stop the turn", always)
+	}
+	return boxStyle.Width(m.width).Render(b.String())
+}
+
+// approvalBody shows what the call will do: a diff for a file change,
+// the exact command and its sandbox for bash, the input otherwise.
+func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) string {
+	if c, ok, err := builtin.PreviewChange(workspace, name, input); ok {
+		if err != nil {
+			return styleErr("(no preview: "+field(err.Error(), 200)+"; the call would fail the same way)") + "\n"
+		}
+		from := "a/" + c.Path
+		if !c.Exists {
+			from = "/dev/null"
+		}
+		return colorDiff(checkpoint.UnifiedDiff(from, "b/"+c.Path, c.Old, c.New))
+	}
+	shown, warn := showInput(name, input)
+	var b strings.Builder
+	b.WriteString("  " + shown + "\n")
+	if warn != "" {
+		b.WriteString(styleErr("  ("+warn+")") + "\n")
+	}
+	if name == policies.ShellTool {
+		if sb := app.agent.Options().Sandbox; sb != nil {
+			net := string(sb.Network)
+			if net == "" {
+				net = "none"
+			}
+			fmt.Fprintf(&b, "  sandbox: writes only %s (and temp); network %s\n", esc(sb.Workspace), net)
+		} else {
+			b.WriteString(styleErr("  sandbox: none — the command runs unconfined") + "\n")
+		}
+	}
+	return b.String()
+}
+
+// colorDiff escapes a diff (it quotes file contents the agent wrote) and
+// colours its lines, bounded to maxDiffLines.
+func colorDiff(d string) string {
+	lines := strings.Split(strings.TrimRight(termsafe.Text(d), "\n"), "\n")
+	more := 0
+	if len(lines) > maxDiffLines {
+		more = len(lines) - maxDiffLines
+		lines = lines[:maxDiffLines]
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			b.WriteString(userStyle.Render(l))
+		case strings.HasPrefix(l, "+"):
+			b.WriteString(addStyle.Render(l))
+		case strings.HasPrefix(l, "-"):
+			b.WriteString(delStyle.Render(l))
+		case strings.HasPrefix(l, "@@"):
+			b.WriteString(hunkStyle.Render(l))
+		default:
+			b.WriteString(l)
+		}
+		b.WriteString("\n")
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "%s\n", styleDim(fmt.Sprintf("… %d more diff lines", more)))
+	}
+	return b.String()
+}
+
+func (m *chatModel) pickerView() string {
+	p := m.picker
+	var b strings.Builder
+	b.WriteString(p.title + "\n")
+	if len(p.labels) == 0 {
+		b.WriteString("  (nothing to choose; Esc)\n")
+	}
+	// A window of 15 around the cursor: a picker fits a 24-line screen.
+	from := max(0, min(p.at-7, len(p.labels)-15))
+	for i := from; i < len(p.labels) && i < from+15; i++ {
+		cur := "  "
+		if i == p.at {
+			cur = "> "
+		}
+		b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(cur+p.labels[i]) + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,261 @@
+package test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Issue 16 through the binary in a terminal (a pty of 80x24): the
+// interactive mode edits a file with the diff on screen, runs a command it
+// shows, is interrupted mid-command (the command's process is gone, the
+// session goes on), rewinds to checkpoint 0 byte for byte, and --continue
+// picks the session up again.
+
+// ptySession is the binary running in a pty, its output collected.
+type ptySession struct {
+	t    *testing.T
+	f    *os.File
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	mark int // waitFor looks at the output after this offset
+	done chan struct{}
+}
+
+func startPTY(t *testing.T, dir string, args ...string) *ptySession {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ptySession{t: t, f: f, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			s.mu.Lock()
+			s.out.Write(buf[:n])
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	})
+	return s
+}
+
+// ansiRE matches the escape sequences of the UI's rendering.
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]`)
+
+func (s *ptySession) screen(from int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ansiRE.ReplaceAllString(string(s.out.Bytes()[from:]), "")
+}
+
+// waitFor polls the output after the mark until it holds each of want,
+// for at most 20 s, and moves the mark past what it read.
+func (s *ptySession) waitFor(want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		scr := s.screen(s.mark)
+		ok := true
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				ok = false
+			}
+		}
+		if ok {
+			s.mu.Lock()
+			s.mark = s.out.Len()
+			s.mu.Unlock()
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen does not show %q; since the last step it showed:\n%s", want, scr)
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval, not the assertion
+	}
+}
+
+func (s *ptySession) send(keys string) {
+	s.t.Helper()
+	if _, err := s.f.Write([]byte(keys)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// waitExit waits (bounded) for the binary to exit and returns its code.
+func (s *ptySession) waitExit() int {
+	s.t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- s.cmd.Wait() }()
+	select {
+	case err := <-ch:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 0
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("the session did not exit; screen:\n%s", s.screen(0))
+	}
+	return -1
+}
+
+// findProcess is the pid of the process whose argv is exactly argv, or 0.
+func findProcess(argv ...string) int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+			return pid
+		}
+	}
+	return 0
+}
+
+// procRunning says whether pid runs (a zombie has stopped running).
+func procRunning(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+func TestChatSession(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	original := "hello\nsecond line\n"
+	writeFile(t, filepath.Join(ws, "a.txt"), original)
+	// A marker no other process has: the sleep's argv.
+	marker := strconv.Itoa(900000 + os.Getpid()%99999)
+	script := scriptFile(t,
+		map[string]any{"text": "I'll edit it.", "tool_calls": []any{
+			call("e1", "edit_file", map[string]any{"path": "a.txt", "old_string": "hello\n", "new_string": "hello world\n"})}},
+		map[string]any{"text": "Edited the file."},
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo ran-$((40+2))"})}},
+		map[string]any{"text": "Ran it."},
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker + "; echo never"})}},
+		map[string]any{"text": "Still here after the interrupt."},
+		map[string]any{"text": "Continued."})
+	args := []string{"--workspace", ws, "--state-dir", state, "--script", script}
+
+	s := startPTY(t, ws, args...)
+	s.waitFor("mode default", "> ")
+	s.send("edit a.txt\r")
+	// The diff of the edit is on screen before it is approved.
+	s.waitFor("? edit_file wants to run", "--- a/a.txt", "+++ b/a.txt", "-hello", "+hello world", "[y] allow once")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Fatalf("the file changed before the approval: %q", b)
+	}
+	s.send("\r") // Enter never allows
+	s.send("y")
+	s.waitFor("allowed once", "Edited the file.")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "hello world\nsecond line\n" {
+		t.Fatalf("after the approved edit a.txt is %q", b)
+	}
+
+	s.send("run it\r")
+	s.waitFor("? bash wants to run", "$ echo ran-$((40+2))", "sandbox:")
+	s.send("y")
+	s.waitFor("Ran it.")
+
+	// Interrupted mid-command: the sleep runs, Esc stops the turn.
+	s.send("wait\r")
+	s.waitFor("? bash wants to run", "$ sleep "+marker)
+	s.send("y")
+	var pid int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
+		if pid = findProcess("sleep", marker); pid == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.send("\x1b")
+	s.waitFor("interrupted")
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d (sleep %s) still runs after the interrupt", pid, marker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The session goes on.
+	s.send("go on\r")
+	s.waitFor("Still here after the interrupt.")
+
+	// /rewind 0: the workspace as it was, byte for byte.
+	s.send("/rewind 0\r")
+	s.waitFor("rewound")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Errorf("after /rewind 0 a.txt is %q, want %q", b, original)
+	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("after /rewind 0 the workspace holds %v, want only a.txt", names)
+	}
+	s.send("/rewnd\r")
+	s.waitFor("did you mean /rewind")
+	s.send("\x04") // Ctrl-D at the empty prompt
+	scr := s.screen(0)
+	if code := s.waitExit(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	m := regexp.MustCompile(`session ([0-9a-zA-Z_-]+)`).FindStringSubmatch(scr)
+	if m == nil {
+		t.Fatalf("no session id on screen:\n%s", scr)
+	}
+	id := m[1]
+
+	// --continue: the same session, its checkpoints there.
+	c := startPTY(t, ws, append(args, "--continue")...)
+	c.waitFor("resuming session " + id)
+	c.send("/checkpoints\r")
+	c.waitFor("rewind to checkpoint 0")
+	c.send("\x03")
+	c.waitFor("press Ctrl-C again")
+	c.send("\x03")
+	if code := c.waitExit(); code != 0 {
+		t.Fatalf("--continue exit %d", code)
+	}
+}
+
+// TestChatNeedsTerminal: without a terminal the interactive mode says to
+// use run, exit 2.
+func TestChatNeedsTerminal(t *testing.T) {
+	for _, args := range [][]string{{"chat"}, {"--continue"}} {
+		_, stderr, code := cliRun(t, t.TempDir(), args...)
+		if code != 2 || !strings.Contains(string(stderr), "lite-agent run") {
+			t.Errorf("%v without a terminal: exit %d, %s", args, code, stderr)
+		}
+	}
+}
