@@ -166,7 +166,7 @@ func TestChatSession(t *testing.T) {
 	args := []string{"--workspace", ws, "--state-dir", state, "--script", script}
 
 	s := startPTY(t, ws, args...)
-	s.waitFor("mode default", "> ")
+	s.waitFor("ready · ", "mode default")
 	s.send("edit a.txt\r")
 	// The diff of the edit is on screen before it is approved.
 	s.waitFor("? edit_file wants to run", "--- a/a.txt", "+++ b/a.txt", "-hello", "+hello world", "[y] allow once")
@@ -199,7 +199,8 @@ func TestChatSession(t *testing.T) {
 		}
 	}
 	s.send("\x1b")
-	s.waitFor("interrupted")
+	// The turn ends (the status is ready again, never while it runs).
+	s.waitFor("interrupted", "ready · ")
 	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
 		if time.Now().After(deadline) {
 			t.Fatalf("pid %d (sleep %s) still runs after the interrupt", pid, marker)

@@ -116,6 +116,10 @@ func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := app.rebuild(); err != nil {
 		return err
 	}
+	// Set, so that lipgloss never asks the terminal for its background
+	// (an OSC 11 query a terminal that does not answer makes wait for
+	// seconds before the first screen).
+	lipgloss.SetHasDarkBackground(true)
 	if os.Getenv("NO_COLOR") != "" {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
 )
 
 // isTerminalWriter reports whether w is a terminal: the screen of the
@@ -18,7 +17,6 @@ func isTerminalWriter(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isTerminal(f)
 }
-
 
 // maxHistory bounds the prompt history kept across sessions.
 const maxHistory = 500

@@ -69,6 +69,7 @@ type chatModel struct {
 
 	history []string
 	histAt  int
+	queued  []string // typed while a turn ran, sent when it ends
 }
 
 func newChatModel(app *chatApp, pickSession bool) *chatModel {
@@ -109,10 +110,16 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case turnDoneMsg:
 		m.running, m.cancel = false, nil
 		m.calls = nil
+		m.notice = ""
 		var cmds []tea.Cmd
 		if m.stream.Len() > 0 {
 			cmds = append(cmds, tea.Println(termsafe.Text(m.stream.String())))
 			m.stream.Reset()
+		}
+		if len(m.queued) > 0 {
+			next := m.queued[0]
+			m.queued = m.queued[1:]
+			cmds = append(cmds, m.dispatch(next))
 		}
 		return m, tea.Sequence(cmds...)
 	case approvalMsg:
@@ -173,10 +180,6 @@ func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case "enter":
-		if m.running {
-			m.notice = "a turn is running: Esc or Ctrl-C stops it"
-			return m, nil
-		}
 		return m, m.submit()
 	case "tab":
 		if m.completePath() {
@@ -213,6 +216,10 @@ func (m *chatModel) interrupt() tea.Cmd {
 		m.cancel()
 	}
 	m.notice = "interrupting…"
+	if n := len(m.queued); n > 0 {
+		m.queued = nil
+		return tea.Println(styleDim(fmt.Sprintf("(dropped %d prompt(s) typed during the turn)", n)))
+	}
 	return nil
 }
 
@@ -224,6 +231,17 @@ func (m *chatModel) submit() tea.Cmd {
 	m.input.Reset()
 	m.history = appendHistory(chatHistoryPath(m.app.stateDir), m.history, text)
 	m.histAt = len(m.history)
+	if m.running {
+		// Typed while a turn runs: it waits for the turn's end, as a
+		// message typed ahead does in a terminal; Esc drops it.
+		m.queued = append(m.queued, text)
+		return nil
+	}
+	return m.dispatch(text)
+}
+
+// dispatch runs what was typed: a slash command or a prompt.
+func (m *chatModel) dispatch(text string) tea.Cmd {
 	echo := tea.Println(styleUser("> " + strings.ReplaceAll(termsafe.Text(text), "\n", "\n  ")))
 	if strings.HasPrefix(text, "/") {
 		return tea.Sequence(echo, m.slash(strings.TrimSpace(text)))
@@ -514,4 +532,3 @@ func (m *chatModel) rewind(n, what string) tea.Cmd {
 	}
 	return tea.Println(text)
 }
-

@@ -49,6 +49,9 @@ func (m *chatModel) View() string {
 	for _, c := range m.calls {
 		fmt.Fprintf(&b, "  %s %s\n", c.line, styleDim(fmt.Sprintf("running %s", time.Since(c.start).Round(time.Second))))
 	}
+	for _, q := range m.queued {
+		b.WriteString(styleDim("queued: "+field(q, m.width-12)) + "\n")
+	}
 	if m.approval != nil {
 		b.WriteString(m.approvalView())
 		b.WriteString("\n")
@@ -80,19 +83,20 @@ func (m *chatModel) statusLine() string {
 	if sb := m.app.agent.Options().Sandbox; sb != nil && sb.Network != "" {
 		net = string(sb.Network)
 	}
+	// The state first: at 80 columns the end of the line may be cut.
 	state := "ready"
 	if m.running {
 		state = "working (Esc stops)"
 	}
-	s := fmt.Sprintf("%s · mode %s (shift+tab) · net %s · ctx %s · tokens %s in / %s out · %s",
-		esc(m.app.modelName), m.app.mode, net, humanTokens(m.contextUsed),
-		humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens), humanTokens(m.usage.OutputTokens), state)
+	s := fmt.Sprintf("%s · %s · mode %s · net %s · ctx %s · tokens %s in, %s out",
+		state, esc(m.app.modelName), m.app.mode, net, humanTokens(m.contextUsed),
+		humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens), humanTokens(m.usage.OutputTokens))
 	return dimStyle.MaxWidth(m.width).Render(s)
 }
 
 func humanTokens(n int64) string {
-	if n >= 10000 {
-		return fmt.Sprintf("%dk", n/1000)
+	if n >= 1000 {
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
 	}
 	return fmt.Sprint(n)
 }
