@@ -50,6 +50,13 @@ func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 			s.mu.Lock()
 			s.out.Write(buf[:n])
 			s.mu.Unlock()
+			// Answer as a terminal does the background-colour query
+			// (OSC 11) and the cursor report that follows it, which
+			// lipgloss sends when the program starts: a terminal that
+			// answered neither would make it wait for its timeout.
+			if bytes.Contains(buf[:n], []byte("\x1b]11;?")) {
+				f.Write([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R"))
+			}
 			if err != nil {
 				return
 			}
@@ -258,5 +265,38 @@ func TestChatNeedsTerminal(t *testing.T) {
 		if code != 2 || !strings.Contains(string(stderr), "lite-agent run") {
 			t.Errorf("%v without a terminal: exit %d, %s", args, code, stderr)
 		}
+	}
+}
+
+// TestChatEscapesAgentStrings: the attack (terminal_e2e_test.go) in the
+// model's text and in a command to approve reaches the pty escaped. That
+// the CLI does receive these raw bytes from the same script is shown by
+// TestTerminalOutputIsEscaped's stream-json twin; written raw, the OSC 52
+// sequence would set the clipboard and the CSI/CR pair would show "ls -la"
+// in place of the line.
+func TestChatEscapesAgentStrings(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"text": "model says " + attack, "tool_calls": []any{
+			call("b1", "bash", map[string]any{"command": "echo '" + attack + "'"})}},
+		map[string]any{"text": "done"})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script)
+	s.waitFor("ready · ")
+	s.send("go\r")
+	s.waitFor("? bash wants to run", "[y] allow once")
+	s.send("n")
+	s.waitFor("done", "ready · ")
+	s.send("\x04")
+	s.waitExit()
+	s.mu.Lock()
+	raw := s.out.String()
+	s.mu.Unlock()
+	for _, bad := range []string{"\x1b]52;", "\x07", "\u202e", "\u009b", "\x1b[1A\x1b[2K\rls -la"} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("raw %q reaches the terminal", bad)
+		}
+	}
+	if scr := s.screen(0); !strings.Contains(scr, "model says "+attackShown) {
+		t.Errorf("the model's text is not shown escaped:\n%s", scr)
 	}
 }

@@ -174,15 +174,31 @@ func orNone(s string) string {
 	return esc(s)
 }
 
-// suggest names the command closest to an unknown one.
+// suggest names the command closest to an unknown one: one it begins,
+// else one at most two edits away, else one sharing its first three
+// letters.
 func suggest(name string) string {
-	best, bestD := "", 3
+	names := make([]string, 0, len(slashCommands))
 	for n := range slashCommands {
-		if d := editDistance(name, n); d < bestD || (d == bestD && n < best) {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	best, bestD := "", 3
+	for _, n := range names {
+		if len(name) > 2 && strings.HasPrefix(n, name) {
+			best, bestD = n, -1
+			break
+		}
+		if d := editDistance(name, n); d < bestD {
 			best, bestD = n, d
 		}
-		if strings.HasPrefix(n, name) && len(name) > 1 {
-			return "; did you mean " + n + "? (/help lists them)"
+	}
+	if best == "" && len(name) > 3 {
+		for _, n := range names {
+			if strings.HasPrefix(n, name[:4]) {
+				best = n
+				break
+			}
 		}
 	}
 	if best != "" {

@@ -146,6 +146,22 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 		b.WriteString(styleErr("  ("+warn+")") + "\n")
 	}
 	if name == policies.ShellTool {
+		var in struct {
+			Command string `json:"command"`
+		}
+		if json.Unmarshal(input, &in) == nil && in.Command != "" {
+			v := policies.ViewShellCommand(in.Command)
+			if len(v.Parts) > 1 {
+				parts := make([]string, len(v.Parts))
+				for i, p := range v.Parts {
+					parts[i] = field(p, 60)
+				}
+				b.WriteString("  commands: " + strings.Join(parts, " │ ") + "\n")
+			}
+			for _, u := range v.Unproven {
+				b.WriteString(styleErr("  unproven: "+field(u, 120)) + "\n")
+			}
+		}
 		if sb := app.agent.Options().Sandbox; sb != nil {
 			net := string(sb.Network)
 			if net == "" {
