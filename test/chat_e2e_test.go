@@ -36,7 +36,8 @@ func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color")
+	// XDG_CONFIG_HOME: the user policy file is the test's, never the machine's.
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color", "XDG_CONFIG_HOME="+t.TempDir())
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatal(err)

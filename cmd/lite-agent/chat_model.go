@@ -433,9 +433,18 @@ func (m *chatModel) approvalKey(k tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.approvalAt == "always" {
+		return m.alwaysKey(k)
+	}
 	switch k.String() {
 	case "y":
 		return m.answer(kernel.PermissionResult{Allow: true}, "allowed once:")
+	case "A":
+		if len(a.info.Suggestions) == 0 {
+			m.notice = "no rule can describe this call: y allows it once"
+			return nil
+		}
+		m.approvalAt = "always"
 	case "a":
 		if len(a.info.Suggestions) == 0 {
 			return m.answer(kernel.PermissionResult{Allow: true}, "allowed once (no rule can describe this call):")
@@ -453,6 +462,42 @@ func (m *chatModel) approvalKey(k tea.KeyMsg) tea.Cmd {
 	}
 	// Enter, and every other key, does nothing: nothing but y or a allows.
 	return nil
+}
+
+// alwaysKey answers "allow always, in which policy file?": u the user's,
+// w the workspace's. The rules shown are written to the file, then the
+// call is allowed with them for the rest of the session too (the file is
+// read when a session starts).
+func (m *chatModel) alwaysKey(k tea.KeyMsg) tea.Cmd {
+	a := m.approval
+	var write func(rule string) (string, error)
+	switch k.String() {
+	case "u":
+		write = func(rule string) (string, error) { return policies.AddRuleToUserFile(policies.Allow, rule) }
+	case "w":
+		ws := m.app.f.workspace
+		write = func(rule string) (string, error) { return policies.AddRuleToWorkspaceFile(ws, policies.Allow, rule) }
+	case "esc":
+		m.approvalAt = ""
+		return nil
+	case "ctrl+c":
+		m.approval = nil
+		return m.interrupt()
+	default:
+		return nil
+	}
+	path := ""
+	for _, rule := range a.info.Suggestions {
+		p, err := write(rule)
+		if err != nil {
+			m.approvalAt = ""
+			m.notice = "could not write the rule: " + field(err.Error(), 200)
+			return nil
+		}
+		path = p
+	}
+	return m.answer(kernel.PermissionResult{Allow: true, AllowRules: a.info.Suggestions},
+		"allowed always ("+esc(strings.Join(a.info.Suggestions, ", "))+" added to "+esc(path)+"):")
 }
 
 // ---- pickers ----

@@ -137,3 +137,35 @@ func TestHistoryAndCompletion(t *testing.T) {
 		t.Errorf(".git is offered: %q", got)
 	}
 }
+
+// TestApprovalAllowAlways: A asks which file; u writes the shown rule to
+// the user's policy file, w to the workspace's; both allow the call with
+// the rule for the session too.
+func TestApprovalAllowAlways(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	ws := t.TempDir()
+	for _, c := range []struct{ key, file string }{
+		{"u", filepath.Join(cfg, "lite-agent", "policy.toml")},
+		{"w", filepath.Join(ws, ".lite-agent", "policy.toml")},
+	} {
+		reply := make(chan kernel.PermissionResult, 1)
+		m := &chatModel{app: &chatApp{f: runFlags{workspace: ws}}}
+		m.approval = &approvalMsg{name: "bash", input: json.RawMessage(`{"command":"go test ./..."}`),
+			info: kernel.ToolUseInfo{Suggestions: []string{"bash(go test:*)"}}, reply: reply}
+		m.approvalKey(keyRunes("A"))
+		m.approvalKey(tea.KeyMsg{Type: tea.KeyEnter}) // not an answer
+		select {
+		case r := <-reply:
+			t.Fatalf("answered before the file was chosen: %+v", r)
+		default:
+		}
+		m.approvalKey(keyRunes(c.key))
+		if r := <-reply; !r.Allow || !reflect.DeepEqual(r.AllowRules, []string{"bash(go test:*)"}) {
+			t.Errorf("%s: %+v", c.key, r)
+		}
+		if b, err := os.ReadFile(c.file); err != nil || !strings.Contains(string(b), `allow = ["bash(go test:*)"]`) {
+			t.Errorf("%s: %s holds %q (%v)", c.key, c.file, b, err)
+		}
+	}
+}

@@ -114,14 +114,22 @@ func (m *chatModel) approvalView() string {
 	}
 	fmt.Fprintf(&b, "? %s wants to run%s — %s\n", esc(a.name), who, field(a.info.Reason, 120))
 	b.WriteString(approvalBody(m.app.f.workspace, a.name, a.input, m.app))
-	if m.approvalAt == "message" {
+	if m.approvalAt == "always" {
+		user, _ := policies.UserFile()
+		trust := ""
+		if !m.app.agent.Preset().TrustWorkspacePolicy {
+			trust = " — the " + m.app.agent.Preset().Name + " preset ignores its allow rules"
+		}
+		fmt.Fprintf(&b, "\nallow always %s — write it to:\n[u] your policy file %s\n[w] this workspace's .lite-agent/policy.toml%s\n[Esc] back",
+			esc(strings.Join(a.info.Suggestions, ", ")), esc(user), trust)
+	} else if m.approvalAt == "message" {
 		fmt.Fprintf(&b, "\ndeny with this message for the model (Enter sends, Esc back): %s█", termsafe.Escape(string(m.denyText)))
 	} else {
 		always := ""
 		if len(a.info.Suggestions) > 0 {
 			always = " (" + esc(strings.Join(a.info.Suggestions, ", ")) + ")"
 		}
-		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session%s  [n] deny  [m] deny with a message  [Esc] stop the turn", always)
+		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session%s  [A] allow always  [n] deny  [m] deny with a message  [Esc] stop the turn", always)
 	}
 	return boxStyle.Width(m.width).Render(b.String())
 }
