@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textarea"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
@@ -308,7 +309,8 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		if m.stream.Len() > 0 {
 			text := m.stream.String()
 			m.stream.Reset()
-			return tea.Println(termsafe.Text(strings.TrimRight(text, "\n")))
+			// Whole now: rendered as Markdown (renderMarkdown escapes it).
+			return tea.Println(renderMarkdown(text, m.width, lipgloss.ColorProfile()))
 		}
 	case kernel.EventToolCall:
 		m.calls = append(m.calls, runningCall{id: ev.ID, line: callSummary(ev.Name, ev.Input), start: time.Now()})

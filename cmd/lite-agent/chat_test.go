@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/glamour"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/kernel"
 )
@@ -167,5 +169,31 @@ func TestApprovalAllowAlways(t *testing.T) {
 		if b, err := os.ReadFile(c.file); err != nil || !strings.Contains(string(b), `allow = ["bash(go test:*)"]`) {
 			t.Errorf("%s: %s holds %q (%v)", c.key, c.file, b, err)
 		}
+	}
+}
+
+// TestMarkdownCannotMakeControls: Markdown decodes character references,
+// so a message escaped before rendering could still come out holding ESC
+// or a bidi override; such output is refused for the escaped plain text.
+func TestMarkdownCannotMakeControls(t *testing.T) {
+	// The attack works without the check: the renderer turns the
+	// references into the raw characters.
+	hostile := "see &#x1b;]52;c;cHduZWQ=&#x07; and &#x202e;EVIL"
+	r, _ := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithColorProfile(termenv.ANSI256))
+	raw, _ := r.Render(hostile)
+	if !strings.ContainsAny(raw, "\x07\u202e") {
+		t.Logf("the renderer did not decode the references (%q); the check below still guards the output", raw)
+	}
+	got := renderMarkdown(hostile, 80, termenv.ANSI256)
+	if strings.ContainsAny(sgrRE.ReplaceAllString(got, ""), "\x1b\x07\u202e") {
+		t.Errorf("control characters reach the screen: %q", got)
+	}
+	// Ordinary Markdown is rendered (styled), the text kept.
+	md := renderMarkdown("# Title\n\nsome **bold** text", 80, termenv.ANSI256)
+	if !strings.Contains(md, "\x1b[") || !strings.Contains(sgrRE.ReplaceAllString(md, ""), "bold") {
+		t.Errorf("markdown not rendered: %q", md)
+	}
+	if got := renderMarkdown("**x**", 80, termenv.Ascii); got != "**x**" {
+		t.Errorf("NO_COLOR: %q, want the source", got)
 	}
 }
