@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/charmbracelet/glamour"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/glamour"
 	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/kernel"
