@@ -123,7 +123,7 @@ func TestResumeWithoutID(t *testing.T) {
 func TestHistoryAndCompletion(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "h.jsonl")
 	h := appendHistory(p, nil, "first\nsecond line")
-	h = appendHistory(p, h, "again")
+	appendHistory(p, h, "again")
 	if got := loadHistory(p); !reflect.DeepEqual(got, []string{"first\nsecond line", "again"}) {
 		t.Errorf("history read back: %q", got)
 	}
