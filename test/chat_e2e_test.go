@@ -250,11 +250,34 @@ func TestChatSession(t *testing.T) {
 	c.waitFor("resuming session " + id)
 	c.send("/checkpoints\r")
 	c.waitFor("rewind to checkpoint 0")
+	// The /rewind picker: the checkpoints with what each changed, and d
+	// previews a rewind's diff (to checkpoint 1, after the edit: it would
+	// bring the edit back), changing nothing.
+	c.send("/rewind files\r")
+	c.waitFor("rewind to which checkpoint?", "start of user turn 0", "edit_file (e1)  a.txt")
+	c.send("\x1b[B") // down: checkpoint 1
+	c.send("d")
+	c.waitFor("+hello world")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Errorf("the preview changed a.txt: %q", b)
+	}
+	c.send("\x1b") // Esc closes the picker
+	c.waitFor("ready · ")
 	c.send("\x03")
 	c.waitFor("press Ctrl-C again")
 	c.send("\x03")
 	if code := c.waitExit(); code != 0 {
 		t.Fatalf("--continue exit %d", code)
+	}
+
+	// --resume with no id: a picker of this workspace's sessions.
+	r := startPTY(t, ws, append(args, "--resume")...)
+	r.waitFor("resume which session?", id)
+	r.send("\r")
+	r.waitFor("resuming session " + id)
+	r.send("\x04")
+	if code := r.waitExit(); code != 0 {
+		t.Fatalf("--resume exit %d", code)
 	}
 }
 

@@ -42,6 +42,10 @@ type picker struct {
 	values []string
 	at     int
 	pick   func(m *chatModel, value string) tea.Cmd
+	// preview, when set, is what d shows for the value under the cursor
+	// (a checkpoint's diff); shown holds it until the cursor moves.
+	preview func(m *chatModel, value string) string
+	shown   string
 }
 
 type chatModel struct {
@@ -511,9 +515,15 @@ func (m *chatModel) pickerKey(k tea.KeyMsg) tea.Cmd {
 		if p.at > 0 {
 			p.at--
 		}
+		p.shown = ""
 	case "down", "j":
 		if p.at < len(p.values)-1 {
 			p.at++
+		}
+		p.shown = ""
+	case "d":
+		if p.preview != nil && len(p.values) > 0 {
+			p.shown = p.preview(m, p.values[p.at])
 		}
 	case "enter":
 		m.picker = nil
@@ -545,7 +555,18 @@ func checkpointPicker(app *chatApp, what string) (*picker, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &picker{title: "rewind to which checkpoint? (" + what + "; ↑/↓, Enter, Esc)"}
+	p := &picker{title: "rewind to which checkpoint? (" + what + "; ↑/↓, d: the diff, Enter, Esc)"}
+	p.preview = func(m *chatModel, n string) string {
+		// The rewind command's dry run: the diff of what going back to n
+		// would change in the files, changing nothing.
+		var out, errb bytes.Buffer
+		err := cmdRewind([]string{app.sessionID, "--to", n, "--files-only", "--dry-run", "--state-dir", app.stateDir}, &out, &errb)
+		text := colorDiff(out.String()) + styleDim(strings.TrimRight(errb.String(), "\n"))
+		if err != nil {
+			text += "\n" + styleErr(termsafe.Text(err.Error()))
+		}
+		return text
+	}
 	for _, c := range cps {
 		if !c.Sealed {
 			continue

@@ -230,5 +230,8 @@ func (m *chatModel) pickerView() string {
 		}
 		b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(cur+p.labels[i]) + "\n")
 	}
+	if p.shown != "" {
+		b.WriteString(p.shown + "\n")
+	}
 	return b.String()
 }
