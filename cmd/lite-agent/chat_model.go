@@ -75,6 +75,7 @@ type chatModel struct {
 	history []string
 	histAt  int
 	queued  []string // typed while a turn ran, sent when it ends
+	ending  string   // how the turn ended, if it failed: shown at its end
 }
 
 func newChatModel(app *chatApp, pickSession bool) *chatModel {
@@ -120,6 +121,10 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.stream.Len() > 0 {
 			cmds = append(cmds, tea.Println(termsafe.Text(m.stream.String())))
 			m.stream.Reset()
+		}
+		if m.ending != "" {
+			cmds = append(cmds, tea.Println(m.ending))
+			m.ending = ""
 		}
 		if len(m.queued) > 0 {
 			next := m.queued[0]
@@ -341,7 +346,9 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			if strings.Contains(msg, "context canceled") || strings.Contains(msg, "interrupted") {
 				msg = "interrupted: the turn was stopped; the session goes on"
 			}
-			return tea.Println(styleErr("⏹ " + field(msg, 300)))
+			// Shown when the turn's stream has ended: the results of the
+			// calls it stopped may still follow this event.
+			m.ending = styleErr("⏹ " + field(msg, 300))
 		}
 	}
 	return nil

@@ -175,7 +175,13 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 			if net == "" {
 				net = "none"
 			}
-			fmt.Fprintf(&b, "  sandbox: writes only %s (and temp); network %s\n", esc(sb.Workspace), net)
+			// What the command may write and reach, from the policy it
+			// runs under (not a summary of the preset).
+			writes := append([]string{sb.Workspace}, sb.ReadWritePaths...)
+			if sb.TempDir != "" {
+				writes = append(writes, "a private temp dir")
+			}
+			fmt.Fprintf(&b, "  sandbox: writes only %s; network %s\n", esc(strings.Join(writes, ", ")), net)
 		} else {
 			b.WriteString(styleErr("  sandbox: none — the command runs unconfined") + "\n")
 		}
