@@ -250,6 +250,10 @@ func TestChatSession(t *testing.T) {
 	c.waitFor("resuming session " + id)
 	c.send("/checkpoints\r")
 	c.waitFor("rewind to checkpoint 0")
+	// The conversation was cut to nothing: /compact says so, off the
+	// event loop.
+	c.send("/compact\r")
+	c.waitFor("nothing to compact")
 	// The /rewind picker: the checkpoints with what each changed, and d
 	// previews a rewind's diff (to checkpoint 1, after the edit: it would
 	// bring the edit back), changing nothing.

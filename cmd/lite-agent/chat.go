@@ -48,6 +48,9 @@ type chatApp struct {
 	agent     *local.Agent
 	mode      policies.Mode
 	sessionID string // "" until the first turn starts one
+	// opts are the agent's options, copied once per rebuild (Options
+	// deep-copies; the status line reads them at every frame).
+	opts kernel.Options
 
 	prog *tea.Program
 	// approveMu makes approvals one at a time: parallel calls would
@@ -178,7 +181,8 @@ func (a *chatApp) rebuild() error {
 		return err
 	}
 	a.agent = agent
-	a.mode = policies.Mode(agent.Options().PermissionMode)
+	a.opts = agent.Options()
+	a.mode = policies.Mode(a.opts.PermissionMode)
 	if a.mode == "" {
 		a.mode = policies.ModeDefault
 	}

@@ -113,6 +113,8 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case eventMsg:
 		return m, m.onEvent(msg.ev)
+	case printMsg:
+		return m, tea.Println(string(msg))
 	case turnDoneMsg:
 		m.running, m.cancel = false, nil
 		m.calls = nil
@@ -129,7 +131,7 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if len(m.queued) > 0 {
 			next := m.queued[0]
 			m.queued = m.queued[1:]
-			cmds = append(cmds, m.dispatch(next))
+			cmds = append(cmds, m.dispatch(next)...)
 		}
 		return m, tea.Sequence(cmds...)
 	case approvalMsg:
@@ -247,16 +249,17 @@ func (m *chatModel) submit() tea.Cmd {
 		m.queued = append(m.queued, text)
 		return nil
 	}
-	return m.dispatch(text)
+	return tea.Sequence(m.dispatch(text)...)
 }
 
-// dispatch runs what was typed: a slash command or a prompt.
-func (m *chatModel) dispatch(text string) tea.Cmd {
+// dispatch runs what was typed, a slash command or a prompt: the commands
+// to run in sequence, for the caller's one tea.Sequence.
+func (m *chatModel) dispatch(text string) []tea.Cmd {
 	echo := tea.Println(styleUser("> " + strings.ReplaceAll(termsafe.Text(text), "\n", "\n  ")))
 	if strings.HasPrefix(text, "/") {
-		return tea.Sequence(echo, m.slash(strings.TrimSpace(text)))
+		return []tea.Cmd{echo, m.slash(strings.TrimSpace(text))}
 	}
-	return tea.Sequence(echo, m.startTurn(text))
+	return []tea.Cmd{echo, m.startTurn(text)}
 }
 
 // startTurn runs one prompt as a query resuming the session.

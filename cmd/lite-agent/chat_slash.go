@@ -36,6 +36,9 @@ var slashCommands = map[string]string{
 	"/exit":        "leave (also Ctrl-D)",
 }
 
+// slash runs a slash command. The command it returns is never a
+// tea.Sequence: the caller puts it in one, and Bubble Tea v1 does not run
+// a sequence nested in another.
 func (m *chatModel) slash(line string) tea.Cmd {
 	fields := strings.Fields(line)
 	name, args := fields[0], fields[1:]
@@ -62,7 +65,11 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		u := m.usage
 		return say(fmt.Sprintf("tokens: %d input, %d output, %d cache read, %d cache write", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens))
 	case "/context":
-		return say(fmt.Sprintf("the last model call read %d tokens of context", m.contextUsed))
+		msg := fmt.Sprintf("the last model call read %d tokens of context", m.contextUsed)
+		if w := m.app.contextWindow(); w > 0 {
+			msg += fmt.Sprintf(", %d%% of the %d-token window", m.contextUsed*100/w, w)
+		}
+		return say(msg)
 	case "/model":
 		return say("model: " + esc(m.app.modelName))
 	case "/tools":
@@ -80,7 +87,8 @@ func (m *chatModel) slash(line string) tea.Cmd {
 	case "/clear":
 		m.app.sessionID = ""
 		m.contextUsed = 0
-		return tea.Sequence(tea.ClearScreen, say(styleDim("a new session starts with the next prompt")))
+		m.notice = "a new session starts with the next prompt"
+		return tea.ClearScreen
 	case "/resume":
 		m.picker = sessionPicker(m.app)
 		return nil
@@ -155,17 +163,25 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 		o := m.app.agent.Options()
 		o.Resume = m.app.sessionID
-		info, err := kernel.Compact(context.Background(), o)
-		if err != nil {
-			return say(styleErr(termsafe.Text(err.Error())))
+		// A model call: run off the event loop, so the screen stays live.
+		m.notice = "compacting…"
+		return func() tea.Msg {
+			info, err := kernel.Compact(context.Background(), o)
+			switch {
+			case err != nil:
+				return printMsg(styleErr(termsafe.Text(err.Error())))
+			case info == nil:
+				return printMsg("nothing to compact yet")
+			}
+			return printMsg(styleDim("compacted: the older turns are summarised"))
 		}
-		if info == nil {
-			return say("nothing to compact yet")
-		}
-		return say(styleDim("compacted: the older turns are summarised"))
 	}
 	return say(styleErr("unknown command " + esc(name) + suggest(name)))
 }
+
+// printMsg is a line for the scrollback from a command that ran off the
+// event loop.
+type printMsg string
 
 func orNone(s string) string {
 	if s == "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
@@ -80,7 +81,7 @@ func tail(s string, n, width int) string {
 
 func (m *chatModel) statusLine() string {
 	net := "none"
-	if sb := m.app.agent.Options().Sandbox; sb != nil && sb.Network != "" {
+	if sb := m.app.opts.Sandbox; sb != nil && sb.Network != "" {
 		net = string(sb.Network)
 	}
 	// The state first: at 80 columns the end of the line may be cut.
@@ -88,10 +89,23 @@ func (m *chatModel) statusLine() string {
 	if m.running {
 		state = "working (Esc stops)"
 	}
+	ctx := humanTokens(m.contextUsed)
+	if w := m.app.contextWindow(); w > 0 {
+		ctx += "/" + humanTokens(w)
+	}
 	s := fmt.Sprintf("%s · %s · mode %s · net %s · ctx %s · tokens %s in, %s out",
-		state, esc(m.app.modelName), m.app.mode, net, humanTokens(m.contextUsed),
+		state, esc(m.app.modelName), m.app.mode, net, ctx,
 		humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens), humanTokens(m.usage.OutputTokens))
 	return dimStyle.MaxWidth(m.width).Render(s)
+}
+
+// contextWindow is the model's window as the kernel sizes it: the
+// --context-window flag, else the model table's entry (0: unknown).
+func (a *chatApp) contextWindow() int64 {
+	if w := a.opts.ContextWindow; w > 0 {
+		return int64(w)
+	}
+	return int64(provider.LookupModel(a.modelName).ContextWindow)
 }
 
 func humanTokens(n int64) string {
@@ -153,7 +167,7 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 	if warn != "" {
 		b.WriteString(styleErr("  ("+warn+")") + "\n")
 	}
-	if name == policies.ShellTool {
+	if name == policies.ShellTool && app != nil {
 		var in struct {
 			Command string `json:"command"`
 		}
@@ -170,7 +184,7 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 				b.WriteString(styleErr("  unproven: "+field(u, 120)) + "\n")
 			}
 		}
-		if sb := app.agent.Options().Sandbox; sb != nil {
+		if sb := app.opts.Sandbox; sb != nil {
 			net := string(sb.Network)
 			if net == "" {
 				net = "none"
