@@ -36,9 +36,8 @@ var slashCommands = map[string]string{
 	"/exit":        "leave (also Ctrl-D)",
 }
 
-// slash runs a slash command. The command it returns is never a
-// tea.Sequence: the caller puts it in one, and Bubble Tea v1 does not run
-// a sequence nested in another.
+// slash runs a slash command; the caller runs the command it returns in
+// sequence after the echo of the line.
 func (m *chatModel) slash(line string) tea.Cmd {
 	fields := strings.Fields(line)
 	name, args := fields[0], fields[1:]
