@@ -288,7 +288,7 @@ func TestChatSession(t *testing.T) {
 // TestChatNeedsTerminal: without a terminal the interactive mode says to
 // use run, exit 2.
 func TestChatNeedsTerminal(t *testing.T) {
-	for _, args := range [][]string{{"chat"}, {"--continue"}} {
+	for _, args := range [][]string{{}, {"chat"}, {"--continue"}} {
 		_, stderr, code := cliRun(t, t.TempDir(), args...)
 		if code != 2 || !strings.Contains(string(stderr), "lite-agent run") {
 			t.Errorf("%v without a terminal: exit %d, %s", args, code, stderr)
