@@ -324,6 +324,11 @@ func TestChatEscapesAgentStrings(t *testing.T) {
 			t.Errorf("raw %q reaches the terminal", bad)
 		}
 	}
+	// NO_COLOR (startPTY sets it): no colour sequence at all (without it
+	// the same session shows \x1b[90m for the dim lines, \x1b[37m, ...).
+	if m := regexp.MustCompile(`\x1b\[(?:[0-9;]*;)?(?:3[0-9]|9[0-7]|38;)[0-9;]*m`).FindString(raw); m != "" {
+		t.Errorf("a colour sequence %q under NO_COLOR", m)
+	}
 	if scr := s.screen(0); !strings.Contains(scr, "model says "+attackShown) {
 		t.Errorf("the model's text is not shown escaped:\n%s", scr)
 	}
