@@ -77,7 +77,8 @@ var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*
 func (s *ptySession) screen(from int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ansiRE.ReplaceAllString(string(s.out.Bytes()[from:]), "")
+	// Without the renderer's sequences and the pty's CRs.
+	return strings.ReplaceAll(ansiRE.ReplaceAllString(string(s.out.Bytes()[from:]), ""), "\r", "")
 }
 
 // waitFor polls the output after the mark until it holds each of want,
@@ -248,12 +249,26 @@ func TestChatSession(t *testing.T) {
 	// --continue: the same session, its checkpoints there.
 	c := startPTY(t, ws, append(args, "--continue")...)
 	c.waitFor("resuming session " + id)
-	c.send("/checkpoints\r")
-	c.waitFor("rewind to checkpoint 0")
+	// The history crosses sessions: ↑ brings back the last line typed in
+	// the session before; Ctrl-C at a prompt with text clears it.
+	c.send("\x1b[A")
+	c.waitFor("> /rewnd")
+	c.send("\x03")
 	// The conversation was cut to nothing: /compact says so, off the
 	// event loop.
 	c.send("/compact\r")
 	c.waitFor("nothing to compact")
+	// Ctrl+J is a new line in the input, not a send: Enter sends both
+	// lines as one prompt (echoed with the second line indented). The
+	// conversation was cut, so the model begins its script again: deny.
+	c.send("first line\nsecond line")
+	c.waitFor("> first line", "> second line")
+	c.send("\r")
+	c.waitFor("> first line", "\n  second line", "? edit_file wants to run")
+	c.send("n")
+	c.waitFor("denied", "ready · ")
+	c.send("/checkpoints\r")
+	c.waitFor("rewind to checkpoint 0")
 	// The /rewind picker: the checkpoints with what each changed, and d
 	// previews a rewind's diff (to checkpoint 1, after the edit: it would
 	// bring the edit back), changing nothing.
