@@ -286,3 +286,13 @@ func hunkRange(start, n int) string {
 	}
 	return fmt.Sprintf("%d,%d", start, n)
 }
+
+// UnifiedDiff is a unified diff (3 lines of context) of a and b, named
+// aName and bName ("/dev/null" for a side that does not exist): the same
+// diff a dry-run rewind prints, for a caller that shows a change before
+// it is made (the interactive mode's approval of an edit).
+func UnifiedDiff(aName, bName string, a, b []byte) string {
+	var w strings.Builder
+	unifiedDiff(&w, aName, bName, a, b)
+	return w.String()
+}

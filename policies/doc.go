@@ -70,4 +70,10 @@
 // error, not a hang), a regular file of at most 1 MiB. The user's file
 // may be a symlink (it is the user's), but what it leads to is held to
 // the same rules. Parsing is linear in the size of the file.
+//
+// AddRule (addrule.go) adds a rule to a policy file in place, for an
+// approval's "allow always"; the result is parsed again before it is
+// written, and the workspace's file is written beneath the workspace
+// through os.Root. ViewShellCommand shows a person what the shell parser
+// the rules use found in a command line.
 package policies

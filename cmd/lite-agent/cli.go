@@ -46,13 +46,23 @@ commands:
   gc                   remove old checkpoints (--max-age, --max-count, --max-size)
   verify               re-hash the checkpoint store and report corruption
   version              print the version
+  chat [flags]         an interactive session (also: no command, in a terminal);
+                       run's flags, --continue, --resume [ID]
 `
 
 // runCLI is main without the process: it returns the exit code.
 func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 && !isTerminal(stdin) {
 		fmt.Fprint(stderr, usageText)
+		fmt.Fprintln(stderr, "(with no command in a terminal, lite-agent opens an interactive session; without one, use run)")
 		return 2
+	}
+	if isChatCommand(args) {
+		// The interactive mode: no command, "chat", or chat's flags.
+		if len(args) > 0 && args[0] == "chat" {
+			args = args[1:]
+		}
+		return exitCode(cmdChat(args, stdin, stdout, stderr), stderr)
 	}
 	var err error
 	switch args[0] {
@@ -79,6 +89,24 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		err = usageErrorf("unknown command %q\n%s", args[0], strings.TrimRight(usageText, "\n"))
 	}
+	return exitCode(err, stderr)
+}
+
+// isChatCommand reports whether args start the interactive mode: no
+// command, "chat", or a flag (lite-agent --continue).
+func isChatCommand(args []string) bool {
+	if len(args) == 0 || args[0] == "chat" {
+		return true
+	}
+	switch args[0] {
+	case "-h", "--help", "--version":
+		return false
+	}
+	return strings.HasPrefix(args[0], "-")
+}
+
+// exitCode prints err (if any) and returns the exit code for it.
+func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}

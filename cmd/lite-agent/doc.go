@@ -1,7 +1,10 @@
-// lite-agent runs an agent headless from the command line.
+// lite-agent runs an agent from the command line: interactively in a
+// terminal, or headless with run.
 //
 // # Usage
 //
+//	lite-agent [chat] [flags]            an interactive session in a terminal (chat*.go):
+//	                                     run's flags, --continue, --resume [ID]
 //	lite-agent run [flags] PROMPT        run an agent (or -p PROMPT; "-" reads stdin)
 //	lite-agent sandbox run [flags] -- CMD [ARGS...]
 //	                                     run one command confined
@@ -31,6 +34,21 @@
 // terminal, a call that asks is an interactive prompt (allow once, allow
 // always for this session, deny); otherwise it is denied with a message the
 // model sees.
+//
+// The interactive mode (chat.go) is a Bubble Tea program in the normal
+// screen: text streams in, each tool call is a line with its status and
+// duration, and a call that asks shows what it will do — the unified diff
+// of an edit or write (builtin.PreviewChange), the exact command, the
+// parts the rule parser found and the sandbox of a bash call — and takes
+// y (once), a (this session), A (always: the rule is written to the user's
+// or the workspace's policy file, policies.AddRuleToUserFile and
+// AddRuleToWorkspaceFile), n (deny) or m (deny with a message); Enter never
+// allows. Esc or Ctrl-C stops the turn (the model stream and the running
+// command, whose process tree the sandbox kills when the context ends);
+// Ctrl-C twice or Ctrl-D exits. Slash commands (/help) reuse the
+// commands' implementations (/rewind is cmdRewind, /checkpoints is
+// cmdCheckpoints). Each prompt is a Query resuming the session, so every
+// other command works on it. Without a terminal it says to use run (exit 2).
 //
 // sandbox run flags: --workspace DIR (default: the current directory; the
 // command runs there, or in the current directory when that is inside it),

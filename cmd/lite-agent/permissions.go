@@ -86,7 +86,9 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 		return nil, err
 	}
 	applyModelFlags(&f.modelSettings, &cfg)
-	if isTerminal(stdin) {
+	if f.canUseTool != nil {
+		cfg.CanUseTool = f.canUseTool
+	} else if isTerminal(stdin) {
 		cfg.CanUseTool = terminalPrompt(bufio.NewReader(stdin), stderr)
 	}
 	agent, err := local.New(cfg)

@@ -57,33 +57,14 @@ type runFlags struct {
 	outputSchema    string
 	// What the model is told, context, thinking, web search (model.go).
 	modelSettings modelFlagValues
+	// canUseTool, when set, answers the calls that ask instead of the
+	// line prompt (the interactive mode's approvals, chat.go).
+	canUseTool kernel.CanUseToolFunc
 }
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.prompt, "p", "", "the prompt (instead of the PROMPT argument; \"-\" reads stdin)")
-	fs.StringVar(&f.workspace, "workspace", "", "the directory the agent works in (default: the current directory)")
-	fs.StringVar(&f.providerName, "provider", "", "the model provider: anthropic, openai (or any OpenAI-compatible server) or scripted (default: anthropic, or scripted with --script)")
-	fs.StringVar(&f.model, "model", "", "the model name (default: "+defaultAnthropicModel+" for anthropic; required for openai)")
-	fs.StringVar(&f.baseURL, "base-url", "", "the API base URL, e.g. http://localhost:11434/v1 (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
-	fs.StringVar(&f.apiKey, "api-key", "", "the API key (default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY; prefer those, a flag shows in ps)")
-	fs.StringVar(&f.script, "script", "", "a scripted-model JSON file; implies --provider scripted")
-	fs.IntVar(&f.maxTurns, "max-turns", 0, "stop after N model calls (0: no limit)")
-	fs.IntVar(&f.maxTokens, "max-tokens", 0, "bound one model answer to N tokens (0: the provider's default)")
-	fs.StringVar(&f.tools, "tools", "", "comma list of the tools the model sees (names or wildcards; default: all, \"\" for none)")
-	fs.StringVar(&f.allowedTools, "allowed-tools", "", "comma list of allow rules: tools or calls pre-approved to run without asking (\"read_file,bash(git status),bash(npm run test:*)\"); does not hide other tools")
-	fs.StringVar(&f.disallowedTools, "disallowed-tools", "", "comma list of deny rules (\"bash(curl:*),write_file(/etc/**)\"); a tool named without an argument is also removed from the model's view")
-	fs.StringVar(&f.outputFormat, "output-format", "text", "text, json or stream-json")
-	fs.StringVar(&f.systemPrompt, "system-prompt", "", "replace the default system prompt (what the model is told about its work, environment and sandbox) with this text")
-	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
-	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
-	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
-	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
-	permissionFlags(fs, &f)
-	extraFlags(fs, &f)
-	modelFlags(fs, &f.modelSettings)
+	fs := runFlagSet("run", &f, stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
 		fs.PrintDefaults()
@@ -132,6 +113,34 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return render(f.outputFormat, f.verbose, agent.Query(ctx, prompt, queryOpts...), stdout, stderr)
+}
+
+// runFlagSet is the flags of run, which chat shares.
+func runFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.prompt, "p", "", "the prompt (instead of the PROMPT argument; \"-\" reads stdin)")
+	fs.StringVar(&f.workspace, "workspace", "", "the directory the agent works in (default: the current directory)")
+	fs.StringVar(&f.providerName, "provider", "", "the model provider: anthropic, openai (or any OpenAI-compatible server) or scripted (default: anthropic, or scripted with --script)")
+	fs.StringVar(&f.model, "model", "", "the model name (default: "+defaultAnthropicModel+" for anthropic; required for openai)")
+	fs.StringVar(&f.baseURL, "base-url", "", "the API base URL, e.g. http://localhost:11434/v1 (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
+	fs.StringVar(&f.apiKey, "api-key", "", "the API key (default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY; prefer those, a flag shows in ps)")
+	fs.StringVar(&f.script, "script", "", "a scripted-model JSON file; implies --provider scripted")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "stop after N model calls (0: no limit)")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "bound one model answer to N tokens (0: the provider's default)")
+	fs.StringVar(&f.tools, "tools", "", "comma list of the tools the model sees (names or wildcards; default: all, \"\" for none)")
+	fs.StringVar(&f.allowedTools, "allowed-tools", "", "comma list of allow rules: tools or calls pre-approved to run without asking (\"read_file,bash(git status),bash(npm run test:*)\"); does not hide other tools")
+	fs.StringVar(&f.disallowedTools, "disallowed-tools", "", "comma list of deny rules (\"bash(curl:*),write_file(/etc/**)\"); a tool named without an argument is also removed from the model's view")
+	fs.StringVar(&f.outputFormat, "output-format", "text", "text, json or stream-json")
+	fs.StringVar(&f.systemPrompt, "system-prompt", "", "replace the default system prompt (what the model is told about its work, environment and sandbox) with this text")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
+	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
+	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
+	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
+	permissionFlags(fs, f)
+	extraFlags(fs, f)
+	modelFlags(fs, &f.modelSettings)
+	return fs
 }
 
 func resolvePrompt(flagPrompt string, positional []string, stdin io.Reader) (string, error) {

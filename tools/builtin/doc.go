@@ -24,4 +24,9 @@
 // timeout that kills the group and an output cap that keeps the head and
 // the tail. Its declared Security is honest about what an unconfined shell
 // can do; the sandbox package confines it.
+//
+// PreviewChange (preview.go) computes what a write_file or edit_file call
+// would make of its file without running it — with edit_file's own rule
+// (applyEdit) — so that an approval can show the diff of exactly the
+// change the tool then makes.
 package builtin

@@ -581,11 +581,8 @@ func fileMissingParents(ctx *tools.Context, given, rel string) ([]string, error)
 // ---- edit_file ----
 
 func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
-	if in.OldString == "" {
-		return "", errors.New("old_string is empty; to create a file or replace its whole content use write_file, otherwise give the exact text to replace")
-	}
-	if in.OldString == in.NewString {
-		return "", errors.New("old_string and new_string are identical, so there is nothing to change")
+	if err := checkEditInput(in); err != nil {
+		return "", err
 	}
 	rel, err := resolvePath(ctx, in.Path)
 	if err != nil {
@@ -614,33 +611,11 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 	if looksBinary(data) {
 		return "", fmt.Errorf("%s is a binary file; edit_file only edits text files", in.Path)
 	}
-	content := string(data)
-	oldS, newS := in.OldString, in.NewString
-	count := strings.Count(content, oldS)
-	crlf := false
-	if count == 0 && strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r\n") {
-		// read_file shows CRLF lines without their "\r", so the model's
-		// text has bare newlines: match it with the file's line endings.
-		oldS = strings.ReplaceAll(oldS, "\n", "\r\n")
-		newS = strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n")
-		if count = strings.Count(content, oldS); count > 0 {
-			crlf = true
-		}
+	res, err := applyEdit(string(data), in)
+	if err != nil {
+		return "", err
 	}
-	switch {
-	case count == 0:
-		return "", fmt.Errorf("old_string was not found in %s. It must match the file exactly, including whitespace, indentation and line breaks, and must not include read_file's line-number prefix. Use read_file to see the current content, then try again", in.Path)
-	case count > 1 && !in.ReplaceAll:
-		return "", fmt.Errorf("old_string was found %d times in %s, but it must be unique. Add surrounding lines to old_string so that it matches only the place you want to change, or set replace_all to true to replace all %d occurrences", count, in.Path, count)
-	}
-
-	first := strings.Index(content, oldS)
-	var updated string
-	if in.ReplaceAll {
-		updated = strings.ReplaceAll(content, oldS, newS)
-	} else {
-		updated = strings.Replace(content, oldS, newS, 1)
-	}
+	updated, count, first, newS, crlf := res.updated, res.count, res.first, res.newS, res.crlf
 
 	if err := ctx.RecordSnapshot(rel); err != nil {
 		return "", fmt.Errorf("could not record a checkpoint of %s before editing it, so nothing was changed: %w", in.Path, err)
@@ -675,6 +650,64 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 	b.WriteString("\n")
 	b.WriteString(fileEditSnippet(updated, first, len(newS), count > 1))
 	return b.String(), nil
+}
+
+// checkEditInput refuses an edit that cannot mean anything, before the
+// file is looked at.
+func checkEditInput(in editFileInput) error {
+	if in.OldString == "" {
+		return errors.New("old_string is empty; to create a file or replace its whole content use write_file, otherwise give the exact text to replace")
+	}
+	if in.OldString == in.NewString {
+		return errors.New("old_string and new_string are identical, so there is nothing to change")
+	}
+	return nil
+}
+
+// editResult is what an edit makes of a file's content.
+type editResult struct {
+	updated string
+	count   int    // occurrences replaced
+	first   int    // byte offset of the first replacement
+	newS    string // the replacement as written (CRLF-adjusted)
+	crlf    bool   // the file's CRLF line endings were kept
+}
+
+// applyEdit is edit_file's rule for what an edit does to content: the one
+// place it is decided, used by the tool and by PreviewChange (the diff a
+// person approves must be the change the tool then makes).
+func applyEdit(content string, in editFileInput) (editResult, error) {
+	if err := checkEditInput(in); err != nil {
+		return editResult{}, err
+	}
+	oldS, newS := in.OldString, in.NewString
+	count := strings.Count(content, oldS)
+	crlf := false
+	if count == 0 && strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r\n") {
+		// read_file shows CRLF lines without their "\r", so the model's
+		// text has bare newlines: match it with the file's line endings.
+		oldS = strings.ReplaceAll(oldS, "\n", "\r\n")
+		newS = strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n")
+		if count = strings.Count(content, oldS); count > 0 {
+			crlf = true
+		}
+	}
+	switch {
+	case count == 0:
+		return editResult{}, fmt.Errorf("old_string was not found in %s. It must match the file exactly, including whitespace, indentation and line breaks, and must not include read_file's line-number prefix. Use read_file to see the current content, then try again", in.Path)
+	case count > 1 && !in.ReplaceAll:
+		return editResult{}, fmt.Errorf("old_string was found %d times in %s, but it must be unique. Add surrounding lines to old_string so that it matches only the place you want to change, or set replace_all to true to replace all %d occurrences", count, in.Path, count)
+	}
+
+	first := strings.Index(content, oldS)
+	var updated string
+	if in.ReplaceAll {
+		updated = strings.ReplaceAll(content, oldS, newS)
+	} else {
+		updated = strings.Replace(content, oldS, newS, 1)
+	}
+
+	return editResult{updated: updated, count: count, first: first, newS: newS, crlf: crlf}, nil
 }
 
 // fileEditSnippet shows the lines around the replacement that starts at byte

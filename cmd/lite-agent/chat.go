@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/local"
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/provider"
+)
+
+// The interactive mode (issue 16): `lite-agent` with no command, or
+// `lite-agent chat`, in a terminal. It is a Bubble Tea program in the
+// terminal's normal screen (no alternate screen): what is finished — the
+// prompt, the model's answers, one line per tool call — is printed above
+// the program's view and stays in the scrollback; the view holds what is
+// live: the text streaming in, the running calls, an approval, the input
+// and the status line. Each prompt is one local.Agent.Query resuming the
+// session, so a session of the TUI is a session of `run`: `sessions`,
+// `checkpoints`, `rewind` and `run --resume` all work on it.
+//
+// Every string the agent controls (model text, tool names and inputs,
+// results, file names, diffs) is escaped with termsafe before it reaches
+// the screen: chat_view.go is the one place the TUI renders them.
+
+// chatApp is what the session needs beyond the screen: the flags (to
+// rebuild the agent when the mode or the rules change), the agent, the
+// session id.
+type chatApp struct {
+	f         runFlags
+	set       map[string]bool
+	model     provider.Model
+	modelName string
+	stateDir  string
+	agent     *local.Agent
+	mode      policies.Mode
+	sessionID string // "" until the first turn starts one
+	// opts are the agent's options, copied once per rebuild (Options
+	// deep-copies; the status line reads them at every frame).
+	opts kernel.Options
+
+	prog *tea.Program
+	// approveMu makes approvals one at a time: parallel calls would
+	// otherwise answer each other's questions.
+	approveMu sync.Mutex
+}
+
+func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f runFlags
+	fs := runFlagSet("chat", &f, stderr)
+	cont := fs.Bool("continue", false, "resume the newest session of this workspace")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lite-agent [chat] [flags]   (an interactive session; --resume with no id picks a session)")
+		fs.PrintDefaults()
+	}
+	// "--resume" with no id (at the end, or before another flag) opens a
+	// picker; the flag package would take the next flag as the id.
+	args, pick := resumeWithoutID(args)
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2}
+	}
+	if len(positional) > 0 || f.prompt != "" {
+		return usageErrorf("chat takes no prompt: type it in the session (for one prompt and out, use lite-agent run PROMPT)")
+	}
+	if f.outputFormat != "text" {
+		return usageErrorf("--output-format applies to run; chat is interactive")
+	}
+	if !isTerminal(stdin) || !isTerminalWriter(stdout) {
+		return usageErrorf("the interactive mode needs a terminal; without one use: lite-agent run [flags] PROMPT")
+	}
+	if *cont && (pick || f.resume != "") {
+		return usageErrorf("--continue and --resume exclude each other")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	model, modelName, err := buildModel(&f)
+	if err != nil {
+		return err
+	}
+	ws, notice, err := resolveWorkspace(f.workspace, f.stateDir)
+	if err != nil {
+		return err
+	}
+	f.workspace = ws
+	if notice != "" {
+		fmt.Fprintln(stderr, notice)
+	}
+	stateDir, err := stateDirOf(f.stateDir)
+	if err != nil {
+		return err
+	}
+	// The state dir, resolved, for every command of the session.
+	f.stateDir = stateDir
+	app := &chatApp{f: f, set: set, model: model, modelName: modelName, stateDir: stateDir, sessionID: f.resume}
+	if *cont {
+		sessions := workspaceSessions(stateDir, ws)
+		if len(sessions) == 0 {
+			return failf("no session of %s to continue in %s; start one with: lite-agent", esc(ws), esc(stateDir))
+		}
+		app.sessionID = sessions[0].SessionID
+	}
+	if err := app.rebuild(); err != nil {
+		return err
+	}
+	// Set, so that lipgloss never asks the terminal for its background
+	// (an OSC 11 query a terminal that does not answer makes wait for
+	// seconds before the first screen).
+	lipgloss.SetHasDarkBackground(true)
+	if os.Getenv("NO_COLOR") != "" {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	m := newChatModel(app, pick)
+	p := tea.NewProgram(m, tea.WithInput(stdin), tea.WithOutput(stdout))
+	app.prog = p
+	if _, err := p.Run(); err != nil {
+		return failf("the terminal UI stopped: %v", err)
+	}
+	if app.sessionID != "" {
+		fmt.Fprintf(stdout, "session %s — continue with: lite-agent --continue\n", app.sessionID)
+	}
+	return nil
+}
+
+// resumeWithoutID takes a bare "--resume" (last, or followed by a flag)
+// out of args and reports it.
+func resumeWithoutID(args []string) ([]string, bool) {
+	out := make([]string, 0, len(args))
+	pick := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		if (a == "--resume" || a == "-resume") && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
+			pick = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, pick
+}
+
+// workspaceSessions are the sessions of workspace ws, newest first.
+func workspaceSessions(stateDir, ws string) []kernel.Record {
+	headers, _ := kernel.ListSessions(stateDir)
+	var out []kernel.Record
+	for _, h := range headers {
+		if h.Workspace == ws {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// rebuild makes the agent from the flags: at the start, and after /mode,
+// /allow or /deny changed them. The agent is rebuilt rather than changed
+// so that New checks the new mode and rules against the preset as it
+// checks the flags of run: there is one path to a hardened agent.
+func (a *chatApp) rebuild() error {
+	a.f.canUseTool = a.approve
+	agent, err := buildAgent(&a.f, a.set, a.model, a.modelName, nil, io.Discard)
+	if err != nil {
+		return err
+	}
+	a.agent = agent
+	a.opts = agent.Options()
+	a.mode = policies.Mode(a.opts.PermissionMode)
+	if a.mode == "" {
+		a.mode = policies.ModeDefault
+	}
+	return nil
+}
+
+// approvalMsg asks the screen about one call; the answer comes back on reply.
+type approvalMsg struct {
+	name   string
+	input  json.RawMessage
+	info   kernel.ToolUseInfo
+	reply  chan kernel.PermissionResult
+	cancel <-chan struct{}
+}
+
+// approve is the agent's CanUseTool: it hands the call to the screen and
+// waits for the person's answer, or for the turn to be interrupted.
+func (a *chatApp) approve(ctx context.Context, name string, input json.RawMessage, info kernel.ToolUseInfo) (kernel.PermissionResult, error) {
+	interrupted := kernel.PermissionResult{Interrupt: true,
+		Message: fmt.Sprintf("the call to %s was denied: the user interrupted the turn at the approval prompt", name)}
+	a.approveMu.Lock()
+	defer a.approveMu.Unlock()
+	if ctx.Err() != nil {
+		return interrupted, nil
+	}
+	reply := make(chan kernel.PermissionResult, 1)
+	a.prog.Send(approvalMsg{name: name, input: input, info: info, reply: reply, cancel: ctx.Done()})
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-ctx.Done():
+		return interrupted, nil
+	}
+}
+
+// chatHistoryPath is the file of the prompts typed, across sessions.
+func chatHistoryPath(stateDir string) string { return filepath.Join(stateDir, "chat_history.jsonl") }

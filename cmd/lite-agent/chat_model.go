@@ -1,0 +1,612 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textarea"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/internal/termsafe"
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/local"
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/provider"
+)
+
+// Messages from the turn's goroutine to the screen.
+type (
+	eventMsg    struct{ ev kernel.Event }
+	turnDoneMsg struct{ err error }
+)
+
+// runningCall is a tool call shown live until its result.
+type runningCall struct {
+	id, line string
+	start    time.Time
+}
+
+// picker is a list to choose from (a session to resume, a checkpoint to
+// rewind to). Its labels are escaped when the picker is made.
+type picker struct {
+	title  string
+	labels []string
+	values []string
+	at     int
+	pick   func(m *chatModel, value string) tea.Cmd
+	// preview, when set, is what d shows for the value under the cursor
+	// (a checkpoint's diff); shown holds it until the cursor moves.
+	preview func(m *chatModel, value string) string
+	shown   string
+}
+
+type chatModel struct {
+	app   *chatApp
+	input textarea.Model
+	width int
+
+	running bool
+	cancel  context.CancelFunc
+	stream  strings.Builder // the assistant text of the current message
+	calls   []runningCall
+
+	approval   *approvalMsg
+	approvalAt string // "" choosing, "message": typing a denial's message
+	denyText   []rune
+
+	picker *picker
+
+	usage       provider.Usage // the session's, since it was opened here
+	contextUsed int64
+	tools       []string
+	mcp         []string
+	agents      []string
+	armedQuit   bool // Ctrl-C was pressed once at an empty prompt
+	notice      string
+
+	history []string
+	histAt  int
+	queued  []string // typed while a turn ran, sent when it ends
+	ending  string   // how the turn ended, if it failed: shown at its end
+}
+
+func newChatModel(app *chatApp, pickSession bool) *chatModel {
+	ta := textarea.New()
+	ta.Placeholder = "type a task; Enter sends, Alt+Enter or Ctrl+J a new line, /help"
+	ta.ShowLineNumbers = false
+	ta.Prompt = "> "
+	ta.CharLimit = 0
+	ta.SetHeight(3)
+	// Enter sends: a new line is Alt+Enter or Ctrl+J.
+	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
+	ta.Focus()
+	m := &chatModel{app: app, input: ta, width: 80}
+	m.history = loadHistory(chatHistoryPath(app.stateDir))
+	m.histAt = len(m.history)
+	if pickSession {
+		m.picker = sessionPicker(app)
+	}
+	return m
+}
+
+func (m *chatModel) Init() tea.Cmd {
+	intro := fmt.Sprintf("lite-agent %s — workspace %s", version, esc(m.app.f.workspace))
+	if m.app.sessionID != "" {
+		intro += "\nresuming session " + esc(m.app.sessionID)
+	}
+	return tea.Sequence(tea.Println(styleDim(intro+"\n/help for commands, Esc or Ctrl-C stops a turn, Ctrl-D exits")), textarea.Blink)
+}
+
+func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width = max(20, msg.Width)
+		m.input.SetWidth(m.width - 1)
+		return m, nil
+	case eventMsg:
+		return m, m.onEvent(msg.ev)
+	case printMsg:
+		return m, tea.Println(string(msg))
+	case turnDoneMsg:
+		m.running, m.cancel = false, nil
+		m.calls = nil
+		m.notice = ""
+		var cmds []tea.Cmd
+		if m.stream.Len() > 0 {
+			cmds = append(cmds, tea.Println(termsafe.Text(m.stream.String())))
+			m.stream.Reset()
+		}
+		if m.ending != "" {
+			cmds = append(cmds, tea.Println(m.ending))
+			m.ending = ""
+		}
+		if len(m.queued) > 0 {
+			next := m.queued[0]
+			m.queued = m.queued[1:]
+			cmds = append(cmds, m.dispatch(next)...)
+		}
+		return m, tea.Sequence(cmds...)
+	case approvalMsg:
+		select {
+		case <-msg.cancel:
+			return m, nil // the turn was interrupted before the question showed
+		default:
+		}
+		m.approval, m.approvalAt, m.denyText = &msg, "", nil
+		return m, nil
+	case tea.KeyMsg:
+		return m.onKey(msg)
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	return m, cmd
+}
+
+func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if m.approval != nil {
+		return m, m.approvalKey(k)
+	}
+	if m.picker != nil {
+		return m, m.pickerKey(k)
+	}
+	s := k.String()
+	if s != "ctrl+c" {
+		m.armedQuit = false
+	}
+	switch s {
+	case "ctrl+c":
+		if m.running {
+			return m, m.interrupt()
+		}
+		if m.input.Value() != "" {
+			m.input.Reset()
+			return m, nil
+		}
+		if m.armedQuit {
+			return m, tea.Quit
+		}
+		m.armedQuit = true
+		m.notice = "press Ctrl-C again to exit (or Ctrl-D)"
+		return m, nil
+	case "esc":
+		if m.running {
+			return m, m.interrupt()
+		}
+		return m, nil
+	case "ctrl+d":
+		if m.input.Value() == "" && !m.running {
+			return m, tea.Quit
+		}
+		return m, nil
+	case "shift+tab":
+		if !m.running {
+			return m, m.setMode(nextMode(m.app.mode))
+		}
+		return m, nil
+	case "enter":
+		return m, m.submit()
+	case "tab":
+		if m.completePath() {
+			return m, nil
+		}
+	case "up":
+		if m.input.Line() == 0 && m.histAt > 0 {
+			m.histAt--
+			m.input.SetValue(m.history[m.histAt])
+			return m, nil
+		}
+	case "down":
+		if m.input.Line() == m.input.LineCount()-1 && m.histAt < len(m.history) {
+			m.histAt++
+			if m.histAt == len(m.history) {
+				m.input.Reset()
+			} else {
+				m.input.SetValue(m.history[m.histAt])
+			}
+			return m, nil
+		}
+	}
+	m.notice = ""
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	return m, cmd
+}
+
+// interrupt stops the running turn: cancelling its context stops the
+// model stream and kills a running tool's process tree (the sandbox kills
+// the whole confined tree when its context ends); the session stays.
+func (m *chatModel) interrupt() tea.Cmd {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.notice = "interrupting…"
+	if n := len(m.queued); n > 0 {
+		m.queued = nil
+		return tea.Println(styleDim(fmt.Sprintf("(dropped %d prompt(s) typed during the turn)", n)))
+	}
+	return nil
+}
+
+func (m *chatModel) submit() tea.Cmd {
+	text := m.input.Value()
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	m.input.Reset()
+	m.history = appendHistory(chatHistoryPath(m.app.stateDir), m.history, text)
+	m.histAt = len(m.history)
+	if m.running {
+		// Typed while a turn runs: it waits for the turn's end, as a
+		// message typed ahead does in a terminal; Esc drops it.
+		m.queued = append(m.queued, text)
+		return nil
+	}
+	return tea.Sequence(m.dispatch(text)...)
+}
+
+// dispatch runs what was typed, a slash command or a prompt: the commands
+// to run in sequence, for the caller's one tea.Sequence.
+func (m *chatModel) dispatch(text string) []tea.Cmd {
+	echo := tea.Println(styleUser("> " + strings.ReplaceAll(termsafe.Text(text), "\n", "\n  ")))
+	if strings.HasPrefix(text, "/") {
+		return []tea.Cmd{echo, m.slash(strings.TrimSpace(text))}
+	}
+	return []tea.Cmd{echo, m.startTurn(text)}
+}
+
+// startTurn runs one prompt as a query resuming the session.
+func (m *chatModel) startTurn(prompt string) tea.Cmd {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.running, m.cancel = true, cancel
+	agent, sid, prog := m.app.agent, m.app.sessionID, m.app.prog
+	go func() {
+		defer cancel()
+		var opts []local.QueryOption
+		if sid != "" {
+			opts = append(opts, local.Resume(sid))
+		}
+		var runErr error
+		for ev, err := range agent.Query(ctx, prompt, opts...) {
+			if err != nil {
+				runErr = err
+			}
+			prog.Send(eventMsg{ev})
+		}
+		prog.Send(turnDoneMsg{runErr})
+	}()
+	return nil
+}
+
+func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
+	if ev.AgentID != "" {
+		// A subagent's calls, nested under the call that started it.
+		if ev.Type == kernel.EventToolResult {
+			return tea.Println(styleDim("    └ [" + esc(ev.AgentID) + "] " + callSummary(ev.Name, ev.Input) + status(ev)))
+		}
+		return nil
+	}
+	switch ev.Type {
+	case kernel.EventSessionStart:
+		first := m.app.sessionID == ""
+		m.app.sessionID = ev.SessionID
+		m.tools = ev.Tools
+		m.agents = ev.Agents
+		m.mcp = m.mcp[:0]
+		for _, s := range ev.MCPServers {
+			st := "connected"
+			if s.Error != "" {
+				st = "failed: " + s.Error
+			}
+			m.mcp = append(m.mcp, esc(s.Name)+": "+field(st, 200))
+		}
+		if first {
+			return tea.Println(styleDim("session " + esc(ev.SessionID)))
+		}
+	case kernel.EventTextDelta:
+		m.stream.WriteString(ev.Text)
+	case kernel.EventRetry:
+		m.stream.Reset()
+		return tea.Println(styleDim(fmt.Sprintf("retrying the model call (attempt %d): %s", ev.Attempt, field(ev.Error, 200))))
+	case kernel.EventAssistantMessage:
+		m.usage = addUsage(m.usage, ev.Usage)
+		m.contextUsed = ev.Usage.ContextTokens()
+		if m.stream.Len() > 0 {
+			text := m.stream.String()
+			m.stream.Reset()
+			// Whole now: rendered as Markdown (renderMarkdown escapes it).
+			return tea.Println(renderMarkdown(text, m.width, lipgloss.ColorProfile()))
+		}
+	case kernel.EventToolCall:
+		m.calls = append(m.calls, runningCall{id: ev.ID, line: callSummary(ev.Name, ev.Input), start: time.Now()})
+	case kernel.EventPermission:
+		if ev.Decision == "deny" {
+			return tea.Println(styleErr("  ✗ denied " + esc(ev.Name) + ": " + field(ev.Reason, 200)))
+		}
+	case kernel.EventToolResult:
+		d := time.Duration(0)
+		for i, c := range m.calls {
+			if c.id == ev.ID {
+				d = time.Since(c.start)
+				m.calls = append(m.calls[:i], m.calls[i+1:]...)
+				break
+			}
+		}
+		line := "  " + callSummary(ev.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))
+		return tea.Println(line)
+	case kernel.EventCompact:
+		return tea.Println(styleDim("context compacted"))
+	case kernel.EventResult:
+		if ev.IsError {
+			msg := ev.Error
+			if strings.Contains(msg, "context canceled") || strings.Contains(msg, "interrupted") {
+				msg = "interrupted: the turn was stopped; the session goes on"
+			}
+			// Shown when the turn's stream has ended: the results of the
+			// calls it stopped may still follow this event.
+			m.ending = styleErr("⏹ " + field(msg, 300))
+		}
+	}
+	return nil
+}
+
+func addUsage(a, b provider.Usage) provider.Usage {
+	a.InputTokens += b.InputTokens
+	a.OutputTokens += b.OutputTokens
+	a.CacheCreationInputTokens += b.CacheCreationInputTokens
+	a.CacheReadInputTokens += b.CacheReadInputTokens
+	return a
+}
+
+// status is a tool result's outcome, its first line when it failed.
+func status(ev kernel.Event) string {
+	if !ev.IsError {
+		return styleOK(" ✓")
+	}
+	text := ""
+	for _, c := range ev.Content {
+		text += c.Text
+	}
+	return styleErr(" ✗ " + field(firstLine(text), 120))
+}
+
+// callSummary is a call in one line: the tool and its main argument.
+func callSummary(name string, input json.RawMessage) string {
+	var v map[string]any
+	_ = json.Unmarshal(input, &v)
+	arg := ""
+	for _, k := range []string{"command", "path", "pattern", "url", "description"} {
+		if s, ok := v[k].(string); ok && s != "" {
+			arg = s
+			break
+		}
+	}
+	if arg == "" {
+		return "● " + esc(name)
+	}
+	return "● " + esc(name) + " " + field(arg, 60)
+}
+
+// ---- modes ----
+
+var modeCycle = []policies.Mode{policies.ModeDefault, policies.ModeAcceptEdits, policies.ModePlan}
+
+func nextMode(cur policies.Mode) policies.Mode {
+	for i, m := range modeCycle {
+		if m == cur {
+			return modeCycle[(i+1)%len(modeCycle)]
+		}
+	}
+	return modeCycle[0]
+}
+
+// setMode rebuilds the agent in mode; the preset's checks decide, as for
+// --permission-mode.
+func (m *chatModel) setMode(mode policies.Mode) tea.Cmd {
+	old := m.app.f.permissionMode
+	m.app.f.permissionMode = string(mode)
+	if err := m.app.rebuild(); err != nil {
+		m.app.f.permissionMode = old
+		return tea.Println(styleErr("mode " + string(mode) + ": " + field(err.Error(), 300)))
+	}
+	return tea.Println(styleDim("mode: " + string(m.app.mode)))
+}
+
+// ---- approvals ----
+
+func (m *chatModel) answer(r kernel.PermissionResult, shown string) tea.Cmd {
+	a := m.approval
+	m.approval = nil
+	a.reply <- r
+	return tea.Println(styleDim("  " + shown + " " + callSummary(a.name, a.input)))
+}
+
+func (m *chatModel) approvalKey(k tea.KeyMsg) tea.Cmd {
+	a := m.approval
+	if m.approvalAt == "message" {
+		switch k.Type {
+		case tea.KeyEnter:
+			msg := strings.TrimSpace(string(m.denyText))
+			return m.answer(kernel.PermissionResult{Message: fmt.Sprintf("the user denied this call to %s: %s", a.name, msg)}, "denied with a message:")
+		case tea.KeyEsc:
+			m.approvalAt = ""
+		case tea.KeyBackspace:
+			if len(m.denyText) > 0 {
+				m.denyText = m.denyText[:len(m.denyText)-1]
+			}
+		case tea.KeyCtrlC:
+			m.approval = nil
+			return m.interrupt()
+		case tea.KeyRunes, tea.KeySpace:
+			m.denyText = append(m.denyText, k.Runes...)
+		}
+		return nil
+	}
+	if m.approvalAt == "always" {
+		return m.alwaysKey(k)
+	}
+	switch k.String() {
+	case "y":
+		return m.answer(kernel.PermissionResult{Allow: true}, "allowed once:")
+	case "A":
+		if len(a.info.Suggestions) == 0 {
+			m.notice = "no rule can describe this call: y allows it once"
+			return nil
+		}
+		m.approvalAt = "always"
+	case "a":
+		if len(a.info.Suggestions) == 0 {
+			return m.answer(kernel.PermissionResult{Allow: true}, "allowed once (no rule can describe this call):")
+		}
+		return m.answer(kernel.PermissionResult{Allow: true, AllowRules: a.info.Suggestions}, "allowed for this session ("+esc(strings.Join(a.info.Suggestions, ", "))+"):")
+	case "n":
+		return m.answer(kernel.PermissionResult{Message: fmt.Sprintf("the user denied this call to %s", a.name)}, "denied:")
+	case "m":
+		m.approvalAt = "message"
+	case "esc", "ctrl+c":
+		// Stops the turn: approve returns an interrupting denial when the
+		// context ends.
+		m.approval = nil
+		return m.interrupt()
+	}
+	// Enter, and every other key, does nothing: nothing but y or a allows.
+	return nil
+}
+
+// alwaysKey answers "allow always, in which policy file?": u the user's,
+// w the workspace's. The rules shown are written to the file, then the
+// call is allowed with them for the rest of the session too (the file is
+// read when a session starts).
+func (m *chatModel) alwaysKey(k tea.KeyMsg) tea.Cmd {
+	a := m.approval
+	var write func(rule string) (string, error)
+	switch k.String() {
+	case "u":
+		write = func(rule string) (string, error) { return policies.AddRuleToUserFile(policies.Allow, rule) }
+	case "w":
+		ws := m.app.f.workspace
+		write = func(rule string) (string, error) { return policies.AddRuleToWorkspaceFile(ws, policies.Allow, rule) }
+	case "esc":
+		m.approvalAt = ""
+		return nil
+	case "ctrl+c":
+		m.approval = nil
+		return m.interrupt()
+	default:
+		return nil
+	}
+	path := ""
+	for _, rule := range a.info.Suggestions {
+		p, err := write(rule)
+		if err != nil {
+			m.approvalAt = ""
+			m.notice = "could not write the rule: " + field(err.Error(), 200)
+			return nil
+		}
+		path = p
+	}
+	return m.answer(kernel.PermissionResult{Allow: true, AllowRules: a.info.Suggestions},
+		"allowed always ("+esc(strings.Join(a.info.Suggestions, ", "))+" added to "+esc(path)+"):")
+}
+
+// ---- pickers ----
+
+func (m *chatModel) pickerKey(k tea.KeyMsg) tea.Cmd {
+	p := m.picker
+	switch k.String() {
+	case "up", "k":
+		if p.at > 0 {
+			p.at--
+		}
+		p.shown = ""
+	case "down", "j":
+		if p.at < len(p.values)-1 {
+			p.at++
+		}
+		p.shown = ""
+	case "d":
+		if p.preview != nil && len(p.values) > 0 {
+			p.shown = p.preview(m, p.values[p.at])
+		}
+	case "enter":
+		m.picker = nil
+		if len(p.values) == 0 {
+			return nil
+		}
+		return p.pick(m, p.values[p.at])
+	case "esc", "ctrl+c", "q":
+		m.picker = nil
+	}
+	return nil
+}
+
+func sessionPicker(app *chatApp) *picker {
+	p := &picker{title: "resume which session? (↑/↓, Enter; Esc: a new session)"}
+	for _, h := range workspaceSessions(app.stateDir, app.f.workspace) {
+		p.labels = append(p.labels, fmt.Sprintf("%s  %s  %s", esc(h.SessionID), localTime(h.Created), oneLine(h.Prompt, 40)))
+		p.values = append(p.values, h.SessionID)
+	}
+	p.pick = func(m *chatModel, id string) tea.Cmd {
+		m.app.sessionID = id
+		return tea.Println(styleDim("resuming session " + esc(id)))
+	}
+	return p
+}
+
+func checkpointPicker(app *chatApp, what string) (*picker, error) {
+	cps, err := checkpoint.List(app.stateDir, app.sessionID)
+	if err != nil {
+		return nil, err
+	}
+	p := &picker{title: "rewind to which checkpoint? (" + what + "; ↑/↓, d: the diff, Enter, Esc)"}
+	p.preview = func(m *chatModel, n string) string {
+		// The rewind command's dry run: the diff of what going back to n
+		// would change in the files, changing nothing.
+		var out, errb bytes.Buffer
+		err := cmdRewind([]string{app.sessionID, "--to", n, "--files-only", "--dry-run", "--state-dir", app.stateDir}, &out, &errb)
+		text := colorDiff(out.String()) + styleDim(strings.TrimRight(errb.String(), "\n"))
+		if err != nil {
+			text += "\n" + styleErr(termsafe.Text(err.Error()))
+		}
+		return text
+	}
+	for _, c := range cps {
+		if !c.Sealed {
+			continue
+		}
+		changed := make([]string, 0, len(c.Files))
+		for _, ch := range c.Files {
+			changed = append(changed, ch.Path)
+		}
+		p.labels = append(p.labels, fmt.Sprintf("%3d  %s  %s", c.Number, esc(cause(c)), field(strings.Join(changed, " "), 40)))
+		p.values = append(p.values, strconv.Itoa(c.Number))
+	}
+	p.pick = func(m *chatModel, n string) tea.Cmd { return m.rewind(n, what) }
+	return p, nil
+}
+
+// rewind runs the rewind command's implementation (checkpoint.go) for
+// this session: one implementation of what a rewind does and says.
+func (m *chatModel) rewind(n, what string) tea.Cmd {
+	args := []string{m.app.sessionID, "--to", n, "--state-dir", m.app.stateDir}
+	switch what {
+	case "files":
+		args = append(args, "--files-only")
+	case "conversation":
+		args = append(args, "--conversation-only")
+	}
+	var out, errb bytes.Buffer
+	err := cmdRewind(args, &out, &errb)
+	text := strings.TrimRight(out.String()+errb.String(), "\n")
+	if err != nil {
+		text += "\n" + styleErr("rewind: "+termsafe.Text(err.Error()))
+	}
+	return tea.Println(text)
+}

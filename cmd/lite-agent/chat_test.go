@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/glamour"
+	"github.com/muesli/termenv"
+
+	"github.com/lite-agent/lite-agent/kernel"
+)
+
+func keyRunes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+
+// TestApprovalKeys: only y and a allow; Enter and other keys do nothing;
+// n denies, m denies with the message typed.
+func TestApprovalKeys(t *testing.T) {
+	ask := func() (*chatModel, chan kernel.PermissionResult) {
+		reply := make(chan kernel.PermissionResult, 1)
+		m := &chatModel{app: &chatApp{}}
+		m.approval = &approvalMsg{name: "bash", input: json.RawMessage(`{"command":"ls"}`),
+			info: kernel.ToolUseInfo{Suggestions: []string{"bash(ls)"}}, reply: reply}
+		return m, reply
+	}
+	m, reply := ask()
+	for _, k := range []tea.KeyMsg{{Type: tea.KeyEnter}, keyRunes("Y"), keyRunes("x"), {Type: tea.KeySpace}, keyRunes("\r")} {
+		m.approvalKey(k)
+		select {
+		case r := <-reply:
+			t.Fatalf("%q answered the approval: %+v", k.String(), r)
+		default:
+		}
+		if m.approval == nil {
+			t.Fatalf("%q closed the approval", k.String())
+		}
+	}
+	m.approvalKey(keyRunes("y"))
+	if r := <-reply; !r.Allow || len(r.AllowRules) != 0 {
+		t.Errorf("y: %+v, want allow once", r)
+	}
+
+	m, reply = ask()
+	m.approvalKey(keyRunes("a"))
+	if r := <-reply; !r.Allow || !reflect.DeepEqual(r.AllowRules, []string{"bash(ls)"}) {
+		t.Errorf("a: %+v, want allow with the suggested rule", r)
+	}
+
+	m, reply = ask()
+	m.approvalKey(keyRunes("n"))
+	if r := <-reply; r.Allow || r.Interrupt {
+		t.Errorf("n: %+v, want a denial", r)
+	}
+
+	m, reply = ask()
+	m.approvalKey(keyRunes("m"))
+	for _, k := range []tea.KeyMsg{keyRunes("use"), {Type: tea.KeySpace, Runes: []rune{' '}}, keyRunes("rg")} {
+		m.approvalKey(k)
+	}
+	m.approvalKey(tea.KeyMsg{Type: tea.KeyEnter})
+	if r := <-reply; r.Allow || !strings.Contains(r.Message, "use rg") {
+		t.Errorf("m: %+v, want a denial carrying the message", r)
+	}
+}
+
+// TestApprovalDiffIsEscaped: the diff of an edit quotes the file, which
+// the agent wrote: an escape sequence in it is shown, never sent.
+func TestApprovalDiffIsEscaped(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644)
+	in, _ := json.Marshal(map[string]any{"path": "a.txt", "old_string": "one\n", "new_string": "two \x1b]52;c;cHduZWQ=\x07\n"})
+	got := approvalBody(ws, "edit_file", in, nil)
+	if strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("raw control characters in the approval: %q", got)
+	}
+	for _, want := range []string{"-one", `+two \x1b]52;c;cHduZWQ=\x07`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("approval lacks %q:\n%s", want, got)
+		}
+	}
+	// write_file of a new file: the whole file as added lines.
+	in, _ = json.Marshal(map[string]any{"path": "new.txt", "content": "fresh\n"})
+	if got := approvalBody(ws, "write_file", in, nil); !strings.Contains(got, "--- /dev/null") || !strings.Contains(got, "+fresh") {
+		t.Errorf("write_file approval:\n%s", got)
+	}
+	// An edit the tool would refuse says so instead of showing a diff.
+	in, _ = json.Marshal(map[string]any{"path": "a.txt", "old_string": "absent", "new_string": "x"})
+	if got := approvalBody(ws, "edit_file", in, nil); !strings.Contains(got, "not found") {
+		t.Errorf("a failing edit's approval: %s", got)
+	}
+}
+
+func TestSlashSuggestion(t *testing.T) {
+	for in, want := range map[string]string{"/rewnd": "/rewind", "/chek": "/checkpoints", "/hepl": "/help", "/comp": "/compact"} {
+		if got := suggest(in); !strings.Contains(got, want) {
+			t.Errorf("suggest(%q) = %q, want %s", in, got, want)
+		}
+	}
+}
+
+func TestResumeWithoutID(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		out  []string
+		pick bool
+	}{
+		{[]string{"--resume"}, []string{}, true},
+		{[]string{"--resume", "--model", "x"}, []string{"--model", "x"}, true},
+		{[]string{"--resume", "abc"}, []string{"--resume", "abc"}, false},
+		{[]string{"--", "--resume"}, []string{"--", "--resume"}, false},
+	} {
+		out, pick := resumeWithoutID(c.in)
+		if !reflect.DeepEqual(out, c.out) || pick != c.pick {
+			t.Errorf("resumeWithoutID(%q) = %q, %v; want %q, %v", c.in, out, pick, c.out, c.pick)
+		}
+	}
+}
+
+func TestHistoryAndCompletion(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "h.jsonl")
+	h := appendHistory(p, nil, "first\nsecond line")
+	appendHistory(p, h, "again")
+	if got := loadHistory(p); !reflect.DeepEqual(got, []string{"first\nsecond line", "again"}) {
+		t.Errorf("history read back: %q", got)
+	}
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "src/deep"), 0o755)
+	os.WriteFile(filepath.Join(ws, "src/deep/main.go"), nil, 0o644)
+	os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".git/config"), nil, 0o644)
+	if got := workspaceFiles(ws, "src/d", 10); !reflect.DeepEqual(got, []string{"src/deep/", "src/deep/main.go"}) {
+		t.Errorf("completion of src/d: %q", got)
+	}
+	if got := workspaceFiles(ws, ".g", 10); len(got) != 0 {
+		t.Errorf(".git is offered: %q", got)
+	}
+}
+
+// TestApprovalAllowAlways: A asks which file; u writes the shown rule to
+// the user's policy file, w to the workspace's; both allow the call with
+// the rule for the session too.
+func TestApprovalAllowAlways(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	ws := t.TempDir()
+	for _, c := range []struct{ key, file string }{
+		{"u", filepath.Join(cfg, "lite-agent", "policy.toml")},
+		{"w", filepath.Join(ws, ".lite-agent", "policy.toml")},
+	} {
+		reply := make(chan kernel.PermissionResult, 1)
+		m := &chatModel{app: &chatApp{f: runFlags{workspace: ws}}}
+		m.approval = &approvalMsg{name: "bash", input: json.RawMessage(`{"command":"go test ./..."}`),
+			info: kernel.ToolUseInfo{Suggestions: []string{"bash(go test:*)"}}, reply: reply}
+		m.approvalKey(keyRunes("A"))
+		m.approvalKey(tea.KeyMsg{Type: tea.KeyEnter}) // not an answer
+		select {
+		case r := <-reply:
+			t.Fatalf("answered before the file was chosen: %+v", r)
+		default:
+		}
+		m.approvalKey(keyRunes(c.key))
+		if r := <-reply; !r.Allow || !reflect.DeepEqual(r.AllowRules, []string{"bash(go test:*)"}) {
+			t.Errorf("%s: %+v", c.key, r)
+		}
+		if b, err := os.ReadFile(c.file); err != nil || !strings.Contains(string(b), `allow = ["bash(go test:*)"]`) {
+			t.Errorf("%s: %s holds %q (%v)", c.key, c.file, b, err)
+		}
+	}
+}
+
+// TestMarkdownCannotMakeControls: Markdown decodes character references,
+// so a message escaped before rendering could still come out holding ESC
+// or a bidi override; such output is refused for the escaped plain text.
+func TestMarkdownCannotMakeControls(t *testing.T) {
+	// The attack works without the check: the renderer turns the
+	// references into the raw characters.
+	hostile := "see &#x1b;]52;c;cHduZWQ=&#x07; and &#x202e;EVIL"
+	r, _ := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithColorProfile(termenv.ANSI256))
+	raw, _ := r.Render(hostile)
+	if !strings.ContainsAny(raw, "\x07\u202e") {
+		t.Logf("the renderer did not decode the references (%q); the check below still guards the output", raw)
+	}
+	got := renderMarkdown(hostile, 80, termenv.ANSI256)
+	if strings.ContainsAny(sgrRE.ReplaceAllString(got, ""), "\x1b\x07\u202e") {
+		t.Errorf("control characters reach the screen: %q", got)
+	}
+	// Ordinary Markdown is rendered (styled), the text kept.
+	md := renderMarkdown("# Title\n\nsome **bold** text", 80, termenv.ANSI256)
+	if !strings.Contains(md, "\x1b[") || !strings.Contains(sgrRE.ReplaceAllString(md, ""), "bold") {
+		t.Errorf("markdown not rendered: %q", md)
+	}
+	if got := renderMarkdown("**x**", 80, termenv.Ascii); got != "**x**" {
+		t.Errorf("NO_COLOR: %q, want the source", got)
+	}
+}

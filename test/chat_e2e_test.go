@@ -1,0 +1,350 @@
+package test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Issue 16 through the binary in a terminal (a pty of 80x24): the
+// interactive mode edits a file with the diff on screen, runs a command it
+// shows, is interrupted mid-command (the command's process is gone, the
+// session goes on), rewinds to checkpoint 0 byte for byte, and --continue
+// picks the session up again.
+
+// ptySession is the binary running in a pty, its output collected.
+type ptySession struct {
+	t    *testing.T
+	f    *os.File
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	mark int // waitFor looks at the output after this offset
+	done chan struct{}
+}
+
+func startPTY(t *testing.T, dir string, args ...string) *ptySession {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	// XDG_CONFIG_HOME: the user policy file is the test's, never the machine's.
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color", "XDG_CONFIG_HOME="+t.TempDir())
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ptySession{t: t, f: f, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			s.mu.Lock()
+			s.out.Write(buf[:n])
+			s.mu.Unlock()
+			// Answer as a terminal does the background-colour query
+			// (OSC 11) and the cursor report that follows it, which
+			// lipgloss sends when the program starts: a terminal that
+			// answered neither would make it wait for its timeout.
+			if bytes.Contains(buf[:n], []byte("\x1b]11;?")) {
+				f.Write([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R"))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	})
+	return s
+}
+
+// ansiRE matches the escape sequences of the UI's rendering.
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]`)
+
+func (s *ptySession) screen(from int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Without the renderer's sequences and the pty's CRs.
+	return strings.ReplaceAll(ansiRE.ReplaceAllString(string(s.out.Bytes()[from:]), ""), "\r", "")
+}
+
+// waitFor polls the output after the mark until it holds each of want,
+// for at most 20 s, and moves the mark past what it read.
+func (s *ptySession) waitFor(want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		scr := s.screen(s.mark)
+		ok := true
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				ok = false
+			}
+		}
+		if ok {
+			s.mu.Lock()
+			s.mark = s.out.Len()
+			s.mu.Unlock()
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen does not show %q; since the last step it showed:\n%s", want, scr)
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval, not the assertion
+	}
+}
+
+func (s *ptySession) send(keys string) {
+	s.t.Helper()
+	if _, err := s.f.Write([]byte(keys)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// waitExit waits (bounded) for the binary to exit and returns its code.
+func (s *ptySession) waitExit() int {
+	s.t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- s.cmd.Wait() }()
+	select {
+	case err := <-ch:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 0
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("the session did not exit; screen:\n%s", s.screen(0))
+	}
+	return -1
+}
+
+// findProcess is the pid of the process whose argv is exactly argv, or 0.
+func findProcess(argv ...string) int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+			return pid
+		}
+	}
+	return 0
+}
+
+// procRunning says whether pid runs (a zombie has stopped running).
+func procRunning(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+func TestChatSession(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	original := "hello\nsecond line\n"
+	writeFile(t, filepath.Join(ws, "a.txt"), original)
+	// A marker no other process has: the sleep's argv.
+	marker := strconv.Itoa(900000 + os.Getpid()%99999)
+	script := scriptFile(t,
+		map[string]any{"text": "I'll edit it.", "tool_calls": []any{
+			call("e1", "edit_file", map[string]any{"path": "a.txt", "old_string": "hello\n", "new_string": "hello world\n"})}},
+		map[string]any{"text": "Edited the file."},
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo ran-$((40+2))"})}},
+		map[string]any{"text": "Ran it."},
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker + "; echo never"})}},
+		map[string]any{"text": "Still here after the interrupt."},
+		map[string]any{"text": "Continued."})
+	args := []string{"--workspace", ws, "--state-dir", state, "--script", script}
+
+	s := startPTY(t, ws, args...)
+	s.waitFor("ready · ", "mode default")
+	s.send("edit a.txt\r")
+	// The diff of the edit is on screen before it is approved.
+	s.waitFor("? edit_file wants to run", "--- a/a.txt", "+++ b/a.txt", "-hello", "+hello world", "[y] allow once")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Fatalf("the file changed before the approval: %q", b)
+	}
+	s.send("\r") // Enter never allows
+	s.send("y")
+	s.waitFor("allowed once", "Edited the file.")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "hello world\nsecond line\n" {
+		t.Fatalf("after the approved edit a.txt is %q", b)
+	}
+
+	s.send("run it\r")
+	s.waitFor("? bash wants to run", "$ echo ran-$((40+2))", "sandbox:")
+	s.send("y")
+	s.waitFor("Ran it.")
+
+	// Interrupted mid-command: the sleep runs, Esc stops the turn.
+	s.send("wait\r")
+	s.waitFor("? bash wants to run", "$ sleep "+marker)
+	s.send("y")
+	var pid int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
+		if pid = findProcess("sleep", marker); pid == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.send("\x1b")
+	// The turn ends (the status is ready again, never while it runs).
+	s.waitFor("interrupted", "ready · ")
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d (sleep %s) still runs after the interrupt", pid, marker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The session goes on.
+	s.send("go on\r")
+	s.waitFor("Still here after the interrupt.")
+
+	// /rewind 0: the workspace as it was, byte for byte.
+	s.send("/rewind 0\r")
+	s.waitFor("rewound")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Errorf("after /rewind 0 a.txt is %q, want %q", b, original)
+	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("after /rewind 0 the workspace holds %v, want only a.txt", names)
+	}
+	s.send("/rewnd\r")
+	s.waitFor("did you mean /rewind")
+	s.send("\x04") // Ctrl-D at the empty prompt
+	scr := s.screen(0)
+	if code := s.waitExit(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	m := regexp.MustCompile(`session ([0-9a-zA-Z_-]+)`).FindStringSubmatch(scr)
+	if m == nil {
+		t.Fatalf("no session id on screen:\n%s", scr)
+	}
+	id := m[1]
+
+	// --continue: the same session, its checkpoints there.
+	c := startPTY(t, ws, append(args, "--continue")...)
+	c.waitFor("resuming session " + id)
+	// The history crosses sessions: ↑ brings back the last line typed in
+	// the session before; Ctrl-C at a prompt with text clears it.
+	c.send("\x1b[A")
+	c.waitFor("> /rewnd")
+	c.send("\x03")
+	// The conversation was cut to nothing: /compact says so, off the
+	// event loop.
+	c.send("/compact\r")
+	c.waitFor("nothing to compact")
+	// Ctrl+J is a new line in the input, not a send: Enter sends both
+	// lines as one prompt (echoed with the second line indented). The
+	// conversation was cut, so the model begins its script again: deny.
+	c.send("first line\nsecond line")
+	c.waitFor("> first line", "> second line")
+	c.send("\r")
+	c.waitFor("> first line", "\n  second line", "? edit_file wants to run")
+	c.send("n")
+	c.waitFor("denied", "ready · ")
+	c.send("/checkpoints\r")
+	c.waitFor("rewind to checkpoint 0")
+	// The /rewind picker: the checkpoints with what each changed, and d
+	// previews a rewind's diff (to checkpoint 1, after the edit: it would
+	// bring the edit back), changing nothing.
+	c.send("/rewind files\r")
+	c.waitFor("rewind to which checkpoint?", "start of user turn 0", "edit_file (e1)  a.txt")
+	c.send("\x1b[B") // down: checkpoint 1
+	c.send("d")
+	c.waitFor("+hello world")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Errorf("the preview changed a.txt: %q", b)
+	}
+	c.send("\x1b") // Esc closes the picker
+	c.waitFor("ready · ")
+	c.send("\x03")
+	c.waitFor("press Ctrl-C again")
+	c.send("\x03")
+	if code := c.waitExit(); code != 0 {
+		t.Fatalf("--continue exit %d", code)
+	}
+
+	// --resume with no id: a picker of this workspace's sessions.
+	r := startPTY(t, ws, append(args, "--resume")...)
+	r.waitFor("resume which session?", id)
+	r.send("\r")
+	r.waitFor("resuming session " + id)
+	r.send("\x04")
+	if code := r.waitExit(); code != 0 {
+		t.Fatalf("--resume exit %d", code)
+	}
+}
+
+// TestChatNeedsTerminal: without a terminal the interactive mode says to
+// use run, exit 2.
+func TestChatNeedsTerminal(t *testing.T) {
+	for _, args := range [][]string{{}, {"chat"}, {"--continue"}} {
+		_, stderr, code := cliRun(t, t.TempDir(), args...)
+		if code != 2 || !strings.Contains(string(stderr), "lite-agent run") {
+			t.Errorf("%v without a terminal: exit %d, %s", args, code, stderr)
+		}
+	}
+}
+
+// TestChatEscapesAgentStrings: the attack (terminal_e2e_test.go) in the
+// model's text and in a command to approve reaches the pty escaped. That
+// the CLI does receive these raw bytes from the same script is shown by
+// TestTerminalOutputIsEscaped's stream-json twin; written raw, the OSC 52
+// sequence would set the clipboard and the CSI/CR pair would show "ls -la"
+// in place of the line.
+func TestChatEscapesAgentStrings(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"text": "model says " + attack, "tool_calls": []any{
+			call("b1", "bash", map[string]any{"command": "echo '" + attack + "'"})}},
+		map[string]any{"text": "done"})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script)
+	s.waitFor("ready · ")
+	s.send("go\r")
+	s.waitFor("? bash wants to run", "[y] allow once")
+	s.send("n")
+	s.waitFor("done", "ready · ")
+	s.send("\x04")
+	s.waitExit()
+	s.mu.Lock()
+	raw := s.out.String()
+	s.mu.Unlock()
+	for _, bad := range []string{"\x1b]52;", "\x07", "\u202e", "\u009b", "\x1b[1A\x1b[2K\rls -la"} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("raw %q reaches the terminal", bad)
+		}
+	}
+	// NO_COLOR (startPTY sets it): no colour sequence at all (without it
+	// the same session shows \x1b[90m for the dim lines, \x1b[37m, ...).
+	if m := regexp.MustCompile(`\x1b\[(?:[0-9;]*;)?(?:3[0-9]|9[0-7]|38;)[0-9;]*m`).FindString(raw); m != "" {
+		t.Errorf("a colour sequence %q under NO_COLOR", m)
+	}
+	if scr := s.screen(0); !strings.Contains(scr, "model says "+attackShown) {
+		t.Errorf("the model's text is not shown escaped:\n%s", scr)
+	}
+}
