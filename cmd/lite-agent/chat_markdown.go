@@ -4,38 +4,70 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/charmbracelet/glamour"
 	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 )
 
-// sgrRE matches the colour and style sequences (SGR) a Markdown renderer
-// writes: the only escape sequences its output may hold.
+// sgrRE matches the colour and style sequences (SGR) the renderer writes:
+// the only escape sequences its output may hold.
 var sgrRE = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
-// renderMarkdown renders a finished assistant message for the terminal.
-// The text is escaped first (termsafe.Text), so a raw escape in it never
-// reaches the renderer; but Markdown makes characters too — an HTML
-// character reference such as &#x1b; decodes to ESC, &#x202e; to a bidi
-// override — so the output is checked as well: anything in it but SGR
-// sequences, newlines and tabs that termsafe would escape makes the
-// message shown as escaped plain text instead. profile Ascii (NO_COLOR)
-// shows the plain text: Markdown source reads well as it is.
+// The few Markdown forms a finished message is styled by. A full renderer
+// (glamour) was tried and dropped: its syntax highlighter's package
+// initialisation costs ~24 ms at the start of every lite-agent command,
+// interactive or not, and Markdown source reads well as it is.
+var (
+	mdBold = regexp.MustCompile(`\*\*([^*\n]+)\*\*`)
+	mdCode = regexp.MustCompile("`([^`\n]+)`")
+)
+
+const (
+	sgrBold  = "\x1b[1m"
+	sgrDim   = "\x1b[2m"
+	sgrCyan  = "\x1b[36m"
+	sgrReset = "\x1b[0m"
+)
+
+// renderMarkdown shows a finished assistant message for the terminal:
+// headings and **bold** in bold, `code` and fenced code blocks in colour,
+// everything else as written. The text is escaped first (termsafe.Text),
+// so nothing in it can act on the terminal, and the output is checked as
+// well: anything in it but SGR sequences, newlines and tabs that termsafe
+// would escape makes the message shown as escaped plain text instead.
+// profile Ascii (NO_COLOR) shows the plain text.
 func renderMarkdown(text string, width int, profile termenv.Profile) string {
+	_ = width // lines are left to the terminal to wrap
 	plain := termsafe.Text(strings.TrimRight(text, "\n"))
 	if profile == termenv.Ascii || strings.TrimSpace(plain) == "" {
 		return plain
 	}
-	r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(20, width-4)), glamour.WithColorProfile(profile))
-	if err != nil {
+	var b strings.Builder
+	inFence := false
+	for i, line := range strings.Split(plain, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "```"):
+			inFence = !inFence
+			b.WriteString(sgrDim + line + sgrReset)
+		case inFence:
+			b.WriteString(sgrCyan + line + sgrReset)
+		case strings.HasPrefix(trimmed, "#"):
+			b.WriteString(sgrBold + strings.TrimSpace(strings.TrimLeft(trimmed, "#")) + sgrReset)
+		default:
+			line = mdBold.ReplaceAllString(line, sgrBold+"$1"+sgrReset)
+			line = mdCode.ReplaceAllString(line, sgrCyan+"$1"+sgrReset)
+			b.WriteString(line)
+		}
+	}
+	out := b.String()
+	if !onlyStyling(out) {
 		return plain
 	}
-	out, err := r.Render(plain)
-	if err != nil || !onlyStyling(out) {
-		return plain
-	}
-	return strings.Trim(out, "\n")
+	return out
 }
 
 // onlyStyling reports whether s holds nothing a terminal acts on but SGR

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/glamour"
 	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/kernel"
@@ -172,18 +171,12 @@ func TestApprovalAllowAlways(t *testing.T) {
 	}
 }
 
-// TestMarkdownCannotMakeControls: Markdown decodes character references,
-// so a message escaped before rendering could still come out holding ESC
-// or a bidi override; such output is refused for the escaped plain text.
+// TestMarkdownCannotMakeControls: a message holding raw controls, or
+// character references a Markdown renderer would decode, never comes out
+// holding ESC, BEL or a bidi override: the text is escaped before styling
+// and the styled output is checked.
 func TestMarkdownCannotMakeControls(t *testing.T) {
-	// The attack works without the check: the renderer turns the
-	// references into the raw characters.
-	hostile := "see &#x1b;]52;c;cHduZWQ=&#x07; and &#x202e;EVIL"
-	r, _ := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithColorProfile(termenv.ANSI256))
-	raw, _ := r.Render(hostile)
-	if !strings.ContainsAny(raw, "\x07\u202e") {
-		t.Logf("the renderer did not decode the references (%q); the check below still guards the output", raw)
-	}
+	hostile := "see \x1b]52;c;cHduZWQ=\x07 and \u202eEVIL &#x1b; **bold**"
 	got := renderMarkdown(hostile, 80, termenv.ANSI256)
 	if strings.ContainsAny(sgrRE.ReplaceAllString(got, ""), "\x1b\x07\u202e") {
 		t.Errorf("control characters reach the screen: %q", got)
