@@ -64,7 +64,12 @@
 // commands, the one-shot runner's plans, custom Go handlers, root or not.
 // A confined command therefore cannot leave a setuid copy of a shell for
 // the next unconfined user or root's cron (TestEscapeSetID, the escape
-// suite's setid-planting).
+// suite's setid-planting). Setting or removing extended attributes answers
+// EOPNOTSUPP (TestEscapeXattr): a POSIX ACL is a mode Landlock does not
+// govern. Not covered yet: chmod and utimensat of files the user owns
+// outside the workspace (Landlock has no right for them; the fix is for the
+// supervisor to perform them on a path it resolved), and a write through
+// mmap, which keeps an existing file's set-id bit.
 //
 // Pathname unix sockets, which Landlock does not check on connect: every
 // connect is trapped by seccomp user notification; the supervisor copies
