@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
-	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/examples/internal/exampletest"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -19,13 +18,7 @@ func TestMain(m *testing.M) {
 // exist is an isError result the model sees, and CanUseTool refuses the
 // tool the workflow does not allow.
 func TestExample(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "")
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	var out strings.Builder
-	if err := run(context.Background(), &out); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	exampletest.Offline(t, run,
 		"[permission bash: deny by can_use_tool",
 		"[result bash (error): permission denied: Only order lookup is allowed in this workflow.]",
 		"[permission agent: allow by rule",
@@ -33,9 +26,5 @@ func TestExample(t *testing.T) {
 		`[result mcp__orders__lookup_order (ok): {"orderId":"O-1001","status":"shipped","eta":"2026-05-20"}]`,
 		"[result mcp__orders__lookup_order (error): Order not found: O-9999]",
 		"[success] Order O-1001 has shipped",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
-	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/examples/internal/exampletest"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -21,20 +20,10 @@ func TestMain(m *testing.M) {
 // headless asks are — with a terminal it would have been asked, and with
 // bypassPermissions it would have run.
 func TestExample(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "")
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	var out strings.Builder
-	if err := run(context.Background(), &out); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	exampletest.Offline(t, run,
 		"[permission bash: deny by hook: rm -rf is not allowed]",
 		"[permission bash: allow by hook",
 		"[result bash (ok): 3 tests passed",
 		"build/ is still there",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/examples/internal/exampletest"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -18,13 +18,8 @@ func TestMain(m *testing.M) {
 // source; maxResults 50 is refused naming the field; without the rule the
 // readOnlyHint does not make it run.
 func TestExample(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "")
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	var out strings.Builder
-	if err := run(context.Background(), &out); err != nil {
-		t.Fatal(err)
-	}
-	allowed, denied, _ := strings.Cut(out.String(), `== allowedTools []`)
+	out := exampletest.Offline(t, run)
+	allowed, denied, _ := strings.Cut(out, `== allowedTools []`)
 	for _, want := range []string{
 		"[permission mcp__kb__search_docs: allow by rule",
 		`[result mcp__kb__search_docs (ok): docs: "refund policy"]`,
