@@ -78,6 +78,18 @@ type Policy struct {
 	Env []string
 	// Limits bound the child's resources.
 	Limits Limits
+	// AllowDomains, when non-empty, gives commands one way out to the
+	// internet: lite-agent's domain proxy, run outside the sandbox, which
+	// admits only these names ("example.com", "*.example.com" for
+	// subdomains, or a literal "IP[:PORT]"). DenyDomains wins over it. The
+	// confined process can reach the proxy and nothing else beyond what
+	// Network allows.
+	AllowDomains []string
+	DenyDomains  []string
+	// OnNetwork, if set, is told of every connection the domain proxy
+	// decides (allowed or refused). It is called from the proxy's
+	// goroutines and must not block.
+	OnNetwork func(NetworkEvent)
 	// CaptureChanges prepares the sandbox for Command.BeforeChange (the
 	// pre-images checkpoints save of what commands change). It costs every
 	// command of the sandbox a seccomp listener of its own (~0.2 ms per
@@ -111,4 +123,14 @@ func DefaultSystemPaths() []string {
 // DefaultEnv is the environment allowlist: names copied from the parent.
 func DefaultEnv() []string {
 	return []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "HOME", "USER", "LOGNAME", "TZ", "SHELL"}
+}
+
+// NetworkEvent is one connection decided by the domain proxy.
+type NetworkEvent struct {
+	Host      string // the name (or IP literal) the client asked for
+	Port      int
+	Decision  string // "allow" or "deny"
+	Rule      string // the grant or refusal that decided, e.g. "--allow-domain example.com"
+	BytesUp   int64  // client to server
+	BytesDown int64  // server to client
 }

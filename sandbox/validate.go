@@ -57,6 +57,11 @@ func normalizePolicy(p Policy) (Policy, error) {
 		return Policy{}, fmt.Errorf("sandbox: %w", err)
 	}
 	q.Network = mode
+	if len(p.AllowDomains) > 0 || len(p.DenyDomains) > 0 {
+		// Until the domain proxy enforces them, a grant must not be
+		// accepted and silently do nothing.
+		return Policy{}, fmt.Errorf("sandbox: domain grants (AllowDomains, DenyDomains) are not enforced yet")
+	}
 	if p.Env == nil {
 		q.Env = DefaultEnv()
 	} else {
