@@ -439,6 +439,8 @@ func clonePolicy(p *sandbox.Policy) *sandbox.Policy {
 	c.ReadWritePaths = slices.Clone(p.ReadWritePaths)
 	c.SystemPaths = slices.Clone(p.SystemPaths)
 	c.Env = slices.Clone(p.Env)
+	c.AllowDomains = slices.Clone(p.AllowDomains)
+	c.DenyDomains = slices.Clone(p.DenyDomains)
 	return &c
 }
 
