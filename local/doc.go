@@ -29,14 +29,14 @@
 //   - an MCPServers key that is not its in-process server's own name;
 //   - a rule, hook matcher, Tools entry or subagent tool list naming no
 //     tool (kernel.CheckToolNames; Claude Code's names are ours), and a
-//     custom tool a confined child could not find (built after
+//     custom tool a confined child could not find (not handed to
 //     tools.ServeConfinedCall: kernel.CheckConfinedTools).
 //
 // # What New wires
 //
 //   - the preset's sandbox policy for commands; each custom handler runs
 //     in a confined re-execution of the program (so call
-//     tools.ServeConfinedCall() first in main) under HandlerCeiling — what
+//     tools.ServeConfinedCall(tools...) first in main) under HandlerCeiling — what
 //     the preset lets custom tools have beyond commands: loopback, and
 //     under standard and permissive "/" — narrowed by its own Security;
 //   - rules: the preset's, the user's policy file's, the workspace's

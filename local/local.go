@@ -49,8 +49,8 @@ type Config struct {
 	// and under strict neither Filesystem "unrestricted" nor SideEffects
 	// "external". Each handler runs in the sandbox under the profile its
 	// Security allows, in a re-execution of the program: define custom
-	// tools at package level and call tools.ServeConfinedCall() first in
-	// main.
+	// tools at package level and hand them to tools.ServeConfinedCall
+	// first in main.
 	CustomTools []*tools.Tool
 
 	// Tools narrows what the model sees; AllowedTools pre-approves (allow

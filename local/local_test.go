@@ -15,8 +15,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Confined handlers run in a re-execution of this test binary.
-	tools.ServeConfinedCall()
+	// Confined handlers run in a re-execution of this test binary, which
+	// runs only the tools handed over here (all built at package level).
+	ts := append([]*tools.Tool{pidProbe, reachLoopback, reachNone, reachRoot, okTool}, acceptedTools...)
+	ts = append(ts, ExternalConfinedTools...)
+	ts = append(ts, pidServer.Tools()...)
+	tools.ServeConfinedCall(append(ts, wideServer.Tools()...)...)
 	os.Exit(m.Run())
 }
 
@@ -37,8 +41,8 @@ func model(t *testing.T, js string) *scripted.Model {
 // in); the workspace's file is read.
 var noFiles = &policies.LoadOptions{UserFile: "-"}
 
-// acceptedTools are built at package level, before TestMain calls
-// ServeConfinedCall, so that a confined child would find them (New checks).
+// acceptedTools are handed to ServeConfinedCall in TestMain, so that a
+// confined child would find them (New checks).
 var acceptedTools = []*tools.Tool{
 	tool("fs_ok", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),
 	tool("mail_ok", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal}),

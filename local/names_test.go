@@ -52,14 +52,14 @@ func TestNewChecksNamesKeysAndPrefixes(t *testing.T) {
 
 func noopHook(context.Context, *kernel.HookInput) (*kernel.HookOutput, error) { return nil, nil }
 
-// TestNewRefusesToolsTheChildCannotFind: a tool built after
-// ServeConfinedCall (TestMain called it; this function runs later, as code
-// in main after the call would) is refused by New, before any model call,
-// with the rule and the fix.
+// TestNewRefusesToolsTheChildCannotFind: a tool that was not handed to
+// ServeConfinedCall (TestMain called it without this one, as a main that
+// builds a tool after the call would) is refused by New, before any model
+// call, with the rule and the fix.
 func TestNewRefusesToolsTheChildCannotFind(t *testing.T) {
 	late := tool("built_late", &tools.Security{Network: tools.NetworkNone})
 	_, err := New(Config{Model: model(t, `{"turns": [{"text": "never"}]}`), Workspace: t.TempDir(), PolicyFiles: noFiles, CustomTools: []*tools.Tool{late}})
-	if err == nil || !strings.Contains(err.Error(), "the built_late tool cannot run confined: it was built after tools.ServeConfinedCall() returned") {
+	if err == nil || !strings.Contains(err.Error(), "the built_late tool cannot run confined: it is not among the tools handed to tools.ServeConfinedCall") {
 		t.Errorf("New: %v", err)
 	}
 }

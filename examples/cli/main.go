@@ -59,8 +59,9 @@ var wordCount = tools.Must(tools.New("word_count", "Count the words of a file in
 	}))
 
 func main() {
-	// First: a confined handler's child is this program, and stops here.
-	tools.ServeConfinedCall()
+	// First: a confined handler's child is this program; it runs the
+	// handler here and exits. It runs only the tools handed over.
+	tools.ServeConfinedCall(weather, wordCount)
 	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cli:", err)
 		os.Exit(1)
