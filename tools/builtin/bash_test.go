@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,8 +171,10 @@ func TestBashTimeoutKillsProcessGroup(t *testing.T) {
 
 // treeLock, at the start of a command, takes an exclusive flock on the
 // workspace file "tree.lock" through fd 9, which every process the command
-// starts inherits; "started" is printed only once it is held.
-const treeLock = "exec 9>tree.lock && flock -n 9 && "
+// starts inherits; a command that cannot take it exits 97 at once, so its
+// "started" is printed only once it is held. (A statement of its own: in
+// "a && b && c &" the whole list would go to the background.)
+const treeLock = "exec 9>tree.lock; flock -n 9 || exit 97; "
 
 // waitTreeGone waits until the lock treeLock took is free again. The
 // kernel releases a flock when the last descriptor of its open file is
@@ -298,9 +301,17 @@ func TestBashInvalidInput(t *testing.T) {
 // cannot go unnoticed.
 func TestTreeLockSeesASurvivor(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", treeLock+"(sleep 1 &) ; echo started")
+	// The survivor's output goes elsewhere, so that the shell's output
+	// ends when the shell does; it is killed (by its pid) at the end.
+	cmd := exec.Command("bash", "-c", treeLock+"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid; echo started")
 	cmd.Dir = dir
-	if out, err := cmd.Output(); err != nil || string(out) != "started\n" {
+	out, err := cmd.Output()
+	if b, _ := os.ReadFile(filepath.Join(dir, "bg.pid")); len(b) > 0 {
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
+			defer syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if err != nil || string(out) != "started\n" {
 		t.Fatalf("unconfined shell: %q %v", out, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "tree.lock"), os.O_RDWR, 0)
