@@ -191,7 +191,7 @@ func checkTools(preset policies.Preset, ts []*tools.Tool, prefix string) []error
 			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security is missing; declare what it touches (tools.Options.Security: Network, Filesystem, SideEffects)", prefix, t.Name()))
 			continue
 		}
-		if !preset.NetworkAllowed(sandboxNetwork(sec.Network)) {
+		if !preset.NetworkAllowed(sec.Network) {
 			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security.Network is %q, beyond what the %s preset allows custom tools (at most %s)", prefix, t.Name(), sec.Network, preset.Name, preset.CustomToolMaxNetwork))
 		}
 		if sec.Filesystem == tools.FilesystemUnrestricted && !preset.CustomToolUnrestrictedFilesystem {
@@ -229,10 +229,7 @@ func HandlerCeiling(preset policies.Preset, workspace string) *sandbox.Policy {
 // server reaches at most a local service, as a custom tool may; under
 // permissive, a remote MCP server is no wider than what bash can reach.
 func MCPMaxNetwork(preset policies.Preset) tools.Network {
-	if networkWider(preset.Sandbox.Network, sandbox.NetworkLoopback) {
-		return tools.Network(preset.Sandbox.Network)
-	}
-	return tools.NetworkLoopback
+	return preset.Sandbox.Network.Wider(tools.NetworkLoopback)
 }
 
 // CheckMCPServers checks MCP servers against a preset, returning every
@@ -272,7 +269,7 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 			errs = append(errs, fmt.Errorf("local: MCP server %q: field readOnlyPaths %v comes from a file in the workspace, which an agent can write; the %s preset does not let such a file widen a server's sandbox: move the configuration outside the workspace (your own --mcp-config file), or choose --preset standard", name, sc.ReadOnlyPaths, preset.Name))
 		}
 		sec := sc.Security()
-		if networkWider(sandbox.NetworkMode(sec.Network), sandbox.NetworkMode(limit)) {
+		if !sec.Network.Within(limit) {
 			errs = append(errs, fmt.Errorf("local: MCP server %q: field network is %q, beyond what the %s preset allows MCP servers (at most %s); declare a narrower \"network\" or choose a wider preset", name, sec.Network, preset.Name, limit))
 		}
 		if sec.Filesystem == tools.FilesystemUnrestricted && !preset.CustomToolUnrestrictedFilesystem {
@@ -280,12 +277,6 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// networkWider reports whether a reaches further than b, by the order the
-// presets use for custom tools (none < loopback < private < unrestricted).
-func networkWider(a, b sandbox.NetworkMode) bool {
-	return !policies.Preset{CustomToolMaxNetwork: b}.NetworkAllowed(a)
 }
 
 // Preset returns the agent's preset.
