@@ -51,23 +51,27 @@ func ExampleNew() {
 	  {"text": "It is sunny in Tokyo."}]}`))
 
 	_, err := local.New(local.Config{
-		Model:       model,
-		Workspace:   workspace,
-		StateDir:    state,
-		CustomTools: []*tools.Tool{getWeatherOnline},
 		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
+		Options: kernel.Options{
+			Model:       model,
+			Workspace:   workspace,
+			StateDir:    state,
+			CustomTools: []*tools.Tool{getWeatherOnline},
+		},
 	})
 	fmt.Println("rejected:", err)
 
 	agent, err := local.New(local.Config{
-		Model:       model,
-		Workspace:   workspace,
-		StateDir:    state,
-		CustomTools: []*tools.Tool{getWeather},
-		Tools:       []string{"get_weather"},
-		// Its readOnlyHint is a hint, not a permission: pre-approve it.
-		AllowedTools: []string{"get_weather"},
-		PolicyFiles:  &policies.LoadOptions{UserFile: "-"},
+		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
+		Options: kernel.Options{
+			Model:       model,
+			Workspace:   workspace,
+			StateDir:    state,
+			CustomTools: []*tools.Tool{getWeather},
+			Tools:       []string{"get_weather"},
+			// Its readOnlyHint is a hint, not a permission: pre-approve it.
+			AllowedTools: []string{"get_weather"},
+		},
 	})
 	if err != nil {
 		fmt.Println("error:", err)

@@ -47,6 +47,13 @@
 // a session without network gets none, and one declaring the whole
 // filesystem reaches "/" only where that policy already grants it.
 //
+// Each field is a ladder of words, narrowest first, compared by one
+// ordering (internal/levels): Network is sandbox.NetworkMode itself (an
+// alias), so a declaration meets a policy with NetworkMode.Within,
+// Narrower and Wider; Filesystem and SideEffects have the same methods. A
+// word nobody knows fails closed: within no limit, a limit that contains
+// nothing, never the narrower.
+//
 // # Per-call services
 //
 // Context carries the session id, cancellation, Emit for custom events, the

@@ -84,16 +84,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 		return err
 	}
 	agent, err := local.New(local.Config{
-		Preset:      *preset,
-		Workspace:   *workspace,
-		Model:       model,
-		ModelName:   modelName,
-		CustomTools: []*tools.Tool{weather, wordCount},
-		// Custom tools run only when something allows them; a readOnlyHint
-		// is not a permission.
-		AllowedTools: []string{"get_weather", "word_count"},
-		Approval:     terminalApproval(stdin, out),
-		MaxTurns:     20,
+		Preset: *preset,
+		Options: kernel.Options{
+			Workspace:   *workspace,
+			Model:       model,
+			ModelName:   modelName,
+			CustomTools: []*tools.Tool{weather, wordCount},
+			// Custom tools run only when something allows them; a readOnlyHint
+			// is not a permission.
+			AllowedTools: []string{"get_weather", "word_count"},
+			Approval:     terminalApproval(stdin, out),
+			MaxTurns:     20,
+		},
 	})
 	if err != nil {
 		return err
