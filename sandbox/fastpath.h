@@ -56,6 +56,9 @@ enum la_plan_tag {
 	LA_T_PID_MAX = 48,       // the namespace's pid_max (absent: leave it)
 	LA_T_INIT_AS = 49,       // RLIMIT_AS the init applies, or "-"
 	LA_T_UNIX_ROOT = 50,     // a read-write root for unix sockets (repeated)
+	LA_T_MOUNT_NS = 51,      // u32 1: the command gets the private mount
+	                         // namespace, read-only but the unix roots and
+	                         // the temp dir (la_mount_setup)
 	LA_T_OUTPUT_BYTES = 60,  // u64 stdout+stderr budget
 	LA_T_WALL_NS = 61,       // u64 wall-time limit, 0 = none
 	LA_T_MSG_PREAMBLE = 70,  // written to stderr before the command runs
