@@ -64,3 +64,30 @@ func mountRootsFor(rw []string) (roots []mountRoot, whole bool, err error) {
 	}
 	return roots, false, nil
 }
+
+// pidfdGetMntNamespace is PIDFD_GET_MNT_NAMESPACE, _IO(0xFF, 3) (Linux
+// 6.11): a namespace fd of the pidfd's process.
+const pidfdGetMntNamespace = 0xFF03
+
+// holdMountNS takes a reference to the mount namespace of a command's
+// first process (mountChild), or returns -1. The last reference to a mount
+// namespace tears it down, and that waits for an RCU grace period: ~0.1
+// ms, but one to two milliseconds at the 90th percentile on a loaded
+// machine. Held here, it is not the command's exit that drops it but
+// releaseMountNS, off the path of Wait. Only a cost matter: without it the
+// namespace simply dies with the tree.
+func holdMountNS(pidfd int) int {
+	fd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(pidfd), pidfdGetMntNamespace, 0)
+	if e != 0 {
+		return -1
+	}
+	unix.CloseOnExec(int(fd))
+	return int(fd)
+}
+
+// releaseMountNS drops the reference holdMountNS took, in the background.
+func releaseMountNS(fd int) {
+	if fd >= 0 {
+		go unix.Close(fd)
+	}
+}

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +129,29 @@ git init -q repo && cd repo && echo x > x && git add x && git -c user.email=a@b 
 			t.Errorf("workspace not writable next to the submount: %v", r)
 		}
 	})
+}
+
+// TestMountNSHeldByTheSupervisor: with a namespace per command, the
+// supervisor holds it while the command runs, so that its teardown is not
+// on the command's exit path (holdMountNS).
+func TestMountNSHeldByTheSupervisor(t *testing.T) {
+	sb, _ := newTestSandbox(t, nil)
+	if sb.mountNS != mountChild {
+		t.Skipf("mount namespace mode %d, not per command: nothing is held (would check the supervisor's reference)", sb.mountNS)
+	}
+	pr, pw := io.Pipe()
+	p, err := sb.Start(context.Background(), &Command{Path: "/bin/cat", Args: []string{"cat"}, Stdin: pr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := p.mntNS
+	pw.Close()
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if held < 0 {
+		t.Errorf("no reference to the command's mount namespace was taken")
+	}
 }
 
 // refusedMsg reports whether a coreutils error names a refusal (EROFS

@@ -769,6 +769,7 @@ type Process struct {
 	s       *Sandbox
 	pid     int
 	pidfd   int
+	mntNS   int    // a reference to its mount namespace (holdMountNS), or -1
 	v2      *v2Set // v2 directory the tree lives in, or nil
 	slot    *slot  // v1 slot the tree lives in, or nil
 	tmpDir  string
@@ -827,7 +828,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		s.wg.Done()
 		return nil, err
 	}
-	p := &Process{s: s, pidfd: -1, start: time.Now(), done: make(chan struct{}),
+	p := &Process{s: s, pidfd: -1, mntNS: -1, start: time.Now(), done: make(chan struct{}),
 		budget: newOutputBudget(s.pol.Limits.OutputBytes)}
 	var childFiles []*os.File // our copies of the child's ends, closed after spawn
 	ok := false
@@ -988,6 +989,9 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		return nil, err
 	}
 	p.pid, p.pidfd = res.pid, res.pidfd
+	if req.newNS {
+		p.mntNS = holdMountNS(p.pidfd)
+	}
 	for _, f := range childFiles {
 		f.Close()
 	}
@@ -1311,6 +1315,8 @@ func (p *Process) cleanup() {
 		unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
+	releaseMountNS(p.mntNS)
+	p.mntNS = -1
 }
 
 // si_code values of SIGCHLD (waitid).
