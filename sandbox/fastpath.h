@@ -18,9 +18,9 @@
 #ifndef LITE_AGENT_FASTPATH_H
 #define LITE_AGENT_FASTPATH_H
 
-#define LA_PLAN_MAGIC "LAPLAN2\n"
+#define LA_PLAN_MAGIC "LAPLAN3\n" // 3: LA_T_MOUNT_NS (a plan without it must not run)
 #define LA_PLAN_KEY_PREFIX "lite-agent:sandbox-plan:"
-#define LA_PLAN_KEY_VERSION "lite-agent/sandbox-plan/2\n"
+#define LA_PLAN_KEY_VERSION "lite-agent/sandbox-plan/3\n"
 
 enum la_plan_tag {
 	LA_T_LL_FS = 1,          // u64 handled_access_fs
