@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/kernel"
 )
 
 // The stream-json output is a contract (DESIGN.md): these tests pin it.
@@ -124,6 +126,45 @@ func TestStreamJSONGolden(t *testing.T) {
 		}
 		if want[i].data != got[i].data {
 			t.Errorf("%s differs from %s (-update rewrites it, if the change is meant):\n%s", got[i].name, goldenPath, lineDiff(want[i].data, got[i].data))
+		}
+	}
+}
+
+// Every line of the golden stream decodes into a kernel.Event that encodes
+// back to the same bytes: a Go consumer of stream-json (or of Query) loses
+// nothing, and the encoder writes nothing the decoder does not read.
+func TestStreamJSONRoundTrip(t *testing.T) {
+	data, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[kernel.EventType]bool{}
+	for _, f := range parseTxtar(data) {
+		if !strings.HasSuffix(f.name, ".jsonl") {
+			continue
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(f.data, "\n"), "\n") {
+			var ev kernel.Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Errorf("%s:%d: %v\n%s", f.name, i+1, err, line)
+				continue
+			}
+			seen[ev.Type] = true
+			var buf bytes.Buffer
+			if err := json.NewEncoder(&buf).Encode(ev); err != nil { // as render writes it
+				t.Errorf("%s:%d: %v", f.name, i+1, err)
+				continue
+			}
+			if got := strings.TrimSuffix(buf.String(), "\n"); got != line {
+				t.Errorf("%s:%d: the round trip changed the line:\n golden %s\n    got %s", f.name, i+1, line, got)
+			}
+		}
+	}
+	for _, typ := range []kernel.EventType{kernel.EventSessionStart, kernel.EventTextDelta, kernel.EventAssistantMessage,
+		kernel.EventToolCall, kernel.EventPermission, kernel.EventToolResult, kernel.EventHook, kernel.EventCheckpoint,
+		kernel.EventCompact, kernel.EventResult} {
+		if !seen[typ] {
+			t.Errorf("the golden stream has no %s event: a session should produce one", typ)
 		}
 	}
 }
