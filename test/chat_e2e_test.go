@@ -34,10 +34,24 @@ type ptySession struct {
 
 func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 	t.Helper()
+	return startPTYWith(t, dir, ptyOptions{answer: true}, args...)
+}
+
+// ptyOptions: answer makes the pty answer the terminal queries as a
+// terminal does; env is added to the binary's environment (after the
+// defaults, so it wins).
+type ptyOptions struct {
+	answer bool
+	env    []string
+}
+
+func startPTYWith(t *testing.T, dir string, o ptyOptions, args ...string) *ptySession {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	// XDG_CONFIG_HOME: the user policy file is the test's, never the machine's.
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color", "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, o.env...)
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +69,7 @@ func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 			// (OSC 11) and the cursor report that follows it, which
 			// lipgloss sends when the program starts: a terminal that
 			// answered neither would make it wait for its timeout.
-			if bytes.Contains(buf[:n], []byte("\x1b]11;?")) {
+			if o.answer && bytes.Contains(buf[:n], []byte("\x1b]11;?")) {
 				f.Write([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R"))
 			}
 			if err != nil {
@@ -346,5 +360,52 @@ func TestChatEscapesAgentStrings(t *testing.T) {
 	}
 	if scr := s.screen(0); !strings.Contains(scr, "model says "+attackShown) {
 		t.Errorf("the model's text is not shown escaped:\n%s", scr)
+	}
+}
+
+// TestChatStartsOnSilentTerminal: on a terminal that answers no query
+// (this pty answers nothing), a command starts at once. Bubble Tea's
+// package init asks the terminal for its background colour (OSC 11, then
+// a cursor report) and waits up to 5 s for a reply, before main runs, for
+// every command of the binary; internal/noquery keeps it from asking.
+// Without it this pty sees "\x1b]11;?" and each start below takes 5 s.
+// TERM is set aside only during the package inits: the session's
+// commands see it as the user's.
+func TestChatStartsOnSilentTerminal(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": `printf 'term=%s' "$TERM" > term.txt`})}},
+		map[string]any{"text": "Wrote it."})
+	for _, args := range [][]string{{"--version"}, {"--workspace", ws, "--state-dir", state, "--script", script}} {
+		start := time.Now()
+		s := startPTYWith(t, ws, ptyOptions{}, args...)
+		if args[0] == "--version" {
+			s.waitExit()
+		} else {
+			s.waitFor("ready · ")
+		}
+		// The query's timeout is 5 s: a start that waited for it takes
+		// at least that long.
+		if d := time.Since(start); d >= 5*time.Second {
+			t.Errorf("%v on a silent terminal took %v to start", args, d)
+		}
+		s.mu.Lock()
+		raw := s.out.String()
+		s.mu.Unlock()
+		if strings.Contains(raw, "\x1b]11;?") {
+			t.Errorf("%v asked the terminal for its background colour", args)
+		}
+		if args[0] == "--version" {
+			continue
+		}
+		s.send("go\r")
+		s.waitFor("? bash wants to run")
+		s.send("y")
+		s.waitFor("Wrote it.")
+		s.send("\x04")
+		s.waitExit()
+		if b, _ := os.ReadFile(filepath.Join(ws, "term.txt")); string(b) != "term=xterm-256color" {
+			t.Errorf("the session's command saw %q, want TERM as the user's", b)
+		}
 	}
 }
