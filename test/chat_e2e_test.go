@@ -177,13 +177,16 @@ func TestChatSession(t *testing.T) {
 	writeFile(t, filepath.Join(ws, "a.txt"), original)
 	// A marker no other process has: the sleep's argv.
 	marker := strconv.Itoa(900000 + os.Getpid()%99999)
+	marker2 := strconv.Itoa(800000 + os.Getpid()%99999)
 	script := scriptFile(t,
 		map[string]any{"text": "I'll edit it.", "tool_calls": []any{
 			call("e1", "edit_file", map[string]any{"path": "a.txt", "old_string": "hello\n", "new_string": "hello world\n"})}},
 		map[string]any{"text": "Edited the file."},
 		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo ran-$((40+2))"})}},
 		map[string]any{"text": "Ran it."},
-		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker + "; echo never"})}},
+		// A tree: the shell, a sleep in the background, a sleep in the
+		// foreground; the interrupt must end all of them.
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker2 + " & sleep " + marker + "; echo never"})}},
 		map[string]any{"text": "Still here after the interrupt."},
 		map[string]any{"text": "Continued."})
 	args := []string{"--workspace", ws, "--state-dir", state, "--script", script}
@@ -210,13 +213,16 @@ func TestChatSession(t *testing.T) {
 
 	// Interrupted mid-command: the sleep runs, Esc stops the turn.
 	s.send("wait\r")
-	s.waitFor("? bash wants to run", "$ sleep "+marker)
+	s.waitFor("? bash wants to run", "$ sleep "+marker2+" & sleep "+marker)
 	s.send("y")
-	var pid int
-	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
-		if pid = findProcess("sleep", marker); pid == 0 {
+	// The pids of both sleeps, found by their argv (each marker is this
+	// test's own); the command is still running, so they are there.
+	var pid, pid2 int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0 || pid2 == 0; {
+		pid, pid2 = findProcess("sleep", marker), findProcess("sleep", marker2)
+		if pid == 0 || pid2 == 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
+				t.Fatalf("the command's processes never showed; screen:\n%s", s.screen(s.mark))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -224,11 +230,13 @@ func TestChatSession(t *testing.T) {
 	s.send("\x1b")
 	// The turn ends (the status is ready again, never while it runs).
 	s.waitFor("interrupted", "ready · ")
-	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d (sleep %s) still runs after the interrupt", pid, marker)
+	for _, p := range []int{pid, pid2} {
+		for deadline := time.Now().Add(10 * time.Second); procRunning(p); {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d (a sleep of the interrupted command) still runs after the interrupt", p)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	// The session goes on.
 	s.send("go on\r")
@@ -239,6 +247,19 @@ func TestChatSession(t *testing.T) {
 	s.waitFor("rewound")
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
 		t.Errorf("after /rewind 0 a.txt is %q, want %q", b, original)
+	}
+	// /undo takes the rewind back, files and conversation; once.
+	s.send("/undo\r")
+	s.waitFor("files: back as before the rewind to checkpoint 0", "conversation: the cut turns are back")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "hello world\nsecond line\n" {
+		t.Errorf("after /undo a.txt is %q, want the edit back", b)
+	}
+	s.send("/undo\r")
+	s.waitFor("no rewind to undo")
+	s.send("/rewind 0\r")
+	s.waitFor("rewound")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Errorf("after the second /rewind 0 a.txt is %q, want %q", b, original)
 	}
 	if ents, _ := os.ReadDir(ws); len(ents) != 1 {
 		var names []string

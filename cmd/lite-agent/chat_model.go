@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,8 @@ type chatModel struct {
 	histAt  int
 	queued  []string // typed while a turn ran, sent when it ends
 	ending  string   // how the turn ended, if it failed: shown at its end
+
+	undo *undoRewind // the last rewind, until the next prompt
 }
 
 func newChatModel(app *chatApp, pickSession bool) *chatModel {
@@ -266,6 +269,7 @@ func (m *chatModel) dispatch(text string) []tea.Cmd {
 func (m *chatModel) startTurn(prompt string) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.running, m.cancel = true, cancel
+	m.undo = nil
 	agent, sid, prog := m.app.agent, m.app.sessionID, m.app.prog
 	go func() {
 		defer cancel()
@@ -603,10 +607,68 @@ func (m *chatModel) rewind(n, what string) tea.Cmd {
 		args = append(args, "--conversation-only")
 	}
 	var out, errb bytes.Buffer
-	err := cmdRewind(args, &out, &errb)
+	done, err := rewindCmd(args, &out, &errb)
 	text := strings.TrimRight(out.String()+errb.String(), "\n")
 	if err != nil {
 		text += "\n" + styleErr("rewind: "+termsafe.Text(err.Error()))
 	}
+	if done.filesCheckpoint >= 0 || done.saved != "" {
+		u := &undoRewind{sessionID: m.app.sessionID, rewound: done, to: n}
+		if done.saved != "" {
+			// The transcript's size right after the cut: the undo puts
+			// the turns back only onto this very transcript.
+			fi, serr := os.Stat(done.transcript)
+			if serr != nil {
+				done.saved = ""
+			} else {
+				u.size = fi.Size()
+			}
+		}
+		m.undo = u
+		text += "\n" + styleDim("/undo undoes this rewind (until the next prompt)")
+	}
 	return tea.Println(text)
+}
+
+// undoRewind is what /undo needs to take the last rewind back: the files
+// go back to the checkpoint before the one that recorded the rewind (the
+// store records a rewind as a checkpoint of its own, with the pre-images
+// of what it overwrote), and the conversation's cut turns are appended
+// back onto the transcript, if it has not moved since.
+type undoRewind struct {
+	sessionID string
+	rewound
+	to   string
+	size int64
+}
+
+// undoLast undoes the last rewind of this session. It is offered only
+// until the next prompt: after a new turn, going back to the state before
+// the rewind would also undo that turn's work, which /rewind N says
+// explicitly.
+func (m *chatModel) undoLast() tea.Cmd {
+	u := m.undo
+	if u == nil || u.sessionID != m.app.sessionID {
+		return tea.Println(styleErr("no rewind to undo (an undo is possible right after a /rewind, before the next prompt)"))
+	}
+	m.undo = nil
+	var lines []string
+	if u.filesCheckpoint >= 0 {
+		var out, errb bytes.Buffer
+		_, err := rewindCmd([]string{u.sessionID, "--to", strconv.Itoa(u.filesCheckpoint - 1), "--files-only", "--state-dir", m.app.stateDir}, &out, &errb)
+		if t := strings.TrimRight(out.String()+errb.String(), "\n"); t != "" {
+			lines = append(lines, t)
+		}
+		if err != nil {
+			return tea.Println(strings.Join(append(lines, styleErr("undo: "+termsafe.Text(err.Error()))), "\n"))
+		}
+		lines = append(lines, fmt.Sprintf("files: back as before the rewind to checkpoint %s", esc(u.to)))
+	}
+	if u.saved != "" {
+		if err := checkpoint.RestoreTranscriptCut(u.transcript, u.saved, u.size); err != nil {
+			return tea.Println(strings.Join(append(lines, styleErr("undo of the conversation: "+termsafe.Text(err.Error()))), "\n"))
+		}
+		lines = append(lines, "conversation: the cut turns are back")
+	}
+	return tea.Println(strings.Join(lines, "\n"))
 }

@@ -19,6 +19,7 @@ import (
 var slashCommands = map[string]string{
 	"/help":        "this list",
 	"/rewind":      "/rewind [N] [files|conversation|both]: go back to checkpoint N (a picker without N); both by default",
+	"/undo":        "undo the last /rewind (files and conversation), before the next prompt",
 	"/checkpoints": "the session's checkpoints and what each changed",
 	"/mode":        "/mode [default|acceptEdits|plan|dontAsk]: show or set the permission mode (shift+tab cycles)",
 	"/allow":       "/allow RULE: allow calls matching RULE in this session, e.g. /allow bash(go test:*)",
@@ -156,6 +157,8 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 		m.picker = p
 		return nil
+	case "/undo":
+		return m.undoLast()
 	case "/compact":
 		if m.app.sessionID == "" {
 			return needSession()
