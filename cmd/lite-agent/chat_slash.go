@@ -121,8 +121,8 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 		return say(styleDim(strings.TrimPrefix(name, "/") + " " + termsafe.Escape(rule) + " (this session)"))
 	case "/permissions":
-		return say(fmt.Sprintf("mode %s; preset %s\nallowed here: %s\ndenied here: %s",
-			m.app.mode, m.app.agent.Preset().Name, orNone(m.app.f.allowedTools), orNone(m.app.f.disallowedTools)))
+		return say(fmt.Sprintf("mode %s; preset %s; sandbox %s\nallowed here: %s\ndenied here: %s",
+			m.app.mode, m.app.agent.Preset().Name, networkGrant(m.app.opts.Sandbox, 2000), orNone(m.app.f.allowedTools), orNone(m.app.f.disallowedTools)))
 	case "/checkpoints":
 		if m.app.sessionID == "" {
 			return needSession()

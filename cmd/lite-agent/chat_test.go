@@ -12,6 +12,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 func keyRunes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
@@ -188,5 +189,33 @@ func TestMarkdownCannotMakeControls(t *testing.T) {
 	}
 	if got := renderMarkdown("**x**", 80, termenv.Ascii); got != "**x**" {
 		t.Errorf("NO_COLOR: %q, want the source", got)
+	}
+}
+
+// TestApprovalShowsNetworkGrant: a command's approval names the network
+// mode of the sandbox it runs in and every domain it may reach through the
+// proxy (escaped: the domains may come from a workspace's files).
+func TestApprovalShowsNetworkGrant(t *testing.T) {
+	ws := t.TempDir()
+	app := &chatApp{opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone,
+		AllowDomains: []string{"github.com", "*.golang.org", "evil\x1b]52;c;eA==\x07.com"}, DenyDomains: []string{"gist.github.com"}}}}
+	got := approvalBody(ws, "bash", json.RawMessage(`{"command":"go mod download"}`), app)
+	for _, want := range []string{"network: none", "domains github.com, *.golang.org, evil\\x1b]52;c;eA==\\x07.com", "never gist.github.com"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the approval lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("raw control characters in the approval: %q", got)
+	}
+	m := &chatModel{app: app, width: 200}
+	app.modelName = "m"
+	if s := m.statusLine(); !strings.Contains(s, "net none+3 domains") {
+		t.Errorf("status line: %q", s)
+	}
+	// Without a domain, the mode alone.
+	app.opts.Sandbox = &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkLoopback}
+	if got := approvalBody(ws, "bash", json.RawMessage(`{"command":"curl localhost"}`), app); !strings.Contains(got, "network: loopback\n") {
+		t.Errorf("loopback: %s", got)
 	}
 }

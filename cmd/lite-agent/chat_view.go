@@ -12,6 +12,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
@@ -79,10 +80,35 @@ func tail(s string, n, width int) string {
 	return strings.Join(lines, "\n")
 }
 
+// networkGrant says what the sandbox's network policy lets a command
+// reach: the mode, and the domains granted through lite-agent's proxy
+// (and refused), cut to n bytes each. The domains come from policy files
+// and flags, which a workspace may hold: escaped.
+func networkGrant(sb *sandbox.Policy, n int) string {
+	if sb == nil {
+		return "network: unconfined"
+	}
+	mode := string(sb.Network)
+	if mode == "" {
+		mode = "none"
+	}
+	s := "network: " + mode
+	if len(sb.AllowDomains) > 0 {
+		s += "; domains " + field(strings.Join(sb.AllowDomains, ", "), n)
+	}
+	if len(sb.DenyDomains) > 0 {
+		s += "; never " + field(strings.Join(sb.DenyDomains, ", "), n)
+	}
+	return s
+}
+
 func (m *chatModel) statusLine() string {
 	net := "none"
 	if sb := m.app.opts.Sandbox; sb != nil && sb.Network != "" {
 		net = string(sb.Network)
+	}
+	if sb := m.app.opts.Sandbox; sb != nil && len(sb.AllowDomains) > 0 {
+		net += fmt.Sprintf("+%d domains", len(sb.AllowDomains))
 	}
 	// The state first: at 80 columns the end of the line may be cut.
 	state := "ready"
@@ -185,17 +211,13 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 			}
 		}
 		if sb := app.opts.Sandbox; sb != nil {
-			net := string(sb.Network)
-			if net == "" {
-				net = "none"
-			}
 			// What the command may write and reach, from the policy it
 			// runs under (not a summary of the preset).
 			writes := append([]string{sb.Workspace}, sb.ReadWritePaths...)
 			if sb.TempDir != "" {
 				writes = append(writes, "a private temp dir")
 			}
-			fmt.Fprintf(&b, "  sandbox: writes only %s; network %s\n", esc(strings.Join(writes, ", ")), net)
+			fmt.Fprintf(&b, "  sandbox: writes only %s; %s\n", esc(strings.Join(writes, ", ")), networkGrant(sb, 200))
 		} else {
 			b.WriteString(styleErr("  sandbox: none — the command runs unconfined") + "\n")
 		}
