@@ -430,3 +430,66 @@ func TestChatStartsOnSilentTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestChatSubagentsAndTasks: a subagent's calls show nested under the
+// agent call that started it, live and in the scrollback; a background
+// task is listed while the turn runs (and by /tasks, which answers during
+// the turn), and the turn's end, which kills it, says so — its process
+// is gone. The commands wait for files the test creates, so the test sees
+// them running without a sleep.
+func TestChatSubagentsAndTasks(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	marker := strconv.Itoa(700000 + os.Getpid()%99999)
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{
+	  "turns": [
+	    {"tool_calls": [{"id": "a1", "name": "agent", "input": {"agent": "reader", "prompt": "look around"}}]},
+	    {"tool_calls": [{"id": "bg1", "name": "bash", "input": {"command": "sleep `+marker+`", "run_in_background": true, "description": "dev server"}}]},
+	    {"tool_calls": [{"id": "w1", "name": "bash", "input": {"command": "while [ ! -e go2 ]; do sleep 0.05; done; echo main-done"}}]},
+	    {"text": "All done."}],
+	  "agents": {"reader": {"turns": [
+	    {"tool_calls": [{"id": "s1", "name": "bash", "input": {"command": "while [ ! -e go1 ]; do sleep 0.05; done; echo sub-done"}}]},
+	    {"text": "Reader done."}]}}}`)
+	agents := `{"reader": {"description": "Looks.", "prompt": "You look."}}`
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script, "--agents", agents, "--allowed-tools", "bash")
+	s.waitFor("ready · ")
+	s.send("/agents\r")
+	s.waitFor("subagents: reader")
+	s.send("go\r")
+	// Live: the subagent's running call under the running agent call.
+	scr := s.waitFor("● agent reader running", "    └ [reader-", "] ● bash while [ ! -e go1 ]")
+	if strings.Index(scr, "● agent reader running") > strings.LastIndex(scr, "    └ [reader-") {
+		t.Errorf("the subagent's call is not under its parent:\n%s", scr)
+	}
+	writeFile(t, filepath.Join(ws, "go1"), "")
+	// In the scrollback: the agent call's line, then its subagent's call.
+	scr = s.waitFor("● agent ✓", "] ● bash while [ ! -e go1 ]; do sleep 0.05; done; echo sub-done ✓")
+	if i, j := strings.Index(scr, "● agent ✓"), strings.Index(scr, "] ● bash while [ ! -e go1 ]; do sleep 0.05; done; echo sub-done ✓"); i < 0 || j < i {
+		t.Errorf("the finished subagent call is not printed under the agent call:\n%s", scr)
+	}
+	// The background task is listed while the turn goes on.
+	s.waitFor("⧗ background task-1 dev server")
+	pid := 0
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
+		if pid = findProcess("sleep", marker); pid == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the background task's process never showed:\n%s", s.screen(s.mark))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.send("/tasks\r")
+	s.waitFor("task-1  dev server  running")
+	writeFile(t, filepath.Join(ws, "go2"), "")
+	s.waitFor("background task(s) stopped with the turn: task-1", "All done.", "ready · ")
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background task's sleep (pid %d) still runs after its turn", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.send("/tasks\r")
+	s.waitFor("no background tasks")
+	s.send("\x04")
+	s.waitExit()
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,9 +31,35 @@ type (
 	turnDoneMsg struct{ err error }
 )
 
-// runningCall is a tool call shown live until its result.
+// runningCall is a tool call shown live until its result. sub are the
+// calls of the subagents it started (an agent tool call), shown nested
+// under it live and printed under its line when it ends.
 type runningCall struct {
 	id, line string
+	start    time.Time
+	sub      []subCall
+}
+
+// subCall is one call a subagent made, under the call that started it.
+type subCall struct {
+	id, agent, line string
+	start           time.Time
+	result          string // "" while it runs: then its status and duration
+}
+
+func (c subCall) String() string {
+	st := c.result
+	if st == "" {
+		st = styleDim(fmt.Sprintf(" running %s", time.Since(c.start).Round(time.Second)))
+	}
+	return "    └ [" + esc(c.agent) + "] " + c.line + st
+}
+
+// bgTask is a background task a bash call started (run_in_background):
+// listed until it is killed or seen ended, or the turn ends, which kills
+// it (the kernel kills a run's tasks when its query ends).
+type bgTask struct {
+	id, desc string
 	start    time.Time
 }
 
@@ -79,6 +107,8 @@ type chatModel struct {
 	ending  string   // how the turn ended, if it failed: shown at its end
 
 	undo *undoRewind // the last rewind, until the next prompt
+
+	tasks []bgTask // the turn's background tasks still running
 }
 
 func newChatModel(app *chatApp, pickSession bool) *chatModel {
@@ -123,6 +153,15 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.calls = nil
 		m.notice = ""
 		var cmds []tea.Cmd
+		if len(m.tasks) > 0 {
+			// The query's end killed them: say so, they were listed.
+			ids := make([]string, len(m.tasks))
+			for i, t := range m.tasks {
+				ids[i] = esc(t.id)
+			}
+			cmds = append(cmds, tea.Println(styleDim("background task(s) stopped with the turn: "+strings.Join(ids, ", "))))
+			m.tasks = nil
+		}
 		if m.stream.Len() > 0 {
 			cmds = append(cmds, tea.Println(termsafe.Text(m.stream.String())))
 			m.stream.Reset()
@@ -246,6 +285,10 @@ func (m *chatModel) submit() tea.Cmd {
 	m.input.Reset()
 	m.history = appendHistory(chatHistoryPath(m.app.stateDir), m.history, text)
 	m.histAt = len(m.history)
+	if m.running && readOnlySlash[strings.Fields(text)[0]] {
+		// A question about the session answers at once, turn or not.
+		return tea.Sequence(m.dispatch(text)...)
+	}
 	if m.running {
 		// Typed while a turn runs: it waits for the turn's end, as a
 		// message typed ahead does in a terminal; Esc drops it.
@@ -254,6 +297,11 @@ func (m *chatModel) submit() tea.Cmd {
 	}
 	return tea.Sequence(m.dispatch(text)...)
 }
+
+// readOnlySlash are the commands that only show the session's state: they
+// run at once even while a turn runs (the others wait for its end).
+var readOnlySlash = map[string]bool{"/tasks": true, "/cost": true, "/context": true, "/help": true,
+	"/model": true, "/tools": true, "/mcp": true, "/agents": true, "/permissions": true}
 
 // dispatch runs what was typed, a slash command or a prompt: the commands
 // to run in sequence, for the caller's one tea.Sequence.
@@ -290,12 +338,11 @@ func (m *chatModel) startTurn(prompt string) tea.Cmd {
 }
 
 func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
+	if ev.Type == kernel.EventToolResult {
+		m.trackTasks(ev)
+	}
 	if ev.AgentID != "" {
-		// A subagent's calls, nested under the call that started it.
-		if ev.Type == kernel.EventToolResult {
-			return tea.Println(styleDim("    └ [" + esc(ev.AgentID) + "] " + callSummary(ev.Name, ev.Input) + status(ev)))
-		}
-		return nil
+		return m.onSubagentEvent(ev)
 	}
 	switch ev.Type {
 	case kernel.EventSessionStart:
@@ -336,15 +383,22 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		}
 	case kernel.EventToolResult:
 		d := time.Duration(0)
+		var sub []subCall
 		for i, c := range m.calls {
 			if c.id == ev.ID {
 				d = time.Since(c.start)
+				sub = c.sub
 				m.calls = append(m.calls[:i], m.calls[i+1:]...)
 				break
 			}
 		}
-		line := "  " + callSummary(ev.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))
-		return tea.Println(line)
+		lines := []string{"  " + callSummary(ev.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))}
+		// The subagent's calls go to the scrollback under the call that
+		// started them, as they were shown live.
+		for _, c := range sub {
+			lines = append(lines, styleDim(c.String()))
+		}
+		return tea.Println(strings.Join(lines, "\n"))
 	case kernel.EventCompact:
 		return tea.Println(styleDim("context compacted"))
 	case kernel.EventResult:
@@ -359,6 +413,80 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// onSubagentEvent nests a subagent's calls under the parent's call that
+// started it (ParentToolUseID). A subagent's text is its parent's
+// business: the parent's call returns it as its result.
+func (m *chatModel) onSubagentEvent(ev kernel.Event) tea.Cmd {
+	parent := -1
+	for i, c := range m.calls {
+		if c.id == ev.ParentToolUseID {
+			parent = i
+		}
+	}
+	switch ev.Type {
+	case kernel.EventToolCall:
+		c := subCall{id: ev.ID, agent: ev.AgentID, line: callSummary(ev.Name, ev.Input), start: time.Now()}
+		if parent < 0 {
+			return nil // shown at its result
+		}
+		m.calls[parent].sub = append(m.calls[parent].sub, c)
+	case kernel.EventToolResult:
+		st := status(ev)
+		if parent < 0 {
+			// Its parent is not running here (it cannot be, in order): the
+			// line alone, still marked as a subagent's.
+			return tea.Println(styleDim(subCall{agent: ev.AgentID, line: callSummary(ev.Name, ev.Input), result: st}.String()))
+		}
+		p := &m.calls[parent]
+		for i := range p.sub {
+			if p.sub[i].id == ev.ID && p.sub[i].result == "" {
+				p.sub[i].result = st + fmt.Sprintf(" (%s)", time.Since(p.sub[i].start).Round(time.Millisecond))
+				return nil
+			}
+		}
+		p.sub = append(p.sub, subCall{id: ev.ID, agent: ev.AgentID, line: callSummary(ev.Name, ev.Input), result: st})
+	case kernel.EventPermission:
+		if ev.Decision == "deny" {
+			return tea.Println(styleErr("    ✗ [" + esc(ev.AgentID) + "] denied " + esc(ev.Name) + ": " + field(ev.Reason, 200)))
+		}
+	}
+	return nil
+}
+
+var (
+	taskStartedRE = regexp.MustCompile(`^Started background task (\S+): ([^\n]*)`)
+	taskEndedRE   = regexp.MustCompile(`Task (\S+) has ended: ([^\n]*)$`)
+)
+
+// trackTasks follows the background tasks from the results of the tools
+// that start, read and stop them (tools/builtin/tasks.go's words).
+func (m *chatModel) trackTasks(ev kernel.Event) {
+	if ev.IsError {
+		return
+	}
+	text := ""
+	for _, c := range ev.Content {
+		text += c.Text
+	}
+	switch ev.Name {
+	case "bash":
+		if g := taskStartedRE.FindStringSubmatch(text); g != nil {
+			m.tasks = append(m.tasks, bgTask{id: g[1], desc: g[2], start: time.Now()})
+		}
+	case "bash_output", "kill_task":
+		var in struct {
+			TaskID string `json:"task_id"`
+		}
+		_ = json.Unmarshal(ev.Input, &in)
+		// The report's last line says how the task is; what comes before
+		// is the task's own output.
+		last := text[strings.LastIndexByte(strings.TrimRight(text, "\n"), '\n')+1:]
+		if g := taskEndedRE.FindStringSubmatch(strings.TrimSpace(last)); (g != nil && g[1] == strings.TrimSpace(in.TaskID)) || ev.Name == "kill_task" {
+			m.tasks = slices.DeleteFunc(m.tasks, func(t bgTask) bool { return t.id == strings.TrimSpace(in.TaskID) })
+		}
+	}
 }
 
 func addUsage(a, b provider.Usage) provider.Usage {
@@ -386,7 +514,7 @@ func callSummary(name string, input json.RawMessage) string {
 	var v map[string]any
 	_ = json.Unmarshal(input, &v)
 	arg := ""
-	for _, k := range []string{"command", "path", "pattern", "url", "description"} {
+	for _, k := range []string{"command", "path", "pattern", "url", "agent", "description"} {
 		if s, ok := v[k].(string); ok && s != "" {
 			arg = s
 			break

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -25,6 +28,7 @@ var slashCommands = map[string]string{
 	"/allow":       "/allow RULE: allow calls matching RULE in this session, e.g. /allow bash(go test:*)",
 	"/deny":        "/deny RULE: deny calls matching RULE in this session",
 	"/permissions": "the mode and the session's added rules",
+	"/tasks":       "the background tasks of the running turn",
 	"/tools":       "the tools the model sees",
 	"/mcp":         "MCP servers and their status",
 	"/agents":      "the subagents the model can start",
@@ -70,16 +74,37 @@ func (m *chatModel) slash(line string) tea.Cmd {
 			msg += fmt.Sprintf(", %d%% of the %d-token window", m.contextUsed*100/w, w)
 		}
 		return say(msg)
+	case "/tasks":
+		if len(m.tasks) == 0 {
+			return say("no background tasks (a turn's tasks end with it)")
+		}
+		var b strings.Builder
+		for _, t := range m.tasks {
+			fmt.Fprintf(&b, "%s  %s  running %s\n", esc(t.id), field(t.desc, 200), time.Since(t.start).Round(time.Second))
+		}
+		return say(strings.TrimRight(b.String(), "\n"))
 	case "/model":
 		return say("model: " + esc(m.app.modelName))
 	case "/tools":
+		if len(m.tools) == 0 {
+			return say("the tools are known once the session starts: type a task first")
+		}
 		return say("tools: " + field(strings.Join(m.tools, ", "), 2000))
 	case "/agents":
+		if len(m.agents) == 0 && len(m.app.opts.Agents) > 0 {
+			// Before the first turn: the configured ones.
+			names := slices.Sorted(maps.Keys(m.app.opts.Agents))
+			return say("subagents: " + field(strings.Join(names, ", "), 2000))
+		}
 		if len(m.agents) == 0 {
 			return say("no subagents (--agents FILE adds some)")
 		}
 		return say("subagents: " + field(strings.Join(m.agents, ", "), 2000))
 	case "/mcp":
+		if len(m.mcp) == 0 && len(m.app.opts.MCPServers) > 0 {
+			names := slices.Sorted(maps.Keys(m.app.opts.MCPServers))
+			return say("MCP servers (they connect with the first prompt): " + field(strings.Join(names, ", "), 2000))
+		}
 		if len(m.mcp) == 0 {
 			return say("no MCP servers (--mcp-config FILE adds some)")
 		}

@@ -50,6 +50,18 @@ func (m *chatModel) View() string {
 	}
 	for _, c := range m.calls {
 		fmt.Fprintf(&b, "  %s %s\n", c.line, styleDim(fmt.Sprintf("running %s", time.Since(c.start).Round(time.Second))))
+		// Its subagent's calls, the last few: the screen is 24 lines.
+		sub := c.sub
+		if len(sub) > 4 {
+			fmt.Fprintf(&b, "%s\n", styleDim(fmt.Sprintf("    … %d earlier", len(sub)-4)))
+			sub = sub[len(sub)-4:]
+		}
+		for _, s := range sub {
+			b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(s.String()) + "\n")
+		}
+	}
+	for _, t := range m.tasks {
+		b.WriteString(styleDim(fmt.Sprintf("  ⧗ background %s %s (%s)", esc(t.id), field(t.desc, max(10, m.width-40)), time.Since(t.start).Round(time.Second))) + "\n")
 	}
 	for _, q := range m.queued {
 		b.WriteString(styleDim("queued: "+field(q, m.width-12)) + "\n")
