@@ -493,3 +493,92 @@ func TestChatSubagentsAndTasks(t *testing.T) {
 	s.send("\x04")
 	s.waitExit()
 }
+
+// TestChatSlashCommands: each slash command through the terminal, as a
+// user types it: what it shows, and for /allow, /deny, /mode (and the
+// mode key, shift+tab) and /clear what it changes in the session.
+func TestChatSlashCommands(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "x"), "keep me\n")
+	script := scriptFile(t,
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo hi"})}},
+		map[string]any{"text": "Said hi."},
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "rm -f x"})}},
+		map[string]any{"text": "Could not."},
+		map[string]any{"text": "A summary of the session."})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script, "--context-window", "100000")
+	s.waitFor("ready · ", "mode default", "ctx 0/100.0k")
+	for _, c := range []struct{ cmd, want string }{
+		{"/help", "keys: Enter sends"},
+		{"/model", "model: scripted"},
+		{"/tools", "type a task first"},
+		{"/mcp", "no MCP servers"},
+		{"/agents", "no subagents"},
+		{"/cost", "tokens: 0 input, 0 output"},
+		{"/context", "the last model call read 0 tokens"},
+		{"/mode", "mode: default"},
+		{"/frobnicate", "unknown command /frobnicate (/help lists the commands)"},
+		{"/mod", "unknown command /mod; did you mean /mode?"},
+		{"/compact", "no session yet"},
+	} {
+		s.send(c.cmd + "\r")
+		s.waitFor(c.want)
+	}
+	// /mode sets the mode; shift+tab cycles default → acceptEdits → plan.
+	s.send("/mode plan\r")
+	s.waitFor("mode: plan", "mode plan · ")
+	s.send("\x1b[Z")
+	s.waitFor("mode: default", "mode default · ")
+	s.send("\x1b[Z")
+	s.waitFor("mode: acceptEdits", "mode acceptEdits · ")
+	s.send("/mode default\r")
+	s.waitFor("mode default · ")
+	s.send("/mode nosuch\r")
+	s.waitFor("nosuch")
+
+	// /allow: the next call matching runs without a question.
+	s.send("/allow bash(echo hi)\r")
+	s.waitFor("allow bash(echo hi) (this session)")
+	s.send("/deny bash(rm:*)\r")
+	s.waitFor("deny bash(rm:*) (this session)")
+	s.send("/permissions\r")
+	s.waitFor("mode default; preset", "allowed here: bash(echo hi)", "denied here: bash(rm:*)")
+	s.send("say hi\r")
+	scr := s.waitFor("Said hi.", "ready · ")
+	if strings.Contains(scr, "wants to run") {
+		t.Errorf("/allow bash(echo hi) still asked:\n%s", scr)
+	}
+	// /deny: the call is refused, x stays.
+	s.send("remove x\r")
+	scr = s.waitFor("Could not.", "ready · ")
+	if !strings.Contains(scr, "✗ denied bash") || strings.Contains(scr, "wants to run") {
+		t.Errorf("/deny bash(rm:*) did not refuse at once:\n%s", scr)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "x")); err != nil || string(b) != "keep me\n" {
+		t.Errorf("x after the denied rm: %q %v", b, err)
+	}
+	s.send("/tools\r")
+	s.waitFor("tools: ", "bash", "edit_file")
+	s.send("/cost\r")
+	if scr := s.waitFor("tokens: "); strings.Contains(scr, "tokens: 0 input, 0 output") {
+		t.Errorf("/cost after two turns:\n%s", scr)
+	}
+	s.send("/context\r")
+	s.waitFor("the last model call read ", "% of the 100000-token window")
+	s.send("/compact\r")
+	s.waitFor("compacted: the older turns are summarised")
+	// /clear: the next prompt starts a new session; the rules stay.
+	first := regexp.MustCompile(`session ([0-9a-zA-Z_-]+)`).FindStringSubmatch(s.screen(0))
+	s.send("/clear\r")
+	s.waitFor("a new session starts with the next prompt")
+	s.send("say hi again\r")
+	scr = s.waitFor("session ", "Said hi.", "ready · ")
+	second := regexp.MustCompile(`session ([0-9a-zA-Z_-]+)`).FindStringSubmatch(scr)
+	if first == nil || second == nil || first[1] == second[1] {
+		t.Errorf("/clear: sessions %v then %v, want two", first, second)
+	}
+	s.send("/exit\r")
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("/exit: %d", code)
+	}
+}

@@ -117,6 +117,9 @@ func newChatModel(app *chatApp, pickSession bool) *chatModel {
 	ta.ShowLineNumbers = false
 	ta.Prompt = "> "
 	ta.CharLimit = 0
+	// No cap on the lines typed with the newline key (the default stops
+	// at 99); a paste is kept whole up to the textarea's 10,000 lines.
+	ta.MaxHeight = 0
 	ta.SetHeight(3)
 	// Enter sends: a new line is Alt+Enter or Ctrl+J.
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
