@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -581,4 +582,77 @@ func TestChatSlashCommands(t *testing.T) {
 	if code := s.waitExit(); code != 0 {
 		t.Errorf("/exit: %d", code)
 	}
+}
+
+// TestChatInput: a bracketed paste holding newlines (a terminal sends
+// them as CR, the key Enter sends) is kept whole and does not submit;
+// Tab completes an @path from the workspace's files; A asks which policy
+// file and writes the rule it showed there.
+func TestChatInput(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "src/deep/main.go"), "package main\n")
+	script := scriptFile(t,
+		map[string]any{"text": "Got it."},
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo always"})}},
+		map[string]any{"text": "Ran."})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script)
+	s.waitFor("ready · ")
+
+	s.send("look at @src/d\t")
+	s.waitFor("> look at @src/deep/", "src/deep/  src/deep/main.go")
+	s.send("\t")
+	s.waitFor("> look at @src/deep/main.go")
+	s.send("\x03") // Ctrl-C with text: clears the input
+	s.waitFor("> type a task")
+
+	var lines []string
+	for i := 1; i <= 150; i++ {
+		lines = append(lines, "pasted line "+strconv.Itoa(i))
+	}
+	s.send("\x1b[200~" + strings.Join(lines, "\r") + "\x1b[201~")
+	scr := s.waitFor("> pasted line 150")
+	if strings.Contains(scr, "working") {
+		t.Fatalf("the paste submitted:\n%s", scr)
+	}
+	s.send("\r")
+	s.waitFor("Got it.", "ready · ")
+	// The prompt the model got: all 150 lines, one prompt.
+	ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	if len(ents) != 1 {
+		t.Fatalf("transcripts: %v", ents)
+	}
+	var prompts []string
+	b, _ := os.ReadFile(ents[0])
+	for _, l := range strings.Split(string(b), "\n") {
+		var rec struct {
+			Message *struct {
+				Role    string `json:"role"`
+				Content []struct{ Type, Text string }
+			} `json:"message"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Message != nil && rec.Message.Role == "user" {
+			for _, c := range rec.Message.Content {
+				if c.Type == "text" {
+					prompts = append(prompts, c.Text)
+				}
+			}
+		}
+	}
+	if want := strings.Join(lines, "\n"); len(prompts) != 1 || prompts[0] != want {
+		t.Errorf("the pasted prompt reached the model as %d prompt(s): %.200q", len(prompts), prompts)
+	}
+
+	// A: which file? w: the workspace's; the rule shown is written there.
+	s.send("run it\r")
+	s.waitFor("? bash wants to run", "[A] allow always")
+	s.send("A")
+	s.waitFor("allow always bash(echo always) — write it to:", "[u] your policy file", "[w] this workspace's .lite-agent/policy.toml")
+	s.send("\r") // Enter chooses nothing
+	s.send("w")
+	s.waitFor("allowed always (bash(echo always) added to", "Ran.", "ready · ")
+	if b, err := os.ReadFile(filepath.Join(ws, ".lite-agent", "policy.toml")); err != nil || !strings.Contains(string(b), `"bash(echo always)"`) {
+		t.Errorf("the workspace policy file: %q %v", b, err)
+	}
+	s.send("\x04")
+	s.waitExit()
 }
