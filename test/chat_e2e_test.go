@@ -179,6 +179,7 @@ func TestChatSession(t *testing.T) {
 	// A marker no other process has: the sleep's argv.
 	marker := strconv.Itoa(900000 + os.Getpid()%99999)
 	marker2 := strconv.Itoa(800000 + os.Getpid()%99999)
+	marker3 := strconv.Itoa(600000 + os.Getpid()%99999)
 	script := scriptFile(t,
 		map[string]any{"text": "I'll edit it.", "tool_calls": []any{
 			call("e1", "edit_file", map[string]any{"path": "a.txt", "old_string": "hello\n", "new_string": "hello world\n"})}},
@@ -189,6 +190,8 @@ func TestChatSession(t *testing.T) {
 		// foreground; the interrupt must end all of them.
 		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker2 + " & sleep " + marker + "; echo never"})}},
 		map[string]any{"text": "Still here after the interrupt."},
+		map[string]any{"tool_calls": []any{call("b3", "bash", map[string]any{"command": "sleep " + marker3})}},
+		map[string]any{"text": "Still here after Ctrl-C."},
 		map[string]any{"text": "Continued."})
 	args := []string{"--workspace", ws, "--state-dir", state, "--script", script}
 
@@ -242,6 +245,29 @@ func TestChatSession(t *testing.T) {
 	// The session goes on.
 	s.send("go on\r")
 	s.waitFor("Still here after the interrupt.")
+	// Ctrl-C stops a running command the same way.
+	s.send("wait again\r")
+	s.waitFor("? bash wants to run", "$ sleep "+marker3)
+	s.send("y")
+	pid3 := 0
+	for deadline := time.Now().Add(20 * time.Second); pid3 == 0; {
+		if pid3 = findProcess("sleep", marker3); pid3 == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.send("\x03")
+	s.waitFor("interrupted", "ready · ")
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid3); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still runs after Ctrl-C", pid3)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.send("go on\r")
+	s.waitFor("Still here after Ctrl-C.")
 
 	// /rewind 0: the workspace as it was, byte for byte.
 	s.send("/rewind 0\r")
