@@ -165,7 +165,14 @@ func (m *chatModel) approvalView() string {
 		who = " (subagent " + esc(a.info.Agent) + ")"
 	}
 	fmt.Fprintf(&b, "? %s wants to run%s — %s\n", esc(a.name), who, field(a.info.Reason, 120))
-	b.WriteString(approvalBody(m.app.f.workspace, a.name, a.input, m.app))
+	body := approvalBody(m.app.f.workspace, a.name, a.input, m.app)
+	if _, isChange, _ := builtin.PreviewChange(m.app.f.workspace, a.name, a.input); isChange {
+		// A diff line wider than the screen would wrap and push the
+		// question off a 24-line screen: cut, and marked as cut. (A
+		// command is never cut: it is shown whole, wrapped.)
+		body = cutLines(body, m.width)
+	}
+	b.WriteString(body)
 	if m.approvalAt == "always" {
 		user, _ := policies.UserFile()
 		trust := ""
@@ -237,6 +244,18 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 	return b.String()
 }
 
+// cutLines cuts each line of s (styled: the cut is ANSI-aware) to width
+// cells, ending a cut line with "…".
+func cutLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if lipgloss.Width(l) > width {
+			lines[i] = lipgloss.NewStyle().MaxWidth(width-1).Render(l) + "…"
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // colorDiff escapes a diff (it quotes file contents the agent wrote) and
 // colours its lines, bounded to maxDiffLines.
 func colorDiff(d string) string {
@@ -275,9 +294,14 @@ func (m *chatModel) pickerView() string {
 	if len(p.labels) == 0 {
 		b.WriteString("  (nothing to choose; Esc)\n")
 	}
-	// A window of 15 around the cursor: a picker fits a 24-line screen.
-	from := max(0, min(p.at-7, len(p.labels)-15))
-	for i := from; i < len(p.labels) && i < from+15; i++ {
+	// A window of 15 around the cursor, 5 under a diff preview (at most
+	// maxDiffLines+1 lines): a picker fits a 24-line screen.
+	win := 15
+	if p.shown != "" {
+		win = 5
+	}
+	from := max(0, min(p.at-win/2, len(p.labels)-win))
+	for i := from; i < len(p.labels) && i < from+win; i++ {
 		cur := "  "
 		if i == p.at {
 			cur = "> "
@@ -285,7 +309,7 @@ func (m *chatModel) pickerView() string {
 		b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(cur+p.labels[i]) + "\n")
 	}
 	if p.shown != "" {
-		b.WriteString(p.shown + "\n")
+		b.WriteString(cutLines(p.shown, m.width) + "\n")
 	}
 	return b.String()
 }
