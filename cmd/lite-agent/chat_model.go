@@ -787,7 +787,10 @@ func (m *chatModel) undoLast() tea.Cmd {
 	if u.filesCheckpoint >= 0 {
 		var out, errb bytes.Buffer
 		_, err := rewindCmd([]string{u.sessionID, "--to", strconv.Itoa(u.filesCheckpoint - 1), "--files-only", "--state-dir", m.app.stateDir}, &out, &errb)
-		if t := strings.TrimRight(out.String()+errb.String(), "\n"); t != "" {
+		// What the rewind command says of itself (its checkpoint, its own
+		// undo) would read as a second rewind here: only what it could
+		// not restore is shown.
+		if t := strings.TrimRight(errb.String(), "\n"); t != "" {
 			lines = append(lines, t)
 		}
 		if err != nil {
