@@ -449,7 +449,7 @@ func TestChatStartsOnSilentTerminal(t *testing.T) {
 		s.send("go\r")
 		s.waitFor("? bash wants to run")
 		s.send("y")
-		s.waitFor("Wrote it.")
+		s.waitFor("Wrote it.", "ready · ")
 		s.send("\x04")
 		s.waitExit()
 		if b, _ := os.ReadFile(filepath.Join(ws, "term.txt")); string(b) != "term=xterm-256color" {
