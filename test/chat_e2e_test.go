@@ -418,7 +418,7 @@ func TestChatEscapesAgentStrings(t *testing.T) {
 // every command of the binary; internal/noquery keeps it from asking.
 // Without it this pty sees "\x1b]11;?" and each start below takes 5 s.
 // TERM is set aside only during the package inits: the session's
-// commands see it as the user's.
+// commands see it as the user's, and the screen is coloured as TERM says.
 func TestChatStartsOnSilentTerminal(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
 	script := scriptFile(t,
@@ -426,7 +426,9 @@ func TestChatStartsOnSilentTerminal(t *testing.T) {
 		map[string]any{"text": "Wrote it."})
 	for _, args := range [][]string{{"--version"}, {"--workspace", ws, "--state-dir", state, "--script", script}} {
 		start := time.Now()
-		s := startPTYWith(t, ws, ptyOptions{}, args...)
+		// Colour on (NO_COLOR empty): the colour profile, read from TERM
+		// after the inits, must be the terminal's again.
+		s := startPTYWith(t, ws, ptyOptions{env: []string{"NO_COLOR="}}, args...)
 		if args[0] == "--version" {
 			s.waitExit()
 		} else {
@@ -445,6 +447,9 @@ func TestChatStartsOnSilentTerminal(t *testing.T) {
 		}
 		if args[0] == "--version" {
 			continue
+		}
+		if !strings.Contains(raw, "\x1b[90m") {
+			t.Errorf("no colour on a colour terminal (TERM not restored?): %q", raw)
 		}
 		s.send("go\r")
 		s.waitFor("? bash wants to run")
