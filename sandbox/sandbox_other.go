@@ -69,6 +69,10 @@ func (s *Sandbox) Enforcement() Enforcement {
 	return e
 }
 
+// HTTPProxy is "": there is no domain proxy here (domain grants are
+// not enforced on this platform).
+func (s *Sandbox) HTTPProxy() string { return "" }
+
 // Close removes the temporary directory.
 func (s *Sandbox) Close() error {
 	if s.tmp != "" {
