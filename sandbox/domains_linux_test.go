@@ -159,7 +159,9 @@ func TestDomainGrantsThroughProxy(t *testing.T) {
 func TestDomainGrantEnv(t *testing.T) {
 	e := newDomainEnv(t, NetworkNone, nil)
 	u := e.sb.HTTPProxy()
-	r := sh(t, e.sb, "env", func(c *Command) { c.Env = []string{"HTTPS_PROXY=http://elsewhere:1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=x"} })
+	r := sh(t, e.sb, "env", func(c *Command) {
+		c.Env = []string{"HTTPS_PROXY=http://elsewhere:1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=x"}
+	})
 	for _, want := range []string{
 		"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
 		"NO_PROXY=localhost,127.0.0.1,::1", "npm_config_proxy=" + u, "npm_config_https_proxy=" + u,
