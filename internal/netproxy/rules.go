@@ -199,12 +199,8 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 	if port < 1 || port > 65535 {
 		return r.refuse(host, port, "", fmt.Sprintf("port %d is not valid", port))
 	}
-	h := canonicalName(strings.Trim(host, "[]"))
-	var ip netip.Addr
-	if a, err := netip.ParseAddr(h); err == nil {
-		ip = a.Unmap().WithZone("")
-		h = ip.String()
-	} else if !validName(h) {
+	h, ip, valid := canonicalHost(host)
+	if !valid {
 		return r.refuse(host, port, "", fmt.Sprintf("%q is not a host name", host))
 	}
 	for _, x := range r.deny {
@@ -338,4 +334,39 @@ func (r *Rules) Dial(ctx context.Context, host string, port int) (net.Conn, Deci
 		last = err
 	}
 	return nil, d, last
+}
+
+// Pattern is one grant pattern on its own, matched by name without
+// resolving: what a permission rule such as web_fetch(domain:*.example.com)
+// needs. It is the same grammar and the same matching as Rules (one
+// implementation); the addresses are still checked by Rules when the
+// connection is made.
+type Pattern struct{ r rule }
+
+// ParsePattern parses a grant pattern (see Grant.Pattern).
+func ParsePattern(p string) (*Pattern, error) {
+	r, err := parseRule(Grant{Pattern: p})
+	if err != nil {
+		return nil, err
+	}
+	return &Pattern{r}, nil
+}
+
+// Matches reports whether host (a name or an IP literal, any case, with
+// or without brackets or a trailing dot) and port fall under the pattern.
+func (p *Pattern) Matches(host string, port int) bool {
+	h, ip, ok := canonicalHost(host)
+	return ok && p.r.matches(h, ip, port)
+}
+
+// canonicalHost is the one reading of a requested host: an IP literal
+// (brackets, zone and IPv4 mapping dropped) or a lower-case name without
+// a trailing dot. ok is false for anything else.
+func canonicalHost(host string) (h string, ip netip.Addr, ok bool) {
+	h = canonicalName(strings.Trim(host, "[]"))
+	if a, err := netip.ParseAddr(h); err == nil {
+		ip = a.Unmap().WithZone("")
+		return ip.String(), ip, true
+	}
+	return h, netip.Addr{}, validName(h)
 }
