@@ -330,3 +330,56 @@ print(ask("` + localURL + `/", "127.0.0.1:` + e.lPort + `"))`
 		}
 	})
 }
+
+// serverScript starts an HTTP server on bind (python's http.server, as a
+// test fixture would) and fetches from it over 127.0.0.1: what a test
+// suite does. It prints the status, or the error.
+const serverScript = `import http.server, socket, sys, threading, urllib.request
+family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+class S(http.server.ThreadingHTTPServer):
+    address_family = family
+srv = S((sys.argv[1], 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+port = srv.server_address[1]
+print(srv.server_address[0], urllib.request.urlopen("http://127.0.0.1:%d/" % port).status)
+`
+
+// TestOwnListeners: a confined test suite may start servers on loopback
+// (wildcard binds included: they are given loopback) and talk to them —
+// and still not reach a loopback service of the user's, under none with
+// domains granted (the supervisor admits only ports the command's own
+// tree bound) — and under loopback, where a wildcard bind used to be
+// refused.
+func TestOwnListeners(t *testing.T) {
+	for _, mode := range []NetworkMode{NetworkNone, NetworkLoopback} {
+		t.Run(string(mode), func(t *testing.T) {
+			e := newDomainEnv(t, mode, nil)
+			for _, bind := range []string{"127.0.0.1", "0.0.0.0", "::"} {
+				r := sh(t, e.sb, e.python3+" -c '"+serverScript+"' "+bind)
+				want := "127.0.0.1 200"
+				if bind == "::" {
+					want = "::ffff:127.0.0.1 200" // dual stack: the v4-mapped loopback
+				}
+				if strings.TrimSpace(r.out) != want {
+					t.Errorf("server on %s: %v, want %q", bind, r, want)
+				}
+			}
+			if _, err := exec.LookPath("node"); err == nil {
+				// node's listen(0): the wildcard, as supertest uses it.
+				js := `const h=require("http");const s=h.createServer((q,r)=>r.end("ok")).listen(0,()=>{h.get("http://127.0.0.1:"+s.address().port,r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>{console.log(s.address().address,b);s.close()})}).on("error",e=>{console.log(e.message);process.exit(1)})})`
+				if r := sh(t, e.sb, "node -e '"+js+"' 2>&1"); strings.TrimSpace(r.out) != "::ffff:127.0.0.1 ok" {
+					t.Errorf("node listen(0): %v", r)
+				}
+			}
+			// The user's service on loopback, started by the test outside.
+			connect := `import socket; s = socket.socket(); s.connect(("127.0.0.1", ` + e.lPort + `)); print("connected")`
+			got := e.py(t, connect)
+			if mode == NetworkNone && !strings.Contains(got, "PermissionError") {
+				t.Errorf("none: the user's loopback service: %q, want EPERM", got)
+			}
+			if mode == NetworkLoopback && got != "connected" {
+				t.Errorf("loopback: the user's loopback service (allowed by the mode): %q", got)
+			}
+		})
+	}
+}
