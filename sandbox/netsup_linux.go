@@ -89,10 +89,12 @@ package sandbox
 //
 // AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
 // not matter, the address does): connect and send to anything outside the
-// mode's ranges fail with EPERM, bind with EACCES (including wildcard
-// addresses, which would expose a listener on every interface), listen on a
-// socket that was never bound is bound to loopback first (the kernel would
-// bind it to the wildcard). A socket that carries IPv4 source routing
+// mode's ranges fail with EPERM, bind with EACCES; a wildcard address,
+// which would expose a listener on every interface, is bound to loopback
+// instead (loopbackForWildcard), and listen on a socket that was never
+// bound binds it to loopback first (the kernel would bind the wildcard).
+// The domain proxy's address, and in mode none the loopback ports the
+// tree bound, are allowed too (netsup_domains_linux.go). A socket that carries IPv4 source routing
 // (IP_OPTIONS LSRR/SSRR) or an IPv6 routing header (IPV6_RTHDR) is refused
 // for connect and send with an address: the packet would go to the route's
 // first hop. Ancillary data on inet sockets is allowed from a short list
