@@ -156,7 +156,7 @@
 // sockets outright: serving it with the network supervisor would end the
 // one-shot plans (built for the connect-only supervisor) and slow
 // `lite-agent sandbox run`.
-
+//
 // # Process lifetime and limits
 //
 // The tree is tracked by a cgroup (v1 pids/memory as here, or v2 with
