@@ -26,6 +26,23 @@ const downloadSize = 200 << 20
 
 var zeros = make([]byte, 1<<20)
 
+// drain reads r to the end with 256 KiB reads, as a downloader does
+// (io.Discard's own 8 KiB reads would measure the client's syscalls).
+func drain(r io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		n += int64(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 func downloadServer(b *testing.B) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := downloadSize
@@ -98,7 +115,7 @@ func BenchmarkDownload(b *testing.B) {
 					}
 					body, closer = resp.Body, conn
 				}
-				n, err := io.Copy(io.Discard, body)
+				n, err := drain(body)
 				closer.Close()
 				if err != nil || n != downloadSize {
 					b.Fatalf("read %d bytes: %v", n, err)
@@ -162,4 +179,57 @@ func BenchmarkRequest(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 		})
 	}
+}
+
+// BenchmarkDownloadSideBySide runs the three paths in turn within each
+// iteration, so that they share the machine's load, and reports each
+// path's median throughput and the proxy paths' ratios to direct.
+func BenchmarkDownloadSideBySide(b *testing.B) {
+	srv := downloadServer(b)
+	p := benchProxy(b, srv)
+	direct, viaHTTP := clientFor(nil), clientFor(p)
+	get := func(c *http.Client) {
+		resp, err := c.Get(srv.URL + "/big")
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := drain(resp.Body)
+		resp.Body.Close()
+		if err != nil || n != downloadSize {
+			b.Fatalf("read %d bytes: %v", n, err)
+		}
+	}
+	tunnel := func() {
+		conn, br := connectTunnel(b, p, srv.Listener.Addr().String())
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, err := drain(resp.Body); err != nil || n != downloadSize {
+			b.Fatalf("read %d bytes: %v", n, err)
+		}
+	}
+	var td, th, tc []time.Duration
+	timed := func(ts *[]time.Duration, f func()) {
+		start := time.Now()
+		f()
+		*ts = append(*ts, time.Since(start))
+	}
+	for b.Loop() {
+		timed(&td, func() { get(direct) })
+		timed(&th, func() { get(viaHTTP) })
+		timed(&tc, tunnel)
+	}
+	med := func(ts []time.Duration) float64 {
+		slices.Sort(ts)
+		return ts[len(ts)/2].Seconds()
+	}
+	md, mh, mc := med(td), med(th), med(tc)
+	b.ReportMetric(downloadSize/md/1e6, "direct-MB/s")
+	b.ReportMetric(downloadSize/mh/1e6, "http-MB/s")
+	b.ReportMetric(downloadSize/mc/1e6, "connect-MB/s")
+	b.ReportMetric(md/mh, "http-ratio")
+	b.ReportMetric(md/mc, "connect-ratio")
 }
