@@ -149,10 +149,11 @@
 //
 // Tests that open servers: in mode none with domains, a command may bind
 // loopback (a wildcard is given loopback, as above), listen, and connect
-// to the loopback ports its own tree bound — nothing else on loopback, so
-// the user's local services stay unreachable. A port the tree bound and
-// released, then taken by something else, stays reachable until the
-// command ends. Not done: mode none without domains still refuses IP
+// to the loopback ports the sandbox's commands bound (a dev server left
+// in the background by one is reachable from the next) — nothing else on
+// loopback, so the user's local services stay unreachable. A port a
+// command bound and released, then taken by something else, stays
+// reachable while the sandbox lives. Not done: mode none without domains still refuses IP
 // sockets outright: serving it with the network supervisor would end the
 // one-shot plans (built for the connect-only supervisor) and slow
 // `lite-agent sandbox run`.

@@ -383,3 +383,30 @@ func TestOwnListeners(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnListenersAcrossCommands: a server one command leaves running (a
+// dev server in the background) is reachable from the sandbox's next
+// command under none with domains: the bound ports are the sandbox's.
+func TestOwnListenersAcrossCommands(t *testing.T) {
+	e := newDomainEnv(t, NetworkNone, nil)
+	pr, pw := io.Pipe()
+	server := `import http.server, sys
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+`
+	p, err := e.sb.Start(context.Background(), &Command{Path: e.python3, Args: []string{"python3", "-c", server}, Stdout: pw, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	var port string
+	if _, err := fmt.Fscan(pr, &port); err != nil {
+		t.Fatalf("reading the server's port: %v", err)
+	}
+	go io.Copy(io.Discard, pr)
+	got := e.py(t, `import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:`+port+`/").status)`)
+	if got != "200" {
+		t.Fatalf("the first command's server from the second: %q", got)
+	}
+}

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,11 +33,42 @@ func (s *netSupervisorRun) extraDestination(sa []byte) bool {
 		return true
 	}
 	if s.opts.Mode == NetworkNone && ap.Addr().IsLoopback() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.ownPorts[ap.Port()]
+		return s.ports().has(ap.Port())
 	}
 	return false
+}
+
+// portSet is the loopback ports a sandbox's commands bound (mode none).
+// One set per Sandbox, shared by the supervisors of all its commands: a
+// dev server started in the background by one command is reachable from
+// the next.
+type portSet struct {
+	mu    sync.Mutex
+	ports map[uint16]bool
+}
+
+func (p *portSet) has(port uint16) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ports[port]
+}
+
+func (p *portSet) add(port uint16) {
+	p.mu.Lock()
+	if p.ports == nil {
+		p.ports = map[uint16]bool{}
+	}
+	p.ports[port] = true
+	p.mu.Unlock()
+}
+
+// ports is the set this supervisor records into: the sandbox's, or its
+// own when started without one (tests of the supervisor alone).
+func (s *netSupervisorRun) ports() *portSet {
+	if s.opts.OwnPorts != nil {
+		return s.opts.OwnPorts
+	}
+	return &s.ownPorts
 }
 
 // judgeConnect is judgeInetConnect plus extraDestination.
@@ -110,11 +142,12 @@ func loopbackForWildcard(fd int, sa []byte) []byte {
 	return out
 }
 
-// recordBind remembers the port a socket of the tree is bound to, after a
-// successful bind, in mode none (where only these ports are reachable on
-// loopback). A port stays recorded until the supervisor ends: a port the
-// tree released and something else then took is reachable for the rest of
-// the command — the one gap of this rule, accepted.
+// recordBind remembers the port a socket of the sandbox is bound to,
+// after a successful bind, in mode none (where only these ports are
+// reachable on loopback). A port stays recorded for the sandbox's life: a
+// port a command released and something else then took stays reachable —
+// the one gap of this rule, accepted (a test server's ephemeral port is
+// rarely reused by a service of the user's).
 func (s *netSupervisorRun) recordBind(fd int) {
 	if s.opts.Mode != NetworkNone {
 		return
@@ -132,12 +165,7 @@ func (s *netSupervisorRun) recordBind(fd int) {
 	default:
 		return
 	}
-	s.mu.Lock()
-	if s.ownPorts == nil {
-		s.ownPorts = map[uint16]bool{}
-	}
-	s.ownPorts[uint16(port)] = true
-	s.mu.Unlock()
+	s.ports().add(uint16(port))
 }
 
 // sockaddrAddrPort reads an AF_INET/AF_INET6 sockaddr's address (unmapped,

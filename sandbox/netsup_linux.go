@@ -192,6 +192,9 @@ type netSupervisorOptions struct {
 	// Proxy, if valid, is the domain proxy's address: connects to exactly
 	// it are allowed whatever the mode (netsup_domains_linux.go).
 	Proxy netip.AddrPort
+	// OwnPorts, in mode none, is where bound loopback ports are recorded
+	// and looked up (the Sandbox's set); nil: this supervisor's own.
+	OwnPorts *portSet
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -241,7 +244,7 @@ type netSupervisorRun struct {
 	mu       sync.Mutex
 	threads  map[uint32]*threadState
 	blocking map[int]struct{} // dups in a blocking connect, shut down by stop
-	ownPorts map[uint16]bool  // mode none: loopback ports the tree bound (recordBind)
+	ownPorts portSet          // mode none, without opts.OwnPorts: loopback ports the tree bound
 }
 
 // threadState tracks the calls of one target thread. A thread is in at

@@ -104,6 +104,9 @@ type Sandbox struct {
 	// proxy is the domain proxy (domains_linux.go), nil without
 	// AllowDomains; stopped by Close.
 	proxy *netproxy.Proxy
+	// ownPorts: loopback ports its commands bound (network none with
+	// domains: the only loopback ports they may connect to).
+	ownPorts portSet
 
 	pathMu  sync.Mutex
 	pathIn  string
@@ -999,7 +1002,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots, capt)
 		case notifyNet:
 			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
-				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr()})
+				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts})
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")

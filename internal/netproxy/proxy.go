@@ -283,10 +283,10 @@ func (p *Proxy) forward(c *counter, br *bufio.Reader, req *http.Request, hostHea
 		}
 		conn, d, err := p.rules.Dial(p.ctx, host, port)
 		if err != nil {
+			// The refusal says "Connection: close": a request body,
+			// if any, was not read, and the client is told why.
 			p.refuse(c, host, port, d, err)
-			// The request body, if any, was not read: the connection
-			// cannot carry another request.
-			return nil, req.ContentLength == 0 && len(req.TransferEncoding) == 0
+			return nil, false
 		}
 		up = &upstream{host: canonicalName(host), port: port, conn: conn, br: bufio.NewReader(conn), rule: d.Rule}
 	}
