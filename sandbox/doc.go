@@ -60,9 +60,9 @@
 // its teardown (an RCU grace period) is not on the exit path. Without user
 // namespaces New fails closed (BestEffort: Missing says so). Nothing
 // confined can undo it: no capabilities, and seccomp refuses every mount
-// call (below). Not yet in network modes loopback and private: the network
-// supervisor resolves relative unix socket paths only for callers in its
-// own mount namespace (Enforcement().Notes says so).
+// call (below). In every network mode: the network supervisor resolves
+// unix socket paths in the child's root and accepts the sandbox's own
+// mount namespace for it (same mounts, bound onto themselves).
 //
 // seccomp (libseccomp; denials return EPERM): ptrace, process_vm_*,
 // mount and the whole mount API (mount, umount2, open_tree, open_tree_attr,

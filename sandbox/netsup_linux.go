@@ -195,6 +195,11 @@ type netSupervisorOptions struct {
 	// OwnPorts, in mode none, is where bound loopback ports are recorded
 	// and looked up (the Sandbox's set); nil: this supervisor's own.
 	OwnPorts *portSet
+	// MountNS is the inode of the mount namespace the sandbox made for
+	// the command (mountns_linux.go), or 0. Its mounts are the
+	// supervisor's own, bound onto themselves and made read-only, so a
+	// path resolves to the same file in both: sameRoot accepts it.
+	MountNS uint64
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -1917,16 +1922,19 @@ func (c *netCall) openChildPath(path string, parent bool) (int, unix.Errno) {
 }
 
 // sameRoot says whether the calling thread has the supervisor's root and
-// mount namespace.
+// mount namespace, or the sandbox's own copy of it (MountNS). A mount
+// made on the host after that copy is the one place the two could
+// differ; what is opened is still checked beneath the read-write roots,
+// so the difference could only refuse, never widen.
 func (c *netCall) sameRoot() bool {
 	var a, b unix.Stat_t
 	if unix.Stat(fmt.Sprintf("/proc/%d/root", c.tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
 		return false
 	}
-	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", c.tid), &a) != nil || unix.Stat("/proc/self/ns/mnt", &b) != nil || a.Ino != b.Ino {
+	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", c.tid), &a) != nil || unix.Stat("/proc/self/ns/mnt", &b) != nil {
 		return false
 	}
-	return true
+	return a.Ino == b.Ino || (c.s.opts.MountNS != 0 && a.Ino == c.s.opts.MountNS)
 }
 
 // unixBindPath binds the socket to a pathname (see handleUnixAddr).

@@ -283,12 +283,6 @@ func New(p Policy) (*Sandbox, error) {
 	// mount namespace (mountns_linux.go). Unprivileged users need the user
 	// namespace for it.
 	switch err := mountNSProbe(); {
-	case s.notify == notifyNet:
-		// The network supervisor resolves a relative unix socket path
-		// only for a caller in its own mount namespace (netsup_linux.go,
-		// sameRoot): until it accepts ours, these modes keep the
-		// caller's mounts. Not a miss: nothing else is weaker.
-		notes = append(notes, "metadata: mounts not read-only in network mode "+string(mode)+" (the network supervisor needs the caller's mount namespace): chmod, chown and utimensat of the user's files outside the read-write roots are not refused")
 	case err != nil:
 		miss("read-only mounts outside the read-write roots, which stop chmod, chown and utimensat there (a private mount namespace: %v)", err)
 	default:
@@ -1060,7 +1054,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots, capt)
 		case notifyNet:
 			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
-				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts})
+				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: s.commandMountNS(p.pid)})
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")
