@@ -31,6 +31,7 @@ func (r *run) prepareSandbox() error {
 	if r.opts.Checkpoints != nil || r.opts.Snapshots != nil {
 		p.CaptureChanges = true
 	}
+	p.OnNetwork = r.network.observer(p.OnNetwork)
 	sb, err := sandbox.New(p)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnsupported) {
@@ -51,6 +52,7 @@ func (r *run) prepareSandbox() error {
 			return fmt.Errorf("kernel: HandlerCeiling.Workspace is %s, not the session's %s; leave it empty", ceiling.Workspace, p.Workspace)
 		}
 		ceiling.CaptureChanges = p.CaptureChanges
+		ceiling.OnNetwork = r.network.observer(ceiling.OnNetwork)
 	}
 	r.basePolicy = p
 	r.handlerCeiling = ceiling

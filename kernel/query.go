@@ -89,6 +89,9 @@ type session struct {
 	handlerMu        sync.Mutex
 	handlerSandboxes map[handlerProfile]*sandbox.Sandbox
 	toolTimeout      time.Duration
+	// network holds the domain proxy's decisions until the loop that
+	// iterates can yield them as network events (network.go).
+	network networkQueue
 
 	mcp        *mcp.Manager // nil without MCP servers
 	mcpStatus  []mcp.ServerStatus
@@ -1065,10 +1068,13 @@ func (r *run) execute(yield func(Event, error) bool, calls []pendingCall, ok *bo
 				*ok = false
 				cancel()
 			}
+		case <-r.network.ready():
+			r.yieldNetwork(yield, ok, cancel)
 		case <-done:
 			remaining--
 		}
 	}
+	r.yieldNetwork(yield, ok, cancel)
 	return results
 }
 

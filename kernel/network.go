@@ -1,0 +1,80 @@
+package kernel
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// maxQueuedNetwork bounds the decisions held between two drains: a
+// command that opens connections in a loop while the model streams must
+// not grow the session's memory without limit. Beyond it decisions are
+// counted, not kept, and the count is reported in the next event's Rule.
+const maxQueuedNetwork = 4096
+
+// networkQueue carries the domain proxy's decisions (sandbox.Policy's
+// OnNetwork, called on the proxy's goroutines, which must not block) to
+// the goroutine that iterates the query, the only one that may yield.
+type networkQueue struct {
+	mu      sync.Mutex
+	pending []sandbox.NetworkEvent
+	dropped int
+	notify  chan struct{} // one token: "pending is not empty"
+	once    sync.Once
+}
+
+func (q *networkQueue) init() { q.once.Do(func() { q.notify = make(chan struct{}, 1) }) }
+
+// observer returns the OnNetwork the session's sandboxes get: it queues
+// the decision and calls the caller's own observer, if any, too.
+func (q *networkQueue) observer(callers func(sandbox.NetworkEvent)) func(sandbox.NetworkEvent) {
+	q.init()
+	return func(ev sandbox.NetworkEvent) {
+		if callers != nil {
+			callers(ev)
+		}
+		q.mu.Lock()
+		if len(q.pending) < maxQueuedNetwork {
+			q.pending = append(q.pending, ev)
+		} else {
+			q.dropped++
+		}
+		q.mu.Unlock()
+		select {
+		case q.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// ready is readable when decisions are waiting (nil, never ready, before
+// any sandbox was given an observer).
+func (q *networkQueue) ready() <-chan struct{} {
+	q.init()
+	return q.notify
+}
+
+// take returns the waiting decisions and how many were dropped.
+func (q *networkQueue) take() ([]sandbox.NetworkEvent, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs, dropped := q.pending, q.dropped
+	q.pending, q.dropped = nil, 0
+	return evs, dropped
+}
+
+// yieldNetwork yields the waiting decisions as network events.
+func (r *run) yieldNetwork(yield func(Event, error) bool, ok *bool, cancel context.CancelFunc) {
+	evs, dropped := r.network.take()
+	for i, n := range evs {
+		if i == 0 && dropped > 0 {
+			n.Rule = n.Rule + " (and " + strconv.Itoa(dropped) + " earlier decisions not reported: too many at once)"
+		}
+		if *ok && !yield(r.event(networkEvent(n)), nil) {
+			*ok = false
+			cancel()
+		}
+	}
+}
