@@ -174,6 +174,12 @@ func cratesRegistries(h Host) ([]string, error) {
 	return hosts, nil
 }
 
+var (
+	xmlComment  = regexp.MustCompile(`(?s)<!--.*?-->`)
+	mirrorBlock = regexp.MustCompile(`(?s)<mirror>.*?</mirror>`)
+	blockedTrue = regexp.MustCompile(`<blocked>\s*true\s*</blocked>`)
+)
+
 var xmlURL = regexp.MustCompile(`<url>\s*([^<\s]+)\s*</url>`)
 
 // mavenRegistries: the mirrors and repositories of Maven's settings
@@ -188,7 +194,15 @@ func mavenRegistries(h Host) ([]string, error) {
 		}
 		// Comments first: Debian's settings.xml is mostly commented-out
 		// examples.
-		text := regexp.MustCompile(`(?s)<!--.*?-->`).ReplaceAllString(string(b), "")
+		text := xmlComment.ReplaceAllString(string(b), "")
+		// A blocked mirror (Maven's default http blocker, 0.0.0.0) is a
+		// refusal, not a registry.
+		text = mirrorBlock.ReplaceAllStringFunc(text, func(m string) string {
+			if blockedTrue.MatchString(m) {
+				return ""
+			}
+			return m
+		})
 		for _, m := range xmlURL.FindAllStringSubmatch(text, -1) {
 			if host := urlHost(m[1]); host != "" {
 				hosts = append(hosts, host)
