@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lite-agent/lite-agent/policies"
@@ -140,3 +141,57 @@ func (h *MachineHost) WorkspaceCache(ws, profile string) (string, error) {
 }
 
 var _ policies.Host = (*MachineHost)(nil)
+
+// RemoveWorkspaceCaches removes per-workspace caches under root (""
+// means CacheRoot()): with all, every one; otherwise those whose
+// workspace no longer exists. It returns the directories removed (or
+// that would be, with dryRun). Files are made writable first: Go's module
+// cache is read-only unless -modcacherw was in force when it was filled.
+func RemoveWorkspaceCaches(root string, all, dryRun bool) ([]string, error) {
+	if root == "" {
+		var err error
+		if root, err = CacheRoot(); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if !all {
+			ws, err := os.ReadFile(filepath.Join(dir, "workspace"))
+			if err != nil {
+				continue // not ours, or being made: leave it
+			}
+			if _, err := os.Stat(strings.TrimSpace(string(ws))); err == nil {
+				continue
+			}
+		}
+		removed = append(removed, dir)
+		if dryRun {
+			continue
+		}
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			// Not following symlinks: WalkDir does not, and Chmod on a
+			// directory entry of our own tree only.
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}

@@ -90,3 +90,31 @@ func TestWorkspaceCacheIsOutsideWorkspaceAndPerWorkspace(t *testing.T) {
 		t.Errorf("workspace file: %q", ws)
 	}
 }
+
+func TestRemoveWorkspaceCaches(t *testing.T) {
+	root, live := t.TempDir(), t.TempDir()
+	h := &MachineHost{CacheRoot: root}
+	keep, _ := h.WorkspaceCache(live, "go")
+	gone, _ := h.WorkspaceCache(filepath.Join(live, "gone"), "go")
+	// A read-only directory, as Go leaves its module cache.
+	ro := filepath.Join(gone, "mod", "x@v1")
+	os.MkdirAll(ro, 0o755)
+	os.WriteFile(filepath.Join(ro, "f.go"), []byte("package x"), 0o444)
+	os.Chmod(ro, 0o555)
+	removed, err := RemoveWorkspaceCaches(root, false, false)
+	if err != nil || len(removed) != 1 || removed[0] != filepath.Dir(gone) {
+		t.Fatalf("removed %v, %v", removed, err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the live workspace's cache went: %v", err)
+	}
+	if removed, _ = RemoveWorkspaceCaches(root, true, true); len(removed) != 1 {
+		t.Errorf("dry run of all: %v", removed)
+	}
+	if removed, _ = RemoveWorkspaceCaches(root, true, false); len(removed) != 1 {
+		t.Errorf("all: %v", removed)
+	}
+	if _, err := os.Stat(keep); err == nil {
+		t.Error("--caches kept a cache")
+	}
+}

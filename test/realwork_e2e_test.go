@@ -222,3 +222,76 @@ func TestJavaCompileAndRun(t *testing.T) {
 		t.Fatalf("javac + java:\n%s", res[0].text)
 	}
 }
+
+// TestRunSandboxFlags: run takes sandbox run's confinement flags, and the
+// workspace's policy file cannot widen the sandbox under strict (an error
+// naming its line) while the user's file can.
+func TestRunSandboxFlags(t *testing.T) {
+	u := newFakeUser(t)
+	ws, extra := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(extra, "data.txt"), "extra data\n")
+	res, _ := u.bashSession(t, ws, []string{"--toolchains", "none", "--allow-read", extra, "--env", "RW_MARK=on"},
+		"cat "+filepath.Join(extra, "data.txt")+" && echo mark=$RW_MARK")
+	if !strings.Contains(res[0].text, "extra data") || !strings.Contains(res[0].text, "mark=on") {
+		t.Fatalf("--allow-read/--env through run:\n%s", res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cat "+filepath.Join(extra, "data.txt"))
+	if strings.Contains(res[0].text, "extra data") {
+		t.Fatalf("readable without the grant:\n%s", res[0].text)
+	}
+	// The user's file widens.
+	writeFile(t, filepath.Join(u.home, ".config", "lite-agent", "policy.toml"), "[sandbox]\nread = [\""+extra+"\"]\n")
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cat "+filepath.Join(extra, "data.txt"))
+	if !strings.Contains(res[0].text, "extra data") {
+		t.Fatalf("the user's [sandbox] read:\n%s", res[0].text)
+	}
+	// The workspace's may not, under strict.
+	wsFile := filepath.Join(ws, ".lite-agent", "policy.toml")
+	writeFile(t, wsFile, "[sandbox]\n\nwrite = [\"/tmp\"]\n")
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [{"text": "hi"}]}`)
+	cmd := exec.Command(binary, "run", "--workspace", ws, "--script", script, "hi")
+	cmd.Env = u.env
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), wsFile+":3: sandbox.write \"/tmp\"") {
+		t.Fatalf("a widening workspace file: %s", out)
+	}
+	// Bad flags are usage errors that say what is wrong.
+	for _, args := range [][]string{{"--allow-domain", "http://x.example/"}, {"--toolchains", "cobol"}, {"--network", "internet"}} {
+		cmd := exec.Command(binary, append([]string{"run", "--workspace", t.TempDir(), "--script", script}, append(args, "hi")...)...)
+		cmd.Env = u.env
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), args[0]) {
+			t.Errorf("%v: %v %s", args, err, out)
+		}
+	}
+}
+
+// TestPolicyShowSandboxSources: policy show and sandbox check --workspace
+// print each grant with its source.
+func TestPolicyShowSandboxSources(t *testing.T) {
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	wsFile := filepath.Join(ws, ".lite-agent", "policy.toml")
+	writeFile(t, wsFile, "[sandbox]\ndeny_domains = [\"ads.example\"]\ntoolchains = \"none\"\n")
+	writeFile(t, filepath.Join(u.home, ".config", "lite-agent", "policy.toml"), "[sandbox]\nnetwork = \"loopback\"\nenv = [\"CI=1\"]\n")
+	userFile := filepath.Join(u.home, ".config", "lite-agent", "policy.toml")
+	for _, args := range [][]string{{"policy", "show", "--workspace", ws}, {"sandbox", "check", "--workspace", ws}} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = u.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+		for _, want := range []string{
+			"network     loopback (" + userFile + ":2)",
+			"env         CI=1  [" + userFile + ":3]",
+			"deny domain ads.example  [" + wsFile + ":2]",
+			"toolchains  none [" + wsFile + ":3]",
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%v lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+}

@@ -36,7 +36,8 @@ const sandboxUsageText = `usage: lite-agent sandbox <command> [flags]
 
 commands:
   run [flags] -- CMD [ARGS...]   run one command confined (see 'lite-agent sandbox run -h')
-  check [--json]                 print what this kernel can enforce and what each preset would lose
+  check [--json] [--workspace DIR]  print what this kernel can enforce and what each preset would lose;
+                                 with --workspace, the sandbox a session gets there and where each grant came from
 `
 
 const sandboxRunUsageText = `usage: lite-agent sandbox run [flags] -- CMD [ARGS...]
@@ -507,14 +508,18 @@ type presetReport struct {
 type checkReport struct {
 	Capabilities sandbox.Capabilities `json:"capabilities"`
 	Presets      []presetReport       `json:"presets"`
+	// Workspace is the sandbox of commands in --workspace DIR.
+	Workspace *policies.SandboxReport `json:"workspace,omitempty"`
 }
 
 func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sandbox check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	wsFlag := fs.String("workspace", "", "also show the sandbox of commands an agent session gets in `DIR` (preset, policy files, toolchain profiles) and where each grant came from")
+	presetFlag := fs.String("preset", policies.DefaultPreset, "with --workspace: the preset `NAME`")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lite-agent sandbox check [--json]")
+		fmt.Fprintln(stderr, "usage: lite-agent sandbox check [--json] [--workspace DIR [--preset NAME]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -527,6 +532,23 @@ func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("sandbox check takes no arguments, got %q", fs.Args())
 	}
 	rep := checkReport{Capabilities: sandbox.Probe()}
+	if *wsFlag != "" {
+		preset, err := policies.PresetByName(*presetFlag)
+		if err != nil {
+			return usageErrorf("--preset: %v", err)
+		}
+		ws, err := filepath.Abs(*wsFlag)
+		if err != nil {
+			return usageErrorf("--workspace: %v", err)
+		}
+		pol, err := policies.Load(preset, ws, nil)
+		if err != nil {
+			return failf("%v", err)
+		}
+		if _, rep.Workspace, err = pol.SandboxPolicy(ws, policies.SandboxSettings{}, &local.MachineHost{}); err != nil {
+			return failf("%v", err)
+		}
+	}
 	// Each preset is prepared for real, against a throw-away workspace,
 	// first as asked and then with best effort: what New refuses and what
 	// Enforcement reports missing is the truth, not a guess from the probe.
@@ -547,6 +569,9 @@ func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	printCheck(stdout, &rep)
+	if rep.Workspace != nil {
+		printSandboxReport(stdout, rep.Workspace)
+	}
 	return nil
 }
 

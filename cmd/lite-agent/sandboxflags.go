@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/policies"
@@ -85,4 +87,39 @@ func (g *sandboxGrantFlags) settings(set map[string]bool) (policies.SandboxSetti
 		s.Toolchains, s.ToolchainsSource = tcs, "--toolchains"
 	}
 	return s, nil
+}
+
+// printSandboxReport shows the sandbox of commands and where each grant
+// came from: the preset, a flag, a policy file line or a toolchain
+// profile. Policy file values are the workspace's (agent-writable), so
+// every string is escaped for the terminal.
+func printSandboxReport(w io.Writer, rep *policies.SandboxReport) {
+	fmt.Fprintln(w, "\nsandbox of commands")
+	fmt.Fprintf(w, "  network     %s (%s)\n", esc(string(rep.Network)), esc(rep.NetworkSource))
+	tcs := "none"
+	if len(rep.Toolchains) > 0 {
+		var names []string
+		for _, t := range rep.Toolchains {
+			names = append(names, t.Name+" ("+t.Why+")")
+		}
+		tcs = strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "  toolchains  %s [%s]\n", esc(tcs), esc(rep.ToolchainsSource))
+	for _, sec := range []struct {
+		name   string
+		grants []policies.Grant
+	}{
+		{"read-only", rep.Read}, {"read-write", rep.Write}, {"env", rep.Env},
+		{"allow domain", rep.AllowDomains}, {"deny domain", rep.DenyDomains},
+	} {
+		for _, g := range sec.grants {
+			fmt.Fprintf(w, "  %-12s%s  [%s]\n", sec.name, esc(g.Value), esc(g.Source))
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note        %s\n", esc(n))
+	}
+	if len(rep.AllowDomains) > 0 {
+		fmt.Fprintln(w, "  (domain grants need lite-agent's domain proxy; until it is in this build, a sandbox with them refuses to start)")
+	}
 }
