@@ -179,7 +179,10 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	}
 	var tcs []ToolchainGrant
 	for _, tc := range names {
-		g, err := tc.resolve(ws, s.Network, h)
+		// Offline: no network and no domain grant, so a tool that tries
+		// to download can be told to stop at once, and why.
+		offline := s.Network == sandbox.NetworkNone && len(s.AllowDomains) == 0
+		g, err := tc.resolve(ws, offline, h)
 		if err != nil {
 			return sandbox.Policy{}, nil, fmt.Errorf("toolchain %s: %w", tc.Name, err)
 		}

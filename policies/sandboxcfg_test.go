@@ -201,6 +201,11 @@ func TestGoProfileGrants(t *testing.T) {
 	if p, _, _ = pol.SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"go"}}, h); !slices.Contains(p.ReadOnlyPaths, goroot) {
 		t.Errorf("--toolchains go: %v", p.ReadOnlyPaths)
 	}
+	// Network none and no domain: after the user's module cache, go
+	// meets a path that explains the refusal instead of a DNS error.
+	if env := strings.Join(p.Env, "\n"); !strings.Contains(env, "GOPROXY=file://"+home+"/go/pkg/mod/cache/download,"+goOfflineMarker+"\n") {
+		t.Errorf("offline GOPROXY:\n%s", env)
+	}
 	// An untrusted file's list narrows auto.
 	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
 	lim := &Policy{Preset: strict, ToolchainLimit: []string{"node"}}

@@ -84,8 +84,9 @@ type Toolchain struct {
 	Env []string
 	// Pass copies these settings when the user has them.
 	Pass []string
-	// OfflineEnv is set when the network is none: fail at once, not
-	// after a retry loop.
+	// OfflineEnv is set when the network is none and no domain is
+	// granted: fail at once, not after a retry loop, and where the tool
+	// allows, with a message that names the sandbox.
 	OfflineEnv []string
 	// settings reads the tool's own settings (go env -json).
 	settings func(h Host) map[string]string
@@ -99,6 +100,11 @@ type Toolchain struct {
 // them, and URLs lose any user:password@ (stripUserinfo).
 var goPass = []string{"GOTOOLCHAIN", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GONOSUMCHECK", "GOSUMDB",
 	"GOINSECURE", "GOEXPERIMENT", "GOAMD64", "GOARM64", "CGO_ENABLED"}
+
+// goOfflineMarker is the GOPROXY entry after the user's module cache when
+// the sandbox has no network: a file:// URL that does not exist, so go
+// fails at once and its message carries the explanation.
+const goOfflineMarker = "file:///lite-agent-sandbox/network-is-none--a-module-not-in-your-module-cache-needs---allow-domain-@go"
 
 // toolchains is the table. Order is the report's order.
 var toolchains = []Toolchain{
@@ -123,6 +129,10 @@ var toolchains = []Toolchain{
 			"GOFLAGS=-modcacherw $GOFLAGS",
 			"PATH_PREPEND=$GOPATH/bin",
 		},
+		// A module that is not on the machine: instead of a DNS error
+		// ("socket: operation not permitted"), go names this path —
+		// which says what happened and what would allow it.
+		OfflineEnv: []string{"GOPROXY=file://$GOMODCACHE/cache/download," + goOfflineMarker},
 		Pass:       goPass,
 		settings:   goSettings,
 		registries: goRegistries,
@@ -259,13 +269,12 @@ func RegistryAliases() []string {
 type ToolchainGrant struct {
 	Name string `json:"name"`
 	// Why it is on: the marker found, or the setting that named it.
-	Why        string   `json:"why"`
-	Read       []Grant  `json:"read,omitempty"`
-	Write      []Grant  `json:"write,omitempty"`
-	Path       []string `json:"path,omitempty"`
-	Env        []Grant  `json:"env,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
-	registries []string
+	Why   string   `json:"why"`
+	Read  []Grant  `json:"read,omitempty"`
+	Write []Grant  `json:"write,omitempty"`
+	Path  []string `json:"path,omitempty"`
+	Env   []Grant  `json:"env,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 type selected struct {
@@ -303,7 +312,7 @@ func selectToolchains(sel, limit []string, ws string, h Host) ([]selected, error
 }
 
 // resolve grants the profile on h, or nil with nothing installed.
-func (tc selected) resolve(ws string, network sandbox.NetworkMode, h Host) (*ToolchainGrant, error) {
+func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, error) {
 	g := &ToolchainGrant{Name: tc.Name, Why: tc.why}
 	var bins []string
 	for _, b := range tc.Binaries {
@@ -384,7 +393,7 @@ func (tc selected) resolve(ws string, network sandbox.NetworkMode, h Host) (*Too
 			env = append(env, n+"="+stripUserinfo(v))
 		}
 	}
-	if network == sandbox.NetworkNone {
+	if offline {
 		env = append(env, tc.OfflineEnv...)
 	}
 	for _, e := range env {
@@ -397,6 +406,9 @@ func (tc selected) resolve(ws string, network sandbox.NetworkMode, h Host) (*Too
 			addPath(v)
 			continue
 		}
+		// A later entry (OfflineEnv) replaces an earlier one of the same
+		// name, so the report shows what the tool sees.
+		g.Env = slices.DeleteFunc(g.Env, func(e Grant) bool { return strings.HasPrefix(e.Value, name+"=") })
 		g.Env = append(g.Env, Grant{name + "=" + strings.TrimSpace(v), src})
 	}
 	return g, nil

@@ -210,7 +210,7 @@ func mavenRegistries(h Host) ([]string, error) {
 		}
 	}
 	if len(hosts) == 0 {
-		return nil, errors.New("Maven's settings (~/.m2/settings.xml, /etc/maven/settings.xml) name no mirror or repository; Maven's built-in central is not printed by mvn offline, so grant it by name (--allow-domain repo.maven.apache.org)")
+		return nil, errors.New("the Maven settings (~/.m2/settings.xml, /etc/maven/settings.xml) name no mirror or repository; Maven's built-in central is not printed by mvn offline, so grant it by name (--allow-domain repo.maven.apache.org)")
 	}
 	return hosts, nil
 }

@@ -154,9 +154,13 @@ func TestGoModuleWithDependencyOffline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(u.home, "go", "pkg", "mod", "cache", "download", "golang.org", "x", "sync", "@v", "v0.23.0.zip")); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = u.bashSession(t, ws, nil, "go test ./...")
+	// A module that is not on the machine fails at once, saying why.
+	res, _ = u.bashSession(t, ws, nil, "go test ./...", "go get example.com/notcached@v1.0.0")
 	if !strings.Contains(res[0].text, "(cached)") {
 		t.Errorf("a new session did not reuse the workspace's build cache:\n%s", res[0].text)
+	}
+	if !strings.Contains(res[1].text, "lite-agent-sandbox/network-is-none") || !strings.Contains(res[1].text, "allow-domain-@go") {
+		t.Errorf("a module not in the cache, network none:\n%s", res[1].text)
 	}
 }
 
