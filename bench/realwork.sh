@@ -16,7 +16,7 @@ git archive HEAD | tar -x -C "$out/ws"
 python3 - "$cmd" > "$out/script.json" <<'PY'
 import json, sys
 c = "TIMEFORMAT=%R; time (" + sys.argv[1] + " >/dev/null 2>&1); echo status=$?"
-call = lambda i: {"tool_calls": [{"id": "b%d" % i, "name": "bash", "input": {"command": c, "timeout_ms": 900000}}]}
+call = lambda i: {"tool_calls": [{"id": "b%d" % i, "name": "bash", "input": {"command": c, "timeout_ms": 600000}}]}
 print(json.dumps({"turns": [call(1), call(2), {"text": "done"}]}))
 PY
 XDG_CACHE_HOME="$out/xdgcache" "$out/lite-agent" run --workspace "$out/ws" --state-dir "$out/state" \
