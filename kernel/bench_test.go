@@ -12,9 +12,9 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// benchNoop is BenchmarkToolCallTurn's tool. It is built at package level,
-// before TestMain calls tools.ServeConfinedCall, so that the confined child
-// finds it (a custom handler runs confined by default).
+// benchNoop is BenchmarkToolCallTurn's tool. It is handed to
+// tools.ServeConfinedCall in TestMain, so that the confined child finds it
+// (a custom handler runs confined by default).
 var benchNoop = tools.Must(tools.New("confined_noop", "does nothing", func(*tools.Context, struct {
 	N int `json:"n"`
 }) (string, error) {

@@ -17,13 +17,23 @@ import (
 
 func TestMain(m *testing.M) {
 	// A confined handler runs in a re-execution of this test binary, which
-	// finds the tool by name among the package-level tools below.
-	tools.ServeConfinedCall()
+	// runs only the tools handed over here (all built at package level).
+	tools.ServeConfinedCall(confinedTestTools()...)
 	// The external MCP server of mcp_test.go is this binary too.
 	if os.Getenv(mcpServerEnv) != "" {
 		os.Exit(serveMCPStdio())
 	}
 	os.Exit(m.Run())
+}
+
+// confinedTestTools are the tools of this package's tests that run
+// confined; a test that runs another one confined is refused at Query
+// (CheckConfinedTools) with the tool's name.
+func confinedTestTools() []*tools.Tool {
+	ts := []*tools.Tool{benchNoop, benchPlainTool, probeWorkspace, probeNoFS, probeLoopback, probeRoot, twinA, twinB}
+	ts = append(ts, ExternalConfinedTools...)
+	ts = append(ts, benchMCPServer.Tools()...)
+	return append(ts, orders.Tools()...)
 }
 
 type probeIn struct {

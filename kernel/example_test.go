@@ -17,11 +17,16 @@ type WeatherIn struct {
 }
 
 // Custom tools are defined at package level: each handler runs confined in
-// a re-execution of the program, which finds it by name. The program's main
-// (here the test binary's TestMain) calls tools.ServeConfinedCall() first.
+// a re-execution of the program, which finds it by name among the tools
+// the program's main (here the test binary's TestMain) hands to
+// tools.ServeConfinedCall first.
 var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
+
+// In a program: func main() { tools.ServeConfinedCall(weather); ... }.
+// Here TestMain does it, with this package's other test tools.
+func init() { kernel.ExternalConfinedTools = append(kernel.ExternalConfinedTools, weather) }
 
 // Query streams a session: here a scripted model (offline, deterministic)
 // calls a custom tool, then answers. With a real model, use

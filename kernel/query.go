@@ -149,7 +149,7 @@ type ending struct {
 
 func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if tools.InConfinedChild() {
-		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call tools.ServeConfinedCall() first")
+		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call tools.ServeConfinedCall(its tools...) first")
 	}
 	if o.Model == nil {
 		return nil, errors.New("kernel: Options.Model is required")

@@ -67,8 +67,10 @@ func TestCommandHooks(t *testing.T) {
 				calls = append(calls, writeCall(p, p+".txt"))
 			}
 			a, err := New(Config{
-				Preset: preset, Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles,
-				Model: model(t, `{"turns": [{"tool_calls": [`+strings.Join(calls, ",")+`]}, {"text": "done"}]}`),
+				Preset: preset, PolicyFiles: noFiles,
+				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+					Model: model(t, `{"turns": [{"tool_calls": [`+strings.Join(calls, ",")+`]}, {"text": "done"}]}`),
+				},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -174,11 +176,13 @@ func TestWorkspaceHookCannotRewrite(t *testing.T) {
 			os.WriteFile(filepath.Join(ws, ".lite-agent/policy.toml"), []byte(rewritePolicy), 0o644)
 			os.WriteFile(filepath.Join(ws, "report.txt"), []byte("3 tests failed\n"), 0o644)
 			a, err := New(Config{
-				Preset: preset, Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-				AllowedTools: []string{"write_file(notes.txt)"},
-				Model: model(t, `{"turns": [{"tool_calls": [
+				Preset: preset, PolicyFiles: noFiles, NoCheckpoints: true,
+				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+					AllowedTools: []string{"write_file(notes.txt)"},
+					Model: model(t, `{"turns": [{"tool_calls": [
 					{"id": "w", "name": "write_file", "input": {"path": "notes.txt", "content": "meeting at 10"}},
 					{"id": "r", "name": "read_file", "input": {"path": "report.txt"}}]}, {"text": "done"}]}`),
+				},
 			})
 			if err != nil {
 				t.Fatal(err)

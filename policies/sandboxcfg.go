@@ -103,7 +103,7 @@ func sandboxTightenOnly(preset Preset, inForce SandboxSettings, f *File) error {
 		return &FileError{Path: f.Path, Line: lineOf(source), Reason: fmt.Sprintf(
 			"%s: the %s preset does not let the workspace's policy file widen the sandbox; put it in your user file (%s) or give it on the command line", what, preset.Name, userFileHint())}
 	}
-	if s.Network != "" && networkRank(s.Network) > networkRank(inForce.Network) {
+	if s.Network != "" && !s.Network.Within(inForce.Network) {
 		return deny(s.NetworkSource, fmt.Sprintf("sandbox.network %q is wider than the %q in force (%s)", s.Network, inForce.Network, inForce.NetworkSource))
 	}
 	for _, g := range s.AllowDomains {

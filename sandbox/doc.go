@@ -93,6 +93,10 @@
 //
 // # Network modes
 //
+// The modes are ordered none < loopback < private < unrestricted
+// (NetworkMode.Within, Narrower, Wider: the only ordering of them; a tool's
+// declared network, tools.Network, is this type).
+//
 // none (default): no AF_INET/AF_INET6 sockets. unrestricted: no network
 // filter. loopback (127.0.0.0/8, ::1) and private (plus 10/8, 172.16/12,
 // 192.168/16, fc00::/7): connect, bind, listen, addressed sendto, sendmsg

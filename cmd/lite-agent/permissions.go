@@ -65,19 +65,21 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 		return nil, err
 	}
 	cfg := local.Config{
-		Preset:                          f.preset,
-		Workspace:                       f.workspace,
-		Model:                           model,
-		ModelName:                       modelName,
-		SystemPrompt:                    f.systemPrompt,
-		MaxTokens:                       f.maxTokens,
-		MaxTurns:                        f.maxTurns,
-		AllowedTools:                    allowed,
-		DisallowedTools:                 disallowed,
-		PermissionMode:                  kernel.PermissionMode(mode),
-		AllowDangerouslySkipPermissions: f.skipPermissions,
-		StateDir:                        f.stateDir,
-		NoCheckpoints:                   f.noCheckpoints,
+		Preset:        f.preset,
+		NoCheckpoints: f.noCheckpoints,
+		Options: kernel.Options{
+			Workspace:                       f.workspace,
+			Model:                           model,
+			ModelName:                       modelName,
+			SystemPrompt:                    f.systemPrompt,
+			MaxTokens:                       f.maxTokens,
+			MaxTurns:                        f.maxTurns,
+			AllowedTools:                    allowed,
+			DisallowedTools:                 disallowed,
+			PermissionMode:                  kernel.PermissionMode(mode),
+			AllowDangerouslySkipPermissions: f.skipPermissions,
+			StateDir:                        f.stateDir,
+		},
 	}
 	if set["tools"] {
 		cfg.Tools = commaList(f.tools)
