@@ -266,3 +266,16 @@ func TestRegistryAliasErrors(t *testing.T) {
 		t.Errorf("@registries with none: %v", err)
 	}
 }
+
+func TestAutoDetectsMarkersInAWorkspaceWithPatternCharacters(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "a[1]*")
+	mkdirs(t, ws, ".")
+	if err := os.WriteFile(filepath.Join(ws, "requirements-dev.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{home: t.TempDir(), env: map[string]string{}}
+	got, _ := selectToolchains([]string{"auto"}, nil, ws, h)
+	if len(got) != 1 || got[0].Name != "python" || got[0].why != "requirements-dev.txt in the workspace" {
+		t.Errorf("auto in %s: %+v", ws, got)
+	}
+}

@@ -294,7 +294,7 @@ func selectToolchains(sel, limit []string, ws string, h Host) ([]selected, error
 		for i := range toolchains {
 			tc := &toolchains[i]
 			for _, m := range tc.Markers {
-				if hits := h.Glob(filepath.Join(ws, m)); len(hits) > 0 {
+				if hits := h.Glob(filepath.Join(globQuote(ws), m)); len(hits) > 0 {
 					out = append(out, selected{tc, filepath.Base(hits[0]) + " in the workspace"})
 					break
 				}
@@ -454,6 +454,19 @@ func expandVars(s string, get func(string) string) string {
 		i = j - 1
 	}
 	return strings.TrimSuffix(b.String(), ",")
+}
+
+// globQuote escapes the pattern characters of a literal path (a
+// workspace named "a[1]" must not turn its markers into other patterns).
+func globQuote(p string) string {
+	var b strings.Builder
+	for _, c := range p {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 func globOrSelf(h Host, p string) []string {
