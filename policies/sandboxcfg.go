@@ -201,8 +201,14 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 			rep.AllowDomains = append(rep.AllowDomains, Grant{host, g.Source + viaAlias(g.Value, host)})
 		}
 	}
-	for _, g := range s.DenyDomains {
-		p.DenyDomains = append(p.DenyDomains, g.Value)
+	// Denials only subtract from allowed domains: with none allowed they
+	// change nothing, and the policy stays one the sandbox can run
+	// without its domain proxy (a deny_domains in a policy file must not
+	// stop every session).
+	if len(p.AllowDomains) > 0 {
+		for _, g := range s.DenyDomains {
+			p.DenyDomains = append(p.DenyDomains, g.Value)
+		}
 	}
 	return p, rep, nil
 }

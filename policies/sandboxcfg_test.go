@@ -279,3 +279,18 @@ func TestAutoDetectsMarkersInAWorkspaceWithPatternCharacters(t *testing.T) {
 		t.Errorf("auto in %s: %+v", ws, got)
 	}
 }
+
+func TestDenyDomainsWithoutAllowsChangeNothing(t *testing.T) {
+	strict, _ := PresetByName("strict")
+	h := &fakeHost{home: t.TempDir(), cache: t.TempDir(), env: map[string]string{}}
+	deny := []Grant{{"ads.example", "f.toml:2"}}
+	p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(t.TempDir(), SandboxSettings{DenyDomains: deny, Toolchains: []string{"none"}}, h)
+	if err != nil || p.DenyDomains != nil || len(rep.DenyDomains) != 1 {
+		t.Errorf("deny only: policy %v report %v err %v", p.DenyDomains, rep.DenyDomains, err)
+	}
+	p, _, _ = (&Policy{Preset: strict}).SandboxPolicy(t.TempDir(), SandboxSettings{DenyDomains: deny,
+		AllowDomains: []Grant{{"*.example", "--allow-domain *.example"}}, Toolchains: []string{"none"}}, h)
+	if !slices.Equal(p.DenyDomains, []string{"ads.example"}) || !slices.Equal(p.AllowDomains, []string{"*.example"}) {
+		t.Errorf("allow and deny: %v %v", p.AllowDomains, p.DenyDomains)
+	}
+}
