@@ -151,7 +151,7 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := byType(evs, EventToolResult)[0]
-		if res.IsError {
+		if res.ToolResult.IsError {
 			t.Fatalf("%s (inProcess=%v) failed: %s", tool, inProcess, resultText(res))
 		}
 		var out map[string]string
@@ -185,7 +185,7 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 	if len(snaps.paths) < 2 || snaps.paths[0] != "out.txt" || snaps.paths[1] != "out.txt" {
 		t.Errorf("RecordSnapshot from the child and its capture reached the parent as %v", snaps.paths)
 	}
-	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Name != "probed" {
+	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Custom.Name != "probed" {
 		t.Errorf("custom events from the child: %+v", c)
 	}
 

@@ -34,11 +34,11 @@ func TestSeedDisallowedToolsDeny(t *testing.T) {
 		call("e", "edit_file", `{"path": "e.txt", "old_string": "old", "new_string": "new"}`),
 		call("r", "read_file", `{"path": "e.txt"}`))
 	for _, id := range []string{"b", "w", "e"} {
-		if r := res[id].result; !r.IsError || !strings.Contains(resultText(r), "no tool named") {
+		if r := res[id].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "no tool named") {
 			t.Errorf("%s: %q", id, resultText(r))
 		}
 	}
-	if r := res["r"].result; r.IsError {
+	if r := res["r"].result; r.ToolResult.IsError {
 		t.Errorf("read_file: %q", resultText(r))
 	}
 	for _, f := range []string{"hacked", "w.txt"} {
@@ -49,7 +49,7 @@ func TestSeedDisallowedToolsDeny(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.ws, "e.txt")); string(b) != "old" {
 		t.Errorf("e.txt was edited: %q", b)
 	}
-	if got := evs[0].Tools; slices.Contains(got, "bash") || slices.Contains(got, "write_file") || slices.Contains(got, "edit_file") {
+	if got := evs[0].SessionStart.Tools; slices.Contains(got, "bash") || slices.Contains(got, "write_file") || slices.Contains(got, "edit_file") {
 		t.Errorf("session_start tools: %v", got)
 	}
 }
@@ -106,14 +106,14 @@ func TestSeedToolsAndAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(evs[0].Tools, ","); got != "read_file,glob,grep,agent" {
+	if got := strings.Join(evs[0].SessionStart.Tools, ","); got != "read_file,glob,grep,agent" {
 		t.Errorf("visible tools = %s", got)
 	}
 	sub := subagentOutcomes(t, evs, "order-support", "a1")
-	if r := sub["g"].result; r.IsError && strings.Contains(resultText(r), "no tool named") {
+	if r := sub["g"].result; r.ToolResult.IsError && strings.Contains(resultText(r), "no tool named") {
 		t.Errorf("grep in the subagent: %q", resultText(r))
 	}
-	if r := sub["b"].result; !r.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
+	if r := sub["b"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
 		t.Errorf("bash in the subagent: %q", resultText(r))
 	}
 	main := mainOutcomes(evs)
@@ -133,10 +133,10 @@ func TestNamesOfNothingAreErrors(t *testing.T) {
 		want string
 	}{
 		{"deny list", func(o *Options) { o.DisallowedTools = []string{"Bassh"} }, `DisallowedTools names "Bassh", but there is no such tool (did you mean "bash"?)`},
-		{"deny with argument", func(o *Options) { o.DisallowedTools = []string{"raed_file(src/**)"} }, `the raed_file tool takes no argument pattern (only bash, read_file, write_file, edit_file, list_dir, glob, grep do) (did you mean read_file?)`},
+		{"deny with argument", func(o *Options) { o.DisallowedTools = []string{"raed_file(src/**)"} }, `the raed_file tool takes no argument pattern (only bash, read_file, write_file, edit_file, list_dir, glob, grep, web_fetch do) (did you mean read_file?)`},
 		{"allow list", func(o *Options) { o.AllowedTools = []string{"lookup_citty"} }, `did you mean "lookup_city"?`},
 		{"agent without agents", func(o *Options) { o.AllowedTools = []string{"Agent"} }, "exists only when Options.Agents"},
-		{"tool of nothing", func(o *Options) { o.Tools = []string{"WebFetch"} }, "a Claude Code tool lite-agent does not have"},
+		{"tool of nothing", func(o *Options) { o.Tools = []string{"WebSearch"} }, "a Claude Code tool lite-agent does not have"},
 		{"policy rule", func(o *Options) {
 			o.Rules = []policies.Rule{{Behavior: policies.Deny, Text: "Grepp", Source: "/home/me/policy.toml:4"}}
 		}, `/home/me/policy.toml:4 names "Grepp"`},
@@ -216,7 +216,7 @@ func TestYoloNeedsTheSameOptIn(t *testing.T) {
 	o.Agents = nil
 	o.PermissionMode, o.AllowDangerouslySkipPermissions = "yolo", true
 	res, _ := runCalls(t, o, write("w", "a.txt"))
-	if p := res["w"].perm; p.Decision != "allow" || p.Mode != PermissionBypass {
+	if p := res["w"].perm; p.Permission.Decision != "allow" || p.Permission.Mode != PermissionBypass {
 		t.Errorf("yolo with the opt-in: %+v", p)
 	}
 }

@@ -91,7 +91,7 @@ func TestPresetHandlerCeiling(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ev.Type == kernel.EventToolResult {
-				for _, c := range ev.Content {
+				for _, c := range ev.ToolResult.Content {
 					text += c.Text
 				}
 			}

@@ -85,11 +85,11 @@ func ExampleNew() {
 		}
 		switch ev.Type {
 		case kernel.EventPermission:
-			fmt.Printf("permission %s: %s by %s\n", ev.Name, ev.Decision, ev.DecidedBy)
+			fmt.Printf("permission %s: %s by %s\n", ev.Permission.Name, ev.Permission.Decision, ev.Permission.DecidedBy)
 		case kernel.EventToolResult:
-			fmt.Printf("result: %s\n", ev.Content[0].Text)
+			fmt.Printf("result: %s\n", ev.ToolResult.Content[0].Text)
 		case kernel.EventResult:
-			fmt.Printf("%s: %s\n", ev.Subtype, ev.Result)
+			fmt.Printf("%s: %s\n", ev.Result.Subtype, ev.Result.Result)
 		}
 	}
 	// Output:

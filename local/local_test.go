@@ -179,7 +179,7 @@ func TestConfinedHandlerRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.Type == kernel.EventToolResult {
-			text = ev.Content[0].Text
+			text = ev.ToolResult.Content[0].Text
 		}
 	}
 	var pid int

@@ -114,9 +114,9 @@ func TestInProcessMCPServerRunsConfined(t *testing.T) {
 		}
 		switch ev.Type {
 		case kernel.EventSessionStart:
-			servers = ev.MCPServers
+			servers = ev.SessionStart.MCPServers
 		case kernel.EventToolResult:
-			text = ev.Content[0].Text
+			text = ev.ToolResult.Content[0].Text
 		}
 	}
 	if len(servers) != 1 || servers[0].State != mcp.StateConnected {

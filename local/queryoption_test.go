@@ -87,7 +87,7 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 			t.Errorf("SessionID did not apply: %s", ev.SessionID)
 		}
 	}
-	if perm.Decision != "deny" || perm.DecidedBy != "headless" {
+	if perm.Permission.Decision != "deny" || perm.Permission.DecidedBy != "headless" {
 		t.Errorf("bash under strict: %+v", perm)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "pwned.txt")); err == nil {
@@ -154,7 +154,7 @@ func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 			perm = ev
 		}
 	}
-	if perm.Decision != "deny" || perm.DecidedBy != "rule" || !strings.Contains(perm.Rule, ".lite-agent") {
+	if perm.Permission.Decision != "deny" || perm.Permission.DecidedBy != "rule" || !strings.Contains(perm.Permission.Rule, ".lite-agent") {
 		t.Errorf("write into .lite-agent/: %+v", perm)
 	}
 }

@@ -89,10 +89,12 @@ package sandbox
 //
 // AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
 // not matter, the address does): connect and send to anything outside the
-// mode's ranges fail with EPERM, bind with EACCES (including wildcard
-// addresses, which would expose a listener on every interface), listen on a
-// socket that was never bound is bound to loopback first (the kernel would
-// bind it to the wildcard). A socket that carries IPv4 source routing
+// mode's ranges fail with EPERM, bind with EACCES; a wildcard address,
+// which would expose a listener on every interface, is bound to loopback
+// instead (loopbackForWildcard), and listen on a socket that was never
+// bound binds it to loopback first (the kernel would bind the wildcard).
+// The domain proxy's address, and in mode none the loopback ports the
+// tree bound, are allowed too (netsup_domains_linux.go). A socket that carries IPv4 source routing
 // (IP_OPTIONS LSRR/SSRR) or an IPv6 routing header (IPV6_RTHDR) is refused
 // for connect and send with an address: the packet would go to the route's
 // first hop. Ancillary data on inet sockets is allowed from a short list
@@ -145,6 +147,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -186,6 +189,12 @@ type netSupervisorOptions struct {
 	// capture, if set, answers the change-capture calls that share the
 	// listener (capture_linux.go).
 	capture *capturer
+	// Proxy, if valid, is the domain proxy's address: connects to exactly
+	// it are allowed whatever the mode (netsup_domains_linux.go).
+	Proxy netip.AddrPort
+	// OwnPorts, in mode none, is where bound loopback ports are recorded
+	// and looked up (the Sandbox's set); nil: this supervisor's own.
+	OwnPorts *portSet
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -235,6 +244,7 @@ type netSupervisorRun struct {
 	mu       sync.Mutex
 	threads  map[uint32]*threadState
 	blocking map[int]struct{} // dups in a blocking connect, shut down by stop
+	ownPorts portSet          // mode none, without opts.OwnPorts: loopback ports the tree bound
 }
 
 // threadState tracks the calls of one target thread. A thread is in at
@@ -1008,7 +1018,7 @@ func (c *netCall) handleConnect() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := judgeInetConnect(c.s.opts.Mode, sa)
+		v, errno := c.s.judgeConnect(sa)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno)
@@ -1080,10 +1090,21 @@ func (c *netCall) handleBind() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		if v, errno := judgeInetBind(c.s.opts.Mode, sa); v != verdictAllow {
+		if c.s.opts.Mode != NetworkUnrestricted {
+			// A wildcard would listen on every interface: loopback
+			// instead (loopbackForWildcard says why).
+			if lo := loopbackForWildcard(c.dup, sa); lo != nil {
+				sa = lo
+			}
+		}
+		if v, errno := c.s.judgeBind(sa); v != verdictAllow {
 			return fail(errno)
 		}
-		return c.doBind(sa)
+		out := c.doBind(sa)
+		if out.errno == 0 && !out.abandon {
+			c.s.recordBind(c.dup)
+		}
+		return out
 	case c.sock.family == unix.AF_UNIX:
 		if len(sa) == 2 && binary.NativeEndian.Uint16(sa) == unix.AF_UNIX {
 			return c.doBind(sa) // autobind: a fresh abstract name
@@ -1113,9 +1134,6 @@ func (c *netCall) handleListen() outcome {
 		return out
 	}
 	backlog := int(int32(c.args[1]))
-	if isInet(c.sock.family) && c.s.opts.Mode == NetworkNone {
-		return fail(unix.EACCES)
-	}
 	if isInet(c.sock.family) && c.s.opts.Mode != NetworkUnrestricted {
 		sa, err := unix.Getsockname(c.dup)
 		if err != nil {
@@ -1128,8 +1146,8 @@ func (c *netCall) handleListen() outcome {
 				if a.Port != 0 {
 					return fail(unix.EACCES)
 				}
-				bound = inet4Sockaddr([4]byte{127, 0, 0, 1})
-			} else if !inetBindAllowed(c.s.opts.Mode, addr4(a.Addr)) {
+				bound = loopbackForWildcard(c.dup, inet4Sockaddr([4]byte{}))
+			} else if !c.s.bindAllowed(addr4(a.Addr)) {
 				return fail(unix.EACCES)
 			}
 		case *unix.SockaddrInet6:
@@ -1137,8 +1155,8 @@ func (c *netCall) handleListen() outcome {
 				if a.Port != 0 {
 					return fail(unix.EACCES)
 				}
-				bound = inet6Sockaddr([16]byte{15: 1})
-			} else if !inetBindAllowed(c.s.opts.Mode, addr16(a.Addr)) {
+				bound = loopbackForWildcard(c.dup, inet6Sockaddr([16]byte{}))
+			} else if !c.s.bindAllowed(addr16(a.Addr)) {
 				return fail(unix.EACCES)
 			}
 		default:
@@ -1148,6 +1166,7 @@ func (c *netCall) handleListen() outcome {
 			if out := c.doBind(bound); out.errno != 0 || out.abandon {
 				return out
 			}
+			c.s.recordBind(c.dup)
 		}
 	}
 	if err := c.confirm(); err != nil {
@@ -1208,7 +1227,7 @@ func (c *netCall) checkName(sa []byte) (outcome, []byte, bool) {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := judgeInetSend(c.s.opts.Mode, sa)
+		v, errno := c.s.judgeSend(sa)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno), nil, false
@@ -1750,7 +1769,7 @@ func (c *netCall) inetCmsgAllowed(level, typ int32, data []byte) bool {
 				return false
 			}
 			src := [4]byte(data[4:8])
-			return src == [4]byte{} || inetBindAllowed(c.s.opts.Mode, addr4(src))
+			return src == [4]byte{} || c.s.bindAllowed(addr4(src))
 		}
 	case unix.SOL_IPV6:
 		switch typ {
@@ -1761,7 +1780,7 @@ func (c *netCall) inetCmsgAllowed(level, typ int32, data []byte) bool {
 				return false
 			}
 			src := [16]byte(data[:16])
-			return src == [16]byte{} || inetBindAllowed(c.s.opts.Mode, addr16(src))
+			return src == [16]byte{} || c.s.bindAllowed(addr16(src))
 		}
 	case unix.SOL_SOCKET:
 		return typ == unix.SO_TIMESTAMPING || typ == unix.SO_TXTIME

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,6 +94,10 @@ type Sandbox struct {
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (connect supervisor)
+	// mountNS: where the private read-only mount namespace is made
+	// (mountns_linux.go); mounts are its writable roots.
+	mountNS mountMode
+	mounts  *cMountRoots
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -100,6 +105,12 @@ type Sandbox struct {
 	// unixRule decides AF_UNIX addresses for the network supervisor by
 	// rwRoots, as the connect supervisor does (nil unless notifyNet).
 	unixRule func(unixRequest) bool
+	// proxy is the domain proxy (domains_linux.go), nil without
+	// AllowDomains; stopped by Close.
+	proxy *netproxy.Proxy
+	// ownPorts: loopback ports its commands bound (network none with
+	// domains: the only loopback ports they may connect to).
+	ownPorts portSet
 
 	pathMu  sync.Mutex
 	pathIn  string
@@ -147,13 +158,23 @@ func New(p Policy) (*Sandbox, error) {
 	canNotify := h.seccomp && h.notify && h.pidfdGetfd
 	filterMode := mode
 	denyConnect := false
-	switch mode {
-	case NetworkLoopback, NetworkPrivate:
+	// Domain grants under none are served by the network supervisor in
+	// mode none with the proxy's address as the one way out
+	// (netsup_domains_linux.go); the seccomp filter then lets IP sockets
+	// exist (as for loopback), Landlock still refuses every TCP port to
+	// the child itself (the supervisor connects on its own copy).
+	domains := len(q.AllowDomains) > 0 && mode != NetworkUnrestricted
+	switch {
+	case mode == NetworkLoopback, mode == NetworkPrivate, domains:
+		what := "loopback/private networks"
+		if domains {
+			what = "domain grants (the proxy as the only destination)"
+		}
 		switch {
 		case netSupervisor == nil:
-			miss("address filtering for loopback/private networks is not available")
+			miss("address filtering for %s is not available", what)
 		case !canNotify:
-			miss("address filtering for loopback/private networks needs seccomp user notification and pidfd_getfd (Linux 5.6+)")
+			miss("address filtering for %s needs seccomp user notification and pidfd_getfd (Linux 5.6+)", what)
 		default:
 			s.notify = notifyNet
 		}
@@ -161,6 +182,8 @@ func New(p Policy) (*Sandbox, error) {
 			// Best effort gives less network, not more.
 			filterMode = NetworkNone
 			notes = append(notes, "network: none (no address filtering for "+string(mode)+")")
+		} else if mode == NetworkNone {
+			filterMode = NetworkLoopback
 		}
 	}
 	if s.notify == notifyNone {
@@ -255,6 +278,29 @@ func New(p Policy) (*Sandbox, error) {
 		notes = append(notes, "memory: RLIMIT_AS per process (no memory cgroup: the tree as a whole is not bounded, and MemoryExceeded is not reported)")
 	}
 
+	// File metadata (chmod, chown, utimensat), which Landlock does not
+	// govern: every mount read-only but the read-write roots, in a private
+	// mount namespace (mountns_linux.go). Unprivileged users need the user
+	// namespace for it.
+	switch err := mountNSProbe(); {
+	case s.notify == notifyNet:
+		// The network supervisor resolves a relative unix socket path
+		// only for a caller in its own mount namespace (netsup_linux.go,
+		// sameRoot): until it accepts ours, these modes keep the
+		// caller's mounts. Not a miss: nothing else is weaker.
+		notes = append(notes, "metadata: mounts not read-only in network mode "+string(mode)+" (the network supervisor needs the caller's mount namespace): chmod, chown and utimensat of the user's files outside the read-write roots are not refused")
+	case err != nil:
+		miss("read-only mounts outside the read-write roots, which stop chmod, chown and utimensat there (a private mount namespace: %v)", err)
+	default:
+		s.mountNS = mountChild
+		if h.root && s.pidMax == "" {
+			s.mountNS = mountThread
+		}
+		if !h.root {
+			s.newUser = true
+		}
+	}
+
 	if len(missing) > 0 && !q.BestEffort {
 		return nil, fmt.Errorf("%w: %s (set BestEffort to run without it)", ErrUnsupported, strings.Join(missing, "; "))
 	}
@@ -333,6 +379,14 @@ func New(p Policy) (*Sandbox, error) {
 			s.release()
 		}
 	}()
+	// The domain proxy runs here, in the parent, for the sandbox's
+	// lifetime; commands can reach it only when the supervisor admits it.
+	if len(q.AllowDomains) > 0 && (s.notify == notifyNet || mode == NetworkUnrestricted) {
+		if s.proxy, err = startDomainProxy(q); err != nil {
+			return nil, err
+		}
+		s.enf.Notes = append(s.enf.Notes, "network: allowed domains through lite-agent's proxy at "+s.proxy.URL()+" (every other destination refused by the connect supervisor)")
+	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
 	}
@@ -352,6 +406,26 @@ func New(p Policy) (*Sandbox, error) {
 		s.workspaceReal = ws[0]
 	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
+	if s.mountNS != mountNone {
+		roots, whole, err := mountRootsFor(s.rwRoots)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case whole:
+			s.mountNS = mountNone
+			s.enf.Notes = append(s.enf.Notes, "metadata: no read-only mounts (a read-write root is /)")
+		default:
+			if s.mounts, err = newCMountRoots(roots); err != nil {
+				return nil, err
+			}
+			where := "per command"
+			if s.mountNS == mountThread {
+				where = "per spawner thread"
+			}
+			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
+		}
+	}
 	if s.notify == notifyNet {
 		// The same roots as startConnectSup gets: a pathname unix socket
 		// is reachable (and may be created) in every network mode beneath
@@ -375,8 +449,15 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 	rp := confinePieces{RulesetFD: -1, LastCap: h.lastCap}
+	// Landlock's TCP walls follow the policy's own mode: with domains
+	// under none the child never connects itself (the supervisor does), so
+	// every port stays refused to it.
+	llMode := filterMode
+	if domains && mode == NetworkNone {
+		llMode = NetworkNone
+	}
 	if h.abi > 0 {
-		attr := landlockHandled(h.abi, filterMode)
+		attr := landlockHandled(h.abi, llMode)
 		rules := landlockRules(&q, tmp)
 		if initExe != "" {
 			rules = append(rules, llRule{initExe, llRO})
@@ -470,7 +551,11 @@ func (s *Sandbox) acquireSpawner() (*spawner, error) {
 // with this policy's thread program and, for a sealed thread, its connect
 // supervisor.
 func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
-	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies}, dirs,
+	var mounts *cMountRoots
+	if s.mountNS == mountThread {
+		mounts = s.mounts
+	}
+	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts}, dirs,
 		func(listener int) (func(), error) {
 			return startConnectSup(listener, s.pol.Network, s.rwRoots, nil)
 		})
@@ -590,6 +675,8 @@ func (s *Sandbox) release() error {
 		s.pieces.free()
 		s.pieces = nil
 	}
+	s.mounts.free()
+	s.mounts = nil
 	s.captureChild.free()
 	s.captureChild = nil
 	if s.rawPieces.RulesetFD >= 0 {
@@ -605,6 +692,10 @@ func (s *Sandbox) release() error {
 	if s.devNull != nil {
 		s.devNull.Close()
 		s.devNull = nil
+	}
+	if s.proxy != nil {
+		s.proxy.Close()
+		s.proxy = nil
 	}
 	return first
 }
@@ -716,6 +807,7 @@ type Process struct {
 	s       *Sandbox
 	pid     int
 	pidfd   int
+	mntNS   int    // a reference to its mount namespace (holdMountNS), or -1
 	v2      *v2Set // v2 directory the tree lives in, or nil
 	slot    *slot  // v1 slot the tree lives in, or nil
 	tmpDir  string
@@ -774,7 +866,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		s.wg.Done()
 		return nil, err
 	}
-	p := &Process{s: s, pidfd: -1, start: time.Now(), done: make(chan struct{}),
+	p := &Process{s: s, pidfd: -1, mntNS: -1, start: time.Now(), done: make(chan struct{}),
 		budget: newOutputBudget(s.pol.Limits.OutputBytes)}
 	var childFiles []*os.File // our copies of the child's ends, closed after spawn
 	ok := false
@@ -880,6 +972,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		cgroupDir: -1, cgroupProcs: -1, rlimits: s.rlimits,
 		newPID: s.newPID, newUser: s.newUser, uidMap: s.uidMap, gidMap: s.gidMap,
 		pidMax: s.pidMax, pieces: s.pieces, noClone3: s.sealed,
+		newNS: s.mountNS == mountChild, mounts: s.mounts,
 	}
 	if s.withInit {
 		// The namespace's first process is our init, which starts the
@@ -934,6 +1027,9 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		return nil, err
 	}
 	p.pid, p.pidfd = res.pid, res.pidfd
+	if req.newNS {
+		p.mntNS = holdMountNS(p.pidfd)
+	}
 	for _, f := range childFiles {
 		f.Close()
 	}
@@ -964,7 +1060,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots, capt)
 		case notifyNet:
 			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
-				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt})
+				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts})
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")
@@ -1001,7 +1097,7 @@ func (s *Sandbox) commandEnv(extra []string, tmp string) []string {
 	if home, ok := envGet(env, "HOME"); ok && !s.readableDir(home) {
 		env = envSet(env, "HOME", tmp)
 	}
-	return env
+	return s.proxyEnv(env)
 }
 
 // pipe returns a pipe whose read end (ours or the child's) is r. The end we
@@ -1257,6 +1353,8 @@ func (p *Process) cleanup() {
 		unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
+	releaseMountNS(p.mntNS)
+	p.mntNS = -1
 }
 
 // si_code values of SIGCHLD (waitid).

@@ -47,8 +47,17 @@
 // command, whose process tree the sandbox kills when the context ends);
 // Ctrl-C twice or Ctrl-D exits. Slash commands (/help) reuse the
 // commands' implementations (/rewind is cmdRewind, /checkpoints is
-// cmdCheckpoints). Each prompt is a Query resuming the session, so every
-// other command works on it. Without a terminal it says to use run (exit 2).
+// cmdCheckpoints); /undo takes the last rewind back (the files to the
+// checkpoint before the one recording the rewind, the conversation with
+// checkpoint.RestoreTranscriptCut), until the next prompt. A subagent's
+// calls are nested under the agent call that started it (events'
+// ParentToolUseID); background tasks are followed from their tools'
+// results and listed until the turn, which kills them, ends. Each prompt
+// is a Query resuming the session, so every other command works on it.
+// Without a terminal it says to use run (exit 2). Bubble Tea's package init
+// would ask the terminal for its background colour and wait up to 5 s for
+// the answer: internal/noquery (imported by chat_init.go) keeps it from
+// asking.
 //
 // sandbox run flags: --workspace DIR (default: the current directory; the
 // command runs there, or in the current directory when that is inside it),
@@ -75,9 +84,13 @@
 // tool_result (with the model's tool-use "id"; tool_result with "is_error"
 // and "content"), permission (between them: "decision", "by", "rule",
 // "rule_source", "hook", "mode", "reason"), hook (a hook that failed),
-// custom, retry, checkpoint, and result last (with structured_output under
+// custom, retry, checkpoint, network (a connection the domain proxy
+// decided), and result last (with structured_output under
 // --output-schema). session_start lists mcp_servers and agents; every
 // event a subagent emits carries agent, agent_id and parent_tool_use_id.
+// Each line is a kernel.Event as its MarshalJSON writes it (see the
+// kernel's doc, # Events); testdata/stream-json.txtar is the golden
+// transcript of scripted sessions that pins the format.
 // In text output, denials and hook failures are shown on stderr, and so is
 // a subagent's work with --verbose (stdout is the main agent's answer).
 //

@@ -104,8 +104,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	if res.Subtype != kernel.SubtypeSuccess {
-		return errors.New(res.Subtype)
+	if res.Result.Subtype != kernel.SubtypeSuccess {
+		return errors.New(res.Result.Subtype)
 	}
 	return nil
 }
