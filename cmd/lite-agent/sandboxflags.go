@@ -119,7 +119,4 @@ func printSandboxReport(w io.Writer, rep *policies.SandboxReport) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note        %s\n", esc(n))
 	}
-	if len(rep.AllowDomains) > 0 {
-		fmt.Fprintln(w, "  (domain grants need lite-agent's domain proxy; until it is in this build, a sandbox with them refuses to start)")
-	}
 }
