@@ -202,9 +202,8 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 		}
 	}
 	// Denials only subtract from allowed domains: with none allowed they
-	// change nothing, and the policy stays one the sandbox can run
-	// without its domain proxy (a deny_domains in a policy file must not
-	// stop every session).
+	// change nothing, so they do not start a domain proxy that would
+	// admit nothing (the report still lists them).
 	if len(p.AllowDomains) > 0 {
 		for _, g := range s.DenyDomains {
 			p.DenyDomains = append(p.DenyDomains, g.Value)
