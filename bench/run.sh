@@ -10,6 +10,7 @@
 #   bench/run.sh mcp        in-process MCP tool call vs plain
 #   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the issue's size)
 #   bench/run.sh longsession 70-turn session vs a fake API with a window and caching; billed input vs Claude Code
+#   bench/run.sh realwork   a real Go module's tests twice through the agent's bash vs unconfined (bench/realwork.sh)
 # Needs: go, hyperfine, ripgrep, bubblewrap (make bench-deps installs them as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -104,4 +105,9 @@ if [[ $what == all || $what == longsession ]]; then
   echo "-- kernel cost per turn with context bookkeeping (in-process no-op tool), and of the edited view"
   go test ./kernel -run '^$' -bench 'ToolCallTurnInProcess|ContextPerTurn' -count 6 | tee "$out/context.txt"
   benchstat "$out/context.txt"
+fi
+
+if [[ $what == all || $what == realwork ]]; then
+  echo "== real work: a Go module's test suite through the agent's bash (twice, one session) vs unconfined, warm"
+  bench/realwork.sh | tee "$out/realwork.txt"
 fi

@@ -48,7 +48,13 @@
 //
 // # What New wires
 //
-//   - the preset's sandbox policy for commands; each custom handler runs
+//   - the sandbox policy for commands: the preset's, the policy files'
+//     [sandbox] tables, then Config.SandboxGrants, with the toolchain
+//     profiles resolved on Config.Host (MachineHost: the user's PATH, the
+//     tools' own queries, per-workspace caches under CacheRoot;
+//     policies.Policy.SandboxPolicy documents the merge, and
+//     Agent.SandboxReport says where each grant came from); each custom
+//     handler runs
 //     in a confined re-execution of the program (so call
 //     tools.ServeConfinedCall(tools...) first in main) under HandlerCeiling — what
 //     the preset lets custom tools have beyond commands: loopback, and

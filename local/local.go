@@ -55,6 +55,14 @@ type Config struct {
 	// of commands, what custom tools may declare, the default permission
 	// mode and the default rules (see policies.Presets).
 	Preset string
+	// SandboxGrants are the options layer of the sandbox of commands
+	// (the CLI's --network, --allow-read, --allow-write, --env,
+	// --allow-domain, --toolchains), laid over the preset's and the
+	// policy files' [sandbox] settings; each Grant's Source says where it
+	// came from. Toolchains nil means auto. Host is the machine the
+	// toolchain profiles are resolved on (nil: this one, MachineHost).
+	SandboxGrants policies.SandboxSettings
+	Host          policies.Host
 	// PolicyFiles chooses the policy files read (nil: the user's and the
 	// workspace's; see policies.Load for the merge order).
 	PolicyFiles *policies.LoadOptions
@@ -69,9 +77,10 @@ type Config struct {
 // sandbox, the merged rules and hooks, and checkpoints wired in. An Agent
 // is immutable and safe for concurrent queries (each its own session).
 type Agent struct {
-	opts   kernel.Options
-	preset policies.Preset
-	policy *policies.Policy
+	opts    kernel.Options
+	preset  policies.Preset
+	policy  *policies.Policy
+	sandbox *policies.SandboxReport
 }
 
 // New checks cfg against its preset and builds the agent. It refuses, with
@@ -140,7 +149,14 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.New("local: bypassPermissions needs AllowDangerouslySkipPermissions (--dangerously-skip-permissions)")
 		}
 	}
-	sb := preset.Policy(ws)
+	host := cfg.Host
+	if host == nil {
+		host = &MachineHost{}
+	}
+	sb, sbReport, err := pol.SandboxPolicy(ws, cfg.SandboxGrants, host)
+	if err != nil {
+		return nil, fmt.Errorf("local: the sandbox: %w", err)
+	}
 	var hooks []kernel.Hook
 	for _, h := range pol.Hooks {
 		hooks = append(hooks, CommandHook(h, sb))
@@ -168,7 +184,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := kernel.CheckConfinedTools(&opts); err != nil {
 		return nil, err
 	}
-	return &Agent{opts: cloneOptions(opts), preset: preset, policy: pol}, nil
+	return &Agent{opts: cloneOptions(opts), preset: preset, policy: pol, sandbox: sbReport}, nil
 }
 
 // CheckTools checks custom tools against a preset, returning every
@@ -284,6 +300,10 @@ func (a *Agent) Preset() policies.Preset { return a.preset }
 
 // Policy returns the preset merged with the policy files that were read.
 func (a *Agent) Policy() *policies.Policy { return a.policy }
+
+// SandboxReport is the sandbox of commands and where each grant came
+// from (the preset, a policy file line, a flag, a toolchain profile).
+func (a *Agent) SandboxReport() *policies.SandboxReport { return a.sandbox }
 
 // Options returns a deep copy of the kernel options every query starts
 // from: changing it (its slices, maps, the sandbox policies) changes

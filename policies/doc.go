@@ -76,4 +76,26 @@
 // written, and the workspace's file is written beneath the workspace
 // through os.Root. ViewShellCommand shows a person what the shell parser
 // the rules use found in a command line.
+//
+// # The sandbox of commands
+//
+// A policy file's [sandbox] table (sandboxfile.go: network,
+// allow_domains, deny_domains, read, write, env, toolchains) is one layer
+// of SandboxSettings; the options layer (CLI flags, local.Config) comes
+// last. Policy.SandboxPolicy turns the preset and the layers into the
+// sandbox.Policy of commands plus a SandboxReport that names the source
+// of every grant. Under a preset that does not trust the workspace's file
+// (strict) it may only tighten the sandbox (sandboxTightenOnly): a wider
+// network, a path, a variable or an allowed domain there is an error
+// naming its line, and a toolchain list narrows what is in force.
+//
+// Toolchain profiles (toolchains.go, toolchains_tools.go) are data: the
+// markers that select one, the binaries that show it installed, the
+// install roots, /etc paths and user caches it reads, the per-workspace
+// cache and variables it sets, the user settings it passes. The machine's
+// facts — PATH lookups, the tools' own queries such as `go env -json` and
+// `npm config get registry` — come through the Host interface that local
+// supplies, so this package still runs nothing. Every grant of a profile
+// passes credentialClash: nothing that is, holds or lies inside a
+// credentials path (credentialPaths) is ever granted by a profile.
 package policies

@@ -68,6 +68,8 @@ type File struct {
 	// Rules have Source FILE:LINE.
 	Rules []Rule
 	Hooks []HookSpec
+	// Sandbox is the [sandbox] table; every grant's Source is FILE:LINE.
+	Sandbox SandboxSettings
 }
 
 // FileError is a problem in a policy file, at a line.
@@ -241,16 +243,16 @@ func (fp *fileParser) expression(n *unstable.Node) error {
 			return err
 		}
 		name := strings.Join(key, ".")
-		if name != "permissions" {
+		if name != "permissions" && name != "sandbox" {
 			if name == "hooks" {
 				return fp.errorf(line, "write each hook as a [[hooks]] table")
 			}
-			return fp.errorf(line, "unknown table [%s] (the tables are [permissions] and [[hooks]])", name)
+			return fp.errorf(line, "unknown table [%s] (the tables are [permissions], [sandbox] and [[hooks]])", name)
 		}
-		if prev, dup := fp.seen["[permissions]"]; dup {
-			return fp.errorf(line, "[permissions] is given twice (first on line %d)", prev)
+		if prev, dup := fp.seen["["+name+"]"]; dup {
+			return fp.errorf(line, "[%s] is given twice (first on line %d)", name, prev)
 		}
-		fp.seen["[permissions]"] = line
+		fp.seen["["+name+"]"] = line
 		fp.table = key
 		return nil
 	case unstable.ArrayTable:
@@ -259,7 +261,7 @@ func (fp *fileParser) expression(n *unstable.Node) error {
 			return err
 		}
 		if strings.Join(key, ".") != "hooks" {
-			return fp.errorf(line, "unknown table [[%s]] (the tables are [permissions] and [[hooks]])", strings.Join(key, "."))
+			return fp.errorf(line, "unknown table [[%s]] (the tables are [permissions], [sandbox] and [[hooks]])", strings.Join(key, "."))
 		}
 		fp.table = key
 		fp.hook = &HookSpec{Source: fp.source(line), Timeout: DefaultHookTimeout}
@@ -303,6 +305,10 @@ func (fp *fileParser) keyValue(key []string, line int, v *unstable.Node) error {
 			}
 			fp.f.DefaultMode, fp.f.ModeSource = m, fp.source(line)
 			return nil
+		}
+	case len(key) == 2 && key[0] == "sandbox":
+		if err, ok := fp.sandboxKey(key[1], name, line, v); ok {
+			return err
 		}
 	case len(key) == 2 && key[0] == "hooks" && fp.hook != nil:
 		switch key[1] {
@@ -373,7 +379,7 @@ func (fp *fileParser) keyValue(key []string, line int, v *unstable.Node) error {
 			return nil
 		}
 	}
-	return fp.errorf(line, "unknown key %s (known: permissions.allow, .ask, .deny, .default_mode; hooks: event, matcher, command, timeout, name)", name)
+	return fp.errorf(line, "unknown key %s (known: permissions.allow, .ask, .deny, .default_mode; sandbox.network, .allow_domains, .deny_domains, .read, .write, .env, .toolchains; hooks: event, matcher, command, timeout, name)", name)
 }
 
 func (fp *fileParser) str(name string, line int, v *unstable.Node) (string, error) {

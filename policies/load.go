@@ -38,6 +38,13 @@ type Policy struct {
 	Hooks []HookSpec
 	// Files lists the policy files that were read.
 	Files []string
+	// Sandbox is what the files' [sandbox] tables say (user's, then
+	// workspace's), merged; SandboxPolicy lays the options layer over it.
+	Sandbox SandboxSettings
+	// ToolchainLimit, when not nil, is a list of toolchains from a file
+	// the preset does not trust to widen: only these of the toolchains in
+	// force are granted.
+	ToolchainLimit []string
 }
 
 // LoadOptions choose which policy files Load reads.
@@ -92,6 +99,14 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 				if err := tightenOnly(preset, f); err != nil {
 					return nil, err
 				}
+				inForce := SandboxSettings{Network: preset.Sandbox.Network, NetworkSource: "preset " + preset.Name}
+				if inForce.Network == "" {
+					inForce.Network = "none"
+				}
+				inForce.merge(pol.Sandbox)
+				if err := sandboxTightenOnly(preset, inForce, f); err != nil {
+					return nil, err
+				}
 				if f.DefaultMode != "" && !atLeastAsStrict(f.DefaultMode, pol.Mode) {
 					// "default" does not loosen the preset, but it does loosen a
 					// user's "plan": judged against the mode in force, not the
@@ -108,6 +123,16 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 
 func (pol *Policy) add(f *File, trusted bool) {
 	pol.Files = append(pol.Files, f.Path)
+	sb := f.Sandbox
+	if !trusted && sb.Toolchains != nil && sb.Toolchains[0] != "none" {
+		// A list from an untrusted file narrows what is in force ("auto"
+		// from it changes nothing).
+		if sb.Toolchains[0] != "auto" {
+			pol.ToolchainLimit = slices.Clone(sb.Toolchains)
+		}
+		sb.Toolchains = nil
+	}
+	pol.Sandbox.merge(sb)
 	pol.Rules = append(pol.Rules, f.Rules...)
 	if f.DefaultMode != "" {
 		pol.Mode, pol.ModeSource = f.DefaultMode, f.ModeSource

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -41,6 +42,13 @@ const (
 		llMakeSock | llMakeFifo | llMakeSym | llRefer | llTruncate | llIoctlDev
 	// The data sinks and sources of /dev a shell redirects to and from.
 	llDevRW = llReadFile | llWriteFile
+	// Pseudo-terminals: /dev/ptmx and the /dev/pts entries need their
+	// ioctls (TIOCGPTN, TIOCSPTLCK, TCGETS, TIOCSWINSZ...) as well. The
+	// ioctls that act on another terminal's input or the console
+	// (TIOCSTI, TIOCLINUX, TIOCSETD, TIOCCONS) stay refused by seccomp.
+	llPty = llReadFile | llWriteFile | llIoctlDev
+	// Names-only listing, for the workspace's parent directories.
+	llListOnly = llReadDir
 )
 
 // handledFS is every file right the given ABI knows: all of them are
@@ -64,6 +72,11 @@ func handledFS(abi int) uint64 {
 // also written to (`> /dev/null`). Any other device stays read-only.
 var devReadWrite = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true}
 
+// devPty are the pseudo-terminal paths of DefaultSystemPaths: a test that
+// needs a terminal (script(1), Python's pty, node-pty) opens /dev/ptmx and
+// then the /dev/pts entry it was given.
+var devPty = map[string]bool{"/dev/ptmx": true, "/dev/pts": true}
+
 // llRule is one path_beneath rule before it is opened.
 type llRule struct {
 	path   string
@@ -83,6 +96,9 @@ func landlockRules(p *Policy, tmp string) []llRule {
 		if devReadWrite[s] {
 			acc = llDevRW
 		}
+		if devPty[s] {
+			acc = llPty
+		}
 		rules = append(rules, llRule{s, acc})
 	}
 	for _, s := range p.ReadOnlyPaths {
@@ -99,11 +115,30 @@ func landlockRules(p *Policy, tmp string) []llRule {
 	}
 	if p.Workspace != "" {
 		rules = append(rules, llRule{p.Workspace, llRW})
+		rules = append(rules, parentRules(p.Workspace)...)
 	}
 	if tmp != "" {
 		rules = append(rules, llRule{tmp, llRW})
 	}
 	return rules
+}
+
+// parentRules let a program list the names in each directory above the
+// workspace (a globber or a project-root search that walks up from $PWD
+// and treats a refused readdir of / or /tmp as fatal). Only READ_DIR: no
+// file beneath becomes readable, writable or executable through them.
+//
+// Landlock rules are hierarchical, so READ_DIR on / lets every directory
+// of the system be listed by name; file contents stay as unreadable as
+// before. That is the price of a listable /, and the README says so.
+func parentRules(workspace string) []llRule {
+	var rules []llRule
+	for d := filepath.Dir(workspace); ; d = filepath.Dir(d) {
+		rules = append(rules, llRule{d, llListOnly})
+		if d == "/" || d == "." {
+			return rules
+		}
+	}
 }
 
 // landlockHandled returns what a ruleset for this ABI and network mode

@@ -121,6 +121,8 @@ func DefaultSystemPaths() []string {
 		"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
 		"/usr/share/zoneinfo",
 		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
+		// Pseudo-terminals, for tests that need a terminal (see devPty).
+		"/dev/ptmx", "/dev/pts",
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }

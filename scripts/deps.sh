@@ -6,9 +6,22 @@
 #   gcc             cgo
 #   python3, git    used by the end-to-end tests and the demo
 #   ripgrep, hyperfine, bubblewrap  only for the benchmarks (bench/)
+#   the toolchains the real-work tests build projects with (test/
+#   realwork_e2e_test.go; each skips naming `make deps` without its own):
+#   nodejs npm, python3-venv python3-pytest, default-jdk-headless maven,
+#   and cargo unless a cargo (rustup's, say) is already on PATH
 set -euo pipefail
 
 want=(libseccomp-dev gcc python3 git)
+# Toolchains are judged by the command, not the package: a node, JDK or
+# cargo installed another way (nvm, a vendor JDK, rustup) is fine.
+command -v node >/dev/null || want+=(nodejs)
+command -v npm >/dev/null || want+=(npm)
+command -v javac >/dev/null || want+=(default-jdk-headless)
+command -v mvn >/dev/null || want+=(maven)
+command -v cargo >/dev/null || want+=(cargo)
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want+=(python3-venv)
+/usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
 if [[ "${1:-}" == "--bench" ]]; then
   want+=(ripgrep hyperfine bubblewrap)
 fi

@@ -15,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -396,7 +397,8 @@ func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
 // ---- gc ----
 
 func cmdGC(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gc", "gc [--max-age D] [--max-count N] [--max-size SIZE] [--dry-run] [--state-dir DIR]", stderr)
+	fs := newFlags("gc", "gc [--max-age D] [--max-count N] [--max-size SIZE] [--caches] [--dry-run] [--state-dir DIR]", stderr)
+	caches := fs.Bool("caches", false, "also clear every workspace's toolchain caches (build caches, downloads) under $XDG_CACHE_HOME/lite-agent; without it, only those of workspaces that no longer exist")
 	maxAge := fs.String("max-age", "", "drop checkpoints older than this (e.g. 720h or 30d)")
 	maxCount := fs.Int("max-count", 0, "keep at most N checkpoints per session")
 	maxSize := fs.String("max-size", "", "shrink the store to at most this size (e.g. 500M, 2G)")
@@ -441,6 +443,14 @@ func cmdGC(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s %d checkpoint(s) and %d object(s) in %d session(s); store %s -> %s\n",
 		verb, rep.CheckpointsRemoved, rep.ObjectsRemoved, rep.Sessions, humanSize(rep.BytesBefore), humanSize(rep.BytesAfter))
+	// The per-workspace toolchain caches (local.MachineHost).
+	cacheDirs, err := local.RemoveWorkspaceCaches("", *caches, *dryRun)
+	for _, d := range cacheDirs {
+		fmt.Fprintln(stdout, verb, "the workspace cache", esc(d))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "lite-agent: gc: workspace caches:", esc(err.Error()))
+	}
 	if *dryRun {
 		return nil
 	}

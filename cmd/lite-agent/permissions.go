@@ -84,6 +84,9 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 	if set["tools"] {
 		cfg.Tools = commaList(f.tools)
 	}
+	if cfg.SandboxGrants, err = f.sandboxGrants.settings(set); err != nil {
+		return nil, err
+	}
 	if err := applyExtras(f, &cfg); err != nil {
 		return nil, err
 	}

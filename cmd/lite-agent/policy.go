@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/policies"
 )
 
@@ -50,6 +51,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("%v", err)
 	}
 	var pol *policies.Policy
+	var sbRep *policies.SandboxReport
 	if *workspace != "" {
 		ws, err := filepath.Abs(*workspace)
 		if err != nil {
@@ -58,13 +60,19 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 		if pol, err = policies.Load(preset, ws, nil); err != nil {
 			return failf("%v", err)
 		}
+		if _, sbRep, err = pol.SandboxPolicy(ws, policies.SandboxSettings{}, &local.MachineHost{}); err != nil {
+			return failf("%v", err)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		var v any = preset
 		if pol != nil {
-			v = pol
+			v = struct {
+				*policies.Policy
+				SandboxInForce *policies.SandboxReport `json:"sandbox_in_force"`
+			}{pol, sbRep}
 		}
 		if err := enc.Encode(v); err != nil {
 			return failf("writing output: %v", err)
@@ -74,6 +82,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 	printPreset(stdout, preset)
 	if pol != nil {
 		printPolicy(stdout, pol)
+		printSandboxReport(stdout, sbRep)
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ type runFlags struct {
 	outputSchema    string
 	// What the model is told, context, thinking, web search (model.go).
 	modelSettings modelFlagValues
+	// The sandbox of commands (sandboxflags.go), shared with sandbox run.
+	sandboxGrants sandboxGrantFlags
 	// canUseTool, when set, answers the calls that ask instead of the
 	// line prompt (the interactive mode's approvals, chat.go).
 	canUseTool kernel.CanUseToolFunc
@@ -140,6 +142,7 @@ func runFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	permissionFlags(fs, f)
 	extraFlags(fs, f)
 	modelFlags(fs, &f.modelSettings)
+	f.sandboxGrants.register(fs)
 	return fs
 }
 

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -35,7 +36,8 @@ const sandboxUsageText = `usage: lite-agent sandbox <command> [flags]
 
 commands:
   run [flags] -- CMD [ARGS...]   run one command confined (see 'lite-agent sandbox run -h')
-  check [--json]                 print what this kernel can enforce and what each preset would lose
+  check [--json] [--workspace DIR]  print what this kernel can enforce and what each preset would lose;
+                                 with --workspace, the sandbox a session gets there and where each grant came from
 `
 
 const sandboxRunUsageText = `usage: lite-agent sandbox run [flags] -- CMD [ARGS...]
@@ -77,12 +79,11 @@ func cmdSandbox(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 
 // sandboxRunFlags are the flags of `sandbox run`, as given.
 type sandboxRunFlags struct {
-	workspace   string
-	preset      string
-	network     string
-	allowRead   []string
-	allowWrite  []string
-	env         []string
+	workspace string
+	preset    string
+	// --network, --allow-read, --allow-write, --env, --allow-domain,
+	// --toolchains: the flags run shares (sandboxflags.go).
+	grants      sandboxGrantFlags
 	timeout     string
 	maxMemory   string
 	maxProcs    int
@@ -97,13 +98,7 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.workspace, "workspace", "", "`DIR` the command may read and write, and its working directory (default: the current directory)")
 	fs.StringVar(&f.preset, "preset", policies.DefaultPreset, "the hardening preset `NAME`: "+strings.Join(policies.PresetNames(), ", "))
-	fs.StringVar(&f.network, "network", "", "network `MODE`: none, loopback, private or unrestricted (default: the preset's)")
-	repeated := func(dst *[]string) func(string) error {
-		return func(v string) error { *dst = append(*dst, v); return nil }
-	}
-	fs.Func("allow-read", "also allow reading `PATH` (repeatable)", repeated(&f.allowRead))
-	fs.Func("allow-write", "also allow reading and writing `PATH` (repeatable)", repeated(&f.allowWrite))
-	fs.Func("env", "pass `NAME` from this environment, or set NAME=VALUE (repeatable); by default only a small allowlist passes, and a NAME that looks like a secret passes only as NAME=VALUE", repeated(&f.env))
+	f.grants.register(fs)
 	fs.StringVar(&f.timeout, "timeout", "", "kill the command and every process it started after `DURATION` (e.g. 30s, 5m; a bare number is seconds)")
 	fs.StringVar(&f.maxMemory, "max-memory", "", "bound the memory of the whole process tree to `SIZE` (e.g. 512M, 2G)")
 	fs.IntVar(&f.maxProcs, "max-procs", 0, "bound the live processes and threads of the tree to `N`")
@@ -139,13 +134,15 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	planKey := ""
 	// Only for the process's own command line: the key covers what the
 	// C runner will see in argv (not an in-process call, as in tests).
-	if !sandbox.PlansDisabled() && len(os.Args) >= 3 && os.Args[1] == "sandbox" && os.Args[2] == "run" && slices.Equal(os.Args[3:], args) {
+	// Toolchain grants come from the machine (go env, PATH), not the
+	// flags alone, so a plan keyed by the flags could replay stale ones.
+	if !sandbox.PlansDisabled() && (!set["toolchains"] || f.grants.toolchains == "none") && len(os.Args) >= 3 && os.Args[1] == "sandbox" && os.Args[2] == "run" && slices.Equal(os.Args[3:], args) {
 		if planKey, err = sandbox.PlanKey(args[:len(args)-len(argv)]); err != nil {
 			sandbox.PlanTrace("no-key: " + err.Error())
 		}
 	}
 	var preamble strings.Builder
-	for _, e := range f.env {
+	for _, e := range f.grants.env {
 		if !strings.Contains(e, "=") && sandbox.LooksSecret(e) {
 			fmt.Fprintf(&preamble, "lite-agent: sandbox: --env %s looks like a secret and is not passed by name; give --env %s=VALUE to pass it on purpose\n", e, e)
 		}
@@ -236,46 +233,21 @@ func sandboxPolicy(f *sandboxRunFlags, set map[string]bool) (sandbox.Policy, err
 		}
 		return sandbox.Policy{}, &exitError{code: exitSandboxFailed, msg: fmt.Sprintf("sandbox: workspace %s: %v", ws, err)}
 	}
-	pol := preset.Policy(ws)
-
-	if set["network"] {
-		if f.network == "" {
-			return pol, usageErrorf("--network: give none, loopback, private or unrestricted")
-		}
-		mode, err := sandbox.ParseNetworkMode(f.network)
-		if err != nil {
-			return pol, usageErrorf("--network: %v", err)
-		}
-		pol.Network = mode
+	grants, err := f.grants.settings(set)
+	if err != nil {
+		return sandbox.Policy{}, err
 	}
-	for _, p := range f.allowRead {
-		abs, err := flagPath("--allow-read", p)
-		if err != nil {
-			return pol, err
-		}
-		pol.ReadOnlyPaths = append(pol.ReadOnlyPaths, abs)
+	if grants.Toolchains == nil {
+		// sandbox run grants no toolchain unless asked: it runs one
+		// command as the flags say (and its one-shot plans stay valid).
+		grants.Toolchains, grants.ToolchainsSource = []string{"none"}, "sandbox run's default"
 	}
-	for _, p := range f.allowWrite {
-		abs, err := flagPath("--allow-write", p)
-		if err != nil {
-			return pol, err
-		}
-		pol.ReadWritePaths = append(pol.ReadWritePaths, abs)
-	}
-	if len(f.env) > 0 {
-		for _, e := range f.env {
-			name, _, _ := strings.Cut(e, "=")
-			if !validEnvName(name) {
-				return pol, usageErrorf("--env %q: want NAME or NAME=VALUE", e)
-			}
-		}
-		// The allowlist stays; --env adds to it. Secret-looking names
-		// given without a value are still dropped by the sandbox.
-		base := pol.Env
-		if base == nil {
-			base = sandbox.DefaultEnv()
-		}
-		pol.Env = append(append([]string{}, base...), f.env...)
+	// No policy files: sandbox run is the flags and the preset. The
+	// allowlist stays; --env adds to it (secret-looking names given
+	// without a value are still dropped by the sandbox).
+	pol, _, err := (&policies.Policy{Preset: preset}).SandboxPolicy(ws, grants, &local.MachineHost{})
+	if err != nil {
+		return sandbox.Policy{}, failf("sandbox: %v", err)
 	}
 
 	if set["timeout"] {
@@ -536,14 +508,18 @@ type presetReport struct {
 type checkReport struct {
 	Capabilities sandbox.Capabilities `json:"capabilities"`
 	Presets      []presetReport       `json:"presets"`
+	// Workspace is the sandbox of commands in --workspace DIR.
+	Workspace *policies.SandboxReport `json:"workspace,omitempty"`
 }
 
 func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sandbox check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	wsFlag := fs.String("workspace", "", "also show the sandbox of commands an agent session gets in `DIR` (preset, policy files, toolchain profiles) and where each grant came from")
+	presetFlag := fs.String("preset", policies.DefaultPreset, "with --workspace: the preset `NAME`")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lite-agent sandbox check [--json]")
+		fmt.Fprintln(stderr, "usage: lite-agent sandbox check [--json] [--workspace DIR [--preset NAME]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -556,6 +532,23 @@ func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("sandbox check takes no arguments, got %q", fs.Args())
 	}
 	rep := checkReport{Capabilities: sandbox.Probe()}
+	if *wsFlag != "" {
+		preset, err := policies.PresetByName(*presetFlag)
+		if err != nil {
+			return usageErrorf("--preset: %v", err)
+		}
+		ws, err := filepath.Abs(*wsFlag)
+		if err != nil {
+			return usageErrorf("--workspace: %v", err)
+		}
+		pol, err := policies.Load(preset, ws, nil)
+		if err != nil {
+			return failf("%v", err)
+		}
+		if _, rep.Workspace, err = pol.SandboxPolicy(ws, policies.SandboxSettings{}, &local.MachineHost{}); err != nil {
+			return failf("%v", err)
+		}
+	}
 	// Each preset is prepared for real, against a throw-away workspace,
 	// first as asked and then with best effort: what New refuses and what
 	// Enforcement reports missing is the truth, not a guess from the probe.
@@ -576,6 +569,9 @@ func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	printCheck(stdout, &rep)
+	if rep.Workspace != nil {
+		printSandboxReport(stdout, rep.Workspace)
+	}
 	return nil
 }
 

@@ -96,8 +96,8 @@ func TestSandboxUsageErrors(t *testing.T) {
 func TestSandboxPolicyFromFlags(t *testing.T) {
 	ws, ro, rw := t.TempDir(), t.TempDir(), t.TempDir()
 	f := sandboxRunFlags{
-		workspace: ws, preset: "permissive", network: "loopback",
-		allowRead: []string{ro}, allowWrite: []string{rw}, env: []string{"GIT_AUTHOR_NAME=x", "EDITOR"},
+		workspace: ws, preset: "permissive",
+		grants:  sandboxGrantFlags{network: "loopback", allowRead: []string{ro}, allowWrite: []string{rw}, env: []string{"GIT_AUTHOR_NAME=x", "EDITOR"}},
 		timeout: "3s", maxMemory: "256M", maxProcs: 32, maxFileSize: "1M", maxOutput: "64K", bestEffort: true,
 	}
 	set := map[string]bool{"network": true, "timeout": true, "max-memory": true, "max-procs": true, "max-file-size": true, "max-output": true}
@@ -129,7 +129,7 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 		t.Errorf("default policy = %+v", pol)
 	}
 	// A relative --allow-read is taken from the current directory.
-	pol, err = sandboxPolicy(&sandboxRunFlags{workspace: ws, preset: "strict", allowRead: []string{"testdata"}}, map[string]bool{})
+	pol, err = sandboxPolicy(&sandboxRunFlags{workspace: ws, preset: "strict", grants: sandboxGrantFlags{allowRead: []string{"testdata"}}}, map[string]bool{})
 	if err != nil || !filepath.IsAbs(pol.ReadOnlyPaths[0]) {
 		t.Errorf("relative --allow-read: %v, %v", pol.ReadOnlyPaths, err)
 	}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/policies"
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// sandboxGrantFlags are the confinement flags `run` (and chat) share
+// with `sandbox run`: one set of definitions, one translation into
+// policies.SandboxSettings, so the two commands cannot drift.
+type sandboxGrantFlags struct {
+	network     string
+	allowRead   []string
+	allowWrite  []string
+	env         []string
+	allowDomain []string
+	toolchains  string
+}
+
+func repeatedFlag(dst *[]string) func(string) error {
+	return func(v string) error { *dst = append(*dst, v); return nil }
+}
+
+// register defines the flags on fs.
+func (g *sandboxGrantFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.network, "network", "", "network `MODE` of commands: none, loopback, private or unrestricted (default: the preset's)")
+	fs.Func("allow-read", "also allow commands to read `PATH` (repeatable)", repeatedFlag(&g.allowRead))
+	fs.Func("allow-write", "also allow commands to read and write `PATH` (repeatable)", repeatedFlag(&g.allowWrite))
+	fs.Func("env", "pass `NAME` from this environment, or set NAME=VALUE (repeatable); by default only a small allowlist passes, and a NAME that looks like a secret passes only as NAME=VALUE", repeatedFlag(&g.env))
+	fs.Func("allow-domain", "let commands reach `DOMAIN` through lite-agent's domain proxy (repeatable, or a comma list): example.com, *.example.com, IP[:PORT], or a registry from a toolchain's own configuration: @go, @npm, @pypi, @crates, @maven, @registries", repeatedFlag(&g.allowDomain))
+	fs.StringVar(&g.toolchains, "toolchains", "", "toolchain profiles: auto (default: detected from the workspace and what is installed), none, or a list such as go,node")
+}
+
+// settings turns the flags that were given into the options layer of the
+// sandbox settings, each grant sourced by its flag.
+func (g *sandboxGrantFlags) settings(set map[string]bool) (policies.SandboxSettings, error) {
+	var s policies.SandboxSettings
+	if set["network"] {
+		if g.network == "" {
+			return s, usageErrorf("--network: give none, loopback, private or unrestricted")
+		}
+		mode, err := sandbox.ParseNetworkMode(g.network)
+		if err != nil {
+			return s, usageErrorf("--network: %v", err)
+		}
+		s.Network, s.NetworkSource = mode, "--network"
+	}
+	for _, p := range g.allowRead {
+		abs, err := flagPath("--allow-read", p)
+		if err != nil {
+			return s, err
+		}
+		s.Read = append(s.Read, policies.Grant{Value: abs, Source: "--allow-read"})
+	}
+	for _, p := range g.allowWrite {
+		abs, err := flagPath("--allow-write", p)
+		if err != nil {
+			return s, err
+		}
+		s.Write = append(s.Write, policies.Grant{Value: abs, Source: "--allow-write"})
+	}
+	for _, e := range g.env {
+		name, _, _ := strings.Cut(e, "=")
+		if !validEnvName(name) {
+			return s, usageErrorf("--env %q: want NAME or NAME=VALUE", e)
+		}
+		s.Env = append(s.Env, policies.Grant{Value: e, Source: "--env"})
+	}
+	for _, v := range g.allowDomain {
+		for _, d := range policies.SplitList(v) {
+			if err := policies.CheckDomain(d); err != nil {
+				return s, usageErrorf("--allow-domain: %v", err)
+			}
+			s.AllowDomains = append(s.AllowDomains, policies.Grant{Value: d, Source: "--allow-domain " + d})
+		}
+	}
+	if set["toolchains"] {
+		tcs, err := policies.ParseToolchains(g.toolchains)
+		if err != nil {
+			return s, usageErrorf("--toolchains: %v", err)
+		}
+		s.Toolchains, s.ToolchainsSource = tcs, "--toolchains"
+	}
+	return s, nil
+}
+
+// printSandboxReport shows the sandbox of commands and where each grant
+// came from: the preset, a flag, a policy file line or a toolchain
+// profile. Policy file values are the workspace's (agent-writable), so
+// every string is escaped for the terminal.
+func printSandboxReport(w io.Writer, rep *policies.SandboxReport) {
+	fmt.Fprintln(w, "\nsandbox of commands")
+	fmt.Fprintf(w, "  network     %s (%s)\n", esc(string(rep.Network)), esc(rep.NetworkSource))
+	tcs := "none"
+	if len(rep.Toolchains) > 0 {
+		var names []string
+		for _, t := range rep.Toolchains {
+			names = append(names, t.Name+" ("+t.Why+")")
+		}
+		tcs = strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "  toolchains  %s [%s]\n", esc(tcs), esc(rep.ToolchainsSource))
+	for _, sec := range []struct {
+		name   string
+		grants []policies.Grant
+	}{
+		{"read-only", rep.Read}, {"read-write", rep.Write}, {"env", rep.Env},
+		{"allow domain", rep.AllowDomains}, {"deny domain", rep.DenyDomains},
+	} {
+		for _, g := range sec.grants {
+			fmt.Fprintf(w, "  %-12s%s  [%s]\n", sec.name, esc(g.Value), esc(g.Source))
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note        %s\n", esc(n))
+	}
+}

@@ -1,0 +1,238 @@
+package policies
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// Grant is one value of a sandbox setting and where it came from: a flag
+// ("--allow-read"), a policy file line (FILE:LINE), "local.Config", a
+// preset or a toolchain profile. `policy show` and `sandbox check
+// --workspace` print the source next to every grant, so a person can see
+// why a path is readable.
+type Grant struct {
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// SandboxSettings are what one layer — a policy file's [sandbox] table,
+// the command line, local.Config — says about the sandbox of commands.
+// The zero value says nothing.
+type SandboxSettings struct {
+	// Network is "" when the layer sets none.
+	Network       sandbox.NetworkMode `json:"network,omitempty"`
+	NetworkSource string              `json:"network_source,omitempty"`
+	// AllowDomains and DenyDomains go to sandbox.Policy after expansion
+	// of the @go, @npm, ... registry grants (toolchains.go).
+	AllowDomains []Grant `json:"allow_domains,omitempty"`
+	DenyDomains  []Grant `json:"deny_domains,omitempty"`
+	// Read and Write are absolute paths (a policy file's relative path is
+	// taken against its workspace); Env is NAME or NAME=VALUE.
+	Read  []Grant `json:"read,omitempty"`
+	Write []Grant `json:"write,omitempty"`
+	Env   []Grant `json:"env,omitempty"`
+	// Toolchains is nil when the layer sets none, else ["auto"], ["none"]
+	// or profile names (ParseToolchains).
+	Toolchains       []string `json:"toolchains,omitempty"`
+	ToolchainsSource string   `json:"toolchains_source,omitempty"`
+}
+
+// ParseToolchains reads a --toolchains value: "auto", "none" or a comma
+// list of profile names (or their aliases: npm, pnpm, yarn are node...).
+func ParseToolchains(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "auto":
+		return []string{"auto"}, nil
+	case "none":
+		return []string{"none"}, nil
+	}
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		tc := ToolchainByName(name)
+		if tc == nil {
+			return nil, fmt.Errorf("unknown toolchain %q (auto, none, or a list of %s)", name, strings.Join(ToolchainNames(), ", "))
+		}
+		if !slices.Contains(out, tc.Name) {
+			out = append(out, tc.Name)
+		}
+	}
+	return out, nil
+}
+
+// SplitList splits a repeatable flag's value given as a comma list
+// ("--allow-domain a.com,b.com"), dropping empty parts.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// merge lays o over s: a value set later wins, lists are a union.
+func (s *SandboxSettings) merge(o SandboxSettings) {
+	if o.Network != "" {
+		s.Network, s.NetworkSource = o.Network, o.NetworkSource
+	}
+	s.AllowDomains = append(s.AllowDomains, o.AllowDomains...)
+	s.DenyDomains = append(s.DenyDomains, o.DenyDomains...)
+	s.Read = append(s.Read, o.Read...)
+	s.Write = append(s.Write, o.Write...)
+	s.Env = append(s.Env, o.Env...)
+	if o.Toolchains != nil {
+		s.Toolchains, s.ToolchainsSource = slices.Clone(o.Toolchains), o.ToolchainsSource
+	}
+}
+
+// sandboxTightenOnly refuses what would widen the sandbox in a file the
+// preset does not trust (the workspace's, under strict), judged against
+// what is in force before it (the preset and the user's file). Its
+// toolchains may only narrow: "none", or a list, which then limits the
+// toolchains in force (ToolchainLimit) instead of replacing them.
+func sandboxTightenOnly(preset Preset, inForce SandboxSettings, f *File) error {
+	s := f.Sandbox
+	deny := func(source, what string) error {
+		return &FileError{Path: f.Path, Line: lineOf(source), Reason: fmt.Sprintf(
+			"%s: the %s preset does not let the workspace's policy file widen the sandbox; put it in your user file (%s) or give it on the command line", what, preset.Name, userFileHint())}
+	}
+	if s.Network != "" && !s.Network.Within(inForce.Network) {
+		return deny(s.NetworkSource, fmt.Sprintf("sandbox.network %q is wider than the %q in force (%s)", s.Network, inForce.Network, inForce.NetworkSource))
+	}
+	for _, g := range s.AllowDomains {
+		return deny(g.Source, fmt.Sprintf("sandbox.allow_domains %q", g.Value))
+	}
+	for _, g := range s.Read {
+		return deny(g.Source, fmt.Sprintf("sandbox.read %q", g.Value))
+	}
+	for _, g := range s.Write {
+		return deny(g.Source, fmt.Sprintf("sandbox.write %q", g.Value))
+	}
+	for _, g := range s.Env {
+		return deny(g.Source, fmt.Sprintf("sandbox.env %q", g.Value))
+	}
+	return nil
+}
+
+func userFileHint() string {
+	if p, err := UserFile(); err == nil {
+		return p
+	}
+	return "$XDG_CONFIG_HOME/lite-agent/policy.toml"
+}
+
+// SandboxReport is the sandbox of commands for one workspace, with where
+// each grant came from.
+type SandboxReport struct {
+	Network       sandbox.NetworkMode `json:"network"`
+	NetworkSource string              `json:"network_source"`
+	Read          []Grant             `json:"read,omitempty"`
+	Write         []Grant             `json:"write,omitempty"`
+	Env           []Grant             `json:"env,omitempty"`
+	AllowDomains  []Grant             `json:"allow_domains,omitempty"`
+	DenyDomains   []Grant             `json:"deny_domains,omitempty"`
+	// Toolchains are the profiles in force and what each found.
+	Toolchains       []ToolchainGrant `json:"toolchains,omitempty"`
+	ToolchainsSource string           `json:"toolchains_source"`
+	// Notes say what a profile looked for and did not grant, and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// SandboxPolicy is the sandbox policy of commands for workspace ws: the
+// preset's, then the files' [sandbox] settings, then extra (the options
+// layer: flags, local.Config), with the toolchain profiles resolved on h.
+// It returns the policy and the report of where each grant came from.
+func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sandbox.Policy, *SandboxReport, error) {
+	s := SandboxSettings{Network: pol.Preset.Sandbox.Network, NetworkSource: "preset " + pol.Preset.Name,
+		Toolchains: []string{"auto"}, ToolchainsSource: "default"}
+	if s.Network == "" {
+		s.Network = sandbox.NetworkNone
+	}
+	s.merge(pol.Sandbox)
+	s.merge(extra)
+	p := pol.Preset.Policy(ws)
+	p.Network = s.Network
+	rep := &SandboxReport{Network: s.Network, NetworkSource: s.NetworkSource, ToolchainsSource: s.ToolchainsSource,
+		DenyDomains: slices.Clone(s.DenyDomains)}
+	for _, g := range s.Read {
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, g.Value)
+		rep.Read = append(rep.Read, g)
+	}
+	for _, g := range s.Write {
+		p.ReadWritePaths = append(p.ReadWritePaths, g.Value)
+		rep.Write = append(rep.Write, g)
+	}
+	for _, g := range s.Env {
+		p.Env = append(withDefaultEnv(p.Env), g.Value)
+		rep.Env = append(rep.Env, g)
+	}
+	names, err := selectToolchains(s.Toolchains, pol.ToolchainLimit, ws, h)
+	if err != nil {
+		return sandbox.Policy{}, nil, err
+	}
+	var tcs []ToolchainGrant
+	for _, tc := range names {
+		// Offline: no network and no domain grant, so a tool that tries
+		// to download can be told to stop at once, and why.
+		offline := s.Network == sandbox.NetworkNone && len(s.AllowDomains) == 0
+		g, err := tc.resolve(ws, offline, h)
+		if err != nil {
+			return sandbox.Policy{}, nil, fmt.Errorf("toolchain %s: %w", tc.Name, err)
+		}
+		if g != nil {
+			tcs = append(tcs, *g)
+		}
+	}
+	applyToolchains(&p, rep, tcs, h.Getenv("PATH"))
+	for _, g := range s.AllowDomains {
+		hosts, err := expandDomain(g, tcs, h)
+		if err != nil {
+			return sandbox.Policy{}, nil, err
+		}
+		for _, host := range hosts {
+			p.AllowDomains = append(p.AllowDomains, host)
+			rep.AllowDomains = append(rep.AllowDomains, Grant{host, g.Source + viaAlias(g.Value, host)})
+		}
+	}
+	// Denials only subtract from allowed domains: with none allowed they
+	// change nothing, so they do not start a domain proxy that would
+	// admit nothing (the report still lists them).
+	if len(p.AllowDomains) > 0 {
+		for _, g := range s.DenyDomains {
+			p.DenyDomains = append(p.DenyDomains, g.Value)
+		}
+	}
+	return p, rep, nil
+}
+
+// withDefaultEnv is env, or the sandbox's default allowlist when env is
+// nil: a grant adds to the allowlist, it never replaces it.
+func withDefaultEnv(env []string) []string {
+	if env == nil {
+		return sandbox.DefaultEnv()
+	}
+	return env
+}
+
+func viaAlias(value, host string) string {
+	if strings.HasPrefix(value, "@") && value != host {
+		return " (" + value + ")"
+	}
+	return ""
+}
+
+// RelativeTo makes a policy file's relative path absolute against the
+// workspace; an absolute or ~/ path is kept (~ expanded by the caller).
+func relativeTo(ws, p string) string {
+	if filepath.IsAbs(p) || ws == "" {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(ws, p)
+}

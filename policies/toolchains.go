@@ -1,0 +1,587 @@
+package policies
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// # Toolchain profiles
+//
+// A profile grants one toolchain what it needs to build and test inside
+// the sandbox, and nothing of the user's credentials:
+//
+//   - its install read-only where the user installed it (the binaries
+//     found on PATH, the roots the tool itself reports — `go env GOROOT`
+//     — or that its version manager keeps: ~/.rustup, ~/.pyenv, nvm's
+//     versions), the /etc files it reads, and those directories on the
+//     sandbox's PATH;
+//   - the user's package caches read-only (UserCaches), each used the way
+//     the tool allows: Go reads the module cache as a file:// proxy,
+//     Gradle as its read-only dependency cache;
+//   - a writable cache per workspace under $XDG_CACHE_HOME/lite-agent/
+//     (Host.WorkspaceCache): build caches and new downloads land there,
+//     never in the user's own caches, so a poisoned cache cannot reach
+//     the user's unconfined builds;
+//   - the variables that point the tool there, and the user's own tool
+//     settings that are not secrets (Pass).
+//
+// The table below is the data; Host supplies the machine's facts (PATH
+// lookups, the tools' own queries such as `go env -json`), so this
+// package runs nothing itself. Every read-only and writable grant of a
+// profile passes credentialClash: a directory that is, holds or lies in a
+// credentials path (credentialPaths) is never granted, whatever a profile
+// or an installation layout says.
+
+// Host is the machine a profile is resolved on. local supplies the real
+// one; tests supply fakes.
+type Host interface {
+	// Getenv is the user's environment.
+	Getenv(name string) string
+	// HomeDir is the user's home directory.
+	HomeDir() string
+	// LookPath finds a program on the user's PATH ("" when absent), with
+	// symlinks resolved.
+	LookPath(name string) string
+	// Output runs a toolchain's own query (go env -json, npm config get
+	// registry) unconfined, outside the workspace, with a time limit.
+	Output(argv ...string) (string, error)
+	// Exists reports whether a path exists; Glob expands a pattern.
+	Exists(path string) bool
+	Glob(pattern string) []string
+	// ReadFile reads a tool's configuration in the parent (Maven's
+	// settings.xml for its mirrors): read, never granted.
+	ReadFile(path string) ([]byte, error)
+	// WorkspaceCache returns (creating it) the writable per-workspace
+	// cache directory of one profile.
+	WorkspaceCache(workspace, profile string) (string, error)
+}
+
+// Toolchain is one profile, as data.
+type Toolchain struct {
+	Name    string
+	Aliases []string // other names --toolchains takes (npm, pnpm, yarn...)
+	// Registry is the --allow-domain alias of its registries (@go...).
+	Registry string
+	// Markers are workspace files (globs) that select it under auto.
+	Markers []string
+	// Binaries are looked up on PATH; one found means it is installed.
+	Binaries []string
+	// Roots are install directories granted read-only and, with /bin
+	// appended where it exists, put on PATH: templates over {home},
+	// {cache} and the settings ($NAME).
+	Roots []string
+	// Etc are /etc paths (globs) the tool reads.
+	Etc []string
+	// UserCaches are the user's caches, read-only.
+	UserCaches []string
+	// Env is set in the sandbox (NAME=template). An entry whose template
+	// names an empty setting is left out.
+	Env []string
+	// Pass copies these settings when the user has them.
+	Pass []string
+	// OfflineEnv is set when the network is none and no domain is
+	// granted: fail at once, not after a retry loop, and where the tool
+	// allows, with a message that names the sandbox.
+	OfflineEnv []string
+	// settings reads the tool's own settings (go env -json).
+	settings func(h Host) map[string]string
+	// registries are the hosts of the registries its configuration
+	// names.
+	registries func(h Host) ([]string, error)
+}
+
+// goPass are the Go settings passed as the user has them (the env file's
+// too): not secrets. GOAUTH, which may name credentials, is not among
+// them, and URLs lose any user:password@ (stripUserinfo).
+var goPass = []string{"GOTOOLCHAIN", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GONOSUMCHECK", "GOSUMDB",
+	"GOINSECURE", "GOEXPERIMENT", "GOAMD64", "GOARM64", "CGO_ENABLED"}
+
+// goOfflineMarker is the GOPROXY entry after the user's module cache when
+// the sandbox has no network: a file:// URL that does not exist, so go
+// fails at once and its message carries the explanation.
+const goOfflineMarker = "file:///lite-agent-sandbox/network-is-none--a-module-not-in-your-module-cache-needs---allow-domain-@go"
+
+// toolchains is the table. Order is the report's order.
+var toolchains = []Toolchain{
+	{
+		Name:     "go",
+		Registry: "@go",
+		Markers:  []string{"go.mod", "go.work"},
+		Binaries: []string{"go", "gofmt"},
+		Roots:    []string{"$GOROOT"},
+		// The user's installed tools (~/go/bin): on PATH, read-only.
+		UserCaches: []string{"$GOMODCACHE/cache/download", "$GOPATH/bin"},
+		Env: []string{
+			"GOCACHE={cache}/build",
+			"GOMODCACHE={cache}/mod",
+			"GOPATH={cache}/path",
+			// Modules already on the machine resolve offline from the
+			// user's module cache, read-only; new ones come from the
+			// user's own GOPROXY into the per-workspace cache.
+			"GOPROXY=file://$GOMODCACHE/cache/download,$GOPROXY",
+			// Extracted modules stay writable, so that `lite-agent gc`
+			// can remove the per-workspace cache.
+			"GOFLAGS=-modcacherw $GOFLAGS",
+			"PATH_PREPEND=$GOPATH/bin",
+		},
+		// A module that is not on the machine: instead of a DNS error
+		// ("socket: operation not permitted"), go names this path —
+		// which says what happened and what would allow it.
+		OfflineEnv: []string{"GOPROXY=file://$GOMODCACHE/cache/download," + goOfflineMarker},
+		Pass:       goPass,
+		settings:   goSettings,
+		registries: goRegistries,
+	},
+	{
+		Name:     "node",
+		Aliases:  []string{"npm", "pnpm", "yarn", "nodejs"},
+		Registry: "@npm",
+		Markers:  []string{"package.json"},
+		Binaries: []string{"node", "npm", "npx", "pnpm", "yarn", "corepack"},
+		Roots:    []string{"$NVM_DIR/versions/node/*", "{home}/.volta"},
+		Env: []string{
+			"npm_config_cache={cache}/npm",
+			"npm_config_store_dir={cache}/pnpm-store",
+			"YARN_CACHE_FOLDER={cache}/yarn",
+			"COREPACK_HOME={cache}/corepack",
+			"npm_config_update_notifier=false",
+			"npm_config_fund=false",
+			"npm_config_audit=false",
+		},
+		// npm retries a refused connection for minutes by default.
+		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000"},
+		registries: npmRegistries,
+	},
+	{
+		Name:     "python",
+		Aliases:  []string{"pip", "uv", "pytest", "python3"},
+		Registry: "@pypi",
+		Markers:  []string{"pyproject.toml", "requirements*.txt", "setup.py", "setup.cfg", "Pipfile", "uv.lock"},
+		Binaries: []string{"python3", "python", "pip", "pip3", "uv", "pytest"},
+		// A pyenv python3 is a shim that runs pyenv: its whole root, or
+		// the shim silently falls back to the system's python3.
+		Roots:      []string{"$PYENV_ROOT", "{home}/.local/share/uv/python"},
+		UserCaches: []string{"{home}/.local/bin"},
+		Env: []string{
+			"PIP_CACHE_DIR={cache}/pip",
+			"UV_CACHE_DIR={cache}/uv",
+			"PIP_DISABLE_PIP_VERSION_CHECK=1",
+			"PYENV_ROOT=$PYENV_ROOT",
+			"PATH_PREPEND=$PYENV_ROOT/shims",
+			"PATH_PREPEND={home}/.local/bin",
+		},
+		Pass:       []string{"PYENV_VERSION", "UV_PYTHON"},
+		OfflineEnv: []string{"PIP_RETRIES=0", "PIP_TIMEOUT=5", "UV_OFFLINE=1"},
+		settings:   pythonSettings,
+		registries: pypiRegistries,
+	},
+	{
+		Name:     "rust",
+		Aliases:  []string{"cargo", "rustup", "rustc"},
+		Registry: "@crates",
+		Markers:  []string{"Cargo.toml"},
+		Binaries: []string{"cargo", "rustc", "rustup"},
+		// Never $CARGO_HOME itself: it holds credentials.toml.
+		Roots:      []string{"$RUSTUP_HOME"},
+		UserCaches: []string{"$CARGO_HOME/bin", "$CARGO_HOME/registry", "$CARGO_HOME/git"},
+		Env: []string{
+			"CARGO_HOME={cache}/cargo",
+			"RUSTUP_HOME=$RUSTUP_HOME",
+			"PATH_PREPEND=$CARGO_HOME/bin",
+		},
+		Pass:       []string{"RUSTUP_TOOLCHAIN"},
+		OfflineEnv: []string{"CARGO_NET_OFFLINE=true"},
+		settings:   rustSettings,
+		registries: cratesRegistries,
+	},
+	{
+		Name:     "java",
+		Aliases:  []string{"maven", "mvn", "gradle", "jdk"},
+		Registry: "@maven",
+		Markers:  []string{"pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"},
+		Binaries: []string{"java", "javac", "mvn", "gradle"},
+		Roots:    []string{"$JAVA_HOME", "{home}/.sdkman/candidates"},
+		// Debian's JDK keeps its security and logging configuration in
+		// /etc/java-N-openjdk (the JDK's conf/ links there), Maven its
+		// m2.conf and settings in /etc/maven.
+		Etc:        []string{"/etc/java-*", "/etc/maven", "/etc/gradle"},
+		UserCaches: []string{"{home}/.m2/repository", "{home}/.gradle/caches"},
+		Env: []string{
+			// Maven 3.9 reads the user's repository read-only through
+			// maven.repo.local.tail; downloads go to the workspace's.
+			"MAVEN_OPTS=-Dmaven.repo.local={cache}/m2 -Dmaven.repo.local.tail={home}/.m2/repository",
+			"GRADLE_USER_HOME={cache}/gradle",
+			"GRADLE_RO_DEP_CACHE={home}/.gradle/caches",
+		},
+		Pass:       []string{"JAVA_HOME"},
+		OfflineEnv: []string{"GRADLE_OPTS=-Dorg.gradle.offline=true"},
+		registries: mavenRegistries,
+	},
+}
+
+// Toolchains returns the profiles (copies).
+func Toolchains() []Toolchain { return slices.Clone(toolchains) }
+
+// ToolchainNames lists the profile names.
+func ToolchainNames() []string {
+	var out []string
+	for _, t := range toolchains {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// ToolchainByName finds a profile by name or alias (nil: none).
+func ToolchainByName(name string) *Toolchain {
+	for i := range toolchains {
+		if toolchains[i].Name == name || slices.Contains(toolchains[i].Aliases, name) {
+			return &toolchains[i]
+		}
+	}
+	return nil
+}
+
+// ToolchainByAlias finds a profile by its registry alias (@go).
+func ToolchainByAlias(alias string) *Toolchain {
+	for i := range toolchains {
+		if toolchains[i].Registry == alias {
+			return &toolchains[i]
+		}
+	}
+	return nil
+}
+
+// RegistryAliases lists the --allow-domain aliases.
+func RegistryAliases() []string {
+	var out []string
+	for _, t := range toolchains {
+		out = append(out, t.Registry)
+	}
+	return append(out, "@registries")
+}
+
+// ToolchainGrant is what one profile granted on this machine.
+type ToolchainGrant struct {
+	Name string `json:"name"`
+	// Why it is on: the marker found, or the setting that named it.
+	Why   string   `json:"why"`
+	Read  []Grant  `json:"read,omitempty"`
+	Write []Grant  `json:"write,omitempty"`
+	Path  []string `json:"path,omitempty"`
+	Env   []Grant  `json:"env,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+type selected struct {
+	*Toolchain
+	why string
+}
+
+// selectToolchains chooses the profiles: "none", a list (each must be
+// installed), or "auto" — every profile whose marker is in the workspace
+// and which is installed; limit (an untrusted file's list) narrows.
+func selectToolchains(sel, limit []string, ws string, h Host) ([]selected, error) {
+	var out []selected
+	switch {
+	case len(sel) == 0 || sel[0] == "none":
+		return nil, nil
+	case sel[0] == "auto":
+		for i := range toolchains {
+			tc := &toolchains[i]
+			for _, m := range tc.Markers {
+				if hits := h.Glob(filepath.Join(globQuote(ws), m)); len(hits) > 0 {
+					out = append(out, selected{tc, filepath.Base(hits[0]) + " in the workspace"})
+					break
+				}
+			}
+		}
+	default:
+		for _, n := range sel {
+			out = append(out, selected{ToolchainByName(n), "named by --toolchains or a policy file"})
+		}
+	}
+	if limit != nil {
+		out = slices.DeleteFunc(out, func(s selected) bool { return !slices.Contains(limit, s.Name) })
+	}
+	return out, nil
+}
+
+// resolve grants the profile on h, or nil with nothing installed.
+func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, error) {
+	g := &ToolchainGrant{Name: tc.Name, Why: tc.why}
+	var bins []string
+	for _, b := range tc.Binaries {
+		if p := h.LookPath(b); p != "" {
+			bins = append(bins, p)
+		}
+	}
+	if len(bins) == 0 {
+		return &ToolchainGrant{Name: tc.Name, Why: tc.why, Notes: []string{fmt.Sprintf(
+			"%s: none of %s is installed (on PATH); nothing granted", tc.Name, strings.Join(tc.Binaries, ", "))}}, nil
+	}
+	set := map[string]string{}
+	if tc.settings != nil {
+		set = tc.settings(h)
+	}
+	cache, err := h.WorkspaceCache(ws, tc.Name)
+	if err != nil {
+		return nil, err
+	}
+	home := h.HomeDir()
+	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, set, h) }
+	src := "toolchain " + tc.Name
+	read := func(p, why string) {
+		p = filepath.Clean(p)
+		if !filepath.IsAbs(p) || !h.Exists(p) || slices.ContainsFunc(g.Read, func(x Grant) bool { return x.Value == p }) {
+			return
+		}
+		if c := credentialClash(p, home); c != "" {
+			g.Notes = append(g.Notes, fmt.Sprintf("%s: not granting %s: it would expose %s", tc.Name, p, c))
+			return
+		}
+		g.Read = append(g.Read, Grant{p, src + " (" + why + ")"})
+	}
+	addPath := func(d string) {
+		if d != "" && !slices.Contains(g.Path, d) && h.Exists(d) && credentialClash(d, home) == "" {
+			g.Path = append(g.Path, d)
+		}
+	}
+	for _, b := range bins {
+		dir := filepath.Dir(b)
+		if systemPath(dir) {
+			continue
+		}
+		// An install's root is the parent of its bin/ (nvm's
+		// versions/node/vN, a JDK); a root that would expose
+		// credentials (~/.cargo) shrinks to the bin/ itself.
+		root := dir
+		if filepath.Base(dir) == "bin" && credentialClash(filepath.Dir(dir), home) == "" && filepath.Dir(dir) != home {
+			root = filepath.Dir(dir)
+		}
+		read(root, "where "+filepath.Base(b)+" is installed")
+		addPath(dir)
+	}
+	for _, r := range tc.Roots {
+		v, ok := expand(r)
+		if !ok {
+			continue
+		}
+		for _, m := range globOrSelf(h, v) {
+			read(m, r)
+			addPath(filepath.Join(m, "bin"))
+		}
+	}
+	for _, e := range tc.Etc {
+		for _, m := range h.Glob(e) {
+			read(m, "read by "+tc.Name)
+		}
+	}
+	for _, c := range tc.UserCaches {
+		if v, ok := expand(c); ok {
+			read(v, "the user's "+c+", read-only")
+		}
+	}
+	g.Write = append(g.Write, Grant{cache, src + " (its per-workspace cache)"})
+	env := slices.Clone(tc.Env)
+	for _, n := range tc.Pass {
+		if v := set[n]; v != "" {
+			env = append(env, n+"="+stripUserinfo(v))
+		}
+	}
+	if offline {
+		env = append(env, tc.OfflineEnv...)
+	}
+	for _, e := range env {
+		name, tmpl, _ := strings.Cut(e, "=")
+		v, ok := expand(tmpl)
+		if !ok {
+			continue
+		}
+		if name == "PATH_PREPEND" {
+			addPath(v)
+			continue
+		}
+		// A later entry (OfflineEnv) replaces an earlier one of the same
+		// name, so the report shows what the tool sees.
+		g.Env = slices.DeleteFunc(g.Env, func(e Grant) bool { return strings.HasPrefix(e.Value, name+"=") })
+		g.Env = append(g.Env, Grant{name + "=" + strings.TrimSpace(v), src})
+	}
+	return g, nil
+}
+
+// expandTemplate fills {home}, {cache} and $NAME (the tool's settings,
+// else the user's environment). ok is false when a $NAME is empty, or
+// the result is empty: the entry does not apply here.
+func expandTemplate(tmpl, home, cache string, set map[string]string, h Host) (string, bool) {
+	s := strings.NewReplacer("{home}", home, "{cache}", cache).Replace(tmpl)
+	ok := true
+	s = expandVars(s, func(name string) string {
+		v, found := set[name]
+		if !found {
+			v = h.Getenv(name)
+		}
+		if v == "" && !optionalVar(tmpl, name) {
+			ok = false
+		}
+		return stripUserinfo(v)
+	})
+	return s, ok && strings.TrimSpace(s) != ""
+}
+
+// optionalVar: a $NAME that only extends a value (GOFLAGS=-modcacherw
+// $GOFLAGS, a proxy list's tail) may be empty.
+func optionalVar(tmpl, name string) bool {
+	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name)
+}
+
+func expandVars(s string, get func(string) string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		j := i + 1
+		for j < len(s) && (s[j] == '_' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9') {
+			j++
+		}
+		b.WriteString(get(s[i+1 : j]))
+		i = j - 1
+	}
+	return strings.TrimSuffix(b.String(), ",")
+}
+
+// globQuote escapes the pattern characters of a literal path (a
+// workspace named "a[1]" must not turn its markers into other patterns).
+func globQuote(p string) string {
+	var b strings.Builder
+	for _, c := range p {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func globOrSelf(h Host, p string) []string {
+	if strings.ContainsAny(p, "*?[") {
+		return h.Glob(p)
+	}
+	return []string{p}
+}
+
+// systemPath: already granted read-only by sandbox.DefaultSystemPaths.
+func systemPath(dir string) bool {
+	for _, s := range sandbox.DefaultSystemPaths() {
+		if dir == s || strings.HasPrefix(dir, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// stripUserinfo removes user:password@ from every URL in a list setting
+// (GOPROXY=https://user:token@proxy.corp): a credential must not reach
+// the sandbox through a tool setting that passes.
+func stripUserinfo(v string) string {
+	if !strings.Contains(v, "@") || !strings.Contains(v, "://") {
+		return v
+	}
+	parts := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '|' })
+	for _, p := range parts {
+		if u, err := url.Parse(p); err == nil && u.User != nil {
+			u.User = nil
+			v = strings.Replace(v, p, u.String(), 1)
+		}
+	}
+	return v
+}
+
+// applyToolchains lays the profiles' grants over p and the report.
+func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant, userPath string) {
+	var path []string
+	for _, g := range tcs {
+		for _, r := range g.Read {
+			p.ReadOnlyPaths = append(p.ReadOnlyPaths, r.Value)
+			rep.Read = append(rep.Read, r)
+		}
+		for _, w := range g.Write {
+			p.ReadWritePaths = append(p.ReadWritePaths, w.Value)
+			rep.Write = append(rep.Write, w)
+		}
+		for _, e := range g.Env {
+			p.Env = append(withDefaultEnv(p.Env), e.Value)
+			rep.Env = append(rep.Env, e)
+		}
+		path = append(path, g.Path...)
+		rep.Notes = append(rep.Notes, g.Notes...)
+		rep.Toolchains = append(rep.Toolchains, g)
+	}
+	if len(path) > 0 {
+		// The profiles' directories first, then the user's PATH (whose
+		// other entries stay unreadable unless granted).
+		if userPath == "" {
+			userPath = "/usr/local/bin:/usr/bin:/bin"
+		}
+		rep.Env = append(rep.Env, Grant{"PATH=" + strings.Join(path, ":") + ":$PATH", "toolchains"})
+		p.Env = append(withDefaultEnv(p.Env), "PATH="+strings.Join(path, ":")+":"+userPath)
+	}
+}
+
+// expandDomain turns one domain grant into hosts: a registry alias
+// through its tool's configuration, anything else as written.
+func expandDomain(g Grant, tcs []ToolchainGrant, h Host) ([]string, error) {
+	if !strings.HasPrefix(g.Value, "@") {
+		return []string{g.Value}, nil
+	}
+	var profiles []*Toolchain
+	if g.Value == "@registries" {
+		for _, t := range tcs {
+			if len(t.Read) > 0 || len(t.Env) > 0 {
+				profiles = append(profiles, ToolchainByName(t.Name))
+			}
+		}
+		if len(profiles) == 0 {
+			return nil, fmt.Errorf("%s: --allow-domain @registries: no toolchain profile is on (see --toolchains)", g.Source)
+		}
+	} else if tc := ToolchainByAlias(g.Value); tc != nil {
+		profiles = append(profiles, tc)
+	} else {
+		return nil, fmt.Errorf("%s: %v", g.Source, CheckDomain(g.Value))
+	}
+	var out []string
+	for _, tc := range profiles {
+		hosts, err := tc.registries(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", g.Source, tc.Registry, err)
+		}
+		if len(hosts) == 0 {
+			return nil, fmt.Errorf("%s: %s: %s's configuration names no registry host", g.Source, tc.Registry, tc.Name)
+		}
+		for _, host := range hosts {
+			if !slices.Contains(out, host) {
+				out = append(out, host)
+			}
+		}
+	}
+	return out, nil
+}
+
+// urlHost is the host (with a non-default port) of a registry URL, or ""
+// for what is not a network URL (file://, "direct", "off").
+func urlHost(raw string) string {
+	raw = strings.TrimSpace(raw)
+	raw = strings.TrimPrefix(raw, "sparse+")
+	raw = strings.TrimPrefix(raw, "registry+")
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Scheme == "file" {
+		return ""
+	}
+	return u.Host
+}

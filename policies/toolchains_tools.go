@@ -1,0 +1,255 @@
+package policies
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Each tool's own settings and registries. The hosts come from the tool's
+// own configuration, never from a list of well-known names, so that a
+// company mirror is what gets granted.
+
+// goSettings is `go env -json` of the user's go: GOROOT, the module
+// cache and the env-file settings (GOFLAGS, GOPROXY, GOTOOLCHAIN...).
+func goSettings(h Host) map[string]string {
+	vars := append([]string{"GOROOT", "GOMODCACHE", "GOPATH", "GOPROXY", "GOFLAGS", "GOSUMDB"}, goPass...)
+	out, err := h.Output(append([]string{"go", "env", "-json"}, vars...)...)
+	set := map[string]string{}
+	if err == nil {
+		json.Unmarshal([]byte(out), &set)
+	}
+	// GOPATH may be a list; its first entry holds bin/.
+	if p, _, ok := strings.Cut(set["GOPATH"], ":"); ok {
+		set["GOPATH"] = p
+	}
+	return set
+}
+
+// goRegistries: GOPROXY's proxies and GOSUMDB's checksum database.
+func goRegistries(h Host) ([]string, error) {
+	set := goSettings(h)
+	if len(set) == 0 {
+		return nil, errors.New("`go env` gave no answer (is go installed?)")
+	}
+	var hosts []string
+	for _, p := range strings.FieldsFunc(set["GOPROXY"], func(r rune) bool { return r == ',' || r == '|' }) {
+		if host := urlHost(p); host != "" {
+			hosts = append(hosts, host)
+		}
+	}
+	// GOSUMDB is "name", "name+key" or "name+key url"; "off" is none.
+	if db := set["GOSUMDB"]; db != "" && db != "off" {
+		f := strings.Fields(db)
+		if len(f) == 2 {
+			hosts = append(hosts, urlHost(f[1]))
+		} else {
+			name, _, _ := strings.Cut(f[0], "+")
+			hosts = append(hosts, name)
+		}
+	}
+	return hosts, nil
+}
+
+// npmRegistries: `npm config get registry` (the user's .npmrc and
+// NPM_CONFIG_REGISTRY, read by npm in the parent; the sandbox never sees
+// the file, which may hold tokens) and any scoped registries.
+func npmRegistries(h Host) ([]string, error) {
+	out, err := h.Output("npm", "config", "get", "registry")
+	if err != nil {
+		return nil, err
+	}
+	var hosts []string
+	if host := urlHost(out); host != "" {
+		hosts = append(hosts, host)
+	}
+	if list, err := h.Output("npm", "config", "list", "--json"); err == nil {
+		var m map[string]any
+		if json.Unmarshal([]byte(list), &m) == nil {
+			for k, v := range m {
+				if s, ok := v.(string); ok && strings.HasSuffix(k, ":registry") {
+					if host := urlHost(s); host != "" {
+						hosts = append(hosts, host)
+					}
+				}
+			}
+		}
+	}
+	return hosts, nil
+}
+
+func pythonSettings(h Host) map[string]string {
+	set := map[string]string{}
+	root := h.Getenv("PYENV_ROOT")
+	if root == "" {
+		if out, err := h.Output("pyenv", "root"); err == nil {
+			root = strings.TrimSpace(out)
+		}
+	}
+	if root != "" && h.Exists(root) {
+		set["PYENV_ROOT"] = root
+	}
+	set["PYENV_VERSION"] = h.Getenv("PYENV_VERSION")
+	set["UV_PYTHON"] = h.Getenv("UV_PYTHON")
+	return set
+}
+
+var pipConfigLine = regexp.MustCompile(`^[\w:.-]*\.?(index-url|extra-index-url)='(.*)'$`)
+
+// pypiRegistries: pip's index-url and extra-index-url (PIP_INDEX_URL, pip
+// config), else the index pip itself defaults to, with its file host.
+func pypiRegistries(h Host) ([]string, error) {
+	var hosts []string
+	for _, v := range []string{h.Getenv("PIP_INDEX_URL"), h.Getenv("UV_INDEX_URL")} {
+		if host := urlHost(v); host != "" {
+			hosts = append(hosts, host)
+		}
+	}
+	if out, err := h.Output("python3", "-m", "pip", "config", "list"); err == nil {
+		for _, l := range strings.Split(out, "\n") {
+			if m := pipConfigLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+				for _, u := range strings.Fields(m[2]) {
+					if host := urlHost(u); host != "" {
+						hosts = append(hosts, host)
+					}
+				}
+			}
+		}
+	}
+	if len(hosts) > 0 {
+		return hosts, nil
+	}
+	out, err := h.Output("python3", "-c", "from pip._internal.models.index import PyPI; print(PyPI.simple_url); print(PyPI.file_storage_domain)")
+	if err != nil {
+		return nil, errors.New("no index-url in pip's configuration and pip's own default could not be read (is pip installed?)")
+	}
+	for _, l := range strings.Fields(out) {
+		if host := urlHost(l); host != "" {
+			hosts = append(hosts, host)
+		} else if !strings.Contains(l, "/") {
+			hosts = append(hosts, l)
+		}
+	}
+	return hosts, nil
+}
+
+func rustSettings(h Host) map[string]string {
+	home := h.HomeDir()
+	set := map[string]string{"CARGO_HOME": h.Getenv("CARGO_HOME"), "RUSTUP_HOME": h.Getenv("RUSTUP_HOME"),
+		"RUSTUP_TOOLCHAIN": h.Getenv("RUSTUP_TOOLCHAIN")}
+	if set["CARGO_HOME"] == "" {
+		set["CARGO_HOME"] = filepath.Join(home, ".cargo")
+	}
+	if set["RUSTUP_HOME"] == "" && h.Exists(filepath.Join(home, ".rustup")) {
+		set["RUSTUP_HOME"] = filepath.Join(home, ".rustup")
+	}
+	return set
+}
+
+var tomlURL = regexp.MustCompile(`(?m)^\s*(index|registry)\s*=\s*"([^"]+)"`)
+
+// cratesRegistries: the registries and source replacements of cargo's
+// configuration ($CARGO_HOME/config.toml). Cargo's built-in crates.io
+// index is not printed by any stable cargo command, so it is not guessed:
+// grant it by name.
+func cratesRegistries(h Host) ([]string, error) {
+	home := rustSettings(h)["CARGO_HOME"]
+	var hosts []string
+	for _, f := range []string{"config.toml", "config"} {
+		b, err := h.ReadFile(filepath.Join(home, f))
+		if err != nil {
+			continue
+		}
+		for _, m := range tomlURL.FindAllStringSubmatch(string(b), -1) {
+			if host := urlHost(m[2]); host != "" {
+				hosts = append(hosts, host)
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, errors.New("cargo's configuration ($CARGO_HOME/config.toml) names no registry or source replacement; cargo's built-in crates.io is not printed by cargo, so grant its hosts by name (--allow-domain index.crates.io,static.crates.io)")
+	}
+	return hosts, nil
+}
+
+var (
+	xmlComment  = regexp.MustCompile(`(?s)<!--.*?-->`)
+	mirrorBlock = regexp.MustCompile(`(?s)<mirror>.*?</mirror>`)
+	blockedTrue = regexp.MustCompile(`<blocked>\s*true\s*</blocked>`)
+)
+
+var xmlURL = regexp.MustCompile(`<url>\s*([^<\s]+)\s*</url>`)
+
+// mavenRegistries: the mirrors and repositories of Maven's settings
+// (~/.m2/settings.xml, /etc/maven/settings.xml), read here in the parent;
+// the file itself is never granted (it may hold server passwords).
+func mavenRegistries(h Host) ([]string, error) {
+	var hosts []string
+	for _, f := range []string{filepath.Join(h.HomeDir(), ".m2", "settings.xml"), "/etc/maven/settings.xml"} {
+		b, err := h.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// Comments first: Debian's settings.xml is mostly commented-out
+		// examples.
+		text := xmlComment.ReplaceAllString(string(b), "")
+		// A blocked mirror (Maven's default http blocker, 0.0.0.0) is a
+		// refusal, not a registry.
+		text = mirrorBlock.ReplaceAllStringFunc(text, func(m string) string {
+			if blockedTrue.MatchString(m) {
+				return ""
+			}
+			return m
+		})
+		for _, m := range xmlURL.FindAllStringSubmatch(text, -1) {
+			if host := urlHost(m[1]); host != "" {
+				hosts = append(hosts, host)
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, errors.New("the Maven settings (~/.m2/settings.xml, /etc/maven/settings.xml) name no mirror or repository; Maven's built-in central is not printed by mvn offline, so grant it by name (--allow-domain repo.maven.apache.org)")
+	}
+	return hosts, nil
+}
+
+// credentialPaths are where tools keep credentials, relative to the
+// user's home. No profile grants one of them, a directory holding one,
+// or a path inside one — whatever the installation layout.
+var credentialPaths = []string{
+	".npmrc", ".yarnrc", ".yarnrc.yml", ".cargo/credentials", ".cargo/credentials.toml",
+	".m2/settings.xml", ".m2/settings-security.xml", ".pypirc", ".config/pip", ".pip",
+	".netrc", ".git-credentials", ".config/git/credentials", ".docker", ".ssh", ".gnupg",
+	".aws", ".config/gcloud", ".azure", ".kube", ".config/gh", ".config/hub",
+	".gradle/gradle.properties", ".terraform.d", ".local/share/keyrings", ".password-store",
+	".config/go/env", ".config/op", ".vault-token",
+}
+
+// CredentialPaths returns the credential paths under home.
+func CredentialPaths(home string) []string {
+	var out []string
+	for _, c := range credentialPaths {
+		out = append(out, filepath.Join(home, c))
+	}
+	return out
+}
+
+// credentialClash returns the credential path that granting p would
+// expose ("" when none): p is one, lies in one, or holds one (an
+// ancestor of home holds them all).
+func credentialClash(p, home string) string {
+	if home == "" || home == "/" {
+		return ""
+	}
+	if p == home || strings.HasPrefix(home, p+"/") || p == "/" {
+		return filepath.Join(home, ".ssh")
+	}
+	for _, c := range CredentialPaths(home) {
+		if p == c || strings.HasPrefix(p, c+"/") || strings.HasPrefix(c, p+"/") {
+			return c
+		}
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What ordinary tools expect of a machine, inside the sandbox: a terminal,
+// names-only listing of the workspace's parents. Each case also shows that
+// the grant did not widen into what must stay refused.
+
+// ptyScript opens a pseudo-terminal the way Python's pty module does
+// (posix_openpt, ptsname, open the pts), runs a child on it, then tries
+// TIOCSTI on the pts: pushing bytes into a terminal's input is how a
+// confined process would type commands into the user's shell.
+// Unconfined (as root, or with dev.tty.legacy_tiocsti=1) the same script
+// prints "TIOCSTI allowed"; the sandbox must answer EPERM.
+const ptyScript = `
+import fcntl, os, pty, sys, termios
+pid, fd = pty.fork()
+if pid == 0:
+    os._exit(7)
+_, st = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(st))
+m, s = os.openpty()
+try:
+    fcntl.ioctl(s, termios.TIOCSTI, b"x")
+    print("TIOCSTI allowed")
+except OSError as e:
+    print("TIOCSTI", e.errno)
+`
+
+func TestPseudoTerminalUsableTIOCSTIStillRefused(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("needs python3 (make deps): would check that a pty opens in the sandbox and TIOCSTI on it is refused")
+	}
+	py, _ = filepath.EvalSymlinks(py)
+	sb, _ := newTestSandbox(t, func(p *Policy) {
+		// python3 may live outside the system paths (pyenv).
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(filepath.Dir(py)))
+	})
+	r := sh(t, sb, py+" -c '"+ptyScript+"'")
+	if r.st.Code != 0 || !strings.Contains(r.out, "child 7") {
+		t.Fatalf("pty in the sandbox: %v", r)
+	}
+	if !strings.Contains(r.out, "TIOCSTI 1\n") { // EPERM from seccomp
+		t.Fatalf("TIOCSTI on a pts was not refused with EPERM: %v", r)
+	}
+	if s, err := exec.LookPath("script"); err == nil {
+		if r := sh(t, sb, s+" -qc true /dev/null"); r.st.Code != 0 {
+			t.Errorf("script -qc true /dev/null in the sandbox: %v", r)
+		}
+	}
+}
+
+// Without the grant the same script fails at the first open: what the
+// issue reported (open /dev/ptmx: permission denied).
+func TestPseudoTerminalRefusedWithoutTheGrant(t *testing.T) {
+	var sys []string
+	for _, p := range DefaultSystemPaths() {
+		if !devPty[p] {
+			sys = append(sys, p)
+		}
+	}
+	sb, _ := newTestSandbox(t, func(p *Policy) { p.SystemPaths = sys })
+	r := sh(t, sb, "exec 3<>/dev/ptmx && echo opened")
+	if r.st.Code == 0 || strings.Contains(r.out, "opened") {
+		t.Fatalf("/dev/ptmx opened without its grant: %v", r)
+	}
+}
+
+func TestWorkspaceParentsListableByNameOnly(t *testing.T) {
+	parent := t.TempDir()
+	ws := filepath.Join(parent, "proj")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(parent, "secret.txt")
+	if err := os.WriteFile(secret, []byte("s3cr3t"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := New(Policy{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	r := sh(t, sb, "ls / >/dev/null && ls "+parent)
+	if r.st.Code != 0 || !strings.Contains(r.out, "secret.txt") || !strings.Contains(r.out, "proj") {
+		t.Fatalf("listing the workspace's parents: %v", r)
+	}
+	for _, script := range []string{
+		"cat " + secret,
+		"echo x > " + filepath.Join(parent, "new"),
+		"rm " + secret,
+		"ls /etc/shadow && cat /etc/shadow",
+	} {
+		if r := sh(t, sb, script); r.st.Code == 0 {
+			t.Errorf("%q succeeded through a names-only grant: %v", script, r)
+		}
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "s3cr3t" {
+		t.Fatalf("secret changed: %q", b)
+	}
+}

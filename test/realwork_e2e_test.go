@@ -1,0 +1,301 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Real development work through `lite-agent run` and its bash tool, with
+// the scripted model: real toolchains build and test small real projects
+// in the sandbox, offline (issue 13). Each test runs in a fake HOME the
+// test owns, with its own XDG_CACHE_HOME (the per-workspace caches) and
+// no user policy file.
+
+type fakeUser struct {
+	home string
+	env  []string
+}
+
+func newFakeUser(t *testing.T, extraEnv ...string) *fakeUser {
+	t.Helper()
+	home := t.TempDir()
+	u := &fakeUser{home: home}
+	u.env = append(os.Environ(), "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_STATE_HOME="+filepath.Join(home, ".state"))
+	u.env = append(u.env, extraEnv...)
+	return u
+}
+
+// bashResult is one bash call's result as the model saw it.
+type bashResult struct {
+	text    string
+	isError bool
+}
+
+// bashSession runs one session of lite-agent run whose scripted model
+// calls bash with each command in turn, and returns the results.
+func (u *fakeUser) bashSession(t *testing.T, ws string, args []string, commands ...string) ([]bashResult, string) {
+	t.Helper()
+	var turns []string
+	for i, c := range commands {
+		in, _ := json.Marshal(map[string]any{"command": c, "timeout_ms": 300000})
+		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "b%d", "name": "bash", "input": %s}]}`, i, in))
+	}
+	turns = append(turns, `{"text": "done"}`)
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
+	full := append([]string{"run", "--workspace", ws, "--state-dir", filepath.Join(u.home, ".state"),
+		"--output-format", "stream-json", "--script", script, "--allowed-tools", "bash", "--no-checkpoints"}, args...)
+	cmd := exec.Command(binary, append(full, "work")...)
+	cmd.Env = u.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lite-agent run: %v\n%s", err, errb.String())
+	}
+	var res []bashResult
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev["type"] == "tool_result" {
+			res = append(res, bashResult{contentText(ev), ev["is_error"] == true})
+		}
+	}
+	if len(res) != len(commands) {
+		t.Fatalf("%d results for %d commands:\n%s\n%s", len(res), len(commands), out.String(), errb.String())
+	}
+	return res, errb.String()
+}
+
+func need(t *testing.T, what string, progs ...string) {
+	t.Helper()
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (run make deps): this test would build and test a %s project in the sandbox", p, what)
+		}
+	}
+}
+
+// goModuleWithDependency writes a module that imports golang.org/x/sync
+// and fills the fake user's module cache with that dependency, offline,
+// from this machine's module cache (the lite-agent module needs it).
+func goModuleWithDependency(t *testing.T, u *fakeUser) string {
+	t.Helper()
+	need(t, "Go", "go")
+	real, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	modcache := filepath.Join(u.home, "go", "pkg", "mod")
+	dl := exec.Command("go", "mod", "download", "golang.org/x/sync@v0.23.0")
+	dl.Dir = t.TempDir()
+	dl.Env = append(os.Environ(), "GOMODCACHE="+modcache, "GOFLAGS=-modcacherw", "GOSUMDB=off", "GOTOOLCHAIN=local",
+		"GOPROXY=file://"+filepath.Join(strings.TrimSpace(string(real)), "cache", "download"))
+	if out, err := dl.CombinedOutput(); err != nil {
+		t.Skipf("golang.org/x/sync v0.23.0 is not in this machine's module cache (go mod download in the repository first): %v\n%s", err, out)
+	}
+	// The fake user's Go env file: their module cache, and no network.
+	writeFile(t, filepath.Join(u.home, ".config", "go", "env"), "GOMODCACHE="+modcache+"\nGOPROXY=off\nGOTOOLCHAIN=local\n")
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/rw\n\ngo 1.26.0\n\nrequire golang.org/x/sync v0.23.0\n")
+	writeFile(t, filepath.Join(ws, "go.sum"), "golang.org/x/sync v0.23.0 h1:KameEIfc1IkluZyXWLn39Wd4tURc6GbCiISGiZm2bQk=\ngolang.org/x/sync v0.23.0/go.mod h1:sUUOizhqBxiL6pEWpqNLUiaJn1ShEbZ6BBqskPbjZm0=\n")
+	writeFile(t, filepath.Join(ws, "rw_test.go"), `package rw
+
+import (
+	"testing"
+
+	"golang.org/x/sync/errgroup"
+)
+
+func TestGroup(t *testing.T) {
+	var g errgroup.Group
+	g.Go(func() error { return nil })
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+`)
+	return ws
+}
+
+// TestGoModuleWithDependencyOffline is the issue's headline failure: go
+// test of a module with a dependency, network none. Without the profile
+// it fails fetching the module; with it (auto, from go.mod) it passes from
+// the user's module cache, and the second run in the session — and in a
+// later session — is a build-cache hit.
+func TestGoModuleWithDependencyOffline(t *testing.T) {
+	u := newFakeUser(t)
+	ws := goModuleWithDependency(t, u)
+	res, _ := u.bashSession(t, ws, []string{"--toolchains", "none"}, "go test ./...")
+	if !strings.Contains(res[0].text, "FAIL") || strings.Contains(res[0].text, "ok  \texample.com/rw") {
+		t.Fatalf("without the profile go test passed?\n%s", res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, nil, "go test ./...", "go test ./...", "go env GOCACHE GOMODCACHE GOFLAGS GOTOOLCHAIN")
+	if !strings.Contains(res[0].text, "ok  \texample.com/rw") {
+		t.Fatalf("go test with the go profile:\n%s", res[0].text)
+	}
+	if !strings.Contains(res[1].text, "(cached)") {
+		t.Errorf("the second go test was not a cache hit:\n%s", res[1].text)
+	}
+	cacheRoot := filepath.Join(u.home, ".cache", "lite-agent", "workspaces")
+	if !strings.Contains(res[2].text, cacheRoot) || !strings.Contains(res[2].text, "-modcacherw") || !strings.Contains(res[2].text, "local") {
+		t.Errorf("go env in the sandbox (the per-workspace caches, the user's GOTOOLCHAIN):\n%s", res[2].text)
+	}
+	// The user's module cache stayed untouched: nothing extracted there
+	// but what the test itself downloaded.
+	if _, err := os.Stat(filepath.Join(u.home, "go", "pkg", "mod", "cache", "download", "golang.org", "x", "sync", "@v", "v0.23.0.zip")); err != nil {
+		t.Fatal(err)
+	}
+	// A module that is not on the machine fails at once, saying why.
+	res, _ = u.bashSession(t, ws, nil, "go test ./...", "go get example.com/notcached@v1.0.0")
+	if !strings.Contains(res[0].text, "(cached)") {
+		t.Errorf("a new session did not reuse the workspace's build cache:\n%s", res[0].text)
+	}
+	if !strings.Contains(res[1].text, "lite-agent-sandbox/network-is-none") || !strings.Contains(res[1].text, "allow-domain-@go") {
+		t.Errorf("a module not in the cache, network none:\n%s", res[1].text)
+	}
+}
+
+func TestNodeTestWithNodeModules(t *testing.T) {
+	need(t, "Node", "node", "npm")
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "rw", "version": "1.0.0", "scripts": {"test": "node test.js"}, "dependencies": {"leftpad": "1.0.0"}}`)
+	writeFile(t, filepath.Join(ws, "node_modules", "leftpad", "package.json"), `{"name": "leftpad", "version": "1.0.0", "main": "index.js"}`)
+	writeFile(t, filepath.Join(ws, "node_modules", "leftpad", "index.js"), `module.exports = (s, n) => s.padStart(n);`)
+	writeFile(t, filepath.Join(ws, "test.js"), `const assert = require("assert"); assert.strictEqual(require("leftpad")("x", 3), "  x"); console.log("node tests passed");`)
+	res, _ := u.bashSession(t, ws, nil, "npm test")
+	if !strings.Contains(res[0].text, "node tests passed") {
+		t.Fatalf("npm test:\n%s", res[0].text)
+	}
+}
+
+func TestPythonPytestInAVenv(t *testing.T) {
+	need(t, "Python", "python3")
+	// pytest from the system (Debian's python3-pytest) in a venv made in
+	// the workspace; the venv uses whichever python3 is first on PATH.
+	py := "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import pytest, venv").CombinedOutput(); err != nil {
+		t.Skipf("needs %s with pytest and venv (make deps installs python3-pytest python3-venv): %s", py, out)
+	}
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "requirements.txt"), "pytest\n")
+	writeFile(t, filepath.Join(ws, "test_rw.py"), "def test_add():\n    assert 1 + 1 == 2\n")
+	res, _ := u.bashSession(t, ws, nil, py+" -m venv --without-pip --system-site-packages .venv && .venv/bin/python -m pytest -q")
+	if !strings.Contains(res[0].text, "1 passed") {
+		t.Fatalf("pytest in a venv:\n%s", res[0].text)
+	}
+}
+
+func TestRustCargoBuildOffline(t *testing.T) {
+	need(t, "Rust", "cargo", "rustc")
+	// rustup's toolchains live in the real HOME: this test keeps it (the
+	// profile must find ~/.cargo/bin and ~/.rustup there).
+	home, _ := os.UserHomeDir()
+	u := newFakeUser(t, "HOME="+home)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "Cargo.toml"), "[package]\nname = \"rw\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n")
+	writeFile(t, filepath.Join(ws, "src", "main.rs"), "fn main() { println!(\"rust built\"); }\n#[test]\nfn t() { assert_eq!(2, 1 + 1); }\n")
+	res, _ := u.bashSession(t, ws, nil, "cargo build --offline -q && ./target/debug/rw && cargo test --offline -q 2>&1 | tail -3")
+	if !strings.Contains(res[0].text, "rust built") || !strings.Contains(res[0].text, "test result: ok") {
+		t.Fatalf("cargo in the sandbox:\n%s", res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cargo --version")
+	if !res[0].isError && !strings.Contains(res[0].text, "not found") && !strings.Contains(res[0].text, "denied") {
+		t.Errorf("cargo ran without its profile:\n%s", res[0].text)
+	}
+}
+
+func TestJavaCompileAndRun(t *testing.T) {
+	need(t, "Java", "javac", "java")
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "pom.xml"), "<project/>\n")
+	writeFile(t, filepath.Join(ws, "Hello.java"), "public class Hello { public static void main(String[] a) { System.out.println(\"java ran\"); } }\n")
+	res, _ := u.bashSession(t, ws, nil, "javac -d out Hello.java && java -cp out Hello")
+	if !strings.Contains(res[0].text, "java ran") {
+		t.Fatalf("javac + java:\n%s", res[0].text)
+	}
+}
+
+// TestRunSandboxFlags: run takes sandbox run's confinement flags, and the
+// workspace's policy file cannot widen the sandbox under strict (an error
+// naming its line) while the user's file can.
+func TestRunSandboxFlags(t *testing.T) {
+	u := newFakeUser(t)
+	ws, extra := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(extra, "data.txt"), "extra data\n")
+	res, _ := u.bashSession(t, ws, []string{"--toolchains", "none", "--allow-read", extra, "--env", "RW_MARK=on"},
+		"cat "+filepath.Join(extra, "data.txt")+" && echo mark=$RW_MARK")
+	if !strings.Contains(res[0].text, "extra data") || !strings.Contains(res[0].text, "mark=on") {
+		t.Fatalf("--allow-read/--env through run:\n%s", res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cat "+filepath.Join(extra, "data.txt"))
+	if strings.Contains(res[0].text, "extra data") {
+		t.Fatalf("readable without the grant:\n%s", res[0].text)
+	}
+	// The user's file widens.
+	writeFile(t, filepath.Join(u.home, ".config", "lite-agent", "policy.toml"), "[sandbox]\nread = [\""+extra+"\"]\n")
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cat "+filepath.Join(extra, "data.txt"))
+	if !strings.Contains(res[0].text, "extra data") {
+		t.Fatalf("the user's [sandbox] read:\n%s", res[0].text)
+	}
+	// The workspace's may not, under strict.
+	wsFile := filepath.Join(ws, ".lite-agent", "policy.toml")
+	writeFile(t, wsFile, "[sandbox]\n\nwrite = [\"/tmp\"]\n")
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [{"text": "hi"}]}`)
+	cmd := exec.Command(binary, "run", "--workspace", ws, "--script", script, "hi")
+	cmd.Env = u.env
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), wsFile+":3: sandbox.write \"/tmp\"") {
+		t.Fatalf("a widening workspace file: %s", out)
+	}
+	// Bad flags are usage errors that say what is wrong.
+	for _, args := range [][]string{{"--allow-domain", "http://x.example/"}, {"--toolchains", "cobol"}, {"--network", "internet"}} {
+		cmd := exec.Command(binary, append([]string{"run", "--workspace", t.TempDir(), "--script", script}, append(args, "hi")...)...)
+		cmd.Env = u.env
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), args[0]) {
+			t.Errorf("%v: %v %s", args, err, out)
+		}
+	}
+}
+
+// TestPolicyShowSandboxSources: policy show and sandbox check --workspace
+// print each grant with its source.
+func TestPolicyShowSandboxSources(t *testing.T) {
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	wsFile := filepath.Join(ws, ".lite-agent", "policy.toml")
+	writeFile(t, wsFile, "[sandbox]\ndeny_domains = [\"ads.example\"]\ntoolchains = \"none\"\n")
+	writeFile(t, filepath.Join(u.home, ".config", "lite-agent", "policy.toml"), "[sandbox]\nnetwork = \"loopback\"\nenv = [\"CI=1\"]\n")
+	userFile := filepath.Join(u.home, ".config", "lite-agent", "policy.toml")
+	for _, args := range [][]string{{"policy", "show", "--workspace", ws}, {"sandbox", "check", "--workspace", ws}} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = u.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+		for _, want := range []string{
+			"network     loopback (" + userFile + ":2)",
+			"env         CI=1  [" + userFile + ":3]",
+			"deny domain ads.example  [" + wsFile + ":2]",
+			"toolchains  none [" + wsFile + ":3]",
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%v lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+}
