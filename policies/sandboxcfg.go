@@ -173,6 +173,9 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 		p.Env = append(withDefaultEnv(p.Env), g.Value)
 		rep.Env = append(rep.Env, g)
 	}
+	// The tools' own queries run unconfined: never a program the agent
+	// could have planted in a place it can write.
+	h = plantProof{h, append([]string{ws}, p.ReadWritePaths...)}
 	names, err := selectToolchains(s.Toolchains, pol.ToolchainLimit, ws, h)
 	if err != nil {
 		return sandbox.Policy{}, nil, err
@@ -235,4 +238,52 @@ func relativeTo(ws, p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(ws, p)
+}
+
+// plantProof is a Host that finds and runs no program beneath writable:
+// the toolchain queries (go env, npm config get) run unconfined in the
+// parent, so a PATH entry inside the workspace — ./node_modules/.bin, a
+// bin/ the project keeps — would let the agent's `go` run outside the
+// sandbox at the next session's start. Such a program shadows the real
+// one, so the profile is not detected rather than detected through it.
+type plantProof struct {
+	Host
+	writable []string
+}
+
+func (h plantProof) LookPath(name string) string {
+	p := h.Host.LookPath(name)
+	if p == "" {
+		return ""
+	}
+	real := evalOrSelf(p)
+	for _, w := range h.writable {
+		for _, root := range []string{w, evalOrSelf(w)} {
+			if pathWithin(p, root) || pathWithin(real, root) {
+				return ""
+			}
+		}
+	}
+	return p
+}
+
+func (h plantProof) Output(argv ...string) (string, error) {
+	if len(argv) == 0 || h.LookPath(argv[0]) == "" {
+		return "", fmt.Errorf("%s: not found on PATH outside the workspace and the read-write paths (a program there is never run unconfined)", strings.Join(argv[:min(len(argv), 1)], ""))
+	}
+	return h.Host.Output(argv...)
+}
+
+func evalOrSelf(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// pathWithin reports whether p is root or beneath it (both clean and
+// absolute).
+func pathWithin(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

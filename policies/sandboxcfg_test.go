@@ -294,3 +294,54 @@ func TestDenyDomainsWithoutAllowsChangeNothing(t *testing.T) {
 		t.Errorf("allow and deny: %v %v", p.AllowDomains, p.DenyDomains)
 	}
 }
+
+// TestToolchainQueriesNeverRunAPlantedProgram: the profiles' queries (go
+// env) run unconfined, so a go on PATH inside the workspace or a
+// read-write path — which the agent could have written — is neither run
+// nor granted: the profile is not detected through it. Shown detected
+// with the same program outside.
+func TestToolchainQueriesNeverRunAPlantedProgram(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "ws/bin", "rw/bin", "sdk/bin", "cache")
+	ws := filepath.Join(root, "ws")
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
+	standard, _ := PresetByName("standard")
+	for _, tc := range []struct {
+		name, bin string
+		detected  bool
+	}{
+		{"outside", filepath.Join(root, "sdk/bin/go"), true},
+		{"in the workspace", filepath.Join(ws, "bin/go"), false},
+		{"in a read-write path", filepath.Join(root, "rw/bin/go"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ran := false
+			h := &fakeHost{home: root, cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": filepath.Dir(tc.bin)},
+				bins: map[string]string{"go": tc.bin}, out: map[string]string{}}
+			h.out["go env -json GOROOT GOMODCACHE GOPATH GOPROXY GOFLAGS GOSUMDB "+strings.Join(goPass, " ")] = `{"GOROOT": "` + filepath.Join(root, "sdk") + `"}`
+			counting := &countingHost{fakeHost: h, ran: &ran}
+			pol := &Policy{Preset: standard}
+			_, rep, err := pol.SandboxPolicy(ws, SandboxSettings{Write: []Grant{{filepath.Join(root, "rw"), "--allow-write"}}}, counting)
+			if err != nil && tc.detected {
+				t.Fatal(err)
+			}
+			if ran != tc.detected {
+				t.Errorf("the go at %s ran: %v, want %v", tc.bin, ran, tc.detected)
+			}
+			if got := rep != nil && len(rep.Toolchains) == 1 && len(rep.Toolchains[0].Read) > 0; got != tc.detected {
+				t.Errorf("go detected through %s: %v, want %v (%+v)", tc.bin, got, tc.detected, rep)
+			}
+		})
+	}
+}
+
+// countingHost notes whether any tool query ran.
+type countingHost struct {
+	*fakeHost
+	ran *bool
+}
+
+func (h *countingHost) Output(argv ...string) (string, error) {
+	*h.ran = true
+	return h.fakeHost.Output(argv...)
+}

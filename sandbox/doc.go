@@ -114,15 +114,16 @@
 // the ruleset (a rule on /proc/self would name the parent's directory), so
 // /proc/PID/cwd, root and environ traversal are refused.
 //
-// What ordinary tools expect of a machine: /dev/ptmx and /dev/pts are
-// readable, writable and take ioctls (script(1), Python's pty, node-pty),
-// while TIOCSTI, TIOCLINUX, TIOCSETD and TIOCCONS stay refused by seccomp
-// (TestPseudoTerminalUsableTIOCSTIStillRefused). /dev/pts is the host's
-// devpts: a confined process of the same user can open the user's other
-// terminals there too (a private devpts instance needs the mount
-// namespace). Every parent of the workspace gets READ_DIR only — names,
-// not contents — so a program that walks up from $PWD can list / and
-// /tmp; Landlock rules are hierarchical, so every directory beneath the
+// What ordinary tools expect of a machine: pseudo-terminals only on
+// request (PseudoTerminalPaths in SystemPaths: /dev/ptmx and /dev/pts
+// readable, writable and with their ioctls, while TIOCSTI, TIOCLINUX,
+// TIOCSETD and TIOCCONS stay refused by seccomp;
+// TestPseudoTerminalUsableTIOCSTIStillRefused). Not by default: /dev/pts
+// is the host's devpts, so the grant reaches the user's other terminals
+// of the same uid (TestPseudoTerminalsNotGrantedByDefault); a private
+// devpts instance in the mount namespace is the fix. Every parent of the
+// workspace gets READ_DIR only — names, not contents — so a program that
+// walks up from $PWD can list / and /tmp; Landlock rules are hierarchical, so every directory beneath the
 // topmost parent can be listed by name, and no file in them read.
 //
 // # Network modes

@@ -72,9 +72,8 @@ func handledFS(abi int) uint64 {
 // also written to (`> /dev/null`). Any other device stays read-only.
 var devReadWrite = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true}
 
-// devPty are the pseudo-terminal paths of DefaultSystemPaths: a test that
-// needs a terminal (script(1), Python's pty, node-pty) opens /dev/ptmx and
-// then the /dev/pts entry it was given.
+// devPty are PseudoTerminalPaths, given their ioctls when a policy's
+// SystemPaths name them.
 var devPty = map[string]bool{"/dev/ptmx": true, "/dev/pts": true}
 
 // llRule is one path_beneath rule before it is opened.

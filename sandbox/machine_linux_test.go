@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // What ordinary tools expect of a machine, inside the sandbox: a terminal,
@@ -42,6 +45,7 @@ func TestPseudoTerminalUsableTIOCSTIStillRefused(t *testing.T) {
 	sb, _ := newTestSandbox(t, func(p *Policy) {
 		// python3 may live outside the system paths (pyenv).
 		p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(filepath.Dir(py)))
+		p.SystemPaths = append(DefaultSystemPaths(), PseudoTerminalPaths()...)
 	})
 	r := sh(t, sb, py+" -c '"+ptyScript+"'")
 	if r.st.Code != 0 || !strings.Contains(r.out, "child 7") {
@@ -57,19 +61,39 @@ func TestPseudoTerminalUsableTIOCSTIStillRefused(t *testing.T) {
 	}
 }
 
-// Without the grant the same script fails at the first open: what the
-// issue reported (open /dev/ptmx: permission denied).
-func TestPseudoTerminalRefusedWithoutTheGrant(t *testing.T) {
-	var sys []string
-	for _, p := range DefaultSystemPaths() {
-		if !devPty[p] {
-			sys = append(sys, p)
-		}
+// By default neither /dev/ptmx nor /dev/pts is granted: the devpts is the
+// host's, and a terminal of the user's — here one the test opens, as a
+// stand-in for the user's shell — could otherwise be opened and its input
+// read. Shown reachable unconfined and with the explicit grant.
+func TestPseudoTerminalsNotGrantedByDefault(t *testing.T) {
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no /dev/ptmx here (%v): would check that the user's terminals are out of reach", err)
 	}
-	sb, _ := newTestSandbox(t, func(p *Policy) { p.SystemPaths = sys })
-	r := sh(t, sb, "exec 3<>/dev/ptmx && echo opened")
-	if r.st.Code == 0 || strings.Contains(r.out, "opened") {
-		t.Fatalf("/dev/ptmx opened without its grant: %v", r)
+	defer ptmx.Close()
+	// unlockpt and ptsname, as posix_openpt's callers do.
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := "/dev/pts/" + strconv.Itoa(n)
+	open := "exec 3<>" + pts + " && echo opened"
+	if out, err := exec.Command("bash", "-c", open).CombinedOutput(); err != nil || !strings.Contains(string(out), "opened") {
+		t.Fatalf("unconfined, %s did not open, so the test proves nothing: %v %s", pts, err, out)
+	}
+	sb, _ := newTestSandbox(t, nil)
+	if r := sh(t, sb, open); r.st.Code == 0 || strings.Contains(r.out, "opened") {
+		t.Errorf("the default policy opened another terminal, %s: %v", pts, r)
+	}
+	if r := sh(t, sb, "exec 3<>/dev/ptmx && echo opened"); r.st.Code == 0 || strings.Contains(r.out, "opened") {
+		t.Errorf("the default policy opened /dev/ptmx: %v", r)
+	}
+	granted, _ := newTestSandbox(t, func(p *Policy) { p.SystemPaths = append(DefaultSystemPaths(), PseudoTerminalPaths()...) })
+	if r := sh(t, granted, open); r.st.Code != 0 || !strings.Contains(r.out, "opened") {
+		t.Errorf("with PseudoTerminalPaths granted, %s did not open (the refusal above may be for another reason): %v", pts, r)
 	}
 }
 

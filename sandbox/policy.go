@@ -121,11 +121,19 @@ func DefaultSystemPaths() []string {
 		"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
 		"/usr/share/zoneinfo",
 		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
-		// Pseudo-terminals, for tests that need a terminal (see devPty).
-		"/dev/ptmx", "/dev/pts",
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }
+
+// PseudoTerminalPaths are the system paths a program that needs a
+// terminal opens (script(1), Python's pty, node-pty): /dev/ptmx, then the
+// /dev/pts entry it was given. They are not in DefaultSystemPaths: the
+// devpts there is the host's, so the grant also reaches the user's other
+// terminals of the same uid — reading one steals its keystrokes. A
+// private devpts instance in the sandbox's mount namespace would make it
+// safe; until then a caller who wants ptys adds these to SystemPaths
+// knowingly.
+func PseudoTerminalPaths() []string { return []string{"/dev/ptmx", "/dev/pts"} }
 
 // DefaultEnv is the environment allowlist: names copied from the parent.
 func DefaultEnv() []string {
