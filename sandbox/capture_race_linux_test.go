@@ -15,8 +15,8 @@ import (
 // TestCaptureRace plays a hostile command against change capture: one
 // thread makes a write-side call on a harmless path outside the workspace
 // while a second thread makes the same call name a workspace file — by
-// rewriting the path in memory, or by moving the process's working
-// directory — between the supervisor's look and the kernel's execution
+// rewriting the path in memory, by moving the process's working
+// directory, or by swapping a symlinked directory on the path — between the supervisor's look and the kernel's execution
 // (testdata/capture_race.c). A run that changed the workspace file
 // without the hook having heard of it is an unrecorded change: a rewind
 // could not bring the file back. Each call class, each attack.
@@ -53,7 +53,7 @@ func TestCaptureRace(t *testing.T) {
 		{"mkdir", false}, {"symlink", false}, {"creat", false}, {"link", false},
 	}
 	for _, cl := range classes {
-		for _, attack := range []string{"buf", "cwd"} {
+		for _, attack := range []string{"buf", "cwd", "link"} {
 			t.Run(cl.name+"/"+attack, func(t *testing.T) {
 				hits, unrecorded := 0, 0
 				for range runs {

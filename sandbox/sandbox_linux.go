@@ -899,7 +899,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
-		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet); capt != nil {
+		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet, s.rwRoots, s.pol.SystemPaths); capt != nil {
 			req.child = s.captureChild
 			// Before the spawn: the listener must be there before the
 			// command's first change.

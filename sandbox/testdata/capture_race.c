@@ -12,7 +12,10 @@
 //        the other or a torn mix that names nothing);
 //   cwd: the path is "victim", relative, and the second thread moves the
 //        process's working directory between HARMLESS and WS (chdir is
-//        not a captured call).
+//        not a captured call);
+//   link: the path is HARMLESS/dl/victim, and the second thread swaps the
+//        symlink dl (renaming a fresh link over it) between HARMLESS and
+//        WS.
 //
 // After each call the first thread looks at WS/victim; as soon as it has
 // changed it prints "hit N" (N: tries made) and exits; after TRIES calls
@@ -33,13 +36,21 @@ static char buf[4096];
 static char pa[4096], pb[4096]; // harmless, workspace: same length
 static const char *ws, *harmless;
 static atomic_int stop;
-static int attack_cwd;
+static int attack_cwd, attack_link;
+static char dl[4096], tmpl[4096];
 
 static void *flipper(void *arg) {
 	(void)arg;
 	size_t n = strlen(pa) + 1;
 	while (!atomic_load(&stop)) {
-		if (attack_cwd) {
+		if (attack_link) {
+			unlink(tmpl);
+			if (symlink(ws, tmpl) != 0 || rename(tmpl, dl) != 0 ||
+			    symlink(harmless, tmpl) != 0 || rename(tmpl, dl) != 0) {
+				perror("swap");
+				exit(2);
+			}
+		} else if (attack_cwd) {
 			if (chdir(harmless) != 0 || chdir(ws) != 0) {
 				perror("chdir");
 				exit(2);
@@ -69,6 +80,7 @@ int main(int argc, char **argv) {
 	}
 	const char *class = argv[1];
 	attack_cwd = strcmp(argv[2], "cwd") == 0;
+	attack_link = strcmp(argv[2], "link") == 0;
 	ws = argv[3];
 	harmless = argv[4];
 	long tries = atol(argv[5]);
@@ -81,7 +93,18 @@ int main(int argc, char **argv) {
 	pad(pa, hv, len);
 	pad(pb, wv, len);
 	const char *path = buf;
-	if (attack_cwd) {
+	static char lpath[4096];
+	snprintf(dl, sizeof dl, "%s/dl", harmless);
+	snprintf(tmpl, sizeof tmpl, "%s/dl.new", harmless);
+	snprintf(lpath, sizeof lpath, "%s/victim", dl);
+	if (attack_link) {
+		path = lpath;
+		unlink(dl);
+		if (symlink(harmless, dl) != 0) {
+			perror("symlink");
+			return 2;
+		}
+	} else if (attack_cwd) {
 		path = "victim";
 		if (chdir(harmless) != 0) {
 			perror("chdir");
