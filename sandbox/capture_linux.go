@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
 )

@@ -104,7 +104,7 @@ type foreignWatch struct {
 	// made a call of the command's itself (own): the supervisor's pid on
 	// them is the command's. Guarded by readMu.
 	ours bool
-	buf    []byte
+	buf  []byte
 
 	mu     sync.Mutex
 	dirs   map[string]string // directory handle -> its path
