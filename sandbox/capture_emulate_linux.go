@@ -72,13 +72,22 @@ import (
 // O_TMPFILE (it makes an unnamed file and changes no existing inode or
 // name; a later linkat names it, and is emulated), and exit_group.
 
-// credWorker runs functions on one OS thread with a confined process's
-// file-system credentials and no capabilities. Capabilities and fsuid
-// belong to a thread: the thread is locked and never unlocked, so the Go
-// runtime discards it when the worker ends instead of running other
-// goroutines on it.
+// credWorker runs functions with a confined process's file-system
+// credentials and no capabilities, on the OS thread of the goroutine that
+// answers the command's captured calls. Capabilities, fsuid and groups
+// belong to a thread, not to a process: do takes the command's on this
+// thread, runs the function, and gives the thread its own back. The
+// thread is locked and never unlocked, so the Go runtime discards it when
+// that goroutine ends instead of running other goroutines on it (new
+// threads are cloned from the runtime's template thread, never from a
+// locked one). A thread-hop per call would cost a wake-up of another
+// thread each time; switching credentials costs a few system calls.
 type credWorker struct {
-	fns chan func()
+	cr     creds
+	change bool // fsuid/fsgid/groups differ from ours (root only)
+	hdr    unix.CapUserHeader
+	caps   [2]unix.CapUserData // this thread's own, restored after each call
+	broken bool                // credentials could not be restored: refuse
 }
 
 // creds are a process's file-system credentials as /proc/PID/status
@@ -135,68 +144,85 @@ func readCreds(tid int) (creds, error) {
 	return cr, nil
 }
 
-// newCredWorker starts a worker with cr. It fails when this process
-// cannot take those credentials (an unprivileged supervisor and a child
-// whose uid is not ours: the user namespace maps the child elsewhere).
+// newCredWorker locks the calling goroutine to its thread for good and
+// prepares it to run calls with cr. It fails when this process cannot take
+// those credentials (an unprivileged supervisor and a child whose uid is
+// not ours: the user namespace maps the child elsewhere).
 func newCredWorker(cr creds) (*credWorker, error) {
-	w := &credWorker{fns: make(chan func())}
-	ready := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: see credWorker
-		if err := takeCreds(cr); err != nil {
-			ready <- err
-			return
-		}
-		ready <- nil
-		for f := range w.fns {
-			f()
-		}
-	}()
-	if err := <-ready; err != nil {
+	runtime.LockOSThread() // never unlocked: see credWorker
+	// Our own umask and working directory, so that setting the
+	// process's umask before a creation, or entering a directory to bind
+	// a socket, changes no other thread.
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return nil, err
+	}
+	w := &credWorker{cr: cr, hdr: unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}}
+	if err := unix.Capget(&w.hdr, &w.caps[0]); err != nil {
+		return nil, err
+	}
+	w.change = cr.uid != uint32(os.Geteuid()) || cr.gid != uint32(os.Getegid()) || !sameGroups(cr.groups)
+	if w.change && os.Geteuid() != 0 {
+		return nil, errors.New("sandbox: capture: the command's credentials are not this process's, and it cannot take them (not root)")
 	}
 	return w, nil
 }
 
-// takeCreds gives the calling (locked) thread cr and drops every
-// capability. Raw system calls: the libc and Go wrappers of setgroups
-// change every thread of the process, these change this one only.
-func takeCreds(cr creds) error {
-	// Our own umask and working directory, so that setting the
-	// process's umask before a creation changes no other thread.
-	if err := unix.Unshare(unix.CLONE_FS); err != nil {
-		return err
-	}
+// enter gives this thread the command's credentials. Raw system calls:
+// the libc and Go wrappers of setgroups change every thread of the
+// process, these change this one only.
+func (w *credWorker) enter() bool {
 	if testCaptureKeepCreds {
-		return nil
+		return true
 	}
-	if cr.uid != uint32(os.Geteuid()) || cr.gid != uint32(os.Getegid()) || !sameGroups(cr.groups) {
-		if os.Geteuid() != 0 {
-			return errors.New("sandbox: capture: the command's credentials are not this process's, and it cannot take them (not root)")
-		}
-		var gp unsafe.Pointer
-		if len(cr.groups) > 0 {
-			gp = unsafe.Pointer(&cr.groups[0])
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(cr.groups)), uintptr(gp), 0); e != 0 {
-			return e
-		}
-		// setfsgid/setfsuid return the previous id, never an error:
-		// asking with an invalid id (-1) returns the current one.
-		unix.RawSyscall(unix.SYS_SETFSGID, uintptr(cr.gid), 0, 0)
-		unix.RawSyscall(unix.SYS_SETFSUID, uintptr(cr.uid), 0, 0)
-		g, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
-		u, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
-		if uint32(g) != cr.gid || uint32(u) != cr.uid {
-			return errors.New("sandbox: capture: could not take the command's fsuid/fsgid")
+	if w.change {
+		if !setThreadIDs(w.cr) {
+			return false
 		}
 	}
 	// No capabilities at all: the command has none (the spawn path drops
 	// them all, for root too), so neither may its calls made here —
-	// CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN, CAP_NET_BIND_SERVICE, ...
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var none [2]unix.CapUserData
-	return unix.Capset(&hdr, &none[0])
+	// CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_NET_BIND_SERVICE, ...
+	none := w.caps
+	none[0].Effective, none[1].Effective = 0, 0
+	return unix.Capset(&w.hdr, &none[0]) == nil
+}
+
+// exit gives the thread its own credentials back.
+func (w *credWorker) exit() bool {
+	if testCaptureKeepCreds {
+		return true
+	}
+	if unix.Capset(&w.hdr, &w.caps[0]) != nil {
+		return false
+	}
+	if w.change {
+		groups, _ := unix.Getgroups()
+		own := creds{uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
+		for _, g := range groups {
+			own.groups = append(own.groups, uint32(g))
+		}
+		return setThreadIDs(own)
+	}
+	return true
+}
+
+// setThreadIDs sets this thread's groups, fsgid and fsuid (needs
+// CAP_SETGID/CAP_SETUID in effect).
+func setThreadIDs(cr creds) bool {
+	var gp unsafe.Pointer
+	if len(cr.groups) > 0 {
+		gp = unsafe.Pointer(&cr.groups[0])
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(cr.groups)), uintptr(gp), 0); e != 0 {
+		return false
+	}
+	// setfsgid/setfsuid return the previous id, never an error: asking
+	// with an invalid id (-1) returns the current one.
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(cr.gid), 0, 0)
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(cr.uid), 0, 0)
+	g, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	u, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	return uint32(g) == cr.gid && uint32(u) == cr.uid
 }
 
 func sameGroups(g []uint32) bool {
@@ -212,17 +238,22 @@ func sameGroups(g []uint32) bool {
 	return true
 }
 
-// do runs f on the worker's thread and waits for it.
-func (w *credWorker) do(f func()) {
-	done := make(chan struct{})
-	w.fns <- func() { f(); close(done) }
-	<-done
-}
-
-func (w *credWorker) close() {
-	if w != nil {
-		close(w.fns)
+// do runs f with the command's credentials. false: f did not run (the
+// credentials could not be taken), or they could not be given back — the
+// thread is then marked broken and every later call refused.
+func (w *credWorker) do(f func()) bool {
+	if w.broken {
+		return false
 	}
+	if !w.enter() {
+		w.broken = !w.exit()
+		return false
+	}
+	f()
+	if !w.exit() {
+		w.broken = true
+	}
+	return true
 }
 
 // worker returns the command's worker, started at its first call. All
@@ -237,7 +268,7 @@ func (c *capturer) worker(tid int) (*credWorker, unix.Errno) {
 		}
 		c.credErr = err
 	}
-	if c.credErr != nil {
+	if c.credErr != nil || c.cred.broken {
 		return nil, unix.EPERM
 	}
 	return c.cred, 0
@@ -251,8 +282,6 @@ func (c *capturer) close() {
 	}
 	c.mu.Lock()
 	c.closed = true
-	c.cred.close()
-	c.cred, c.credErr = nil, errors.New("closed")
 	c.mu.Unlock()
 	c.fifoMu.Lock()
 	for fd := range c.fifos {
@@ -506,7 +535,9 @@ func (c *capturer) resolve(w *credWorker, n notifier, tid int, dirfd int32, p st
 		}
 		dir, name := splitLast(p)
 		var pfd int
-		w.do(func() { pfd, errno = openChildPathAt(tid, dirfd, dir, true, n.confirm) })
+		if !w.do(func() { pfd, errno = openChildPathAt(tid, dirfd, dir, true, n.confirm) }) {
+			return t, unix.EPERM
+		}
 		if errno != 0 {
 			return t, errno
 		}
@@ -535,7 +566,9 @@ func (c *capturer) resolve(w *credWorker, n notifier, tid int, dirfd int32, p st
 		}
 		var link string
 		var lerr error
-		w.do(func() { link, lerr = readlinkat(pfd, t.base()) })
+		if !w.do(func() { link, lerr = readlinkat(pfd, t.base()) }) {
+			lerr = unix.EPERM
+		}
 		if lerr != nil {
 			t.close()
 			return t, errnoOf(lerr, unix.EPERM)
@@ -863,10 +896,15 @@ func (c *capturer) inodeNames(t *target, paths []string) ([]string, unix.Errno) 
 	return append(paths, names...), 0
 }
 
+// errNotRun is the error of a call the worker could not run.
+var errNotRun error = unix.EPERM
+
 // effect runs op on the worker; the writer watch takes the supervisor's
 // own events meanwhile for the command's (foreign_linux.go).
-func (c *capturer) effect(w *credWorker, op func()) {
-	c.foreign.own(func() { w.do(op) })
+func (c *capturer) effect(w *credWorker, op func()) bool {
+	ran := false
+	c.foreign.own(func() { ran = w.do(op) })
+	return ran
 }
 
 // sameInode: t's name still names the inode st describes (checked
@@ -939,6 +977,7 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 	}
 	var fd int
 	umask := childUmask(tid)
+	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
 		if flags&unix.O_CREAT != 0 {
 			unix.Umask(umask)
@@ -977,6 +1016,7 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 		// Only now, with the pre-image of this very inode recorded. A
 		// reopen for writing: the process's descriptor may be O_RDONLY
 		// (O_RDONLY|O_TRUNC truncates too, given write permission).
+		err = errNotRun // unless the call below runs
 		c.effect(w, func() {
 			var wfd int
 			if wfd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
@@ -1005,6 +1045,7 @@ func (c *capturer) openFIFO(w *credWorker, n notifier, t *target, oflags int, cl
 		// A pipe reopened through /proc/self/fd: our copy of it.
 		pin, err = unix.FcntlInt(uintptr(t.fd), unix.F_DUPFD_CLOEXEC, 0)
 	} else {
+		err = errNotRun // unless the call below runs
 		w.do(func() {
 			pin, err = unix.Openat(t.dir, t.base(), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
@@ -1027,14 +1068,14 @@ func (c *capturer) openFIFO(w *credWorker, n notifier, t *target, oflags int, cl
 			unix.Close(pin)
 			c.fifoMu.Unlock()
 		}()
+		// A thread of its own, with the command's credentials for good:
+		// discarded when this goroutine ends.
 		fw, err := newCredWorker(cr)
-		if err != nil {
+		if err != nil || !fw.enter() {
 			n.send(0, unix.EPERM, 0)
 			return
 		}
-		defer fw.close()
-		var fd int
-		fw.do(func() { fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(pin), oflags&^unix.O_NOFOLLOW, 0) })
+		fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pin), oflags&^unix.O_NOFOLLOW, 0)
 		if err != nil {
 			n.send(0, errnoOf(err, unix.EPERM), 0)
 			return
@@ -1076,6 +1117,7 @@ func (c *capturer) truncate(w *credWorker, n notifier, tid int, p string, length
 	// Opened first (truncate(2) needs write permission, as an open for
 	// writing does), then recorded, then truncated through our fd.
 	var fd int
+	err = errNotRun // unless the call below runs
 	w.do(func() {
 		if t.dir < 0 {
 			fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(t.fd), unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
@@ -1101,6 +1143,7 @@ func (c *capturer) truncate(w *credWorker, n notifier, tid int, p string, length
 	if t.dir >= 0 && !sameInode(&t, got) {
 		return 0, unix.EPERM, false, false
 	}
+	err = errNotRun // unless the call below runs
 	c.effect(w, func() { err = unix.Ftruncate(fd, length) })
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1142,6 +1185,7 @@ func (c *capturer) chmod(w *credWorker, n notifier, tid int, dirfd int32, p stri
 	}
 	pin := t.fd
 	if t.dir >= 0 {
+		err = errNotRun // unless the call below runs
 		w.do(func() { pin, err = unix.Openat(t.dir, t.base(), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0) })
 		if err != nil {
 			return 0, errnoOf(err, unix.EPERM), false, false
@@ -1161,6 +1205,7 @@ func (c *capturer) chmod(w *credWorker, n notifier, tid int, dirfd int32, p stri
 		}
 	}
 	// Through /proc/self/fd: the very inode pinned above.
+	err = errNotRun // unless the call below runs
 	c.effect(w, func() { err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(pin), mode, 0) })
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1186,6 +1231,7 @@ func (c *capturer) atCall(w *credWorker, n notifier, tid int, dirfd int32, p str
 		return 0, e, false, false
 	}
 	var err error
+	err = errNotRun // unless the call below runs
 	c.effect(w, func() { err = op(&t) })
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1234,6 +1280,7 @@ func (c *capturer) twoNames(w *credWorker, n notifier, tid int, link bool, od in
 	if o.dir >= 0 && !sameInode(&o, ost) {
 		return 0, unix.EPERM, false, false
 	}
+	err = errNotRun // unless the call below runs
 	c.effect(w, func() { err = do(&o, &t) })
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1280,6 +1327,7 @@ func (c *capturer) bindCall(w *credWorker, n notifier, tid int, sockfd int32, ad
 		// No file: another family, an abstract name, autobind. Made
 		// here too (the socket was taken), without capabilities: no
 		// privileged port the process could not bind.
+		err = errNotRun // unless the call below runs
 		c.effect(w, func() { err = rawBind(sa) })
 		return 0, errnoOf(err, 0), false, false
 	}
@@ -1302,6 +1350,7 @@ func (c *capturer) bindCall(w *credWorker, n notifier, tid int, sockfd int32, ad
 		return 0, e, false, false
 	}
 	umask := childUmask(tid)
+	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
 		if err = unix.Fchdir(t.dir); err == nil {
 			unix.Umask(umask)
