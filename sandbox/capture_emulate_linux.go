@@ -946,6 +946,17 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 		// /proc/self/fd: no path, nothing Landlock governs.
 	}
 	typ := st.Mode & unix.S_IFMT
+	if exists && typ == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
+		// /dev/tty is the opener's controlling terminal: opened here it
+		// would be the supervisor's (the user's terminal). The command
+		// runs in a session of its own (setsid), and an emulated open
+		// never gives it a terminal (O_NOCTTY below), so it has none:
+		// what the kernel answers then is ENXIO.
+		if ctty, err := controllingTTY(tid); err != nil || ctty != 0 {
+			return 0, unix.EPERM, false, false
+		}
+		return 0, unix.ENXIO, false, false
+	}
 	regular := !exists || typ == unix.S_IFREG
 	var paths []string
 	if regular && flags&unix.O_PATH == 0 {
@@ -976,7 +987,10 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 		}
 	}
 	var fd int
-	umask := childUmask(tid)
+	umask := 0
+	if flags&unix.O_CREAT != 0 {
+		umask = childUmask(tid)
+	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
 		if flags&unix.O_CREAT != 0 {
@@ -1030,6 +1044,26 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 	}
 	n.sendFD(fd, cloexec)
 	return 0, 0, false, true
+}
+
+// controllingTTY is thread tid's controlling terminal (tty_nr in
+// /proc/PID/stat; 0: none).
+func controllingTTY(tid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid pgrp session tty_nr: comm may hold spaces
+	// and parentheses, so fields are counted after its last ")".
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("bad /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 5 {
+		return 0, errors.New("bad /proc stat")
+	}
+	return strconv.Atoi(f[4])
 }
 
 // openFIFO opens a FIFO for writing on a goroutine and thread of its own
