@@ -938,6 +938,11 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 	if !exists && (!errors.Is(err, unix.ENOENT) || t.dir < 0 || flags&unix.O_CREAT == 0) {
 		return 0, errnoOf(err, unix.EPERM), false, false
 	}
+	// Landlock judges truncate and device ioctls of a file once, by the
+	// domain of whoever opens it: a file opened here carries no such
+	// limit. That grants nothing the rules do not: beneath a read-write
+	// root truncating is allowed, and the writable devices are data sinks
+	// whose ioctls change nothing (seccomp still filters every ioctl).
 	if !c.writable(&t) && flags&unix.O_PATH == 0 {
 		if t.path != "" || !exists || st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			return 0, unix.EACCES, false, false // what Landlock answers
