@@ -12,9 +12,9 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// benchNoop is BenchmarkToolCallTurn's tool. It is built at package level,
-// before TestMain calls tools.ServeConfinedCall, so that the confined child
-// finds it (a custom handler runs confined by default).
+// benchNoop is BenchmarkToolCallTurn's tool. It is handed to
+// tools.ServeConfinedCall in TestMain, so that the confined child finds it
+// (a custom handler runs confined by default).
 var benchNoop = tools.Must(tools.New("confined_noop", "does nothing", func(*tools.Context, struct {
 	N int `json:"n"`
 }) (string, error) {
@@ -48,12 +48,12 @@ func BenchmarkToolCallTurn(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ev.Type == EventResult && ev.NumTurns != turns+1 {
-				b.Fatalf("turns = %d", ev.NumTurns)
+			if ev.Type == EventResult && ev.Result.NumTurns != turns+1 {
+				b.Fatalf("turns = %d", ev.Result.NumTurns)
 			}
-			if ev.Type == EventToolResult && ev.IsError {
+			if ev.Type == EventToolResult && ev.ToolResult.IsError {
 				// A denied or failed call would measure the wrong path.
-				b.Fatalf("the no-op call failed: %v", ev.Content)
+				b.Fatalf("the no-op call failed: %v", ev.ToolResult.Content)
 			}
 		}
 	}
@@ -142,8 +142,8 @@ func BenchmarkMCPToolCallTurn(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if ev.Type == EventToolResult && ev.IsError {
-						b.Fatalf("%s: %v", tc.tool, ev.Content)
+					if ev.Type == EventToolResult && ev.ToolResult.IsError {
+						b.Fatalf("%s: %v", tc.tool, ev.ToolResult.Content)
 					}
 				}
 			}

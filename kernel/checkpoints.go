@@ -67,9 +67,9 @@ func (r *run) checkpoint(yield func(Event, error) bool, cause CheckpointCause) b
 	cp, err := r.checkpointer.Checkpoint(r.ctx, cause)
 	switch {
 	case err != nil:
-		return yield(r.event(Event{Type: EventCheckpoint, Error: "sealing the checkpoint failed: " + err.Error()}), nil)
+		return yield(r.event(Event{Type: EventCheckpoint, Checkpoint: &CheckpointEvent{Error: "sealing the checkpoint failed: " + err.Error()}}), nil)
 	case cp != nil:
-		return yield(r.event(Event{Type: EventCheckpoint, Data: cp}), nil)
+		return yield(r.event(Event{Type: EventCheckpoint, Checkpoint: &CheckpointEvent{Checkpoint: cp}}), nil)
 	}
 	return true
 }

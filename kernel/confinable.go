@@ -11,8 +11,8 @@ import (
 // CheckConfinedTools refuses, before the first model call, a custom tool
 // (or an in-process MCP server's tool) whose handler would run confined
 // but that the re-executed child cannot find (tools.CheckConfinable): a
-// tool built in main after tools.ServeConfinedCall(), or a program that
-// never calls it. Without this the mistake surfaced only when the model
+// tool not handed to tools.ServeConfinedCall, two tools of one name
+// handed to it, or a program that never calls it. Without this the mistake surfaced only when the model
 // first called the tool, as an error result mid-run. local.New calls it;
 // Query calls it before connecting anything. With InProcessHandlers
 // nothing is checked: handlers run in this process.

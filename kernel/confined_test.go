@@ -17,13 +17,23 @@ import (
 
 func TestMain(m *testing.M) {
 	// A confined handler runs in a re-execution of this test binary, which
-	// finds the tool by name among the package-level tools below.
-	tools.ServeConfinedCall()
+	// runs only the tools handed over here (all built at package level).
+	tools.ServeConfinedCall(confinedTestTools()...)
 	// The external MCP server of mcp_test.go is this binary too.
 	if os.Getenv(mcpServerEnv) != "" {
 		os.Exit(serveMCPStdio())
 	}
 	os.Exit(m.Run())
+}
+
+// confinedTestTools are the tools of this package's tests that run
+// confined; a test that runs another one confined is refused at Query
+// (CheckConfinedTools) with the tool's name.
+func confinedTestTools() []*tools.Tool {
+	ts := []*tools.Tool{benchNoop, benchPlainTool, probeWorkspace, probeNoFS, probeLoopback, probeRoot, twinA, twinB}
+	ts = append(ts, ExternalConfinedTools...)
+	ts = append(ts, benchMCPServer.Tools()...)
+	return append(ts, orders.Tools()...)
 }
 
 type probeIn struct {
@@ -141,7 +151,7 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := byType(evs, EventToolResult)[0]
-		if res.IsError {
+		if res.ToolResult.IsError {
 			t.Fatalf("%s (inProcess=%v) failed: %s", tool, inProcess, resultText(res))
 		}
 		var out map[string]string
@@ -175,7 +185,7 @@ func TestCustomHandlersRunConfined(t *testing.T) {
 	if len(snaps.paths) < 2 || snaps.paths[0] != "out.txt" || snaps.paths[1] != "out.txt" {
 		t.Errorf("RecordSnapshot from the child and its capture reached the parent as %v", snaps.paths)
 	}
-	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Name != "probed" {
+	if c := byType(evs, EventCustom); len(c) != 1 || c[0].Custom.Name != "probed" {
 		t.Errorf("custom events from the child: %+v", c)
 	}
 

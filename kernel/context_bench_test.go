@@ -77,12 +77,12 @@ func benchTurns(b *testing.B, model provider.Model, noop *tools.Tool, name strin
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ev.Type == EventResult && ev.NumTurns != turns+1 {
-				b.Fatalf("turns = %d", ev.NumTurns)
+			if ev.Type == EventResult && ev.Result.NumTurns != turns+1 {
+				b.Fatalf("turns = %d", ev.Result.NumTurns)
 			}
-			if ev.Type == EventToolResult && ev.IsError {
+			if ev.Type == EventToolResult && ev.ToolResult.IsError {
 				// A denied or failed call would measure the wrong path.
-				b.Fatalf("the no-op call failed: %v", ev.Content)
+				b.Fatalf("the no-op call failed: %v", ev.ToolResult.Content)
 			}
 		}
 	}

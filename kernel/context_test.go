@@ -80,7 +80,7 @@ func TestLongSessionCrossesTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := byType(evs, EventResult)[0]
-	if res.Subtype != SubtypeSuccess || res.Result != "All files read." {
+	if res.Result.Subtype != SubtypeSuccess || res.Result.Result != "All files read." {
 		t.Fatalf("result %+v", res)
 	}
 	u := srv.Usage()
@@ -107,15 +107,15 @@ func TestLongSessionCrossesTheWindow(t *testing.T) {
 		t.Errorf("last request lacks the newest result or the note for the first:\n%.2000s", body)
 	}
 	// Usage with cache counts reaches every assistant_message and the result.
-	if res.Usage.CacheReadInputTokens == 0 || res.Usage.CacheCreationInputTokens == 0 {
-		t.Errorf("result usage %+v lacks cache counts", res.Usage)
+	if res.Result.Usage.CacheReadInputTokens == 0 || res.Result.Usage.CacheCreationInputTokens == 0 {
+		t.Errorf("result usage %+v lacks cache counts", res.Result.Usage)
 	}
-	if res.Usage.CacheReadInputTokens != u.CacheReads || res.Usage.CacheCreationInputTokens != u.CacheWrites || res.Usage.InputTokens != u.Input {
-		t.Errorf("result usage %+v, the API reported %+v", res.Usage, u)
+	if res.Result.Usage.CacheReadInputTokens != u.CacheReads || res.Result.Usage.CacheCreationInputTokens != u.CacheWrites || res.Result.Usage.InputTokens != u.Input {
+		t.Errorf("result usage %+v, the API reported %+v", res.Result.Usage, u)
 	}
 	am := byType(evs, EventAssistantMessage)
-	if am[len(am)-1].Usage.CacheReadInputTokens == 0 {
-		t.Errorf("assistant_message usage %+v", am[len(am)-1].Usage)
+	if am[len(am)-1].AssistantMessage.Usage.CacheReadInputTokens == 0 {
+		t.Errorf("assistant_message usage %+v", am[len(am)-1].AssistantMessage.Usage)
 	}
 	if u.Breakpoints > 4 {
 		t.Errorf("%d breakpoints in a request", u.Breakpoints)
@@ -171,7 +171,7 @@ func TestCompactionSummarisesResumesAndRewinds(t *testing.T) {
 	if len(preCompact) == 0 || preCompact[0] != "auto" {
 		t.Errorf("PreCompact hooks ran with %v", preCompact)
 	}
-	if u := srv2.Usage(); u.TooLong != 0 || byType(evs, EventResult)[0].Subtype != SubtypeSuccess {
+	if u := srv2.Usage(); u.TooLong != 0 || byType(evs, EventResult)[0].Result.Subtype != SubtypeSuccess {
 		t.Fatalf("the session did not finish within the window: %+v", u)
 	}
 	// The requests after the summary start with it, and the summary
@@ -255,7 +255,7 @@ func TestPromptTooLongCompactsAndRetries(t *testing.T) {
 	for _, ev := range byType(evs, EventCompact) {
 		triggered = triggered || ev.Compaction.Trigger == "prompt_too_long"
 	}
-	if !triggered || byType(evs, EventResult)[0].Subtype != SubtypeSuccess {
+	if !triggered || byType(evs, EventResult)[0].Result.Subtype != SubtypeSuccess {
 		t.Errorf("compact events %+v", byType(evs, EventCompact))
 	}
 }
@@ -312,7 +312,7 @@ func TestThinkingKeptInTheToolLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	td := byType(evs, EventThinkingDelta)
-	if len(td) != 1 || td[0].Text != "I should read it." {
+	if len(td) != 1 || td[0].ThinkingDelta.Thinking != "I should read it." {
 		t.Errorf("thinking deltas %+v", td)
 	}
 	b, _ := json.Marshal(td[0])

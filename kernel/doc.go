@@ -228,6 +228,33 @@
 // provider's web search, refused unless the sandbox's network is
 // unrestricted.
 //
+// # Events
+//
+// An Event has what every event has — Type, SessionID, and for a
+// subagent's events Agent, AgentID and ParentToolUseID — and one payload:
+// the pointer named after its type (ToolCall for tool_call, Permission
+// for permission, Hook for hook, Result for result, ...), the others nil.
+// The payloads are plain structs with JSON tags. Its JSON, which is the
+// stream-json line of the CLI (a contract, DESIGN.md), is one flat object:
+// the common fields, then the payload's, in the payload's field order —
+// {"type":"tool_call","session_id":...,"id":...,"name":...,"input":...}.
+// UnmarshalJSON reads it back, and an event read from a line encodes to
+// the same bytes (cmd/lite-agent's golden transcript checks every line of
+// it); the two values typed any, a checkpoint's description and a custom
+// event's data, decode as json.RawMessage for that reason. Tool input
+// that is not valid JSON is written as a JSON string, and a missing
+// payload as its zero value, so that no producer's mistake breaks the
+// stream. A network event reports a connection the sandbox's domain proxy
+// allowed or refused (sandbox.NetworkEvent, field for field).
+//
+// The typed payloads replaced one flat struct without changing a byte of
+// the stream: the golden transcript was recorded with the flat struct and
+// passes unchanged. In Go, the fields that one struct shared between
+// kinds are now each kind's own: a hook event's outcome is
+// HookFailureEvent.Outcome (it was Reason, which is a permission's), its
+// event a HookEvent, a thinking delta's text ThinkingDeltaEvent.Thinking,
+// a checkpoint's description CheckpointEvent.Checkpoint (it was Data).
+//
 // # Sessions
 //
 // Each session is a JSONL transcript in the state directory, outside the

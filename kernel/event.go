@@ -2,9 +2,11 @@ package kernel
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -44,9 +46,11 @@ const (
 	EventToolResult EventType = "tool_result"
 	// EventCustom is emitted by a tool handler through Context.Emit.
 	EventCustom EventType = "custom"
-	// EventCheckpoint is a sealed checkpoint (Data), or a failure to seal
-	// one (Error).
+	// EventCheckpoint is a sealed checkpoint, or a failure to seal one.
 	EventCheckpoint EventType = "checkpoint"
+	// EventNetwork is a connection the sandbox's domain proxy allowed or
+	// refused (sandbox.Policy.OnNetwork).
+	EventNetwork EventType = "network"
 	// EventResult is last: how the run ended.
 	EventResult EventType = "result"
 )
@@ -64,8 +68,13 @@ const (
 	SubtypeErrorStructuredOutput = "error_structured_output"
 )
 
-// Event is one item of a Query stream. Only the fields of its Type are set;
-// MarshalJSON writes only those, so that stream-json stays readable.
+// Event is one item of a Query stream: what every event has (its type,
+// the session, which subagent emitted it) and one payload, the pointer of
+// its Type — SessionStart for session_start, ToolCall for tool_call, and
+// so on; the others are nil. A payload has plain JSON tags, and an event's
+// JSON (the stream-json line) is the common fields followed by its
+// payload's, in one flat object: {"type":"tool_call","session_id":...,
+// "id":...,"name":...,"input":...}. UnmarshalJSON reads that back.
 type Event struct {
 	Type      EventType
 	SessionID string
@@ -78,223 +87,327 @@ type Event struct {
 	AgentID         string
 	ParentToolUseID string
 
-	// session_start; MCPServers is each configured MCP server's status
-	// (connected with its tools, or failed and why); Agents are the names
-	// of the subagents the agent tool can start.
-	Model      string
-	Workspace  string
-	Tools      []string
-	Resumed    bool
-	MCPServers []mcp.ServerStatus
-	Agents     []string
+	SessionStart     *SessionStartEvent     // session_start
+	TextDelta        *TextDeltaEvent        // text_delta
+	ThinkingDelta    *ThinkingDeltaEvent    // thinking_delta
+	Compaction       *Compaction            // compact
+	Retry            *RetryEvent            // retry
+	AssistantMessage *AssistantMessageEvent // assistant_message
+	ToolCall         *ToolCallEvent         // tool_call
+	Permission       *PermissionEvent       // permission
+	Hook             *HookFailureEvent      // hook
+	ToolResult       *ToolResultEvent       // tool_result
+	Custom           *CustomEvent           // custom
+	Checkpoint       *CheckpointEvent       // checkpoint
+	Network          *NetworkEvent          // network
+	Result           *ResultEvent           // result
+}
+
+// SessionStartEvent is the first event: the session, its tools and model.
+type SessionStartEvent struct {
+	Model     string   `json:"model"`
+	Workspace string   `json:"workspace"`
+	Tools     []string `json:"tools"` // the visible tools; [] when none
+	Resumed   bool     `json:"resumed,omitempty"`
+	// MCPServers is each configured MCP server's status (connected with
+	// its tools, or failed and why).
+	MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
+	// Agents are the names of the subagents the agent tool can start.
+	Agents []string `json:"agents,omitempty"`
 	// Instructions are the project-instruction files loaded into the
 	// system prompt (or skipped, with the reason).
-	Instructions []InstructionFile
+	Instructions []InstructionFile `json:"instructions,omitempty"`
+}
 
-	// compact
-	Compaction *Compaction
+// TextDeltaEvent is assistant text as it streams.
+type TextDeltaEvent struct {
+	Text string `json:"text"`
+}
 
-	// text_delta
-	Text string
+// ThinkingDeltaEvent is the model's extended thinking as it streams.
+type ThinkingDeltaEvent struct {
+	Thinking string `json:"thinking"`
+}
 
-	// retry
-	Attempt int
+// RetryEvent says the provider retries a model call, and why.
+type RetryEvent struct {
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error"`
+}
 
-	// assistant_message
-	Message *provider.Message
+// AssistantMessageEvent is a whole assistant turn.
+type AssistantMessageEvent struct {
+	Message *provider.Message `json:"message"`
+	// Usage is the usage of the call that produced the message.
+	Usage provider.Usage `json:"usage"`
+}
 
-	// tool_call, tool_result; Name also names a custom event.
-	ID      string
-	Name    string
-	Input   json.RawMessage
-	IsError bool
-	Content []tools.Content
-	// EffectiveInput (tool_call) is set when a PreToolUse hook or
-	// CanUseTool changed the input of an allowed call: what the tool ran
-	// with, where Input is what the model asked for.
-	EffectiveInput json.RawMessage
+// ToolCallEvent is a call the model made, once the gate has decided.
+type ToolCallEvent struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Input is what the model sent: kept as a JSON string in the stream
+	// when it is not valid JSON, and {} when it is empty.
+	Input json.RawMessage `json:"input"`
+	// EffectiveInput is set when a PreToolUse hook or CanUseTool changed
+	// the input of an allowed call: what the tool ran with.
+	EffectiveInput json.RawMessage `json:"effective_input,omitempty"`
+}
 
-	// custom
-	Data any
+// PermissionEvent is what the permission gate decided about a call.
+type PermissionEvent struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Decision is "allow" or "deny".
+	Decision string `json:"decision"`
+	// DecidedBy is "rule", "hook", "mode", "default", "can_use_tool",
+	// "approval" or "headless".
+	DecidedBy string `json:"by"`
+	// Rule and RuleSource name the rule that decided, Hook the hook.
+	Rule       string         `json:"rule,omitempty"`
+	RuleSource string         `json:"rule_source,omitempty"`
+	Hook       string         `json:"hook,omitempty"`
+	Mode       PermissionMode `json:"mode"`
+	// Asked says whether CanUseTool or a person was asked.
+	Asked bool `json:"asked,omitempty"`
+	// Reason says why; for a denial, it is the message the model sees.
+	Reason string `json:"reason"`
+}
 
-	// permission: Decision is "allow" or "deny"; DecidedBy is "rule",
-	// "hook", "mode", "default", "can_use_tool", "approval" or "headless";
-	// Rule and RuleSource name the rule, Hook the hook; Asked says whether
-	// CanUseTool or a person was asked; Reason says why (for a denial, the
-	// message the model sees).
-	Decision   string
-	DecidedBy  string
-	Rule       string
-	RuleSource string
-	Mode       PermissionMode
-	Asked      bool
-	// permission, hook: the hook's name; hook: its event.
-	Hook      string
-	HookEvent string
-	// permission: why; hook: what was done about the failure.
-	Reason string
+// HookFailureEvent reports a hook that failed (error, panic, timeout, bad
+// output) and what was done about it.
+type HookFailureEvent struct {
+	// ID and Name are the tool call's, for a tool hook.
+	ID    string    `json:"id,omitempty"`
+	Name  string    `json:"name,omitempty"`
+	Hook  string    `json:"hook"`
+	Event HookEvent `json:"hook_event"`
+	Error string    `json:"error"`
+	// Outcome is what was done about the failure ("the call is denied:
+	// ...").
+	Outcome string `json:"outcome"`
+}
 
-	// result (the run's total); assistant_message (its call's)
-	Usage provider.Usage
+// ToolResultEvent is the result the model will see for a call.
+type ToolResultEvent struct {
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	IsError bool            `json:"is_error"`
+	Content []tools.Content `json:"content"` // [] when empty
+}
 
-	// result
-	Subtype    string
-	NumTurns   int
-	StopReason provider.StopReason
-	Result     string
-	DurationMS int64
+// CustomEvent is emitted by a tool handler through Context.Emit.
+type CustomEvent struct {
+	ID   string `json:"id,omitempty"` // the call whose handler emitted it
+	Name string `json:"name"`
+	// Data is what the handler emitted; decoded from JSON, it is the
+	// json.RawMessage of the value, so that it encodes back unchanged.
+	Data any `json:"data"`
+}
+
+// CheckpointEvent is a sealed checkpoint, or a failure to seal one.
+type CheckpointEvent struct {
+	// Checkpoint is the Checkpointer's description of it; decoded from
+	// JSON, the json.RawMessage of the value.
+	Checkpoint any    `json:"checkpoint,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// NetworkEvent is one connection the sandbox's domain proxy decided:
+// sandbox.NetworkEvent with JSON tags, field for field (networkEvent
+// converts one into the other, so they cannot differ).
+type NetworkEvent struct {
+	Host      string `json:"host"` // the name (or IP literal) asked for
+	Port      int    `json:"port"`
+	Decision  string `json:"decision"` // "allow" or "deny"
+	Rule      string `json:"rule"`     // the grant or refusal that decided
+	BytesUp   int64  `json:"bytes_up"` // client to server
+	BytesDown int64  `json:"bytes_down"`
+}
+
+// ResultEvent is the last event: how the run ended.
+type ResultEvent struct {
+	// Subtype is SubtypeSuccess or one of the SubtypeError* values.
+	Subtype  string `json:"subtype"`
+	IsError  bool   `json:"is_error"`
+	NumTurns int    `json:"num_turns"`
+	// Usage is the whole run's, its subagents' included.
+	Usage      provider.Usage      `json:"usage"`
+	StopReason provider.StopReason `json:"stop_reason,omitempty"`
+	Result     string              `json:"result"`
 	// StructuredOutput is the final answer as JSON, validated against
 	// Options.OutputFormat.
-	StructuredOutput json.RawMessage
-
-	// retry, result: what went wrong, in words.
-	Error string
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	DurationMS       int64           `json:"duration_ms"`
+	// Error says what went wrong, in words.
+	Error string `json:"error,omitempty"`
 }
 
-// agentTag is the part of every event's JSON that says which subagent
-// emitted it; empty (and absent) for the main agent.
-type agentTag struct {
-	Agent           string `json:"agent,omitempty"`
-	AgentID         string `json:"agent_id,omitempty"`
-	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
+// eventHeader is the part of every event's JSON that is not its payload.
+// The agent fields are empty (and absent) for the main agent's events.
+type eventHeader struct {
+	Type            EventType `json:"type"`
+	SessionID       string    `json:"session_id"`
+	Agent           string    `json:"agent,omitempty"`
+	AgentID         string    `json:"agent_id,omitempty"`
+	ParentToolUseID string    `json:"parent_tool_use_id,omitempty"`
 }
 
-// MarshalJSON encodes e with a `type` field and only the fields of its type.
-func (e Event) MarshalJSON() ([]byte, error) {
-	tag := agentTag{e.Agent, e.AgentID, e.ParentToolUseID}
+// payload returns the payload of e's Type (a zero one when the pointer is
+// nil, so that a careless producer never breaks the stream), or nil for
+// a type this package does not define. It is the one table of which
+// pointer belongs to which type: MarshalJSON and UnmarshalJSON both use
+// it, so they cannot disagree.
+func (e *Event) payload(alloc bool) any {
 	switch e.Type {
 	case EventSessionStart:
-		return json.Marshal(struct {
-			Type         EventType          `json:"type"`
-			SessionID    string             `json:"session_id"`
-			Model        string             `json:"model"`
-			Workspace    string             `json:"workspace"`
-			Tools        []string           `json:"tools"`
-			Resumed      bool               `json:"resumed,omitempty"`
-			MCPServers   []mcp.ServerStatus `json:"mcp_servers,omitempty"`
-			Agents       []string           `json:"agents,omitempty"`
-			Instructions []InstructionFile  `json:"instructions,omitempty"`
-		}{e.Type, e.SessionID, e.Model, e.Workspace, nonNil(e.Tools), e.Resumed, e.MCPServers, e.Agents, e.Instructions})
-	case EventThinkingDelta:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			Thinking string `json:"thinking"`
-		}{e.Type, e.SessionID, tag, e.Text})
-	case EventCompact:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			*Compaction
-		}{e.Type, e.SessionID, tag, e.Compaction})
+		return ensure(&e.SessionStart, alloc)
 	case EventTextDelta:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			Text string `json:"text"`
-		}{e.Type, e.SessionID, tag, e.Text})
+		return ensure(&e.TextDelta, alloc)
+	case EventThinkingDelta:
+		return ensure(&e.ThinkingDelta, alloc)
+	case EventCompact:
+		return ensure(&e.Compaction, alloc)
 	case EventRetry:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			Attempt int    `json:"attempt"`
-			Error   string `json:"error"`
-		}{e.Type, e.SessionID, tag, e.Attempt, e.Error})
+		return ensure(&e.Retry, alloc)
 	case EventAssistantMessage:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			Message *provider.Message `json:"message"`
-			// The usage of the call that produced the message.
-			Usage provider.Usage `json:"usage"`
-		}{e.Type, e.SessionID, tag, e.Message, e.Usage})
+		return ensure(&e.AssistantMessage, alloc)
 	case EventToolCall:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			ID             string          `json:"id"`
-			Name           string          `json:"name"`
-			Input          json.RawMessage `json:"input"`
-			EffectiveInput json.RawMessage `json:"effective_input,omitempty"`
-		}{e.Type, e.SessionID, tag, e.ID, e.Name, rawOrString(e.Input), e.EffectiveInput})
-	case EventToolResult:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			ID      string          `json:"id"`
-			Name    string          `json:"name"`
-			IsError bool            `json:"is_error"`
-			Content []tools.Content `json:"content"`
-		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.IsError, nonNil(e.Content)})
+		return ensure(&e.ToolCall, alloc)
 	case EventPermission:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			ID         string         `json:"id"`
-			Name       string         `json:"name"`
-			Decision   string         `json:"decision"`
-			DecidedBy  string         `json:"by"`
-			Rule       string         `json:"rule,omitempty"`
-			RuleSource string         `json:"rule_source,omitempty"`
-			Hook       string         `json:"hook,omitempty"`
-			Mode       PermissionMode `json:"mode"`
-			Asked      bool           `json:"asked,omitempty"`
-			Reason     string         `json:"reason"`
-		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.Decision, e.DecidedBy, e.Rule, e.RuleSource, e.Hook, e.Mode, e.Asked, e.Reason})
+		return ensure(&e.Permission, alloc)
 	case EventHook:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			ID        string `json:"id,omitempty"`
-			Name      string `json:"name,omitempty"`
-			Hook      string `json:"hook"`
-			HookEvent string `json:"hook_event"`
-			Error     string `json:"error"`
-			Outcome   string `json:"outcome"`
-		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.Hook, e.HookEvent, e.Error, e.Reason})
+		return ensure(&e.Hook, alloc)
+	case EventToolResult:
+		return ensure(&e.ToolResult, alloc)
 	case EventCustom:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			ID   string `json:"id,omitempty"`
-			Name string `json:"name"`
-			Data any    `json:"data"`
-		}{e.Type, e.SessionID, tag, e.ID, e.Name, e.Data})
+		return ensure(&e.Custom, alloc)
 	case EventCheckpoint:
-		return json.Marshal(struct {
-			Type      EventType `json:"type"`
-			SessionID string    `json:"session_id"`
-			agentTag
-			Checkpoint any    `json:"checkpoint,omitempty"`
-			Error      string `json:"error,omitempty"`
-		}{e.Type, e.SessionID, tag, e.Data, e.Error})
+		return ensure(&e.Checkpoint, alloc)
+	case EventNetwork:
+		return ensure(&e.Network, alloc)
 	case EventResult:
-		return json.Marshal(struct {
-			Type             EventType           `json:"type"`
-			SessionID        string              `json:"session_id"`
-			Subtype          string              `json:"subtype"`
-			IsError          bool                `json:"is_error"`
-			NumTurns         int                 `json:"num_turns"`
-			Usage            provider.Usage      `json:"usage"`
-			StopReason       provider.StopReason `json:"stop_reason,omitempty"`
-			Result           string              `json:"result"`
-			StructuredOutput json.RawMessage     `json:"structured_output,omitempty"`
-			DurationMS       int64               `json:"duration_ms"`
-			Error            string              `json:"error,omitempty"`
-		}{e.Type, e.SessionID, e.Subtype, e.IsError, e.NumTurns, e.Usage, e.StopReason, e.Result, e.StructuredOutput, e.DurationMS, e.Error})
+		return ensure(&e.Result, alloc)
 	}
-	type plain Event
-	return json.Marshal(plain(e))
+	return nil
+}
+
+// ensure returns *p, or (without storing it unless alloc) a new zero T
+// when *p is nil.
+func ensure[T any](p **T, alloc bool) *T {
+	if *p != nil {
+		return *p
+	}
+	v := new(T)
+	if alloc {
+		*p = v
+	}
+	return v
+}
+
+// MarshalJSON encodes e as one flat object: the common fields, then its
+// payload's fields. An event of a type this package does not know has the
+// common fields only.
+func (e Event) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(eventHeader{e.Type, e.SessionID, e.Agent, e.AgentID, e.ParentToolUseID})
+	if err != nil {
+		return nil, err
+	}
+	p := e.payload(false)
+	// The stream's promises that the payload types' zero values do not
+	// keep: tools and content are lists, never null; a model's input is
+	// JSON even when the model's was not.
+	switch v := p.(type) {
+	case *SessionStartEvent:
+		c := *v
+		c.Tools = nonNil(c.Tools)
+		p = &c
+	case *ToolResultEvent:
+		c := *v
+		c.Content = nonNil(c.Content)
+		p = &c
+	case *ToolCallEvent:
+		c := *v
+		c.Input = rawOrString(c.Input)
+		p = &c
+	case nil:
+		return head, nil
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return joinObjects(head, body), nil
+}
+
+// joinObjects merges two encoded JSON objects into one, a's keys first.
+// The payloads' keys never repeat the header's (type, session_id and the
+// agent fields), so the result has no duplicate key.
+func joinObjects(a, b []byte) []byte {
+	if len(b) <= 2 { // {}
+		return a
+	}
+	out := make([]byte, 0, len(a)+len(b))
+	out = append(out, a[:len(a)-1]...)
+	out = append(out, ',')
+	return append(out, b[1:]...)
+}
+
+// UnmarshalJSON decodes an event MarshalJSON wrote: the common fields,
+// then the payload of its type. A type this package does not know keeps
+// its common fields and no payload. The `any` fields (a checkpoint's
+// description, a custom event's data) decode as json.RawMessage, so that
+// an event encodes back to the bytes it was read from.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var h eventHeader
+	if err := json.Unmarshal(data, &h); err != nil {
+		return err
+	}
+	*e = Event{Type: h.Type, SessionID: h.SessionID, Agent: h.Agent, AgentID: h.AgentID, ParentToolUseID: h.ParentToolUseID}
+	switch e.Type {
+	case EventCheckpoint:
+		var w struct {
+			Checkpoint json.RawMessage `json:"checkpoint"`
+			Error      string          `json:"error"`
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return fmt.Errorf("a %s event: %w", e.Type, err)
+		}
+		e.Checkpoint = &CheckpointEvent{Error: w.Error}
+		if len(w.Checkpoint) > 0 && string(w.Checkpoint) != "null" {
+			e.Checkpoint.Checkpoint = w.Checkpoint
+		}
+		return nil
+	case EventCustom:
+		var w struct {
+			ID   string          `json:"id"`
+			Name string          `json:"name"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return fmt.Errorf("a %s event: %w", e.Type, err)
+		}
+		e.Custom = &CustomEvent{ID: w.ID, Name: w.Name}
+		if len(w.Data) > 0 && string(w.Data) != "null" {
+			e.Custom.Data = w.Data
+		}
+		return nil
+	}
+	if p := e.payload(true); p != nil {
+		if err := json.Unmarshal(data, p); err != nil {
+			return fmt.Errorf("a %s event: %w", e.Type, err)
+		}
+	}
+	return nil
+}
+
+// networkEvent is the event of a connection the domain proxy decided
+// (sandbox.Policy.OnNetwork); r.event adds the session and agent. The
+// conversion compiles only while NetworkEvent has exactly
+// sandbox.NetworkEvent's fields (tags aside), so the mirror cannot drift.
+func networkEvent(n sandbox.NetworkEvent) Event {
+	p := NetworkEvent(n)
+	return Event{Type: EventNetwork, Network: &p}
 }
 
 func nonNil[T any](s []T) []T {

@@ -17,11 +17,16 @@ type WeatherIn struct {
 }
 
 // Custom tools are defined at package level: each handler runs confined in
-// a re-execution of the program, which finds it by name. The program's main
-// (here the test binary's TestMain) calls tools.ServeConfinedCall() first.
+// a re-execution of the program, which finds it by name among the tools
+// the program's main (here the test binary's TestMain) hands to
+// tools.ServeConfinedCall first.
 var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
+
+// In a program: func main() { tools.ServeConfinedCall(weather); ... }.
+// Here TestMain does it, with this package's other test tools.
+func init() { kernel.ExternalConfinedTools = append(kernel.ExternalConfinedTools, weather) }
 
 // Query streams a session: here a scripted model (offline, deterministic)
 // calls a custom tool, then answers. With a real model, use
@@ -50,11 +55,11 @@ func ExampleQuery() {
 		}
 		switch ev.Type {
 		case kernel.EventToolCall:
-			fmt.Printf("call %s %s\n", ev.Name, ev.Input)
+			fmt.Printf("call %s %s\n", ev.ToolCall.Name, ev.ToolCall.Input)
 		case kernel.EventToolResult:
-			fmt.Printf("result %s: %s\n", ev.ID, ev.Content[0].Text)
+			fmt.Printf("result %s: %s\n", ev.ToolResult.ID, ev.ToolResult.Content[0].Text)
 		case kernel.EventResult:
-			fmt.Printf("%s after %d turns: %s\n", ev.Subtype, ev.NumTurns, ev.Result)
+			fmt.Printf("%s after %d turns: %s\n", ev.Result.Subtype, ev.Result.NumTurns, ev.Result.Result)
 		}
 	}
 	// Output:
@@ -95,11 +100,11 @@ func ExampleQuery_subagents() {
 		}
 		switch {
 		case ev.Type == kernel.EventToolCall && ev.Agent != "":
-			fmt.Printf("[%s, for call %s] call %s\n", ev.Agent, ev.ParentToolUseID, ev.Name)
+			fmt.Printf("[%s, for call %s] call %s\n", ev.Agent, ev.ParentToolUseID, ev.ToolCall.Name)
 		case ev.Type == kernel.EventToolResult && ev.Agent == "":
-			fmt.Printf("result of %s: %s\n", ev.Name, ev.Content[0].Text)
+			fmt.Printf("result of %s: %s\n", ev.ToolResult.Name, ev.ToolResult.Content[0].Text)
 		case ev.Type == kernel.EventResult:
-			fmt.Println(ev.Result)
+			fmt.Println(ev.Result.Result)
 		}
 	}
 	// Output:
@@ -134,7 +139,7 @@ func ExampleQuery_structuredOutput() {
 			return
 		}
 		if ev.Type == kernel.EventResult {
-			fmt.Printf("%s after %d answers: %s\n", ev.Subtype, ev.NumTurns, ev.StructuredOutput)
+			fmt.Printf("%s after %d answers: %s\n", ev.Result.Subtype, ev.Result.NumTurns, ev.Result.StructuredOutput)
 		}
 	}
 	// Output:

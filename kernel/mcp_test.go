@@ -96,12 +96,12 @@ func TestInProcessMCPToolGatedByItsFullName(t *testing.T) {
 	out, evs := run(func(*Options) {})
 	out["l"].want(t, "l", "deny", byHeadless, `--allowed-tools "mcp__orders__lookup"`)
 	start := evs[0]
-	if start.Type != EventSessionStart || len(start.MCPServers) != 1 || start.MCPServers[0].State != mcp.StateConnected {
+	if start.Type != EventSessionStart || len(start.SessionStart.MCPServers) != 1 || start.SessionStart.MCPServers[0].State != mcp.StateConnected {
 		t.Fatalf("session_start: %+v", start)
 	}
 	want := []string{"read_file", "mcp__orders__lookup", "mcp__orders__cancel", "mcp__orders__note", "mcp__orders__crash"}
-	if !slices.Equal(start.Tools, want) || !slices.Equal(start.MCPServers[0].Tools, want[1:]) {
-		t.Errorf("tools %v, server tools %v; want %v", start.Tools, start.MCPServers[0].Tools, want)
+	if !slices.Equal(start.SessionStart.Tools, want) || !slices.Equal(start.SessionStart.MCPServers[0].Tools, want[1:]) {
+		t.Errorf("tools %v, server tools %v; want %v", start.SessionStart.Tools, start.SessionStart.MCPServers[0].Tools, want)
 	}
 
 	// A wildcard allow rule approves both; a PreToolUse hook matching the
@@ -130,11 +130,11 @@ func TestInProcessMCPToolGatedByItsFullName(t *testing.T) {
 		o.DisallowedTools = []string{"mcp__orders__cancel"}
 	})
 	out["l"].want(t, "l", "allow", byRule, "shipped")
-	if r := out["c"].result; !r.IsError || !strings.Contains(resultText(r), `no tool named "mcp__orders__cancel"`) {
+	if r := out["c"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), `no tool named "mcp__orders__cancel"`) {
 		t.Errorf("a tool denied whole is hidden: %+v", r)
 	}
-	if slices.Contains(evs[0].Tools, "mcp__orders__cancel") {
-		t.Errorf("visible tools %v", evs[0].Tools)
+	if slices.Contains(evs[0].SessionStart.Tools, "mcp__orders__cancel") {
+		t.Errorf("visible tools %v", evs[0].SessionStart.Tools)
 	}
 }
 
@@ -166,7 +166,7 @@ func TestExternalMCPServerThroughTheKernel(t *testing.T) {
 		t.Errorf("the run took %v", d)
 	}
 	states := map[string]mcp.ServerStatus{}
-	for _, st := range evs[0].MCPServers {
+	for _, st := range evs[0].SessionStart.MCPServers {
 		states[st.Name] = st
 	}
 	if st := states["ext"]; st.State != mcp.StateConnected || !slices.Contains(st.Tools, "mcp__ext__lookup") {
@@ -181,16 +181,16 @@ func TestExternalMCPServerThroughTheKernel(t *testing.T) {
 	// The proxy is called in this process (a confined re-execution would
 	// have no session); the tool runs in the server's process.
 	out["l"].want(t, "l", "allow", byRule, "order O-7: shipped (pid ")
-	if r := out["x"].result; !r.IsError {
+	if r := out["x"].result; !r.ToolResult.IsError {
 		t.Errorf("crash: %+v", r)
 	}
-	if r := out["after"].result; !r.IsError || !strings.Contains(resultText(r), "exited with code 3") {
+	if r := out["after"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "exited with code 3") {
 		t.Errorf("a call after the server died: %+v", r)
 	}
-	if r := out["h"].result; !r.IsError || !strings.Contains(resultText(r), "no tool named") {
+	if r := out["h"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "no tool named") {
 		t.Errorf("a tool of the server that never answered: %+v", r)
 	}
-	if res := evs[len(evs)-1]; res.Subtype != SubtypeSuccess {
+	if res := evs[len(evs)-1]; res.Result.Subtype != SubtypeSuccess {
 		t.Errorf("result %+v", res)
 	}
 	// Tools may name a tool of a server that failed: the failure is
@@ -204,7 +204,7 @@ func TestExternalMCPServerThroughTheKernel(t *testing.T) {
 	} else {
 		// session_start says which entries the failure left unchecked.
 		var unchecked []string
-		for _, st := range evs[0].MCPServers {
+		for _, st := range evs[0].SessionStart.MCPServers {
 			if st.Name == "missing" {
 				unchecked = st.Unchecked
 			}
@@ -244,14 +244,14 @@ func TestMCPServerChangesAreRecorded(t *testing.T) {
 	if !slices.Equal(snaps.paths, []string{"mcp-note.txt"}) {
 		t.Errorf("pre-images recorded: %v, want [mcp-note.txt]", snaps.paths)
 	}
-	if r := out["r"].result; r.IsError {
+	if r := out["r"].result; r.ToolResult.IsError {
 		t.Errorf("the note in a private directory: %+v", r)
 	}
 }
 
 func TestSessionStartJSONWithMCPAndAgents(t *testing.T) {
-	ev := Event{Type: EventSessionStart, SessionID: "s", Model: "m", Workspace: "/w", Tools: []string{"agent"},
-		MCPServers: []mcp.ServerStatus{{Name: "fs", Type: "stdio", State: mcp.StateFailed, Error: "boom"}}, Agents: []string{"researcher"}}
+	ev := Event{Type: EventSessionStart, SessionID: "s", SessionStart: &SessionStartEvent{Model: "m", Workspace: "/w", Tools: []string{"agent"},
+		MCPServers: []mcp.ServerStatus{{Name: "fs", Type: "stdio", State: mcp.StateFailed, Error: "boom"}}, Agents: []string{"researcher"}}}
 	b, err := json.Marshal(ev)
 	want := `{"type":"session_start","session_id":"s","model":"m","workspace":"/w","tools":["agent"],"mcp_servers":[{"name":"fs","type":"stdio","status":"failed","error":"boom"}],"agents":["researcher"]}`
 	if err != nil || string(b) != want {

@@ -34,11 +34,11 @@ func TestSeedDisallowedToolsDeny(t *testing.T) {
 		call("e", "edit_file", `{"path": "e.txt", "old_string": "old", "new_string": "new"}`),
 		call("r", "read_file", `{"path": "e.txt"}`))
 	for _, id := range []string{"b", "w", "e"} {
-		if r := res[id].result; !r.IsError || !strings.Contains(resultText(r), "no tool named") {
+		if r := res[id].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "no tool named") {
 			t.Errorf("%s: %q", id, resultText(r))
 		}
 	}
-	if r := res["r"].result; r.IsError {
+	if r := res["r"].result; r.ToolResult.IsError {
 		t.Errorf("read_file: %q", resultText(r))
 	}
 	for _, f := range []string{"hacked", "w.txt"} {
@@ -49,7 +49,7 @@ func TestSeedDisallowedToolsDeny(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.ws, "e.txt")); string(b) != "old" {
 		t.Errorf("e.txt was edited: %q", b)
 	}
-	if got := evs[0].Tools; slices.Contains(got, "bash") || slices.Contains(got, "write_file") || slices.Contains(got, "edit_file") {
+	if got := evs[0].SessionStart.Tools; slices.Contains(got, "bash") || slices.Contains(got, "write_file") || slices.Contains(got, "edit_file") {
 		t.Errorf("session_start tools: %v", got)
 	}
 }
@@ -106,14 +106,14 @@ func TestSeedToolsAndAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(evs[0].Tools, ","); got != "read_file,glob,grep,agent" {
+	if got := strings.Join(evs[0].SessionStart.Tools, ","); got != "read_file,glob,grep,agent" {
 		t.Errorf("visible tools = %s", got)
 	}
 	sub := subagentOutcomes(t, evs, "order-support", "a1")
-	if r := sub["g"].result; r.IsError && strings.Contains(resultText(r), "no tool named") {
+	if r := sub["g"].result; r.ToolResult.IsError && strings.Contains(resultText(r), "no tool named") {
 		t.Errorf("grep in the subagent: %q", resultText(r))
 	}
-	if r := sub["b"].result; !r.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
+	if r := sub["b"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
 		t.Errorf("bash in the subagent: %q", resultText(r))
 	}
 	main := mainOutcomes(evs)
@@ -216,7 +216,7 @@ func TestYoloNeedsTheSameOptIn(t *testing.T) {
 	o.Agents = nil
 	o.PermissionMode, o.AllowDangerouslySkipPermissions = "yolo", true
 	res, _ := runCalls(t, o, write("w", "a.txt"))
-	if p := res["w"].perm; p.Decision != "allow" || p.Mode != PermissionBypass {
+	if p := res["w"].perm; p.Permission.Decision != "allow" || p.Permission.Mode != PermissionBypass {
 		t.Errorf("yolo with the opt-in: %+v", p)
 	}
 }

@@ -134,8 +134,8 @@ type Options struct {
 	// handlers that need this process's state; the strict assembler refuses
 	// it. By default each custom handler runs in a confined re-execution of
 	// this program, under the profile its Security declares — which
-	// requires the program to call tools.ServeConfinedCall() at the start of
-	// main.
+	// requires the program to call tools.ServeConfinedCall(its tools...)
+	// at the start of main.
 	InProcessHandlers bool
 	// Checkpoints opens the session's checkpointer: with it, the pre-image
 	// of every change is recorded, a checkpoint is sealed at every user turn

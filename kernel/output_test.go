@@ -52,8 +52,8 @@ func TestStructuredOutput(t *testing.T) {
 			o.Hooks = []Hook{{Event: HookStop, Func: hookFunc(func(*HookInput) (*HookOutput, error) { stops++; return nil, nil })}}
 			evs, err := collect(t, context.Background(), o)
 			res := evs[len(evs)-1]
-			if res.Subtype != c.subtype || string(res.StructuredOutput) != c.structured {
-				t.Fatalf("result %s %s (%v)", res.Subtype, res.StructuredOutput, err)
+			if res.Result.Subtype != c.subtype || string(res.Result.StructuredOutput) != c.structured {
+				t.Fatalf("result %s %s (%v)", res.Result.Subtype, res.Result.StructuredOutput, err)
 			}
 			if c.subtype == SubtypeSuccess {
 				if err != nil || stops != 1 {
@@ -63,8 +63,8 @@ func TestStructuredOutput(t *testing.T) {
 				if !strings.Contains(string(b), `"structured_output":`+c.structured) {
 					t.Errorf("result JSON %s", b)
 				}
-			} else if !errors.Is(err, ErrStructuredOutput) || !strings.Contains(res.Error, "(answers given: 2): the answer does not match the schema: required: missing properties: [\"answer\"]") || stops != 0 {
-				t.Errorf("err %v, result error %q, Stop hooks %d", err, res.Error, stops)
+			} else if !errors.Is(err, ErrStructuredOutput) || !strings.Contains(res.Result.Error, "(answers given: 2): the answer does not match the schema: required: missing properties: [\"answer\"]") || stops != 0 {
+				t.Errorf("err %v, result error %q, Stop hooks %d", err, res.Result.Error, stops)
 			}
 			reqs := m.requests("")
 			if len(reqs) != len(c.told)+1 || !strings.HasPrefix(reqs[0].System, "Be brief.\n\n") || !strings.Contains(reqs[0].System, `"required": [`) {

@@ -43,7 +43,7 @@ func outcomesOf(evs []Event, keep func(Event) bool) map[string]outcome {
 		if !keep(ev) {
 			continue
 		}
-		o := out[ev.ID]
+		o := out[callID(ev)]
 		switch ev.Type {
 		case EventPermission:
 			o.perm = ev
@@ -52,7 +52,7 @@ func outcomesOf(evs []Event, keep func(Event) bool) map[string]outcome {
 		default:
 			continue
 		}
-		out[ev.ID] = o
+		out[callID(ev)] = o
 	}
 	return out
 }
@@ -78,13 +78,13 @@ func (o outcome) want(t *testing.T, id, decision, by, text string) {
 		t.Errorf("%s: no permission event", id)
 		return
 	}
-	if o.perm.Decision != decision || o.perm.DecidedBy != by {
-		t.Errorf("%s: decision %s by %s (%s), want %s by %s", id, o.perm.Decision, o.perm.DecidedBy, o.perm.Reason, decision, by)
+	if o.perm.Permission.Decision != decision || o.perm.Permission.DecidedBy != by {
+		t.Errorf("%s: decision %s by %s (%s), want %s by %s", id, o.perm.Permission.Decision, o.perm.Permission.DecidedBy, o.perm.Permission.Reason, decision, by)
 	}
 	if got := resultText(o.result); !strings.Contains(got, text) {
 		t.Errorf("%s: the model saw %q, want it to contain %q", id, got, text)
 	}
-	if decision == "deny" && !o.result.IsError {
+	if decision == "deny" && !o.result.ToolResult.IsError {
 		t.Errorf("%s: denied but the result is not an error", id)
 	}
 }
@@ -140,8 +140,8 @@ func TestPermissionModes(t *testing.T) {
 			got, _ := runCalls(t, o, calls...)
 			for id, w := range c.want {
 				g := got[id]
-				if g.perm.Decision != w.decision || g.perm.DecidedBy != w.by || g.perm.Mode != c.mode {
-					t.Errorf("%s: %s by %s in mode %q (%s), want %s by %s", id, g.perm.Decision, g.perm.DecidedBy, g.perm.Mode, g.perm.Reason, w.decision, w.by)
+				if g.perm.Permission.Decision != w.decision || g.perm.Permission.DecidedBy != w.by || g.perm.Permission.Mode != c.mode {
+					t.Errorf("%s: %s by %s in mode %q (%s), want %s by %s", id, g.perm.Permission.Decision, g.perm.Permission.DecidedBy, g.perm.Permission.Mode, g.perm.Permission.Reason, w.decision, w.by)
 				}
 				if w.decision == "deny" && !strings.Contains(resultText(g.result), "permission denied") {
 					t.Errorf("%s: result %q", id, resultText(g.result))
@@ -201,11 +201,11 @@ func TestRuleOrder(t *testing.T) {
 		o.PermissionMode, o.AllowDangerouslySkipPermissions = PermissionBypass, true
 		got, evs := runCalls(t, o, write("s", "secret/k"), write("p", "public.txt"))
 		got["s"].want(t, "s", "deny", byRule, `deny rule "write_file(secret/**)"`)
-		if got["s"].perm.Rule != "write_file(secret/**)" {
-			t.Errorf("permission event rule = %q", got["s"].perm.Rule)
+		if got["s"].perm.Permission.Rule != "write_file(secret/**)" {
+			t.Errorf("permission event rule = %q", got["s"].perm.Permission.Rule)
 		}
 		got["p"].want(t, "p", "allow", byRule, "")
-		if !contains(evs[0].Tools, "write_file") {
+		if !contains(evs[0].SessionStart.Tools, "write_file") {
 			t.Error("a deny rule with an argument hid the tool")
 		}
 	})
@@ -216,7 +216,7 @@ func TestRuleOrder(t *testing.T) {
 		o.PermissionMode, o.AllowDangerouslySkipPermissions = PermissionBypass, true
 		got, _ := runCalls(t, o, write("d", "docs/a.md"), write("x", "x.md"))
 		got["d"].want(t, "d", "deny", byHeadless, "needs approval")
-		if got["d"].perm.Rule != "write_file(docs/**)" {
+		if got["d"].perm.Permission.Rule != "write_file(docs/**)" {
 			t.Errorf("the headless denial does not name the ask rule: %+v", got["d"].perm)
 		}
 		got["x"].want(t, "x", "allow", byRule, "")
@@ -226,8 +226,8 @@ func TestRuleOrder(t *testing.T) {
 		o.DisallowedTools = []string{"edit_file", "write_file(*.lock)"}
 		o.AllowedTools = []string{"write_file"}
 		got, evs := runCalls(t, o, write("l", "go.lock"), write("ok", "a.txt"), call("e", "edit_file", `{"path": "a.txt", "old_string": "x", "new_string": "y"}`))
-		if contains(evs[0].Tools, "edit_file") || !contains(evs[0].Tools, "write_file") {
-			t.Errorf("visible tools = %v", evs[0].Tools)
+		if contains(evs[0].SessionStart.Tools, "edit_file") || !contains(evs[0].SessionStart.Tools, "write_file") {
+			t.Errorf("visible tools = %v", evs[0].SessionStart.Tools)
 		}
 		got["l"].want(t, "l", "deny", byRule, "DisallowedTools")
 		got["ok"].want(t, "ok", "allow", byRule, "")
@@ -239,8 +239,8 @@ func TestRuleOrder(t *testing.T) {
 		o := e.opts(nil)
 		o.AllowedTools = []string{"write_file"}
 		_, evs := runCalls(t, o)
-		if len(evs[0].Tools) != len(builtin.All()) {
-			t.Errorf("visible tools = %v", evs[0].Tools)
+		if len(evs[0].SessionStart.Tools) != len(builtin.All()) {
+			t.Errorf("visible tools = %v", evs[0].SessionStart.Tools)
 		}
 	})
 	t.Run("compound bash command hiding a denied part", func(t *testing.T) {
@@ -281,11 +281,11 @@ func TestCanUseToolAllowAlwaysAndRewrites(t *testing.T) {
 	}
 	got, _ := runCalls(t, o, write("a1", "a.txt"), write("a2", "a.txt"), write("b", "b.txt"), write("r", "c.txt"), write("bad", "d.txt"))
 	got["a1"].want(t, "a1", "allow", byCanUseTool, "")
-	if !got["a1"].perm.Asked {
+	if !got["a1"].perm.Permission.Asked {
 		t.Error("a1: permission event does not say it was asked")
 	}
 	got["a2"].want(t, "a2", "allow", byRule, "")
-	if got["a2"].perm.RuleSource != "allowed for this session" {
+	if got["a2"].perm.Permission.RuleSource != "allowed for this session" {
 		t.Errorf("a2 allowed by %+v", got["a2"].perm)
 	}
 	got["b"].want(t, "b", "deny", byCanUseTool, "no")
@@ -364,7 +364,7 @@ func TestPreToolUseHooks(t *testing.T) {
 		call("edit", "edit_file", `{"path": "allow.txt", "old_string": "x", "new_string": "y"}`),
 	)
 	got["allow"].want(t, "allow", "allow", byHook, "checked by guard")
-	if got["allow"].perm.Hook != "guard" {
+	if got["allow"].perm.Permission.Hook != "guard" {
 		t.Errorf("allow: hook = %q", got["allow"].perm.Hook)
 	}
 	got["deny"].want(t, "deny", "deny", byHook, "deny.txt is reserved")
@@ -392,10 +392,10 @@ func TestPreToolUseHooks(t *testing.T) {
 	// Every failure is reported as a hook event.
 	failed := map[string]bool{}
 	for _, ev := range byType(evs, EventHook) {
-		if ev.Hook != "guard" && ev.Hook != "untrusted" || ev.HookEvent != "PreToolUse" || ev.Error == "" || !strings.Contains(ev.Reason, "denied") {
+		if ev.Hook.Hook != "guard" && ev.Hook.Hook != "untrusted" || ev.Hook.Event != "PreToolUse" || ev.Hook.Error == "" || !strings.Contains(ev.Hook.Outcome, "denied") {
 			t.Errorf("hook event %+v", ev)
 		}
-		failed[ev.ID] = true
+		failed[ev.Hook.ID] = true
 	}
 	for _, id := range []string{"junk", "error", "panic", "weird", "slow", "edit"} {
 		if !failed[id] {
@@ -443,8 +443,8 @@ func TestPostToolUseHooks(t *testing.T) {
 	if s := resultText(got["p"].result); !strings.Contains(s, "hello") {
 		t.Errorf("plain read = %q", s)
 	}
-	if s := resultText(got["l"].result); !got["l"].result.IsError || strings.Contains(s, "secret.txt") || !strings.Contains(s, "withheld") {
-		t.Errorf("failed filter: %v %q", got["l"].result.IsError, s)
+	if s := resultText(got["l"].result); !got["l"].result.ToolResult.IsError || strings.Contains(s, "secret.txt") || !strings.Contains(s, "withheld") {
+		t.Errorf("failed filter: %v %q", got["l"].result.ToolResult.IsError, s)
 	}
 	if s := resultText(got["m"].result); !strings.Contains(s, "try glob first") {
 		t.Errorf("failure context: %q", s)
@@ -452,7 +452,7 @@ func TestPostToolUseHooks(t *testing.T) {
 	if len(failures) != 2 || !strings.HasPrefix(failures[0], "m:") || !strings.HasPrefix(failures[1], "v:") || !strings.Contains(failures[1], "path") {
 		t.Errorf("PostToolUseFailure saw %q", failures)
 	}
-	if hs := byType(evs, EventHook); len(hs) != 1 || hs[0].ID != "l" || hs[0].HookEvent != "PostToolUse" || !strings.Contains(hs[0].Reason, "withheld") {
+	if hs := byType(evs, EventHook); len(hs) != 1 || hs[0].Hook.ID != "l" || hs[0].Hook.Event != "PostToolUse" || !strings.Contains(hs[0].Hook.Outcome, "withheld") {
 		t.Errorf("hook events = %+v", hs)
 	}
 }
@@ -516,7 +516,7 @@ func TestSessionHooks(t *testing.T) {
 		t.Errorf("prompt message = %+v", p)
 	}
 	hev := byType(evs, EventHook)
-	if len(hev) != 1 || hev[0].HookEvent != "Stop" || evs[len(evs)-1].Type != EventResult || evs[len(evs)-1].IsError {
+	if len(hev) != 1 || hev[0].Hook.Event != "Stop" || evs[len(evs)-1].Type != EventResult || evs[len(evs)-1].Result.IsError {
 		t.Errorf("a failing Stop hook: hook events %+v, result %+v", hev, evs[len(evs)-1])
 	}
 
@@ -554,7 +554,7 @@ func TestApprovalHandlerAndValidationFirst(t *testing.T) {
 	got, _ := runCalls(t, o, write("yes", "a.txt"), write("no", "b.txt"), call("bad", "write_file", `{"path": 3}`))
 	got["yes"].want(t, "yes", "allow", byApproval, "")
 	got["no"].want(t, "no", "deny", byApproval, "the user denied")
-	if !got["yes"].perm.Asked || len(reqs) != 2 || !strings.Contains(reqs[0].Reason, "not pre-approved") {
+	if !got["yes"].perm.Permission.Asked || len(reqs) != 2 || !strings.Contains(reqs[0].Reason, "not pre-approved") {
 		t.Errorf("approval requests %+v", reqs)
 	}
 	// Input the schema refuses never reaches the gate: no permission
@@ -585,11 +585,11 @@ func TestPermissionEventJSON(t *testing.T) {
 		ev   Event
 		want string
 	}{
-		{Event{Type: EventPermission, SessionID: "s", ID: "t1", Name: "bash", Decision: "deny", DecidedBy: "rule", Rule: "bash(curl:*)", RuleSource: "p.toml:3", Mode: PermissionDefault, Reason: "denied by deny rule"},
+		{Event{Type: EventPermission, SessionID: "s", Permission: &PermissionEvent{ID: "t1", Name: "bash", Decision: "deny", DecidedBy: "rule", Rule: "bash(curl:*)", RuleSource: "p.toml:3", Mode: PermissionDefault, Reason: "denied by deny rule"}},
 			`{"type":"permission","session_id":"s","id":"t1","name":"bash","decision":"deny","by":"rule","rule":"bash(curl:*)","rule_source":"p.toml:3","mode":"default","reason":"denied by deny rule"}`},
-		{Event{Type: EventPermission, SessionID: "s", ID: "t2", Name: "write_file", Decision: "allow", DecidedBy: "can_use_tool", Mode: PermissionAuto, Asked: true, Reason: "r"},
+		{Event{Type: EventPermission, SessionID: "s", Permission: &PermissionEvent{ID: "t2", Name: "write_file", Decision: "allow", DecidedBy: "can_use_tool", Mode: PermissionAuto, Asked: true, Reason: "r"}},
 			`{"type":"permission","session_id":"s","id":"t2","name":"write_file","decision":"allow","by":"can_use_tool","mode":"auto","asked":true,"reason":"r"}`},
-		{Event{Type: EventHook, SessionID: "s", ID: "t3", Name: "bash", Hook: "guard", HookEvent: "PreToolUse", Error: "timed out", Reason: "the call is denied"},
+		{Event{Type: EventHook, SessionID: "s", Hook: &HookFailureEvent{ID: "t3", Name: "bash", Hook: "guard", Event: HookPreToolUse, Error: "timed out", Outcome: "the call is denied"}},
 			`{"type":"hook","session_id":"s","id":"t3","name":"bash","hook":"guard","hook_event":"PreToolUse","error":"timed out","outcome":"the call is denied"}`},
 	}
 	for _, c := range cases {

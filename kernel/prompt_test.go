@@ -133,7 +133,7 @@ func TestProjectInstructions(t *testing.T) {
 	}
 	start := byType(evs, EventSessionStart)[0]
 	got := map[string]InstructionFile{}
-	for _, f := range start.Instructions {
+	for _, f := range start.SessionStart.Instructions {
 		got[f.Path] = f
 	}
 	sum := sha256.Sum256([]byte("API: document every endpoint."))
@@ -160,7 +160,7 @@ func TestProjectInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sys := systemOf(t, srv2.Requests()[0]); strings.Contains(sys, "ROOT:") || strings.Contains(sys, "USER:") || len(byType(evs, EventSessionStart)[0].Instructions) != 0 {
+	if sys := systemOf(t, srv2.Requests()[0]); strings.Contains(sys, "ROOT:") || strings.Contains(sys, "USER:") || len(byType(evs, EventSessionStart)[0].SessionStart.Instructions) != 0 {
 		t.Errorf("NoProjectInstructions still loaded them:\n%s", sys)
 	}
 }
@@ -230,8 +230,8 @@ func TestPauseTurnContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := byType(evs, EventResult)[0]; res.Result != "Found it." || len(srv.Requests()) != 2 {
-		t.Errorf("result %q after %d requests", res.Result, len(srv.Requests()))
+	if res := byType(evs, EventResult)[0]; res.Result.Result != "Found it." || len(srv.Requests()) != 2 {
+		t.Errorf("result %q after %d requests", res.Result.Result, len(srv.Requests()))
 	}
 	if last := srv.Requests()[1].Messages; last[len(last)-1].Role != "assistant" {
 		t.Error("the paused turn was not sent back as the last message")

@@ -52,7 +52,7 @@ func Query(ctx context.Context, opts Options) iter.Seq2[Event, error] {
 		start := time.Now()
 		r, err := newRun(ctx, &opts)
 		if err != nil {
-			yield(Event{Type: EventResult, Subtype: SubtypeErrorDuringExecution, IsError: true, Error: err.Error(), DurationMS: time.Since(start).Milliseconds()}, err)
+			yield(Event{Type: EventResult, Result: &ResultEvent{Subtype: SubtypeErrorDuringExecution, IsError: true, Error: err.Error(), DurationMS: time.Since(start).Milliseconds()}}, err)
 			return
 		}
 		r.start = start
@@ -149,7 +149,7 @@ type ending struct {
 
 func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 	if tools.InConfinedChild() {
-		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call tools.ServeConfinedCall() first")
+		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call tools.ServeConfinedCall(its tools...) first")
 	}
 	if o.Model == nil {
 		return nil, errors.New("kernel: Options.Model is required")
@@ -567,12 +567,12 @@ func (r *run) userTurn() int {
 }
 
 func (r *run) loop(yield func(Event, error) bool) {
-	start := Event{Type: EventSessionStart, Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.mcpStatus, Instructions: r.instructions}
+	start := &SessionStartEvent{Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.mcpStatus, Instructions: r.instructions}
 	for name := range r.opts.Agents {
 		start.Agents = append(start.Agents, name)
 	}
 	slices.Sort(start.Agents)
-	if !yield(r.event(start), nil) {
+	if !yield(r.event(Event{Type: EventSessionStart, SessionStart: start}), nil) {
 		return
 	}
 	live := true // the consumer still listens
@@ -654,7 +654,7 @@ func (r *run) converse(yield func(Event, error) bool) (end ending, ok bool) {
 		if err := r.appendMessage(stored); err != nil {
 			return ending{subtype: SubtypeErrorDuringExecution, err: err, stop: stop}, true
 		}
-		if !yield(r.event(Event{Type: EventAssistantMessage, Message: &stored, Usage: r.window.last}), nil) {
+		if !yield(r.event(Event{Type: EventAssistantMessage, AssistantMessage: &AssistantMessageEvent{Message: &stored, Usage: r.window.last}}), nil) {
 			return ending{}, false
 		}
 		// The calls get the raw input, so a malformed one is reported as such.
@@ -742,19 +742,19 @@ func (r *run) streamModel(yield func(Event, error) bool, req *provider.Request) 
 		}
 		switch ch.Type {
 		case provider.ChunkTextDelta:
-			if !yield(r.event(Event{Type: EventTextDelta, Text: ch.Text}), nil) {
+			if !yield(r.event(Event{Type: EventTextDelta, TextDelta: &TextDeltaEvent{Text: ch.Text}}), nil) {
 				return nil, "", nil, false
 			}
 		case provider.ChunkThinkingDelta:
-			if !yield(r.event(Event{Type: EventThinkingDelta, Text: ch.Text}), nil) {
+			if !yield(r.event(Event{Type: EventThinkingDelta, ThinkingDelta: &ThinkingDeltaEvent{Thinking: ch.Text}}), nil) {
 				return nil, "", nil, false
 			}
 		case provider.ChunkRetry:
-			e := Event{Type: EventRetry, Attempt: ch.Attempt}
+			e := &RetryEvent{Attempt: ch.Attempt}
 			if ch.Err != nil {
 				e.Error = ch.Err.Error()
 			}
-			if !yield(r.event(e), nil) {
+			if !yield(r.event(Event{Type: EventRetry, Retry: e}), nil) {
 				return nil, "", nil, false
 			}
 		case provider.ChunkMessage:
@@ -806,15 +806,16 @@ func fixToolUseIDs(m *provider.Message, turn int) {
 
 func (r *run) finish(yield func(Event, error) bool, end ending) {
 	usage := r.totalUsage()
-	e := r.event(Event{
-		Type: EventResult, Subtype: end.subtype, IsError: end.subtype != SubtypeSuccess,
+	res := &ResultEvent{
+		Subtype: end.subtype, IsError: end.subtype != SubtypeSuccess,
 		NumTurns: r.turns, Usage: usage, StopReason: end.stop, Result: end.text,
 		StructuredOutput: end.structured,
 		DurationMS:       time.Since(r.start).Milliseconds(),
-	})
+	}
+	e := r.event(Event{Type: EventResult, Result: res})
 	err := end.err
 	if err != nil {
-		e.Error = err.Error()
+		res.Error = err.Error()
 	}
 	// SessionEnd hooks run before the result event, so that their
 	// failures are still reported in the stream.
@@ -827,10 +828,10 @@ func (r *run) finish(yield func(Event, error) bool, end ending) {
 	if !consumer {
 		return
 	}
-	rec := Record{Type: "result", Subtype: end.subtype, Usage: usage, Error: e.Error, Time: time.Now().UTC()}
+	rec := Record{Type: "result", Subtype: end.subtype, Usage: usage, Error: res.Error, Time: time.Now().UTC()}
 	if werr := r.file.append(rec); werr != nil && err == nil {
 		err = werr
-		e.Subtype, e.IsError, e.Error = SubtypeErrorDuringExecution, true, werr.Error()
+		res.Subtype, res.IsError, res.Error = SubtypeErrorDuringExecution, true, werr.Error()
 	}
 	yield(e, err)
 }
@@ -846,16 +847,16 @@ type pendingCall struct {
 
 // permissionEvent describes a gate decision for the stream.
 func permissionEvent(call tools.Call, mode PermissionMode, d decision) Event {
-	e := Event{Type: EventPermission, ID: call.ID, Name: call.Name, Decision: "deny", DecidedBy: d.by, Hook: d.hook, Mode: mode, Asked: d.asked, Reason: d.reason}
+	p := &PermissionEvent{ID: call.ID, Name: call.Name, Decision: "deny", DecidedBy: d.by, Hook: d.hook, Mode: mode, Asked: d.asked, Reason: d.reason}
 	if d.allow {
-		e.Decision = "allow"
+		p.Decision = "allow"
 	} else if d.message != "" {
-		e.Reason = d.message
+		p.Reason = d.message
 	}
 	if d.rule != nil {
-		e.Rule, e.RuleSource = d.rule.Text, d.rule.Source
+		p.Rule, p.RuleSource = d.rule.Text, d.rule.Source
 	}
-	return e
+	return Event{Type: EventPermission, Permission: p}
 }
 
 // postHooks runs the PostToolUse (or, for an error result,
@@ -904,7 +905,7 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 		// has decided, so that the event can show the input the tool will
 		// really run with (effective) beside the model's.
 		announce := func(effective json.RawMessage) {
-			if ok && !yield(r.event(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Input: u.Input, EffectiveInput: effective}), nil) {
+			if ok && !yield(r.event(Event{Type: EventToolCall, ToolCall: &ToolCallEvent{ID: call.ID, Name: call.Name, Input: u.Input, EffectiveInput: effective}}), nil) {
 				ok = false
 			}
 		}
@@ -1008,7 +1009,7 @@ func (r *run) unknownTool(name string) *tools.Result {
 // deliver emits the tool_result event of a call and returns the block the
 // model will see.
 func (r *run) deliver(yield func(Event, error) bool, call tools.Call, res *tools.Result, ok *bool) provider.Block {
-	if *ok && !yield(r.event(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content}), nil) {
+	if *ok && !yield(r.event(Event{Type: EventToolResult, ToolResult: &ToolResultEvent{ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content}}), nil) {
 		*ok = false
 	}
 	return toolResultBlock(call.ID, res)
@@ -1042,7 +1043,7 @@ func (r *run) execute(yield func(Event, error) bool, calls []pendingCall, ok *bo
 				return callCtx.Err() == nil
 			}
 			emit := func(name string, data any) {
-				forward(r.event(Event{Type: EventCustom, ID: p.call.ID, Name: name, Data: data}))
+				forward(r.event(Event{Type: EventCustom, Custom: &CustomEvent{ID: p.call.ID, Name: name, Data: data}}))
 			}
 			if r.agentTool != nil && p.tool == r.agentTool {
 				// A subagent's loop has no deadline of its own: each of

@@ -73,7 +73,7 @@ func byType(evs []Event, typ EventType) []Event {
 
 func resultText(e Event) string {
 	var s string
-	for _, c := range e.Content {
+	for _, c := range e.ToolResult.Content {
 		s += c.Text
 	}
 	return s
@@ -98,7 +98,7 @@ func TestQueryWritesEditsAndReads(t *testing.T) {
 		t.Fatalf("file = %q, %v; want edited content", got, rerr)
 	}
 	start := evs[0]
-	if start.Type != EventSessionStart || start.SessionID == "" || len(start.Tools) != len(builtin.All()) {
+	if start.Type != EventSessionStart || start.SessionID == "" || len(start.SessionStart.Tools) != len(builtin.All()) {
 		t.Fatalf("first event = %+v, want session_start with id and the %d built-in tools", start, len(builtin.All()))
 	}
 	calls, results := byType(evs, EventToolCall), byType(evs, EventToolResult)
@@ -106,8 +106,8 @@ func TestQueryWritesEditsAndReads(t *testing.T) {
 		t.Fatalf("calls=%d results=%d, want 3 and 3", len(calls), len(results))
 	}
 	for i, id := range []string{"t1", "t2", "t3"} {
-		if calls[i].ID != id || results[i].ID != id || results[i].IsError {
-			t.Errorf("call %d: call id %q result id %q is_error %v: %s", i, calls[i].ID, results[i].ID, results[i].IsError, resultText(results[i]))
+		if calls[i].ToolCall.ID != id || results[i].ToolResult.ID != id || results[i].ToolResult.IsError {
+			t.Errorf("call %d: call id %q result id %q is_error %v: %s", i, calls[i].ToolCall.ID, results[i].ToolResult.ID, results[i].ToolResult.IsError, resultText(results[i]))
 		}
 	}
 	if !strings.Contains(resultText(results[2]), "notes/a.txt:1:hello there") {
@@ -115,13 +115,13 @@ func TestQueryWritesEditsAndReads(t *testing.T) {
 	}
 	var streamed string
 	for _, d := range byType(evs, EventTextDelta) {
-		streamed += d.Text
+		streamed += d.TextDelta.Text
 	}
 	if streamed != "I will write the file now.All done." {
 		t.Errorf("streamed text = %q", streamed)
 	}
 	res := evs[len(evs)-1]
-	if res.Subtype != SubtypeSuccess || res.IsError || res.NumTurns != 4 || res.Result != "All done." || res.Usage.OutputTokens == 0 {
+	if res.Result.Subtype != SubtypeSuccess || res.Result.IsError || res.Result.NumTurns != 4 || res.Result.Result != "All done." || res.Result.Usage.OutputTokens == 0 {
 		t.Errorf("result = %+v", res)
 	}
 	for _, ev := range evs {
@@ -151,10 +151,10 @@ func TestHeadlessDeniesMutatingToolsNotPreApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := byType(evs, EventToolResult)
-	if !res[0].IsError || !strings.Contains(resultText(res[0]), "needs approval") || !strings.Contains(resultText(res[0]), `--allowed-tools "write_file(x.txt)"`) {
-		t.Errorf("write_file result = %v %q, want a denial telling how to pre-approve", res[0].IsError, resultText(res[0]))
+	if !res[0].ToolResult.IsError || !strings.Contains(resultText(res[0]), "needs approval") || !strings.Contains(resultText(res[0]), `--allowed-tools "write_file(x.txt)"`) {
+		t.Errorf("write_file result = %v %q, want a denial telling how to pre-approve", res[0].ToolResult.IsError, resultText(res[0]))
 	}
-	if res[1].IsError {
+	if res[1].ToolResult.IsError {
 		t.Errorf("read-only list_dir should be allowed: %q", resultText(res[1]))
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "x.txt")); !errors.Is(err, os.ErrNotExist) {
@@ -177,17 +177,17 @@ func TestToolsNarrowAndDisallowedHide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(evs[0].Tools, ","); got != "read_file,write_file" {
+	if got := strings.Join(evs[0].SessionStart.Tools, ","); got != "read_file,write_file" {
 		t.Errorf("visible tools = %s", got)
 	}
 	res := byType(evs, EventToolResult)
-	if !res[0].IsError || !strings.Contains(resultText(res[0]), `no tool named "bash"`) {
+	if !res[0].ToolResult.IsError || !strings.Contains(resultText(res[0]), `no tool named "bash"`) {
 		t.Errorf("disallowed bash: %q", resultText(res[0]))
 	}
-	if res[1].IsError {
+	if res[1].ToolResult.IsError {
 		t.Errorf("write_file: %q", resultText(res[1]))
 	}
-	if !res[2].IsError || !strings.Contains(resultText(res[2]), "available tools: read_file, write_file") {
+	if !res[2].ToolResult.IsError || !strings.Contains(resultText(res[2]), "available tools: read_file, write_file") {
 		t.Errorf("unknown tool: %q", resultText(res[2]))
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "hacked")); err == nil {
@@ -230,7 +230,7 @@ func TestBadOptionsFailClearly(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
-			if len(evs) != 1 || evs[0].Subtype != SubtypeErrorDuringExecution || evs[0].Error != err.Error() {
+			if len(evs) != 1 || evs[0].Result.Subtype != SubtypeErrorDuringExecution || evs[0].Result.Error != err.Error() {
 				t.Fatalf("events = %+v", evs)
 			}
 		})
@@ -292,12 +292,12 @@ func TestBadModelOutputAndFailingHandlers(t *testing.T) {
 		"hang":      "did not finish before its deadline",
 	}
 	for _, r := range byType(evs, EventToolResult) {
-		if w, bad := want[r.ID]; bad {
-			if !r.IsError || !strings.Contains(resultText(r), w) {
-				t.Errorf("%s: is_error=%v %q, want error containing %q", r.ID, r.IsError, resultText(r), w)
+		if w, bad := want[r.ToolResult.ID]; bad {
+			if !r.ToolResult.IsError || !strings.Contains(resultText(r), w) {
+				t.Errorf("%s: is_error=%v %q, want error containing %q", r.ToolResult.ID, r.ToolResult.IsError, resultText(r), w)
 			}
-		} else if r.IsError || resultText(r) != "fine" {
-			t.Errorf("%s: %q", r.ID, resultText(r))
+		} else if r.ToolResult.IsError || resultText(r) != "fine" {
+			t.Errorf("%s: %q", r.ToolResult.ID, resultText(r))
 		}
 	}
 	// The handler never saw the two invalid inputs.
@@ -307,10 +307,10 @@ func TestBadModelOutputAndFailingHandlers(t *testing.T) {
 	// The stream-json form of the bad-JSON call and its message still encode.
 	for _, c := range append(byType(evs, EventToolCall), byType(evs, EventAssistantMessage)...) {
 		if _, err := json.Marshal(c); err != nil {
-			t.Errorf("marshal %s: %v", c.ID, err)
+			t.Errorf("marshal %s: %v", c.ToolCall.ID, err)
 		}
 	}
-	if evs[len(evs)-1].Result != "recovered" {
+	if evs[len(evs)-1].Result.Result != "recovered" {
 		t.Errorf("result = %+v", evs[len(evs)-1])
 	}
 }
@@ -327,7 +327,7 @@ func TestProviderErrorsEndTheRunCleanly(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 			res := evs[len(evs)-1]
-			if res.Subtype != SubtypeErrorDuringExecution || !res.IsError || res.NumTurns != 1 {
+			if res.Result.Subtype != SubtypeErrorDuringExecution || !res.Result.IsError || res.Result.NumTurns != 1 {
 				t.Errorf("result = %+v", res)
 			}
 			tr, err := ReadTranscript(filepath.Join(e.state, "sessions", evs[0].SessionID+".jsonl"))
@@ -351,13 +351,13 @@ func TestMaxTurns(t *testing.T) {
 		t.Fatalf("err = %v, want ErrMaxTurns", err)
 	}
 	res := evs[len(evs)-1]
-	if res.Subtype != SubtypeErrorMaxTurns || res.NumTurns != 2 {
+	if res.Result.Subtype != SubtypeErrorMaxTurns || res.Result.NumTurns != 2 {
 		t.Errorf("result = %+v", res)
 	}
 	// Tool ids the script left out were filled in, uniquely.
 	calls := byType(evs, EventToolCall)
-	if calls[0].ID == "" || calls[0].ID == calls[1].ID {
-		t.Errorf("tool ids: %q %q", calls[0].ID, calls[1].ID)
+	if calls[0].ToolCall.ID == "" || calls[0].ToolCall.ID == calls[1].ToolCall.ID {
+		t.Errorf("tool ids: %q %q", calls[0].ToolCall.ID, calls[1].ToolCall.ID)
 	}
 }
 
@@ -413,8 +413,8 @@ func TestReadOnlyCallsRunConcurrentlyOthersInOrder(t *testing.T) {
 			if !readOnly && i < 2 {
 				want = "alone"
 			}
-			if resultText(r) != want || r.ID != []string{"1", "2", "3"}[i] {
-				t.Errorf("readOnly=%v: result %d = %s %q, want %q in call order", readOnly, i, r.ID, resultText(r), want)
+			if resultText(r) != want || r.ToolResult.ID != []string{"1", "2", "3"}[i] {
+				t.Errorf("readOnly=%v: result %d = %s %q, want %q in call order", readOnly, i, r.ToolResult.ID, resultText(r), want)
 			}
 		}
 		if readOnly && maxInside.Load() != 3 || !readOnly && maxInside.Load() != 1 {
@@ -450,7 +450,7 @@ func TestEmitDeliversCustomEventsInOrder(t *testing.T) {
 	}
 	c := byType(evs, EventCustom)[2]
 	b, _ := json.Marshal(c)
-	if c.ID != "p" || !strings.Contains(string(b), `"data":{"step":2}`) || !strings.Contains(string(b), `"name":"progress"`) {
+	if c.Custom.ID != "p" || !strings.Contains(string(b), `"data":{"step":2}`) || !strings.Contains(string(b), `"name":"progress"`) {
 		t.Errorf("custom event = %s", b)
 	}
 }
@@ -527,7 +527,7 @@ func TestResumeContinuesTheConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !evs2[0].Resumed || evs2[0].SessionID != id || evs2[len(evs2)-1].Result != "second run done" {
+	if !evs2[0].SessionStart.Resumed || evs2[0].SessionID != id || evs2[len(evs2)-1].Result.Result != "second run done" {
 		t.Fatalf("resumed run: %+v ... %+v", evs2[0], evs2[len(evs2)-1])
 	}
 	tr, err := ReadTranscript(path)
@@ -602,7 +602,7 @@ func TestCancellationStopsARunningTool(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if r := evs[len(evs)-1]; r.Subtype != SubtypeErrorDuringExecution {
+	if r := evs[len(evs)-1]; r.Result.Subtype != SubtypeErrorDuringExecution {
 		t.Errorf("result = %+v", r)
 	}
 }
@@ -612,15 +612,15 @@ func TestEventJSONShapes(t *testing.T) {
 		ev   Event
 		want string
 	}{
-		{Event{Type: EventToolResult, SessionID: "s", ID: "t1", Name: "read_file", Content: []tools.Content{tools.TextContent("x")}},
+		{Event{Type: EventToolResult, SessionID: "s", ToolResult: &ToolResultEvent{ID: "t1", Name: "read_file", Content: []tools.Content{tools.TextContent("x")}}},
 			`{"type":"tool_result","session_id":"s","id":"t1","name":"read_file","is_error":false,"content":[{"type":"text","text":"x"}]}`},
-		{Event{Type: EventToolCall, SessionID: "s", ID: "t1", Name: "bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		{Event{Type: EventToolCall, SessionID: "s", ToolCall: &ToolCallEvent{ID: "t1", Name: "bash", Input: json.RawMessage(`{"command":"ls"}`)}},
 			`{"type":"tool_call","session_id":"s","id":"t1","name":"bash","input":{"command":"ls"}}`},
-		{Event{Type: EventToolCall, SessionID: "s", ID: "t2", Name: "bash", Input: json.RawMessage(`{"comm`)},
+		{Event{Type: EventToolCall, SessionID: "s", ToolCall: &ToolCallEvent{ID: "t2", Name: "bash", Input: json.RawMessage(`{"comm`)}},
 			`{"type":"tool_call","session_id":"s","id":"t2","name":"bash","input":"{\"comm"}`},
-		{Event{Type: EventSessionStart, SessionID: "s", Model: "m", Workspace: "/w"},
+		{Event{Type: EventSessionStart, SessionID: "s", SessionStart: &SessionStartEvent{Model: "m", Workspace: "/w"}},
 			`{"type":"session_start","session_id":"s","model":"m","workspace":"/w","tools":[]}`},
-		{Event{Type: EventResult, SessionID: "s", Subtype: SubtypeSuccess, NumTurns: 2, Result: "ok"},
+		{Event{Type: EventResult, SessionID: "s", Result: &ResultEvent{Subtype: SubtypeSuccess, NumTurns: 2, Result: "ok"}},
 			`{"type":"result","session_id":"s","subtype":"success","is_error":false,"num_turns":2,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"result":"ok","duration_ms":0}`},
 	}
 	for _, c := range cases {

@@ -99,11 +99,11 @@ func TestSubagentHasItsOwnContextAndOnlyItsTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(evs[0].Tools, AgentTool) || !slices.Equal(evs[0].Agents, []string{"researcher"}) {
-		t.Errorf("session_start: tools %v, agents %v", evs[0].Tools, evs[0].Agents)
+	if !slices.Contains(evs[0].SessionStart.Tools, AgentTool) || !slices.Equal(evs[0].SessionStart.Agents, []string{"researcher"}) {
+		t.Errorf("session_start: tools %v, agents %v", evs[0].SessionStart.Tools, evs[0].SessionStart.Agents)
 	}
 	sub := subagentOutcomes(t, evs, "researcher", "a1")
-	if r := sub["b1"].result; !r.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
+	if r := sub["b1"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
 		t.Errorf("bash in a subagent whose definition omits it: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "hacked")); err == nil {
@@ -115,7 +115,7 @@ func TestSubagentHasItsOwnContextAndOnlyItsTools(t *testing.T) {
 		t.Errorf("notes.txt = %q", b)
 	}
 	main := mainOutcomes(evs)
-	if r := main["a1"].result; r.IsError || resultText(r) != "Found it: 42." || r.AgentID != "" {
+	if r := main["a1"].result; r.ToolResult.IsError || resultText(r) != "Found it: 42." || r.AgentID != "" {
 		t.Errorf("the agent call's result: %+v", r)
 	}
 	subReqs := m.requests("researcher")
@@ -145,7 +145,7 @@ func TestSubagentHasItsOwnContextAndOnlyItsTools(t *testing.T) {
 	}
 	// Forwarded events say who emitted them in their JSON too.
 	for _, ev := range evs {
-		if ev.Type == EventToolResult && ev.ID == "w1" {
+		if ev.Type == EventToolResult && ev.ToolResult.ID == "w1" {
 			b, _ := json.Marshal(ev)
 			if !strings.Contains(string(b), `"agent":"researcher","agent_id":"`+ev.AgentID+`","parent_tool_use_id":"a1","id":"w1"`) {
 				t.Errorf("JSON of a subagent's event: %s", b)
@@ -202,7 +202,7 @@ func TestSubagentIsGuardedLikeItsParent(t *testing.T) {
 		t.Errorf("CanUseTool was told %+v", asked)
 	}
 	// The sandbox confines the subagent's commands...
-	if r := sub["b3"].result; !r.IsError {
+	if r := sub["b3"].result; !r.ToolResult.IsError {
 		t.Errorf("a write outside the workspace from a subagent's bash: %+v", r)
 	}
 	if _, err := os.Stat(outside); err == nil {
@@ -238,12 +238,12 @@ func TestSubagentNeverWidens(t *testing.T) {
 		t.Errorf("the subagent's tools: %v", got)
 	}
 	sub := subagentOutcomes(t, evs, "editor", "a1")
-	if r := sub["b1"].result; !r.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
+	if r := sub["b1"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), `no tool named "bash"`) {
 		t.Errorf("bash: %+v", r)
 	}
 	sub["w1"].want(t, "w1", "deny", byMode, "plan mode")
-	if sub["w1"].perm.Mode != PermissionPlan {
-		t.Errorf("the subagent's mode: %s", sub["w1"].perm.Mode)
+	if sub["w1"].perm.Permission.Mode != PermissionPlan {
+		t.Errorf("the subagent's mode: %s", sub["w1"].perm.Permission.Mode)
 	}
 }
 
@@ -269,18 +269,18 @@ func TestBudgetSpentInASubagentEndsTheRun(t *testing.T) {
 		t.Fatalf("err = %v, want ErrMaxBudget", err)
 	}
 	res := evs[len(evs)-1]
-	if res.Subtype != SubtypeErrorMaxBudget || !res.IsError || res.Usage.InputTokens != 800 || res.Usage.OutputTokens != 310 || res.NumTurns != 1 {
+	if res.Result.Subtype != SubtypeErrorMaxBudget || !res.Result.IsError || res.Result.Usage.InputTokens != 800 || res.Result.Usage.OutputTokens != 310 || res.Result.NumTurns != 1 {
 		t.Errorf("result: %+v", res)
 	}
 	sub := subagentOutcomes(t, evs, "spender", "a1")
-	if r := sub["r1"].result; !r.IsError || !strings.Contains(resultText(r), "not run: exceeded the token budget: 1110 tokens used, the budget is 1000") {
+	if r := sub["r1"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "not run: exceeded the token budget: 1110 tokens used, the budget is 1000") {
 		t.Errorf("the subagent's call after the budget was spent: %+v", r)
 	}
 	main := mainOutcomes(evs)
-	if r := main["a1"].result; !r.IsError || !strings.Contains(resultText(r), "did not finish") {
+	if r := main["a1"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "did not finish") {
 		t.Errorf("the agent call: %+v", r)
 	}
-	if r := main["w1"].result; !r.IsError || !strings.Contains(resultText(r), "not run") {
+	if r := main["w1"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "not run") {
 		t.Errorf("the parent's call after the budget was spent: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "after.txt")); err == nil {
@@ -296,7 +296,7 @@ func TestBudgetSpentInASubagentEndsTheRun(t *testing.T) {
 	o = e.opts(script(t, `{"turns": [{"text": "a long answer", "usage": {"input_tokens": 50, "output_tokens": 60}}]}`))
 	o.MaxBudgetTokens = 100
 	evs, err = collect(t, context.Background(), o)
-	if res := evs[len(evs)-1]; !errors.Is(err, ErrMaxBudget) || res.Subtype != SubtypeErrorMaxBudget || res.Result != "a long answer" {
+	if res := evs[len(evs)-1]; !errors.Is(err, ErrMaxBudget) || res.Result.Subtype != SubtypeErrorMaxBudget || res.Result.Result != "a long answer" {
 		t.Errorf("result %+v, err %v", res, err)
 	}
 }
@@ -314,11 +314,11 @@ func TestSubagentInterruptStopsTheRun(t *testing.T) {
 	}
 	o.Agents = map[string]AgentDefinition{"w": {Description: "Writes.", Prompt: "You write."}}
 	evs, err := collect(t, context.Background(), o)
-	if !errors.Is(err, ErrInterrupted) || evs[len(evs)-1].Subtype != SubtypeErrorDuringExecution {
+	if !errors.Is(err, ErrInterrupted) || evs[len(evs)-1].Result.Subtype != SubtypeErrorDuringExecution {
 		t.Fatalf("err %v, result %+v", err, evs[len(evs)-1])
 	}
 	main := mainOutcomes(evs)
-	if r := main["w2"].result; !r.IsError || !strings.Contains(resultText(r), "not run") {
+	if r := main["w2"].result; !r.ToolResult.IsError || !strings.Contains(resultText(r), "not run") {
 		t.Errorf("the parent's next call: %+v", r)
 	}
 }

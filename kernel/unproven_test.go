@@ -41,11 +41,11 @@ func TestBypassDeniesWhatRulesCannotProve(t *testing.T) {
 				id := string(rune('a' + i))
 				if mode == PermissionBypass {
 					got[id].want(t, id, "deny", byRule, "bypassPermissions mode asks nobody")
-					if got[id].perm.Rule != "bash(marker:*)" {
-						t.Errorf("%q: the denial names rule %q, want the deny rule that could match", c, got[id].perm.Rule)
+					if got[id].perm.Permission.Rule != "bash(marker:*)" {
+						t.Errorf("%q: the denial names rule %q, want the deny rule that could match", c, got[id].perm.Permission.Rule)
 					}
-				} else if got[id].perm.Decision != "allow" || got[id].perm.DecidedBy != byCanUseTool {
-					t.Errorf("%q in %s mode: %s by %s, want CanUseTool asked and allowing", c, mode, got[id].perm.Decision, got[id].perm.DecidedBy)
+				} else if got[id].perm.Permission.Decision != "allow" || got[id].perm.Permission.DecidedBy != byCanUseTool {
+					t.Errorf("%q in %s mode: %s by %s, want CanUseTool asked and allowing", c, mode, got[id].perm.Permission.Decision, got[id].perm.Permission.DecidedBy)
 				}
 			}
 		})
@@ -56,8 +56,8 @@ func TestBypassDeniesWhatRulesCannotProve(t *testing.T) {
 		o.PermissionMode, o.AllowDangerouslySkipPermissions = PermissionBypass, true
 		o.CanUseTool = yes
 		got, _ := runCalls(t, o, bash("a", `$CMD arg`))
-		if got["a"].perm.Decision != "allow" || got["a"].perm.DecidedBy != byCanUseTool {
-			t.Errorf("bypass with only an ask rule: %s by %s, want CanUseTool asked", got["a"].perm.Decision, got["a"].perm.DecidedBy)
+		if got["a"].perm.Permission.Decision != "allow" || got["a"].perm.Permission.DecidedBy != byCanUseTool {
+			t.Errorf("bypass with only an ask rule: %s by %s, want CanUseTool asked", got["a"].perm.Permission.Decision, got["a"].perm.Permission.DecidedBy)
 		}
 	})
 }

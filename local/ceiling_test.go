@@ -77,9 +77,11 @@ func TestPresetHandlerCeiling(t *testing.T) {
 		if preset != "strict" {
 			ts = append(ts, reachRoot) // strict refuses it at New
 		}
-		a, err := New(Config{Preset: preset, Workspace: t.TempDir(), StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-			CustomTools: ts, AllowedTools: []string{"reach_*"},
-			Model: model(t, `{"turns": [{"tool_calls": [{"id": "c", "name": "`+tool+`", "input": `+string(b)+`}]}, {"text": "done"}]}`)})
+		a, err := New(Config{Preset: preset, PolicyFiles: noFiles, NoCheckpoints: true,
+			Options: kernel.Options{Workspace: t.TempDir(), StateDir: t.TempDir(),
+				CustomTools: ts, AllowedTools: []string{"reach_*"},
+				Model: model(t, `{"turns": [{"tool_calls": [{"id": "c", "name": "`+tool+`", "input": `+string(b)+`}]}, {"text": "done"}]}`),
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +91,7 @@ func TestPresetHandlerCeiling(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ev.Type == kernel.EventToolResult {
-				for _, c := range ev.Content {
+				for _, c := range ev.ToolResult.Content {
 					text += c.Text
 				}
 			}

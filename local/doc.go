@@ -4,6 +4,17 @@
 // agent's Query is kernel.Query with all of that already in place; the
 // package has no loop of its own.
 //
+// # Config is kernel.Options
+//
+// Config embeds kernel.Options and adds only what the assembler knows (the
+// preset, the policy files, NoCheckpoints). Every kernel option is
+// classified once, in optionFields: chosen by the caller (passed on as a
+// deep copy, checked against the preset where it could widen anything),
+// by the preset (New sets it and refuses a caller's value), or by a query
+// (Query's prompt and its QueryOptions). So a new kernel option reaches
+// the agent as soon as it is classified, and a test fails until it is; an
+// option not classified yet is refused when set (fail closed).
+//
 // # What New refuses
 //
 // Every refusal is an error that names the tool and the field, or the file
@@ -21,7 +32,10 @@
 //     strict, the whole filesystem;
 //   - a subagent definition with bypassPermissions where the preset
 //     forbids the mode;
-//   - InProcessHandlers (custom handlers always run confined);
+//   - InProcessHandlers (custom handlers always run confined), and the
+//     other kernel options New sets from the preset (Sandbox,
+//     HandlerCeiling, MCPMaxNetwork, Checkpoints, Snapshots) or a query
+//     chooses (Prompt, Resume, SessionID), each naming the field;
 //   - bypassPermissions under a preset that forbids it (strict), or
 //     without AllowDangerouslySkipPermissions;
 //   - a policy file with a bad rule, mode, hook or key; under strict, a
@@ -29,14 +43,14 @@
 //   - an MCPServers key that is not its in-process server's own name;
 //   - a rule, hook matcher, Tools entry or subagent tool list naming no
 //     tool (kernel.CheckToolNames; Claude Code's names are ours), and a
-//     custom tool a confined child could not find (built after
+//     custom tool a confined child could not find (not handed to
 //     tools.ServeConfinedCall: kernel.CheckConfinedTools).
 //
 // # What New wires
 //
 //   - the preset's sandbox policy for commands; each custom handler runs
 //     in a confined re-execution of the program (so call
-//     tools.ServeConfinedCall() first in main) under HandlerCeiling — what
+//     tools.ServeConfinedCall(tools...) first in main) under HandlerCeiling — what
 //     the preset lets custom tools have beyond commands: loopback, and
 //     under standard and permissive "/" — narrowed by its own Security;
 //   - rules: the preset's, the user's policy file's, the workspace's

@@ -19,8 +19,8 @@ type WeatherIn struct {
 // getWeather declares that it needs no network and touches no file: the
 // strict preset accepts it, and its handler runs confined to exactly that.
 // Custom tools are defined at package level: a confined handler runs in a
-// re-execution of the program, which finds the tool by name (the program's
-// main — here TestMain — calls tools.ServeConfinedCall() first).
+// re-execution of the program, which finds the tool by name among those
+// the program's main — here TestMain — hands to tools.ServeConfinedCall.
 var getWeather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
 	&tools.Options{
@@ -32,6 +32,12 @@ var getWeather = tools.Must(tools.New("get_weather", "Get the weather for a city
 var getWeatherOnline = tools.Must(tools.New("get_weather_online", "Get the weather for a city from a web service",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "", nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkUnrestricted}}))
+
+// In a program: func main() { tools.ServeConfinedCall(getWeather); ... }.
+// Here TestMain does it, with this package's other test tools.
+func init() {
+	local.ExternalConfinedTools = append(local.ExternalConfinedTools, getWeather, getWeatherOnline)
+}
 
 // New builds a hardened agent (the strict preset by default) and refuses
 // any custom tool that would weaken it.
@@ -45,23 +51,27 @@ func ExampleNew() {
 	  {"text": "It is sunny in Tokyo."}]}`))
 
 	_, err := local.New(local.Config{
-		Model:       model,
-		Workspace:   workspace,
-		StateDir:    state,
-		CustomTools: []*tools.Tool{getWeatherOnline},
 		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
+		Options: kernel.Options{
+			Model:       model,
+			Workspace:   workspace,
+			StateDir:    state,
+			CustomTools: []*tools.Tool{getWeatherOnline},
+		},
 	})
 	fmt.Println("rejected:", err)
 
 	agent, err := local.New(local.Config{
-		Model:       model,
-		Workspace:   workspace,
-		StateDir:    state,
-		CustomTools: []*tools.Tool{getWeather},
-		Tools:       []string{"get_weather"},
-		// Its readOnlyHint is a hint, not a permission: pre-approve it.
-		AllowedTools: []string{"get_weather"},
-		PolicyFiles:  &policies.LoadOptions{UserFile: "-"},
+		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
+		Options: kernel.Options{
+			Model:       model,
+			Workspace:   workspace,
+			StateDir:    state,
+			CustomTools: []*tools.Tool{getWeather},
+			Tools:       []string{"get_weather"},
+			// Its readOnlyHint is a hint, not a permission: pre-approve it.
+			AllowedTools: []string{"get_weather"},
+		},
 	})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -75,11 +85,11 @@ func ExampleNew() {
 		}
 		switch ev.Type {
 		case kernel.EventPermission:
-			fmt.Printf("permission %s: %s by %s\n", ev.Name, ev.Decision, ev.DecidedBy)
+			fmt.Printf("permission %s: %s by %s\n", ev.Permission.Name, ev.Permission.Decision, ev.Permission.DecidedBy)
 		case kernel.EventToolResult:
-			fmt.Printf("result: %s\n", ev.Content[0].Text)
+			fmt.Printf("result: %s\n", ev.ToolResult.Content[0].Text)
 		case kernel.EventResult:
-			fmt.Printf("%s: %s\n", ev.Subtype, ev.Result)
+			fmt.Printf("%s: %s\n", ev.Result.Subtype, ev.Result.Result)
 		}
 	}
 	// Output:

@@ -12,7 +12,6 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/sandbox"
-	"github.com/lite-agent/lite-agent/tools"
 )
 
 // maxHookOutput bounds what a command hook may print.
@@ -159,7 +158,3 @@ func (b *limitedBuffer) Bytes() []byte {
 }
 
 func (b *limitedBuffer) String() string { return string(b.Bytes()) }
-
-// sandboxNetwork is a tool's declared network as a sandbox mode (the same
-// words).
-func sandboxNetwork(n tools.Network) sandbox.NetworkMode { return sandbox.NetworkMode(n) }

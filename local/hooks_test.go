@@ -67,8 +67,10 @@ func TestCommandHooks(t *testing.T) {
 				calls = append(calls, writeCall(p, p+".txt"))
 			}
 			a, err := New(Config{
-				Preset: preset, Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles,
-				Model: model(t, `{"turns": [{"tool_calls": [`+strings.Join(calls, ",")+`]}, {"text": "done"}]}`),
+				Preset: preset, PolicyFiles: noFiles,
+				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+					Model: model(t, `{"turns": [{"tool_calls": [`+strings.Join(calls, ",")+`]}, {"text": "done"}]}`),
+				},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -80,16 +82,16 @@ func TestCommandHooks(t *testing.T) {
 				}
 				switch ev.Type {
 				case kernel.EventPermission:
-					perm[ev.ID] = ev
+					perm[ev.Permission.ID] = ev
 				case kernel.EventToolResult:
-					res[ev.ID] = ev
+					res[ev.ToolResult.ID] = ev
 				case kernel.EventHook:
-					hookEvents[ev.ID] = ev
+					hookEvents[ev.Hook.ID] = ev
 				}
 			}
 			text := func(id string) string {
 				var s string
-				for _, c := range res[id].Content {
+				for _, c := range res[id].ToolResult.Content {
 					s += c.Text
 				}
 				return s
@@ -97,8 +99,8 @@ func TestCommandHooks(t *testing.T) {
 			check := func(id, decision, by, fragment string) {
 				t.Helper()
 				p := perm[id]
-				if p.Decision != decision || p.DecidedBy != by || !strings.Contains(text(id), fragment) {
-					t.Errorf("%s: %s by %s, model saw %q; want %s by %s with %q", id, p.Decision, p.DecidedBy, text(id), decision, by, fragment)
+				if p.Permission.Decision != decision || p.Permission.DecidedBy != by || !strings.Contains(text(id), fragment) {
+					t.Errorf("%s: %s by %s, model saw %q; want %s by %s with %q", id, p.Permission.Decision, p.Permission.DecidedBy, text(id), decision, by, fragment)
 				}
 			}
 			check("blocked", "deny", "hook", "blocked.txt is protected by guard")
@@ -119,7 +121,7 @@ func TestCommandHooks(t *testing.T) {
 				check("allow", "deny", "hook", `decision "allow"`)
 			}
 			for _, id := range []string{"badjson", "unknownkey", "slow", "fail"} {
-				if e, ok := hookEvents[id]; !ok || e.Hook != "guard" || e.Error == "" {
+				if e, ok := hookEvents[id]; !ok || e.Hook.Hook != "guard" || e.Hook.Error == "" {
 					t.Errorf("%s: hook event %+v", id, e)
 				}
 			}
@@ -174,11 +176,13 @@ func TestWorkspaceHookCannotRewrite(t *testing.T) {
 			os.WriteFile(filepath.Join(ws, ".lite-agent/policy.toml"), []byte(rewritePolicy), 0o644)
 			os.WriteFile(filepath.Join(ws, "report.txt"), []byte("3 tests failed\n"), 0o644)
 			a, err := New(Config{
-				Preset: preset, Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-				AllowedTools: []string{"write_file(notes.txt)"},
-				Model: model(t, `{"turns": [{"tool_calls": [
+				Preset: preset, PolicyFiles: noFiles, NoCheckpoints: true,
+				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+					AllowedTools: []string{"write_file(notes.txt)"},
+					Model: model(t, `{"turns": [{"tool_calls": [
 					{"id": "w", "name": "write_file", "input": {"path": "notes.txt", "content": "meeting at 10"}},
 					{"id": "r", "name": "read_file", "input": {"path": "report.txt"}}]}, {"text": "done"}]}`),
+				},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -190,37 +194,37 @@ func TestWorkspaceHookCannotRewrite(t *testing.T) {
 				}
 				switch ev.Type {
 				case kernel.EventToolCall:
-					calls[ev.ID] = ev
+					calls[ev.ToolCall.ID] = ev
 				case kernel.EventToolResult:
-					res[ev.ID] = ev
+					res[ev.ToolResult.ID] = ev
 				case kernel.EventHook:
-					hooks[ev.ID] = ev
+					hooks[ev.Hook.ID] = ev
 				}
 			}
 			notes, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
 			read := ""
-			for _, c := range res["r"].Content {
+			for _, c := range res["r"].ToolResult.Content {
 				read += c.Text
 			}
 			if preset == "standard" {
 				if !strings.Contains(string(notes), "evil.example") || !strings.Contains(read, "all tests passed") {
 					t.Fatalf("trusted, the hooks must take effect, or this test proves nothing: notes.txt %q, read_file %q", notes, read)
 				}
-				if !strings.Contains(string(calls["w"].EffectiveInput), "evil.example") || !strings.Contains(string(calls["w"].Input), "meeting at 10") {
-					t.Errorf("tool_call shows input %s, effective_input %s", calls["w"].Input, calls["w"].EffectiveInput)
+				if !strings.Contains(string(calls["w"].ToolCall.EffectiveInput), "evil.example") || !strings.Contains(string(calls["w"].ToolCall.Input), "meeting at 10") {
+					t.Errorf("tool_call shows input %s, effective_input %s", calls["w"].ToolCall.Input, calls["w"].ToolCall.EffectiveInput)
 				}
 				return
 			}
-			if len(notes) != 0 || !res["w"].IsError {
+			if len(notes) != 0 || !res["w"].ToolResult.IsError {
 				t.Errorf("the rewritten write ran: notes.txt %q, result %+v", notes, res["w"])
 			}
-			if h := hooks["w"]; h.Hook != "rewriter" || !strings.Contains(h.Error, "updated_input") || !strings.Contains(h.Error, "deny-only") {
+			if h := hooks["w"]; h.Hook.Hook != "rewriter" || !strings.Contains(h.Hook.Error, "updated_input") || !strings.Contains(h.Hook.Error, "deny-only") {
 				t.Errorf("hook event of the rewrite: %+v", h)
 			}
 			if strings.Contains(read, "all tests passed") || !strings.Contains(read, "withheld") {
 				t.Errorf("read_file under strict showed the model %q", read)
 			}
-			if h := hooks["r"]; h.Hook != "liar" || !strings.Contains(h.Error, "updated_output") {
+			if h := hooks["r"]; h.Hook.Hook != "liar" || !strings.Contains(h.Hook.Error, "updated_output") {
 				t.Errorf("hook event of the replaced output: %+v", h)
 			}
 		})

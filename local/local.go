@@ -7,7 +7,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
@@ -17,99 +16,53 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// Config is what a hardened agent is built from. Model is required; every
-// other zero value is the strict choice.
+// Config is what a hardened agent is built from: the kernel options of
+// every query, plus what only the assembler knows (the preset, the policy
+// files, checkpoints on or off). Model is required; every other zero value
+// is the strict choice.
+//
+// The kernel options are embedded, not copied field by field, so that
+// every kernel option is a Config field (cfg.Model, cfg.Hooks, …) and a new
+// one reaches the agent as soon as package local has classified it. New
+// checks them against the preset (see the package documentation) and
+// refuses, naming the field, those it sets itself from the preset —
+// Sandbox, HandlerCeiling, MCPMaxNetwork, InProcessHandlers, Checkpoints,
+// Snapshots — and those a query chooses (Prompt, Resume, SessionID: Query's
+// argument and its QueryOptions). Of the others:
+//
+//   - CustomTools are checked against the preset: each must declare its
+//     Security, with Network at most loopback (what the preset allows),
+//     and under strict neither Filesystem "unrestricted" nor SideEffects
+//     "external". Each handler runs in the sandbox under the profile its
+//     Security allows, in a re-execution of the program: define custom
+//     tools at package level and hand them to tools.ServeConfinedCall
+//     first in main.
+//   - Rules come after the preset's and the policy files' (the options
+//     layer), Hooks after the policy files' command hooks; deny wins
+//     wherever it comes from.
+//   - PermissionMode overrides the mode the preset and the policy files
+//     chose; bypassPermissions needs AllowDangerouslySkipPermissions and
+//     a preset that allows it (not strict).
+//   - MCPServers are judged like custom tools (in-process servers) or by
+//     the network their entries declare (CheckMCPServers); Agents'
+//     bypassPermissions is refused where the preset refuses the mode.
+//   - StateDir holds sessions and checkpoints ($XDG_STATE_HOME/lite-agent
+//     when empty); Workspace is the current directory when empty.
+//   - WebSearch is refused by the kernel unless the preset's network is
+//     unrestricted.
 type Config struct {
 	// Preset is strict (the default), standard or permissive: the sandbox
 	// of commands, what custom tools may declare, the default permission
 	// mode and the default rules (see policies.Presets).
 	Preset string
-	// Workspace is the directory the agent works in; the current
-	// directory when empty.
-	Workspace string
-
-	// Model answers; ModelName is passed to it.
-	Model        provider.Model
-	ModelName    string
-	SystemPrompt string
-	MaxTokens    int
-	MaxTurns     int
-	ToolTimeout  time.Duration
-	// The model settings of kernel.Options of the same names: what the
-	// model is told, its context window, thinking and web search (which
-	// the kernel refuses unless the preset's network is unrestricted).
-	AppendSystemPrompt    string
-	NoProjectInstructions bool
-	ContextWindow         int
-	ThinkingBudget        int
-	WebSearch             *provider.WebSearch
-
-	// CustomTools are checked against the preset: each must declare its
-	// Security, with Network at most loopback (what the preset allows),
-	// and under strict neither Filesystem "unrestricted" nor SideEffects
-	// "external". Each handler runs in the sandbox under the profile its
-	// Security allows, in a re-execution of the program: define custom
-	// tools at package level and call tools.ServeConfinedCall() first in
-	// main.
-	CustomTools []*tools.Tool
-
-	// Tools narrows what the model sees; AllowedTools pre-approves (allow
-	// rules); DisallowedTools denies (deny rules; whole tools are hidden).
-	// See kernel.Options.
-	Tools           []string
-	AllowedTools    []string
-	DisallowedTools []string
-	// Rules are added after the preset's and the policy files' (the
-	// options layer). Deny wins wherever it comes from.
-	Rules []policies.Rule
-	// PermissionMode overrides the mode the preset and the policy files
-	// chose. bypassPermissions needs AllowDangerouslySkipPermissions and a
-	// preset that allows it (not strict).
-	PermissionMode                  kernel.PermissionMode
-	AllowDangerouslySkipPermissions bool
-	// Hooks (Go functions) run after the policy files' command hooks.
-	Hooks []kernel.Hook
-	// CanUseTool, Approval and UserInput reach a person (kernel.Options);
-	// with none, a call that asks is denied with a message the model sees.
-	CanUseTool kernel.CanUseToolFunc
-	Approval   tools.ApprovalFunc
-	UserInput  tools.UserInputFunc
-
 	// PolicyFiles chooses the policy files read (nil: the user's and the
 	// workspace's; see policies.Load for the merge order).
 	PolicyFiles *policies.LoadOptions
-
-	// StateDir holds sessions and checkpoints ($XDG_STATE_HOME/lite-agent
-	// when empty).
-	StateDir string
 	// NoCheckpoints turns checkpointing off (it is on by default: every
 	// change the agent makes can be rewound).
 	NoCheckpoints bool
 
-	// MCPServers are the MCP servers of every session (mcp.LoadConfig for
-	// a --mcp-config file; {Server: srv} for an in-process server). The
-	// tools of an in-process server are checked like CustomTools; an
-	// external server is judged by the network its entry declares (see
-	// CheckMCPServers). MCPConnectTimeout bounds connecting each one.
-	MCPServers        map[string]mcp.ServerConfig
-	MCPConnectTimeout time.Duration
-
-	// Agents are the subagents the agent tool can start (see
-	// kernel.AgentDefinition); a definition's bypassPermissions mode is
-	// refused where the preset refuses the mode.
-	Agents map[string]kernel.AgentDefinition
-	// MaxBudgetTokens bounds the tokens of a run and its subagents
-	// (kernel.Options.MaxBudgetTokens).
-	MaxBudgetTokens int64
-	// OutputFormat asks for a final answer in JSON matching a schema
-	// (kernel.Options.OutputFormat).
-	OutputFormat *kernel.OutputFormat
-
-	// InProcessHandlers must be false: the assembler refuses to run custom
-	// handlers unconfined. It is here so that a configuration carried over
-	// from kernel.Options fails loudly instead of losing it silently; use
-	// kernel.Query directly for unconfined handlers.
-	InProcessHandlers bool
+	kernel.Options
 }
 
 // Agent is a hardened agent. Its Query is kernel.Query with the preset's
@@ -126,7 +79,9 @@ type Agent struct {
 // missing or broader than the preset allows, any MCP server beyond the
 // preset (CheckMCPServers, naming the server), and refuses
 // InProcessHandlers and a bypassPermissions the preset forbids. A policy
-// file with a bad rule is an error naming the file and the line.
+// file with a bad rule is an error naming the file and the line, and a
+// kernel option that New sets itself or a query chooses is an error naming
+// the field.
 func New(cfg Config) (*Agent, error) {
 	preset, err := policies.PresetByName(cfg.Preset)
 	if err != nil {
@@ -135,36 +90,35 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("local: Config.Model is required")
 	}
-	// The checks below judge copies: a caller that changes its Config's
-	// slices or maps after New (a tool swapped in, a server added, an
-	// agent's mode changed) changes nothing of the agent.
-	cfg.CustomTools = slices.Clone(cfg.CustomTools)
-	cfg.MCPServers = cloneServers(cfg.MCPServers)
+	if err := checkOptionFields(&cfg.Options); err != nil {
+		return nil, err
+	}
+	// The checks below judge a deep copy: a caller that changes its
+	// Config's slices or maps after New (a tool swapped in, a server
+	// added, an agent's mode changed) changes nothing of the agent. Every
+	// field the caller may set is taken from it whole, so a new kernel
+	// option needs no line here (see optionFields).
+	opts := cloneOptions(cfg.Options)
 	if preset.TrustWorkspacePolicy {
 		// The preset trusts what the workspace says, like its policy file.
-		for name, sc := range cfg.MCPServers {
+		for name, sc := range opts.MCPServers {
 			sc.FromWorkspace = false
-			cfg.MCPServers[name] = sc
+			opts.MCPServers[name] = sc
 		}
 	}
-	cfg.Agents = cloneAgents(cfg.Agents)
-	cfg.WebSearch = cloneWebSearch(cfg.WebSearch)
-	if cfg.InProcessHandlers {
-		return nil, errors.New("local: InProcessHandlers: the strict assembler runs every custom handler confined in the sandbox and refuses to run them unconfined; use kernel.Query directly if you must")
-	}
-	if err := CheckTools(preset, cfg.CustomTools); err != nil {
+	if err := CheckTools(preset, opts.CustomTools); err != nil {
 		return nil, err
 	}
-	if err := CheckMCPServers(preset, cfg.MCPServers); err != nil {
+	if err := CheckMCPServers(preset, opts.MCPServers); err != nil {
 		return nil, err
 	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+	for _, name := range slices.Sorted(maps.Keys(opts.Agents)) {
 		// Parsed, not compared as text: "yolo" is bypassPermissions too.
-		if m, _ := policies.ParseMode(string(cfg.Agents[name].PermissionMode)); m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
+		if m, _ := policies.ParseMode(string(opts.Agents[name].PermissionMode)); m == kernel.PermissionBypass && !preset.AllowBypassPermissions {
 			return nil, fmt.Errorf("local: agent %q: field PermissionMode is bypassPermissions, which the %s preset does not allow", name, preset.Name)
 		}
 	}
-	ws, err := kernel.ResolveWorkspace(cfg.Workspace)
+	ws, err := kernel.ResolveWorkspace(opts.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +127,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	mode := pol.Mode
-	if cfg.PermissionMode != "" {
-		if mode, err = policies.ParseMode(string(cfg.PermissionMode)); err != nil {
+	if opts.PermissionMode != "" {
+		if mode, err = policies.ParseMode(string(opts.PermissionMode)); err != nil {
 			return nil, fmt.Errorf("local: %w", err)
 		}
 	}
@@ -182,7 +136,7 @@ func New(cfg Config) (*Agent, error) {
 		if !preset.AllowBypassPermissions {
 			return nil, fmt.Errorf("local: the %s preset does not allow bypassPermissions; choose --preset standard or permissive to use it", preset.Name)
 		}
-		if !cfg.AllowDangerouslySkipPermissions {
+		if !opts.AllowDangerouslySkipPermissions {
 			return nil, errors.New("local: bypassPermissions needs AllowDangerouslySkipPermissions (--dangerously-skip-permissions)")
 		}
 	}
@@ -191,43 +145,20 @@ func New(cfg Config) (*Agent, error) {
 	for _, h := range pol.Hooks {
 		hooks = append(hooks, CommandHook(h, sb))
 	}
-	hooks = append(hooks, cfg.Hooks...)
-	opts := kernel.Options{
-		Model:                           cfg.Model,
-		ModelName:                       cfg.ModelName,
-		SystemPrompt:                    cfg.SystemPrompt,
-		MaxTokens:                       cfg.MaxTokens,
-		AppendSystemPrompt:              cfg.AppendSystemPrompt,
-		NoProjectInstructions:           cfg.NoProjectInstructions,
-		ContextWindow:                   cfg.ContextWindow,
-		ThinkingBudget:                  cfg.ThinkingBudget,
-		WebSearch:                       cfg.WebSearch,
-		MaxTurns:                        cfg.MaxTurns,
-		ToolTimeout:                     cfg.ToolTimeout,
-		Workspace:                       ws,
-		CustomTools:                     cfg.CustomTools,
-		Tools:                           cfg.Tools,
-		AllowedTools:                    cfg.AllowedTools,
-		DisallowedTools:                 cfg.DisallowedTools,
-		Rules:                           append(append([]policies.Rule(nil), pol.Rules...), cfg.Rules...),
-		PermissionMode:                  mode,
-		AllowDangerouslySkipPermissions: cfg.AllowDangerouslySkipPermissions,
-		Hooks:                           hooks,
-		CanUseTool:                      cfg.CanUseTool,
-		Approval:                        cfg.Approval,
-		UserInput:                       cfg.UserInput,
-		StateDir:                        cfg.StateDir,
-		Sandbox:                         &sb,
-		HandlerCeiling:                  HandlerCeiling(preset, ws),
-		MCPServers:                      cfg.MCPServers,
-		MCPMaxNetwork:                   MCPMaxNetwork(preset),
-		MCPConnectTimeout:               cfg.MCPConnectTimeout,
-		Agents:                          cfg.Agents,
-		MaxBudgetTokens:                 cfg.MaxBudgetTokens,
-		OutputFormat:                    cfg.OutputFormat,
-	}
+	hooks = append(hooks, opts.Hooks...)
+	// What the assembler decides, over the caller's options: the
+	// resolved workspace, the layered rules, hooks and mode, and the
+	// preset's confinement (checkOptionFields refused a caller's value
+	// for each of the latter).
+	opts.Workspace = ws
+	opts.Rules = append(slices.Clone(pol.Rules), opts.Rules...)
+	opts.Hooks = hooks
+	opts.PermissionMode = mode
+	opts.Sandbox = &sb
+	opts.HandlerCeiling = HandlerCeiling(preset, ws)
+	opts.MCPMaxNetwork = MCPMaxNetwork(preset)
 	if !cfg.NoCheckpoints {
-		opts.Checkpoints = Checkpoints(cfg.StateDir)
+		opts.Checkpoints = Checkpoints(opts.StateDir)
 	}
 	// A rule, matcher or tool list naming no tool fails here, not at the
 	// first query (a deny rule that matches nothing is a silent hole).
@@ -260,7 +191,7 @@ func checkTools(preset policies.Preset, ts []*tools.Tool, prefix string) []error
 			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security is missing; declare what it touches (tools.Options.Security: Network, Filesystem, SideEffects)", prefix, t.Name()))
 			continue
 		}
-		if !preset.NetworkAllowed(sandboxNetwork(sec.Network)) {
+		if !preset.NetworkAllowed(sec.Network) {
 			errs = append(errs, fmt.Errorf("%scustom tool %q: field Security.Network is %q, beyond what the %s preset allows custom tools (at most %s)", prefix, t.Name(), sec.Network, preset.Name, preset.CustomToolMaxNetwork))
 		}
 		if sec.Filesystem == tools.FilesystemUnrestricted && !preset.CustomToolUnrestrictedFilesystem {
@@ -298,10 +229,7 @@ func HandlerCeiling(preset policies.Preset, workspace string) *sandbox.Policy {
 // server reaches at most a local service, as a custom tool may; under
 // permissive, a remote MCP server is no wider than what bash can reach.
 func MCPMaxNetwork(preset policies.Preset) tools.Network {
-	if networkWider(preset.Sandbox.Network, sandbox.NetworkLoopback) {
-		return tools.Network(preset.Sandbox.Network)
-	}
-	return tools.NetworkLoopback
+	return preset.Sandbox.Network.Wider(tools.NetworkLoopback)
 }
 
 // CheckMCPServers checks MCP servers against a preset, returning every
@@ -341,7 +269,7 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 			errs = append(errs, fmt.Errorf("local: MCP server %q: field readOnlyPaths %v comes from a file in the workspace, which an agent can write; the %s preset does not let such a file widen a server's sandbox: move the configuration outside the workspace (your own --mcp-config file), or choose --preset standard", name, sc.ReadOnlyPaths, preset.Name))
 		}
 		sec := sc.Security()
-		if networkWider(sandbox.NetworkMode(sec.Network), sandbox.NetworkMode(limit)) {
+		if !sec.Network.Within(limit) {
 			errs = append(errs, fmt.Errorf("local: MCP server %q: field network is %q, beyond what the %s preset allows MCP servers (at most %s); declare a narrower \"network\" or choose a wider preset", name, sec.Network, preset.Name, limit))
 		}
 		if sec.Filesystem == tools.FilesystemUnrestricted && !preset.CustomToolUnrestrictedFilesystem {
@@ -349,12 +277,6 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// networkWider reports whether a reaches further than b, by the order the
-// presets use for custom tools (none < loopback < private < unrestricted).
-func networkWider(a, b sandbox.NetworkMode) bool {
-	return !policies.Preset{CustomToolMaxNetwork: b}.NetworkAllowed(a)
 }
 
 // Preset returns the agent's preset.

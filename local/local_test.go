@@ -15,8 +15,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Confined handlers run in a re-execution of this test binary.
-	tools.ServeConfinedCall()
+	// Confined handlers run in a re-execution of this test binary, which
+	// runs only the tools handed over here (all built at package level).
+	ts := append([]*tools.Tool{pidProbe, reachLoopback, reachNone, reachRoot, okTool}, acceptedTools...)
+	ts = append(ts, ExternalConfinedTools...)
+	ts = append(ts, pidServer.Tools()...)
+	tools.ServeConfinedCall(append(ts, wideServer.Tools()...)...)
 	os.Exit(m.Run())
 }
 
@@ -37,8 +41,8 @@ func model(t *testing.T, js string) *scripted.Model {
 // in); the workspace's file is read.
 var noFiles = &policies.LoadOptions{UserFile: "-"}
 
-// acceptedTools are built at package level, before TestMain calls
-// ServeConfinedCall, so that a confined child would find them (New checks).
+// acceptedTools are handed to ServeConfinedCall in TestMain, so that a
+// confined child would find them (New checks).
 var acceptedTools = []*tools.Tool{
 	tool("fs_ok", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),
 	tool("mail_ok", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal}),
@@ -53,18 +57,18 @@ func TestNewRefuses(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"no security", Config{CustomTools: []*tools.Tool{tool("undeclared", nil)}}, []string{`custom tool "undeclared"`, "field Security is missing"}},
-		{"network private", Config{CustomTools: []*tools.Tool{tool("lan", &tools.Security{Network: tools.NetworkPrivate})}}, []string{`custom tool "lan"`, "field Security.Network", `"private"`}},
-		{"network unrestricted under permissive", Config{Preset: "permissive", CustomTools: []*tools.Tool{tool("web", &tools.Security{Network: tools.NetworkUnrestricted})}}, []string{`custom tool "web"`, "Security.Network", "permissive"}},
-		{"filesystem unrestricted under strict", Config{CustomTools: []*tools.Tool{tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted})}}, []string{`custom tool "fs"`, "field Security.Filesystem", "unrestricted"}},
-		{"external side effects under strict", Config{CustomTools: []*tools.Tool{tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal})}}, []string{`custom tool "mail"`, "field Security.SideEffects", "external"}},
-		{"every refusal at once", Config{CustomTools: []*tools.Tool{tool("a", nil), tool("b", &tools.Security{Network: tools.NetworkUnrestricted})}}, []string{`"a"`, `"b"`}},
-		{"in-process handlers", Config{InProcessHandlers: true}, []string{"InProcessHandlers"}},
-		{"bypass under strict", Config{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}, []string{"strict preset does not allow bypassPermissions"}},
-		{"bypass without opt-in", Config{Preset: "standard", PermissionMode: kernel.PermissionBypass}, []string{"AllowDangerouslySkipPermissions"}},
+		{"no security", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("undeclared", nil)}}}, []string{`custom tool "undeclared"`, "field Security is missing"}},
+		{"network private", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("lan", &tools.Security{Network: tools.NetworkPrivate})}}}, []string{`custom tool "lan"`, "field Security.Network", `"private"`}},
+		{"network unrestricted under permissive", Config{Preset: "permissive", Options: kernel.Options{CustomTools: []*tools.Tool{tool("web", &tools.Security{Network: tools.NetworkUnrestricted})}}}, []string{`custom tool "web"`, "Security.Network", "permissive"}},
+		{"filesystem unrestricted under strict", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted})}}}, []string{`custom tool "fs"`, "field Security.Filesystem", "unrestricted"}},
+		{"external side effects under strict", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal})}}}, []string{`custom tool "mail"`, "field Security.SideEffects", "external"}},
+		{"every refusal at once", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("a", nil), tool("b", &tools.Security{Network: tools.NetworkUnrestricted})}}}, []string{`"a"`, `"b"`}},
+		{"in-process handlers", Config{Options: kernel.Options{InProcessHandlers: true}}, []string{"InProcessHandlers"}},
+		{"bypass under strict", Config{Options: kernel.Options{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}}, []string{"strict preset does not allow bypassPermissions"}},
+		{"bypass without opt-in", Config{Preset: "standard", Options: kernel.Options{PermissionMode: kernel.PermissionBypass}}, []string{"AllowDangerouslySkipPermissions"}},
 		{"unknown preset", Config{Preset: "lax"}, []string{`unknown preset "lax"`}},
-		{"bad mode", Config{PermissionMode: "yollo"}, []string{"unknown permission mode"}},
-		{"no model", Config{Model: nil}, []string{"Model is required"}},
+		{"bad mode", Config{Options: kernel.Options{PermissionMode: "yollo"}}, []string{"unknown permission mode"}},
+		{"no model", Config{}, []string{"Model is required"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,10 +90,10 @@ func TestNewRefuses(t *testing.T) {
 	}
 	// What strict refuses, standard accepts (network still at most loopback).
 	ok := acceptedTools
-	if _, err := New(Config{Preset: "standard", Model: m, Workspace: ws, PolicyFiles: noFiles, CustomTools: ok}); err != nil {
+	if _, err := New(Config{Preset: "standard", PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, CustomTools: ok}}); err != nil {
 		t.Errorf("standard refused: %v", err)
 	}
-	if _, err := New(Config{Model: m, Workspace: ws, PolicyFiles: noFiles, CustomTools: ok[2:]}); err != nil {
+	if _, err := New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, CustomTools: ok[2:]}}); err != nil {
 		t.Errorf("strict refused a tool declaring nothing: %v", err)
 	}
 }
@@ -100,8 +104,10 @@ func TestNewWiresPresetAndPolicyFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, ".lite-agent/policy.toml"), []byte("[permissions]\ndeny = [\"bash(curl:*)\"]\n"), 0o644)
 	user := filepath.Join(cfgHome, "policy.toml")
 	os.WriteFile(user, []byte("[permissions]\ndefault_mode = \"acceptEdits\"\nallow = [\"bash(make:*)\"]\n"), 0o644)
-	a, err := New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: &policies.LoadOptions{UserFile: user},
-		Rules: []policies.Rule{policies.MustParseRule(policies.Ask, "bash(make deploy:*)")}})
+	a, err := New(Config{PolicyFiles: &policies.LoadOptions{UserFile: user},
+		Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws,
+			Rules: []policies.Rule{policies.MustParseRule(policies.Ask, "bash(make deploy:*)")},
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +133,7 @@ func TestNewWiresPresetAndPolicyFiles(t *testing.T) {
 		t.Errorf("files read: %v", a.Policy().Files)
 	}
 	// The options layer overrides the files' mode.
-	b, err := New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: &policies.LoadOptions{UserFile: user}, PermissionMode: kernel.PermissionPlan})
+	b, err := New(Config{PolicyFiles: &policies.LoadOptions{UserFile: user}, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws, PermissionMode: kernel.PermissionPlan}})
 	if err != nil || b.Options().PermissionMode != kernel.PermissionPlan {
 		t.Errorf("mode override: %v %v", err, b.Options().PermissionMode)
 	}
@@ -138,17 +144,17 @@ func TestNewReportsBadPolicyFiles(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws, ".lite-agent"), 0o755)
 	path := filepath.Join(ws, ".lite-agent/policy.toml")
 	os.WriteFile(path, []byte("[permissions]\ndeny = [\n  \"bash(curl:*)\",\n  \"bash(git status\",\n]\n"), 0o644)
-	_, err := New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: noFiles})
+	_, err := New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}})
 	if err == nil || !strings.Contains(err.Error(), path+":4:") || !strings.Contains(err.Error(), "must end with ')'") {
 		t.Fatalf("err = %v", err)
 	}
 	// Strict does not let the workspace's file loosen the policy.
 	os.WriteFile(path, []byte("[permissions]\nallow = [\"bash\"]\n"), 0o644)
-	_, err = New(Config{Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: noFiles})
+	_, err = New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}})
 	if err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "strict preset does not let the workspace's policy file loosen") {
 		t.Fatalf("strict with a loosening workspace file: err = %v", err)
 	}
-	if _, err := New(Config{Preset: "standard", Model: model(t, `{"turns": []}`), Workspace: ws, PolicyFiles: noFiles}); err != nil {
+	if _, err := New(Config{Preset: "standard", PolicyFiles: noFiles, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}}); err != nil {
 		t.Fatalf("standard trusts the workspace file: %v", err)
 	}
 }
@@ -157,10 +163,12 @@ func TestNewReportsBadPolicyFiles(t *testing.T) {
 // (not in-process) and its result reaches the model.
 func TestConfinedHandlerRuns(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
-	a, err := New(Config{
-		Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "pid_probe", "input": {}}]}, {"text": "done"}]}`),
-		Workspace: ws, StateDir: state, PolicyFiles: noFiles,
-		CustomTools: []*tools.Tool{pidProbe}, AllowedTools: []string{"pid_probe"},
+	a, err := New(Config{PolicyFiles: noFiles,
+		Options: kernel.Options{
+			Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "pid_probe", "input": {}}]}, {"text": "done"}]}`),
+			Workspace: ws, StateDir: state,
+			CustomTools: []*tools.Tool{pidProbe}, AllowedTools: []string{"pid_probe"},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +179,7 @@ func TestConfinedHandlerRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.Type == kernel.EventToolResult {
-			text = ev.Content[0].Text
+			text = ev.ToolResult.Content[0].Text
 		}
 	}
 	var pid int

@@ -57,7 +57,7 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 		{"strict", map[string]mcp.ServerConfig{"bad name__": {Command: "x"}}, []string{"MCP server name"}},
 	}
 	for _, c := range cases {
-		a, err := New(Config{Preset: c.preset, Model: m, Workspace: ws, PolicyFiles: noFiles, MCPServers: c.servers})
+		a, err := New(Config{Preset: c.preset, PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, MCPServers: c.servers}})
 		if len(c.want) == 0 {
 			if err != nil {
 				t.Errorf("%s refused %v: %v", c.preset, c.servers, err)
@@ -83,8 +83,10 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 		}
 	}
 	// A subagent may not take a mode the preset forbids.
-	_, err := New(Config{Model: m, Workspace: ws, PolicyFiles: noFiles, AllowDangerouslySkipPermissions: true,
-		Agents: map[string]kernel.AgentDefinition{"yolo": {Description: "d", Prompt: "p", PermissionMode: kernel.PermissionBypass}}})
+	_, err := New(Config{PolicyFiles: noFiles,
+		Options: kernel.Options{Model: m, Workspace: ws, AllowDangerouslySkipPermissions: true,
+			Agents: map[string]kernel.AgentDefinition{"yolo": {Description: "d", Prompt: "p", PermissionMode: kernel.PermissionBypass}},
+		}})
 	if err == nil || !strings.Contains(err.Error(), `agent "yolo": field PermissionMode is bypassPermissions`) {
 		t.Errorf("a bypassPermissions subagent under strict: %v", err)
 	}
@@ -93,11 +95,13 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 // TestInProcessMCPServerRunsConfined: through the assembler, an in-process
 // server's tool is called by its full name and runs in a confined child.
 func TestInProcessMCPServerRunsConfined(t *testing.T) {
-	a, err := New(Config{
-		Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "mcp__probe__pid_probe", "input": {}}]}, {"text": "done"}]}`),
-		Workspace: t.TempDir(), StateDir: t.TempDir(), PolicyFiles: noFiles,
-		MCPServers:   map[string]mcp.ServerConfig{"probe": {Server: pidServer}},
-		AllowedTools: []string{"mcp__probe__*"},
+	a, err := New(Config{PolicyFiles: noFiles,
+		Options: kernel.Options{
+			Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "mcp__probe__pid_probe", "input": {}}]}, {"text": "done"}]}`),
+			Workspace: t.TempDir(), StateDir: t.TempDir(),
+			MCPServers:   map[string]mcp.ServerConfig{"probe": {Server: pidServer}},
+			AllowedTools: []string{"mcp__probe__*"},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +114,9 @@ func TestInProcessMCPServerRunsConfined(t *testing.T) {
 		}
 		switch ev.Type {
 		case kernel.EventSessionStart:
-			servers = ev.MCPServers
+			servers = ev.SessionStart.MCPServers
 		case kernel.EventToolResult:
-			text = ev.Content[0].Text
+			text = ev.ToolResult.Content[0].Text
 		}
 	}
 	if len(servers) != 1 || servers[0].State != mcp.StateConnected {

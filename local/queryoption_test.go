@@ -16,46 +16,6 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// perQuery are the kernel.Options fields a query chooses itself; every
-// other field is set once by New from a Config it checked.
-var perQuery = map[string]bool{"Prompt": true, "Resume": true, "SessionID": true}
-
-// setOnce names, for every other kernel.Options field, what New does
-// with it: how it is checked against the preset, or why it cannot widen
-// anything. A field added to kernel.Options fails this test until it is
-// listed here, so that nobody adds a knob a query could turn unchecked.
-var setOnce = map[string]string{
-	"Model": "Config.Model", "ModelName": "Config.ModelName", "SystemPrompt": "Config.SystemPrompt",
-	"AppendSystemPrompt":    "Config.AppendSystemPrompt: text for the model, no permission",
-	"NoProjectInstructions": "Config.NoProjectInstructions: leaves text out, widens nothing",
-	"ContextWindow":         "Config.ContextWindow: when to compact, widens nothing",
-	"ThinkingBudget":        "Config.ThinkingBudget: tokens, bounded by MaxBudgetTokens like the rest",
-	"WebSearch":             "Config.WebSearch, copied by New; the kernel refuses it unless the preset's sandbox network is unrestricted",
-	"MaxTokens":             "Config.MaxTokens", "Workspace": "resolved by New; the preset's sandbox is built for it",
-	"CustomTools":                     "CheckTools against the preset",
-	"Tools":                           "Config.Tools (narrows only)",
-	"AllowedTools":                    "Config.AllowedTools (the options layer)",
-	"DisallowedTools":                 "Config.DisallowedTools (deny only)",
-	"Rules":                           "preset + policy files (workspace file tighten-only under strict) + Config.Rules",
-	"PermissionMode":                  "refused when the preset forbids it (bypassPermissions under strict)",
-	"AllowDangerouslySkipPermissions": "Config, checked with the mode",
-	"Hooks":                           "policy files' command hooks (deny-only where untrusted) + Config.Hooks",
-	"CanUseTool":                      "Config.CanUseTool", "Approval": "Config.Approval", "UserInput": "Config.UserInput",
-	"MaxTurns": "Config.MaxTurns", "ToolTimeout": "Config.ToolTimeout",
-	"StateDir":          "Config.StateDir (kernel refuses one inside the workspace)",
-	"Sandbox":           "the preset's policy",
-	"HandlerCeiling":    "HandlerCeiling(preset)",
-	"InProcessHandlers": "refused by New",
-	"Checkpoints":       "on unless Config.NoCheckpoints",
-	"Snapshots":         "never set (Checkpoints records)",
-	"MCPServers":        "CheckMCPServers against the preset",
-	"MCPMaxNetwork":     "MCPMaxNetwork(preset)",
-	"MCPConnectTimeout": "Config.MCPConnectTimeout",
-	"Agents":            "bypassPermissions refused where the preset refuses it",
-	"MaxBudgetTokens":   "Config.MaxBudgetTokens",
-	"OutputFormat":      "Config.OutputFormat",
-}
-
 // TestQueryOptionReachesOnlyTheSession: a QueryOption cannot touch the
 // options New checked. Before, QueryOption was func(*kernel.Options), so
 // func(o *kernel.Options){ o.PermissionMode = bypassPermissions;
@@ -65,8 +25,10 @@ var setOnce = map[string]string{
 func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 	ws := t.TempDir()
 	newAgent := func() *Agent {
-		a, err := New(Config{Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-			Model: model(t, `{"turns": [{"tool_calls": [{"id": "b", "name": "bash", "input": {"command": "echo pwned > pwned.txt"}}]}, {"text": "done"}]}`)})
+		a, err := New(Config{PolicyFiles: noFiles, NoCheckpoints: true,
+			Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+				Model: model(t, `{"turns": [{"tool_calls": [{"id": "b", "name": "bash", "input": {"command": "echo pwned > pwned.txt"}}]}, {"text": "done"}]}`),
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,16 +64,13 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 		if f.IsExported() || (f.Name != "resume" && f.Name != "sessionID") {
 			t.Errorf("queryOptions.%s: a per-query option may only choose the session", f.Name)
 		}
-	}
-	// Every kernel.Options field is either chosen per query or set once
-	// by New, with its check named.
-	ot := reflect.TypeOf(kernel.Options{})
-	for i := range ot.NumField() {
-		name := ot.Field(i).Name
-		if !perQuery[name] && setOnce[name] == "" {
-			t.Errorf("kernel.Options.%s is new: say in setOnce how New checks it, or in perQuery why a query may choose it", name)
+		if o, ok := reflect.TypeOf(kernel.Options{}).FieldByName(strings.ToUpper(f.Name[:1]) + f.Name[1:]); !ok || optionFields[o.Name].by != byQuery {
+			t.Errorf("queryOptions.%s sets no kernel option classified byQuery", f.Name)
 		}
 	}
+	// Every kernel.Options field is classified, and those a query
+	// chooses are exactly the ones a QueryOption (or Query's prompt) sets:
+	// TestEveryOptionIsClassified.
 
 	// Through the agent, with every option there is: bash still asks
 	// (headless: denied), and nothing ran.
@@ -128,7 +87,7 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 			t.Errorf("SessionID did not apply: %s", ev.SessionID)
 		}
 	}
-	if perm.Decision != "deny" || perm.DecidedBy != "headless" {
+	if perm.Permission.Decision != "deny" || perm.Permission.DecidedBy != "headless" {
 		t.Errorf("bash under strict: %+v", perm)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "pwned.txt")); err == nil {
@@ -142,16 +101,18 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 // slices) nor through the Config's slices and maps the caller keeps. A
 // shallow copy would share them: writing o.Sandbox.Network or o.Rules[0]
 // would change the agent itself.
-// okTool is built before TestMain's ServeConfinedCall, as New requires.
+// okTool is handed to TestMain's ServeConfinedCall, as New requires.
 var okTool = tool("ok_tool", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace})
 
 func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 	ws := t.TempDir()
-	cfg := Config{Workspace: ws, StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-		CustomTools: []*tools.Tool{okTool},
-		MCPServers:  map[string]mcp.ServerConfig{},
-		Agents:      map[string]kernel.AgentDefinition{"helper": {Description: "d", Prompt: "p", Tools: []string{"read_file"}}},
-		Model:       model(t, `{"turns": [{"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": ".lite-agent/policy.toml", "content": "x"}}]}, {"text": "done"}]}`)}
+	cfg := Config{PolicyFiles: noFiles, NoCheckpoints: true,
+		Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+			CustomTools: []*tools.Tool{okTool},
+			MCPServers:  map[string]mcp.ServerConfig{},
+			Agents:      map[string]kernel.AgentDefinition{"helper": {Description: "d", Prompt: "p", Tools: []string{"read_file"}}},
+			Model:       model(t, `{"turns": [{"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": ".lite-agent/policy.toml", "content": "x"}}]}, {"text": "done"}]}`),
+		}}
 	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +154,7 @@ func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 			perm = ev
 		}
 	}
-	if perm.Decision != "deny" || perm.DecidedBy != "rule" || !strings.Contains(perm.Rule, ".lite-agent") {
+	if perm.Permission.Decision != "deny" || perm.Permission.DecidedBy != "rule" || !strings.Contains(perm.Permission.Rule, ".lite-agent") {
 		t.Errorf("write into .lite-agent/: %+v", perm)
 	}
 }
@@ -202,9 +163,11 @@ func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 // pointer with a slice inside; New and Options copy it, so neither the
 // Config nor a copy can widen its domains afterwards.
 func TestWebSearchDomainsCannotBeWidenedLater(t *testing.T) {
-	cfg := Config{Workspace: t.TempDir(), StateDir: t.TempDir(), PolicyFiles: noFiles, NoCheckpoints: true,
-		WebSearch: &provider.WebSearch{AllowedDomains: []string{"docs.example.com"}},
-		Model:     model(t, `{"turns": [{"text": "done"}]}`)}
+	cfg := Config{PolicyFiles: noFiles, NoCheckpoints: true,
+		Options: kernel.Options{Workspace: t.TempDir(), StateDir: t.TempDir(),
+			WebSearch: &provider.WebSearch{AllowedDomains: []string{"docs.example.com"}},
+			Model:     model(t, `{"turns": [{"text": "done"}]}`),
+		}}
 	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

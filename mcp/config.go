@@ -227,7 +227,7 @@ func (c *ServerConfig) Check(name string) error {
 			return bad("network none leaves no way to reach %s", c.URL)
 		}
 		need := networkFor(u.Hostname())
-		if c.Network != "" && networkRank(need) > networkRank(c.Network) && isIPLiteral(u.Hostname()) {
+		if c.Network != "" && !need.Within(c.Network) && isIPLiteral(u.Hostname()) {
 			return bad("url %q is outside the declared network %q", c.URL, c.Network)
 		}
 		for k := range c.Headers {
@@ -332,19 +332,6 @@ func networkOfAddr(a netip.Addr) tools.Network {
 }
 
 func isIPLiteral(host string) bool { return net.ParseIP(host) != nil }
-
-// networkRank orders network modes from narrowest to widest.
-func networkRank(n tools.Network) int {
-	switch n {
-	case tools.NetworkNone, "":
-		return 0
-	case tools.NetworkLoopback:
-		return 1
-	case tools.NetworkPrivate:
-		return 2
-	}
-	return 3
-}
 
 var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 

@@ -31,7 +31,7 @@
 //	}()
 //
 //	func main() {
-//		tools.ServeConfinedCall()
+//		tools.ServeConfinedCall(orderTools.Tools()...) // the child runs only these
 //		for ev, err := range kernel.Query(ctx, kernel.Options{
 //			CustomTools:  orderTools.Tools(),
 //			AllowedTools: []string{"mcp__orders__lookup_order"},

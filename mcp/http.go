@@ -86,7 +86,7 @@ func dialControl(mode tools.Network) func(network, address string, _ syscall.Raw
 		if err != nil {
 			return fmt.Errorf("%w: cannot parse %q", ErrNetworkRefused, address)
 		}
-		if networkRank(networkOfAddr(ap.Addr())) > networkRank(mode) {
+		if !networkOfAddr(ap.Addr()).Within(mode) {
 			return fmt.Errorf("%w: %s is not %s", ErrNetworkRefused, ap.Addr(), mode)
 		}
 		return nil

@@ -23,7 +23,8 @@ const testServerEnv = "LITE_AGENT_MCP_TEST_SERVER"
 func TestMain(m *testing.M) {
 	// A confined call re-executes this binary: the handler of an in-process
 	// server's tool runs there (see TestInProcessConfined).
-	tools.ServeConfinedCall()
+	// It runs only the tools handed over here.
+	tools.ServeConfinedCall(append([]*tools.Tool{benchPlain}, append(benchSrv.Tools(), confinedSrv.Tools()...)...)...)
 	switch os.Getenv(testServerEnv) {
 	case "":
 		os.Exit(m.Run())

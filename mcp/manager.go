@@ -381,7 +381,7 @@ func (c *conn) fail(format string, args ...any) {
 
 // connect starts and initialises the server and lists its tools.
 func (c *conn) connect(ctx context.Context) {
-	if limit := c.m.opts.MaxNetwork; limit != "" && c.kind != TypeSDK && networkRank(c.sec.Network) > networkRank(limit) {
+	if limit := c.m.opts.MaxNetwork; limit != "" && c.kind != TypeSDK && !c.sec.Network.Within(limit) {
 		close(c.exited)
 		c.fail("declares network %q; this session allows at most %q", c.sec.Network, limit)
 		return

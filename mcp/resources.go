@@ -225,34 +225,8 @@ func widest(ts []*tools.Tool) tools.Security {
 
 func widen(a, b tools.Security) tools.Security {
 	b = b.Normalized()
-	if networkRank(b.Network) > networkRank(a.Network) {
-		a.Network = b.Network
-	}
-	if fsRank(b.Filesystem) > fsRank(a.Filesystem) {
-		a.Filesystem = b.Filesystem
-	}
-	if seRank(b.SideEffects) > seRank(a.SideEffects) {
-		a.SideEffects = b.SideEffects
-	}
+	a.Network = a.Network.Wider(b.Network)
+	a.Filesystem = a.Filesystem.Wider(b.Filesystem)
+	a.SideEffects = a.SideEffects.Wider(b.SideEffects)
 	return a
-}
-
-func fsRank(f tools.Filesystem) int {
-	switch f {
-	case tools.FilesystemWorkspace:
-		return 1
-	case tools.FilesystemUnrestricted:
-		return 2
-	}
-	return 0
-}
-
-func seRank(s tools.SideEffects) int {
-	switch s {
-	case tools.SideEffectsWorkspace:
-		return 1
-	case tools.SideEffectsExternal:
-		return 2
-	}
-	return 0
 }

@@ -178,19 +178,8 @@ func (p Preset) Policy(workspace string) sandbox.Policy {
 	return pol
 }
 
-// NetworkAllowed reports whether the preset lets a custom tool declare n.
+// NetworkAllowed reports whether the preset lets a custom tool declare n
+// (sandbox.NetworkMode.Within its CustomToolMaxNetwork).
 func (p Preset) NetworkAllowed(n sandbox.NetworkMode) bool {
-	return networkRank(n) <= networkRank(p.CustomToolMaxNetwork)
-}
-
-func networkRank(n sandbox.NetworkMode) int {
-	switch n {
-	case sandbox.NetworkNone, "":
-		return 0
-	case sandbox.NetworkLoopback:
-		return 1
-	case sandbox.NetworkPrivate:
-		return 2
-	}
-	return 3
+	return n.Within(p.CustomToolMaxNetwork)
 }

@@ -99,15 +99,18 @@ type Enforcement struct {
 // Capabilities is what this kernel and this user can enforce, for
 // `lite-agent sandbox check`.
 type Capabilities struct {
-	Kernel            string   `json:"kernel"`
-	LandlockABI       int      `json:"landlock_abi"` // 0: none
-	Seccomp           bool     `json:"seccomp"`
-	SeccompUserNotify bool     `json:"seccomp_user_notify"`
-	PidfdGetfd        bool     `json:"pidfd_getfd"`
-	UserNamespaces    bool     `json:"user_namespaces"`
-	CgroupV2          bool     `json:"cgroup_v2"`
-	CgroupV1          []string `json:"cgroup_v1_controllers,omitempty"`
-	CgroupWritable    bool     `json:"cgroup_writable"`
-	Root              bool     `json:"root"`
-	Notes             []string `json:"notes,omitempty"`
+	Kernel            string `json:"kernel"`
+	LandlockABI       int    `json:"landlock_abi"` // 0: none
+	Seccomp           bool   `json:"seccomp"`
+	SeccompUserNotify bool   `json:"seccomp_user_notify"`
+	PidfdGetfd        bool   `json:"pidfd_getfd"`
+	UserNamespaces    bool   `json:"user_namespaces"`
+	// ReadOnlyMounts: commands can get a private mount namespace, read-only
+	// but the read-write roots (no chmod, chown or utimensat elsewhere).
+	ReadOnlyMounts bool     `json:"read_only_mounts"`
+	CgroupV2       bool     `json:"cgroup_v2"`
+	CgroupV1       []string `json:"cgroup_v1_controllers,omitempty"`
+	CgroupWritable bool     `json:"cgroup_writable"`
+	Root           bool     `json:"root"`
+	Notes          []string `json:"notes,omitempty"`
 }

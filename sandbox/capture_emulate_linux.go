@@ -962,6 +962,14 @@ func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p strin
 		}
 		return 0, unix.ENXIO, false, false
 	}
+	if exists && typ == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 &&
+		(flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0) && flags&unix.O_PATH == 0 {
+		// The kernel clears a set-id bit on write(2), not on a write
+		// through mmap: a descriptor for writing a set-id file could
+		// give a set-uid binary new bytes. None can be made in the
+		// sandbox (seccomp); one that exists is not written.
+		return 0, unix.EPERM, false, false
+	}
 	regular := !exists || typ == unix.S_IFREG
 	var paths []string
 	if regular && flags&unix.O_PATH == 0 {

@@ -112,6 +112,19 @@ func TestCaptureEmulationConfined(t *testing.T) {
 	if fi, _ := os.Stat(own); fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode of %s is %o", own, fi.Mode().Perm())
 	}
+	// A set-id file that exists is not opened for writing: a write
+	// through mmap would keep its bit (without capture it is opened).
+	suid := filepath.Join(ws, "suid")
+	os.WriteFile(suid, []byte("ELF"), 0o755)
+	os.Chmod(suid, 0o4755)
+	if r := run("echo x >> suid && echo WROTE", nil); !strings.Contains(r.out, "WROTE") {
+		t.Logf("without capture the set-id file was not writable either (%v)", r)
+	}
+	os.WriteFile(suid, []byte("ELF"), 0o755)
+	os.Chmod(suid, 0o4755)
+	if r := run("echo x >> suid && echo WROTE", h.hook); strings.Contains(r.out, "WROTE") || !strings.Contains(r.err, "Operation not permitted") {
+		t.Errorf("write-side open of a set-uid file under capture: %v", r)
+	}
 	if os.Geteuid() != 0 {
 		t.Log("not root: the credential part (another user's 0600 file) needs root to set up")
 		return

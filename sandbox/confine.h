@@ -23,6 +23,7 @@ enum la_step {
 	LA_STEP_SIGNALS,      // reset inherited handlers to SIG_DFL
 	LA_STEP_USERNS,       // write setgroups/uid_map/gid_map
 	LA_STEP_PID_MAX,      // process limit of the new PID namespace
+	LA_STEP_MOUNTNS,      // read-only mounts but the writable roots
 	LA_STEP_SETSID,       // new session, no controlling terminal
 	LA_STEP_CGROUP,       // join the command's cgroup (clone3 fallback only)
 	LA_STEP_RLIMIT,       // RLIMIT_FSIZE/CORE/AS/NPROC
@@ -74,6 +75,33 @@ struct la_confine_args {
 // process (thread) that is to be confined.
 int la_confine(const struct la_confine_args *a, int *listener, int *step);
 
+// la_mount_root is one writable root of the private mount namespace: its
+// canonical path (no symlinks) and the identity it must have, taken by the
+// supervisor when it built the Landlock ruleset.
+struct la_mount_root {
+	const char *path;
+	uint64_t dev, ino;
+};
+
+#define LA_MAX_MOUNT_ROOTS 64
+
+// la_mount_setup makes the caller's (fresh, private) mount namespace
+// read-only except for the writable roots, which keep the mount flags they
+// have outside (see spawn_linux.c). Async-signal-safe. On failure it
+// returns -errno and stores the index of the root that failed in *which
+// (-1: not a root's fault).
+int la_mount_setup(const struct la_mount_root *roots, int n, int *which);
+
+// la_thread_mountns gives the calling thread a mount namespace of its own
+// (unshare CLONE_NEWNS, which needs CAP_SYS_ADMIN) and runs la_mount_setup
+// in it: every child the thread vforks is born in it.
+int la_thread_mountns(const struct la_mount_root *roots, int n, int *which);
+
+// la_probe_mountns reports whether a child can get a private mount
+// namespace and la_mount_setup(no roots) works in it (0), or -errno:
+// new_user 1 with the maps for an unprivileged user (CLONE_NEWUSER too).
+int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map);
+
 // la_spawn_args describes one confined command for la_spawn.
 struct la_spawn_args {
 	const char *path;      // absolute program path
@@ -101,6 +129,12 @@ struct la_spawn_args {
 	int new_user;          // CLONE_NEWUSER (unprivileged): maps below are written
 	const char *uid_map;   // "uid uid 1"
 	const char *gid_map;   // "gid gid 1"
+	int new_ns;            // CLONE_NEWNS: the child runs la_mount_setup
+	                       // on mount_roots (after the maps and pid_max)
+	const struct la_mount_root *mount_roots;
+	int n_mount_roots;
+	int mount_failed_root; // set by the child: the root la_mount_setup
+	                       // failed on, or -1
 	struct la_confine_args confine;
 
 	int parent_pid;        // set by la_spawn: our pid, for the child's check

@@ -21,7 +21,9 @@
 // path (a vfork-style clone) from a locked "spawner" thread that has loaded
 // the main seccomp program once; the child inherits it. In the child, in
 // this order: signal handlers reset; for unprivileged users a user namespace
-// (and a PID namespace); setsid (no controlling terminal, so no TIOCSTI on
+// (and a PID namespace); a private mount namespace, read-only but the
+// read-write roots (below; as root the spawner thread makes it once and the
+// child is born in it); setsid (no controlling terminal, so no TIOCSTI on
 // it); rlimits (file size, core 0, address space without a memory cgroup);
 // every capability dropped — bounding, ambient, effective, permitted,
 // inheritable, plus securebits — even when started as root; no_new_privs;
@@ -40,8 +42,31 @@
 // nothing else, no device nodes; TCP bind/connect in network mode none;
 // with ABI 6+, abstract unix sockets and signals scoped to the sandbox.
 //
+// Read-only mounts (mountns_linux.go, la_mount_setup in spawn_linux.c):
+// Landlock has no right for metadata, so chmod, chown (to oneself) and
+// utimensat would pass on any file the user owns — as root, root's files
+// anywhere. In the command's private mount namespace every mount is
+// read-only (/proc, /sys and /dev too: device nodes are still written
+// through a read-only mount, ptys are made by devpts itself) except clones
+// of the read-write roots (workspace, TMPDIR, read-write paths), which keep
+// the mount flags they have outside; those calls fail with EROFS elsewhere
+// (TestMountNSMetadata, and the one-shot runner in TestPlanRunnerConfines).
+// Each root is reached by a walk that follows no symlink and must end on
+// the inode recorded at New, or the spawn fails. Root: each spawner thread
+// unshares CLONE_NEWNS once, so no command pays for a namespace.
+// Unprivileged users (and root when it must write a PID namespace's
+// pid_max): CLONE_NEWNS with the child's user namespace, set up in the
+// child; the supervisor holds the namespace while the command runs so that
+// its teardown (an RCU grace period) is not on the exit path. Without user
+// namespaces New fails closed (BestEffort: Missing says so). Nothing
+// confined can undo it: no capabilities, and seccomp refuses every mount
+// call (below). Not yet in network modes loopback and private: the network
+// supervisor resolves relative unix socket paths only for callers in its
+// own mount namespace (Enforcement().Notes says so).
+//
 // seccomp (libseccomp; denials return EPERM): ptrace, process_vm_*,
-// mount and the mount API, pivot_root, chroot, unshare/setns and clone with
+// mount and the whole mount API (mount, umount2, open_tree, open_tree_attr,
+// move_mount, mount_setattr, fsopen/fsconfig/fsmount/fspick), pivot_root, chroot, unshare/setns and clone with
 // namespace flags, clone3 (ENOSYS, so libc falls back to clone), bpf,
 // perf_event_open, keyctl/add_key/request_key, userfaultfd, io_uring,
 // kexec, module loading, ioctl TIOCSTI/TIOCLINUX (compared on the low 32
@@ -66,10 +91,19 @@
 // the next unconfined user or root's cron (TestEscapeSetID, the escape
 // suite's setid-planting). Setting or removing extended attributes answers
 // EOPNOTSUPP (TestEscapeXattr): a POSIX ACL is a mode Landlock does not
-// govern. Not covered yet: chmod and utimensat of files the user owns
-// outside the workspace (Landlock has no right for them; the fix is for the
-// supervisor to perform them on a path it resolved), and a write through
-// mmap, which keeps an existing file's set-id bit.
+// govern. Not covered yet: a write through a shared writable mmap keeps an
+// existing file's set-id bit (the kernel clears it on write(2), truncate
+// and chown, not on a mapped write). Such a file can only pre-exist in a
+// read-write root — a confined process can neither make one nor link one
+// in from elsewhere — and the mapping can only change bytes within its
+// present size; but a set-id file there that the confined user may write
+// (as root: any root-owned one) can be given new contents with its bit.
+// seccomp cannot tell which file a mapping is of, and refusing shared
+// writable mappings would break linkers (Go's, lld, mold) and SQLite. The
+// race-free fix is for the supervisor to perform write-side opens itself
+// (SECCOMP_IOCTL_NOTIF_ADDFD, the emulating notification server of issue
+// 12) and refuse them, on the descriptor it opened, for a file with
+// S_ISUID, or S_ISGID with group execute.
 //
 // Pathname unix sockets, which Landlock does not check on connect: every
 // connect is trapped by seccomp user notification; the supervisor copies
@@ -81,6 +115,10 @@
 // /proc/PID/cwd, root and environ traversal are refused.
 //
 // # Network modes
+//
+// The modes are ordered none < loopback < private < unrestricted
+// (NetworkMode.Within, Narrower, Wider: the only ordering of them; a tool's
+// declared network, tools.Network, is this type).
 //
 // none (default): no AF_INET/AF_INET6 sockets. unrestricted: no network
 // filter. loopback (127.0.0.0/8, ::1) and private (plus 10/8, 172.16/12,
@@ -215,6 +253,10 @@
 //
 // # Limits of this implementation
 //
+//   - The read-only mount namespace is a copy made when a spawner thread
+//     (root) or a command (others) starts: a file system mounted outside
+//     later is not visible to the commands of a spawner thread made
+//     before it.
 //   - Unprivileged users without a writable cgroup get per-process memory
 //     limits (RLIMIT_AS) and no MemoryExceeded/ProcessLimitHit reports.
 //   - Commands run at the same time under one Sandbox can see each

@@ -154,6 +154,16 @@ func TestEscapeSeccomp(t *testing.T) {
 		{[]string{"clone3"}, "ENOSYS", true},
 		{[]string{"mount", mnt}, "EPERM", true},
 		{[]string{"chroot", "/"}, "EPERM", true},
+		// Undoing the read-only mounts (mountns_linux.go). Not run
+		// unconfined: they would change the test machine's mounts; the
+		// "mount" row shows the mount calls work there as root.
+		{[]string{"remount-rw", "/"}, "EPERM", false},
+		{[]string{"mount-setattr-rw", "/"}, "EPERM", false},
+		{[]string{"open-tree", "/"}, "EPERM", false},
+		{[]string{"open-tree-attr", "/"}, "EPERM", false},
+		{[]string{"fsopen"}, "EPERM", false},
+		{[]string{"fspick", "/"}, "EPERM", false},
+		{[]string{"umount", "/proc"}, "EPERM", false},
 		{[]string{"ptrace", victim}, "EPERM", true},
 		{[]string{"kill", victim}, "EPERM", true}, // Landlock signal scoping
 		{[]string{"keyctl"}, "EPERM", true},

@@ -18,9 +18,9 @@
 #ifndef LITE_AGENT_FASTPATH_H
 #define LITE_AGENT_FASTPATH_H
 
-#define LA_PLAN_MAGIC "LAPLAN2\n"
+#define LA_PLAN_MAGIC "LAPLAN3\n" // 3: LA_T_MOUNT_NS (a plan without it must not run)
 #define LA_PLAN_KEY_PREFIX "lite-agent:sandbox-plan:"
-#define LA_PLAN_KEY_VERSION "lite-agent/sandbox-plan/2\n"
+#define LA_PLAN_KEY_VERSION "lite-agent/sandbox-plan/3\n"
 
 enum la_plan_tag {
 	LA_T_LL_FS = 1,          // u64 handled_access_fs
@@ -56,6 +56,9 @@ enum la_plan_tag {
 	LA_T_PID_MAX = 48,       // the namespace's pid_max (absent: leave it)
 	LA_T_INIT_AS = 49,       // RLIMIT_AS the init applies, or "-"
 	LA_T_UNIX_ROOT = 50,     // a read-write root for unix sockets (repeated)
+	LA_T_MOUNT_NS = 51,      // u32 1: the command gets the private mount
+	                         // namespace, read-only but the unix roots and
+	                         // the temp dir (la_mount_setup)
 	LA_T_OUTPUT_BYTES = 60,  // u64 stdout+stderr budget
 	LA_T_WALL_NS = 61,       // u64 wall-time limit, 0 = none
 	LA_T_MSG_PREAMBLE = 70,  // written to stderr before the command runs

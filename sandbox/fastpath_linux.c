@@ -380,6 +380,7 @@ struct la_plan {
 	struct la_str uid_map, gid_map, pid_max, init_as;
 	int n_roots;
 	struct la_str roots[LA_MAX_ROOTS];
+	int mount_ns;
 	int n_deps;
 	struct la_str deps[LA_MAX_ENV];
 	uint64_t output_bytes, wall_ns, created;
@@ -482,6 +483,7 @@ static int la_plan_parse(const unsigned char *buf, size_t n, struct la_plan *pl)
 				return -1;
 			pl->roots[pl->n_roots++] = s;
 			break;
+		case LA_T_MOUNT_NS: U32(); pl->mount_ns = (int)la_le(d, 4); break;
 		case LA_T_OUTPUT_BYTES: U64(); pl->output_bytes = la_le(d, 8); have_out = 1; break;
 		case LA_T_WALL_NS: U64(); pl->wall_ns = la_le(d, 8); break;
 		case LA_T_CREATED: U64(); pl->created = la_le(d, 8); break;
@@ -591,6 +593,7 @@ struct la_run {
 	char *cg_pids_parent, *cg_pids_dir, *cg_mem_parent, *cg_mem_dir;
 	int tasks[2];
 	char **roots;        // NUL-terminated copies of pl.roots
+	struct la_mount_root mroots[LA_MAX_ROOTS + 1]; // with pl.mount_ns
 	char *exe;
 };
 
@@ -1369,6 +1372,20 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 			free(real);
 	}
 	r->roots[nr] = r->tmp;
+	// The read-write roots of the private mount namespace are the same
+	// list (the workspace, the read-write paths, the temp dir), with the
+	// identity they have now, as the Landlock rules were opened now.
+	if (pl->mount_ns) {
+		for (int i = 0; i <= nr; i++) {
+			struct stat st;
+			if (stat(r->roots[i], &st) < 0)
+				goto undo;
+			r->mroots[i].path = r->roots[i];
+			r->mroots[i].dev = (uint64_t)st.st_dev;
+			r->mroots[i].ino = (uint64_t)st.st_ino;
+		}
+	}
+	int n_mroots = nr + 1;
 
 	// Cgroups: the command's own pids (and memory) directory.
 	if (!pl->with_init && la_make_cgroup(pl->cg_pids, "pids.max", pl->cg_pids_max, NULL,
@@ -1469,6 +1486,14 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 	a->confine.child = pl->child_bpf.p;
 	a->confine.child_len = (uint16_t)(pl->child_bpf.n / 8);
 	a->confine.child_listener = 1;
+	if (pl->mount_ns) {
+		// In the child, before it confines itself: its child program
+		// refuses the mount calls (the plan's programs are the ones the
+		// Go path's children run under).
+		a->new_ns = 1;
+		a->mount_roots = r->mroots;
+		a->n_mount_roots = n_mroots;
+	}
 
 	uint64_t start = la_now_ns();
 	if (la_spawn(a) < 0) {

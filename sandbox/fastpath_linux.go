@@ -265,6 +265,9 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 			w.str(C.LA_T_UNIX_ROOT, r)
 		}
 	}
+	if s.mountNS != mountNone {
+		w.u32(C.LA_T_MOUNT_NS, 1)
+	}
 	w.u64(C.LA_T_OUTPUT_BYTES, uint64(s.pol.Limits.OutputBytes))
 	w.u64(C.LA_T_WALL_NS, uint64(s.pol.Limits.WallTime))
 	w.u64(C.LA_T_CREATED, uint64(time.Now().Unix()))

@@ -205,7 +205,9 @@ func TestEscapeUnixModes(t *testing.T) {
 			{filepath.Join(rw, "made.sock"), "ok"},
 			{filepath.Join(e.secretDir, "planted.sock"), "EACCES"},
 		} {
-			if got, _ := e.probe(t, "unix-bind", tc.path); got != tc.want {
+			// Outside the roots the kernel's own bind meets the
+			// read-only mount (EROFS) before Landlock (EACCES).
+			if got, _ := e.probe(t, "unix-bind", tc.path); got != tc.want && !(tc.want == "EACCES" && got == "EROFS") {
 				t.Errorf("network %s: bind %s: %q, want %s", mode, tc.path, got, tc.want)
 			}
 		}

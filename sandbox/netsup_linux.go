@@ -1918,17 +1918,19 @@ func openChildPathAt(tid int, dirfd int32, path string, parent bool, confirm fun
 	return fd, 0
 }
 
-// sameRoot says whether thread tid has the supervisor's root and mount
-// namespace.
+// sameRoot says whether thread tid has the supervisor's root directory,
+// so that an absolute symlink met in a relative path, which the kernel
+// resolves from our root, leads where it would for the thread. Its mount
+// namespace may be the command's private copy of ours (spawn_linux.c):
+// the same tree, read-only but the read-write roots, which keep their
+// flags. Resolved from our root, such a symlink may then reach a mount
+// that is writable for us and read-only for the thread — which is why
+// what is done there is judged on the resolved path, beneath the
+// read-write roots (the Unix rule, capture's writable), where both
+// views are the same mounts.
 func sameRoot(tid int) bool {
 	var a, b unix.Stat_t
-	if unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
-		return false
-	}
-	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) != nil || unix.Stat("/proc/self/ns/mnt", &b) != nil || a.Ino != b.Ino {
-		return false
-	}
-	return true
+	return unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) == nil && unix.Stat("/", &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // unixBindPath binds the socket to a pathname (see handleUnixAddr).

@@ -89,7 +89,7 @@ type Policy struct {
 	// OnNetwork, if set, is told of every connection the domain proxy
 	// decides (allowed or refused). It is called from the proxy's
 	// goroutines and must not block.
-	OnNetwork func(NetworkEvent)
+	OnNetwork func(NetworkEvent) `json:"-"`
 	// CaptureChanges prepares the sandbox for Command.BeforeChange (the
 	// pre-images checkpoints save of what commands change). It costs every
 	// command of the sandbox a seccomp listener of its own (~0.2 ms per

@@ -43,6 +43,11 @@ func Probe() Capabilities {
 	if h.root {
 		c.UserNamespaces = rootUserNS() == nil
 	}
+	if err := mountNSProbe(); err == nil {
+		c.ReadOnlyMounts = true
+	} else {
+		c.Notes = append(append([]string(nil), c.Notes...), fmt.Sprintf("no private mount namespace (%v): chmod, chown and utimensat outside the read-write roots cannot be refused (New fails unless BestEffort)", err))
+	}
 	c.CgroupV1 = append([]string(nil), c.CgroupV1...)
 	c.Notes = append([]string(nil), c.Notes...)
 	return c

@@ -93,6 +93,10 @@ type Sandbox struct {
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (connect supervisor)
+	// mountNS: where the private read-only mount namespace is made
+	// (mountns_linux.go); mounts are its writable roots.
+	mountNS mountMode
+	mounts  *cMountRoots
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -255,6 +259,29 @@ func New(p Policy) (*Sandbox, error) {
 		notes = append(notes, "memory: RLIMIT_AS per process (no memory cgroup: the tree as a whole is not bounded, and MemoryExceeded is not reported)")
 	}
 
+	// File metadata (chmod, chown, utimensat), which Landlock does not
+	// govern: every mount read-only but the read-write roots, in a private
+	// mount namespace (mountns_linux.go). Unprivileged users need the user
+	// namespace for it.
+	switch err := mountNSProbe(); {
+	case s.notify == notifyNet:
+		// The network supervisor resolves a relative unix socket path
+		// only for a caller in its own mount namespace (netsup_linux.go,
+		// sameRoot): until it accepts ours, these modes keep the
+		// caller's mounts. Not a miss: nothing else is weaker.
+		notes = append(notes, "metadata: mounts not read-only in network mode "+string(mode)+" (the network supervisor needs the caller's mount namespace): chmod, chown and utimensat of the user's files outside the read-write roots are not refused")
+	case err != nil:
+		miss("read-only mounts outside the read-write roots, which stop chmod, chown and utimensat there (a private mount namespace: %v)", err)
+	default:
+		s.mountNS = mountChild
+		if h.root && s.pidMax == "" {
+			s.mountNS = mountThread
+		}
+		if !h.root {
+			s.newUser = true
+		}
+	}
+
 	if len(missing) > 0 && !q.BestEffort {
 		return nil, fmt.Errorf("%w: %s (set BestEffort to run without it)", ErrUnsupported, strings.Join(missing, "; "))
 	}
@@ -352,6 +379,26 @@ func New(p Policy) (*Sandbox, error) {
 		s.workspaceReal = ws[0]
 	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
+	if s.mountNS != mountNone {
+		roots, whole, err := mountRootsFor(s.rwRoots)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case whole:
+			s.mountNS = mountNone
+			s.enf.Notes = append(s.enf.Notes, "metadata: no read-only mounts (a read-write root is /)")
+		default:
+			if s.mounts, err = newCMountRoots(roots); err != nil {
+				return nil, err
+			}
+			where := "per command"
+			if s.mountNS == mountThread {
+				where = "per spawner thread"
+			}
+			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
+		}
+	}
 	if s.notify == notifyNet {
 		// The same roots as startConnectSup gets: a pathname unix socket
 		// is reachable (and may be created) in every network mode beneath
@@ -470,7 +517,11 @@ func (s *Sandbox) acquireSpawner() (*spawner, error) {
 // with this policy's thread program and, for a sealed thread, its connect
 // supervisor.
 func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
-	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies}, dirs,
+	var mounts *cMountRoots
+	if s.mountNS == mountThread {
+		mounts = s.mounts
+	}
+	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts}, dirs,
 		func(listener int) (func(), error) {
 			return startConnectSup(listener, s.pol.Network, s.rwRoots, nil)
 		})
@@ -590,6 +641,8 @@ func (s *Sandbox) release() error {
 		s.pieces.free()
 		s.pieces = nil
 	}
+	s.mounts.free()
+	s.mounts = nil
 	s.captureChild.free()
 	s.captureChild = nil
 	if s.rawPieces.RulesetFD >= 0 {
@@ -716,6 +769,7 @@ type Process struct {
 	s       *Sandbox
 	pid     int
 	pidfd   int
+	mntNS   int    // a reference to its mount namespace (holdMountNS), or -1
 	v2      *v2Set // v2 directory the tree lives in, or nil
 	slot    *slot  // v1 slot the tree lives in, or nil
 	tmpDir  string
@@ -774,7 +828,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		s.wg.Done()
 		return nil, err
 	}
-	p := &Process{s: s, pidfd: -1, start: time.Now(), done: make(chan struct{}),
+	p := &Process{s: s, pidfd: -1, mntNS: -1, start: time.Now(), done: make(chan struct{}),
 		budget: newOutputBudget(s.pol.Limits.OutputBytes)}
 	var childFiles []*os.File // our copies of the child's ends, closed after spawn
 	ok := false
@@ -880,6 +934,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		cgroupDir: -1, cgroupProcs: -1, rlimits: s.rlimits,
 		newPID: s.newPID, newUser: s.newUser, uidMap: s.uidMap, gidMap: s.gidMap,
 		pidMax: s.pidMax, pieces: s.pieces, noClone3: s.sealed,
+		newNS: s.mountNS == mountChild, mounts: s.mounts,
 	}
 	if s.withInit {
 		// The namespace's first process is our init, which starts the
@@ -934,6 +989,9 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		return nil, err
 	}
 	p.pid, p.pidfd = res.pid, res.pidfd
+	if req.newNS {
+		p.mntNS = holdMountNS(p.pidfd)
+	}
 	for _, f := range childFiles {
 		f.Close()
 	}
@@ -1257,6 +1315,8 @@ func (p *Process) cleanup() {
 		unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
+	releaseMountNS(p.mntNS)
+	p.mntNS = -1
 }
 
 // si_code values of SIGCHLD (waitid).

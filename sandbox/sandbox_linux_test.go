@@ -397,6 +397,11 @@ func TestProbeAndEnforcement(t *testing.T) {
 	if e.Unprivileged != (os.Geteuid() != 0) {
 		t.Errorf("Unprivileged = %v", e.Unprivileged)
 	}
+	// The test machines have what the read-only mounts need (root, or
+	// user namespaces for uid 65534).
+	if !c.ReadOnlyMounts || sb.mountNS == mountNone {
+		t.Errorf("read-only mounts: probe %v, sandbox mode %d", c.ReadOnlyMounts, sb.mountNS)
+	}
 }
 
 func TestLoopbackFailsClosedWithoutSupervisor(t *testing.T) {

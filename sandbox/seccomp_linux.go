@@ -52,9 +52,8 @@ import (
 var deniedSyscalls = []string{
 	// other processes' memory and file descriptors
 	"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd",
-	// mount table and root
-	"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
-	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	// root (the mount calls: mountSyscalls)
+	"pivot_root", "chroot",
 	// namespaces (clone, clone3 and unshare: in the child program)
 	"setns",
 	// kernel attack surface
@@ -71,6 +70,24 @@ var deniedSyscalls = []string{
 	"vm86", "vm86old", "iopl", "ioperm", "modify_ldt",
 	// NUMA page moves of other processes
 	"migrate_pages", "move_pages",
+}
+
+// mountSyscalls change the mount table or a mount's flags: every call of
+// the old and the new mount API. They are with the namespace rules (the
+// child program, or a sealed thread's main program) because the spawn
+// path's child itself makes its private read-only mount namespace
+// (la_mount_setup) before it loads the child program. Refused, a confined
+// process can neither clear a read-only flag nor mount anything over the
+// read-only tree.
+var mountSyscalls = []string{
+	"mount", "umount", "umount2", "move_mount", "open_tree", "fsopen", "fsconfig",
+	"fsmount", "fspick", "mount_setattr",
+}
+
+// mountSyscallNumbers are mount calls newer than this libseccomp's tables,
+// by number (the same on every architecture since 5.1's unified numbers).
+var mountSyscallNumbers = []seccomp.ScmpSyscall{
+	467, // open_tree_attr (6.15): open_tree with mount attributes
 }
 
 // Namespace flags of clone(2)/unshare(2). CLONE_NEWTIME shares its bit with
@@ -562,7 +579,7 @@ func buildChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
 	return exportBPF(f)
 }
 
-// addNamespaceRules refuses clone3 and namespace flags.
+// addNamespaceRules refuses clone3, namespace flags and the mount calls.
 func addNamespaceRules(b *ruleBuilder) {
 	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	// clone3 passes its flags in memory, where a filter cannot look: refuse
@@ -580,6 +597,16 @@ func addNamespaceRules(b *ruleBuilder) {
 		b.add("unshare", eperm, cond(0, seccomp.CompareMaskedEqual, fl, fl))
 	}
 	b.add("unshare", eperm, cond(0, seccomp.CompareMaskedEqual, unix.CLONE_NEWTIME, unix.CLONE_NEWTIME))
+	for _, name := range mountSyscalls {
+		b.add(name, eperm)
+	}
+	for _, nr := range mountSyscallNumbers {
+		if name, err := nr.GetName(); err == nil && name != "" {
+			b.add(name, eperm) // known by name after all
+			continue
+		}
+		b.addNumber(nr, eperm)
+	}
 }
 
 func addNotifyRules(b *ruleBuilder, notify notifySpec) {
@@ -611,6 +638,16 @@ func (b *ruleBuilder) add(name string, act seccomp.ScmpAction, conds ...seccomp.
 	}
 	if err != nil {
 		b.err = fmt.Errorf("seccomp: rule for %s: %w", name, err)
+	}
+}
+
+// addNumber adds a rule for a syscall this libseccomp has no name for.
+func (b *ruleBuilder) addNumber(nr seccomp.ScmpSyscall, act seccomp.ScmpAction) {
+	if b.err != nil {
+		return
+	}
+	if err := b.f.AddRule(nr, act); err != nil {
+		b.err = fmt.Errorf("seccomp: rule for syscall %d: %w", int(nr), err)
 	}
 }
 

@@ -13,6 +13,9 @@
 //   userns   (unprivileged only) map our own uid/gid: the namespace gives
 //            the PID namespace and a per-sandbox RLIMIT_NPROC;
 //   pid_max  (PID namespace without pids cgroup) the namespace's process cap;
+//   mountns  (unprivileged, and root with pid_max) a private mount namespace,
+//            read-only but the writable roots (la_mount_setup; root's
+//            spawner threads make theirs once, see spawner_linux.go);
 //   setsid   no controlling terminal: TIOCSTI/TIOCSCTTY have nothing to hit;
 //   cgroup   already born in it (v1: the spawner thread's; v2: clone3
 //            CLONE_INTO_CGROUP); only the clone() fallback joins by write;
@@ -43,6 +46,8 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -82,6 +87,37 @@
 #define PR_CAP_AMBIENT 47
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #endif
+
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+struct la_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
 
 #define LA_FAIL(s) do { *step = (s); return -errno; } while (0)
 
@@ -193,6 +229,193 @@ int la_confine(const struct la_confine_args *a, int *listener, int *step)
 	return 0;
 }
 
+// Read-only mounts (issue 11: Landlock has no right for metadata).
+//
+// Landlock decides reads and writes of file contents, but chmod, chown (to
+// oneself), utimensat and the like pass for any file the process owns —
+// as root, every root-owned file on the system. A read-only mount refuses
+// all of them (EROFS) whatever the caller owns, so a confined command gets
+// a private mount namespace in which every mount is read-only except the
+// writable roots (workspace, TMPDIR, read-write paths), which keep the
+// flags they have outside.
+//
+// In order:
+//   1. MS_REC|MS_PRIVATE on /: nothing done below propagates back to the
+//      caller's namespace (a copy of a shared / would share its peer
+//      groups), and nothing mounted outside later appears here writable;
+//   2. each writable root is cloned (open_tree OPEN_TREE_CLONE|
+//      AT_RECURSIVE) while its mounts still have their own flags, so that
+//      a submount the user made read-only stays so and a writable one
+//      stays writable, as Landlock lets it be written;
+//   3. every mount is made read-only (mount_setattr AT_RECURSIVE) —
+//      /proc, /sys and /dev included: a device node is still written
+//      through a read-only mount (/dev/null, /dev/tty), a pty is
+//      allocated by devpts itself, and nothing Landlock grants writes
+//      elsewhere; chmod of a root-owned /sys or generic /proc entry is
+//      refused;
+//   4. the clones are attached over their roots (a root beneath another
+//      is dropped: the outer clone holds it with its own flags already).
+// Each root is reached by a walk that follows no symlink and must end on
+// the (device, inode) the supervisor recorded when it built the Landlock
+// ruleset: a path changed since then fails the spawn (ESTALE), it never
+// makes another directory writable by mount.
+//
+// What keeps the flags: the confined process has no capability (in its
+// user namespace either) and seccomp refuses mount, umount, mount_setattr,
+// open_tree, move_mount, fsopen/fsmount/fsconfig/fspick, pivot_root and
+// namespace flags; a nested user namespace, were it possible, would
+// inherit these read-only flags locked.
+static int la_open_root(const struct la_mount_root *r)
+{
+	const char *p = r->path;
+	if (p[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char comp[256];
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *e = p;
+		while (*e && *e != '/')
+			e++;
+		size_t n = (size_t)(e - p);
+		if (n == 0)
+			break;
+		if (n >= sizeof comp || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			close(fd);
+			errno = n >= sizeof comp ? ENAMETOOLONG : EINVAL;
+			return -1;
+		}
+		memcpy(comp, p, n);
+		comp[n] = 0;
+		// O_NOFOLLOW|O_PATH opens a symlink itself: the next step from
+		// it fails with ENOTDIR, the last one is caught by S_ISLNK.
+		int next = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int e2 = errno;
+		close(fd);
+		if (next < 0) {
+			errno = e2;
+			return -1;
+		}
+		fd = next;
+		p = e;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e2 = errno;
+		close(fd);
+		errno = e2;
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode) || (uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino) {
+		close(fd);
+		errno = S_ISLNK(st.st_mode) ? ELOOP : ESTALE;
+		return -1;
+	}
+	return fd;
+}
+
+// la_beneath reports whether path p is q or beneath it.
+static int la_beneath(const char *p, const char *q)
+{
+	size_t n = strlen(q);
+	return strncmp(p, q, n) == 0 && (p[n] == 0 || p[n] == '/');
+}
+
+int la_mount_setup(const struct la_mount_root *roots, int n, int *which)
+{
+	int order[LA_MAX_MOUNT_ROOTS], trees[LA_MAX_MOUNT_ROOTS];
+	int kept = 0, made = 0, e = 0;
+	*which = -1;
+	if (n < 0 || n > LA_MAX_MOUNT_ROOTS)
+		return -E2BIG;
+	// Parents before children (shorter first), and a root equal to or
+	// beneath a kept one dropped: the outer clone holds it already, with
+	// its own mount flags.
+	for (int i = 0; i < n; i++) {
+		int skip = 0;
+		for (int j = 0; j < n && !skip; j++) {
+			if (j == i || !la_beneath(roots[i].path, roots[j].path))
+				continue;
+			// i is beneath j; of two equal paths the first is kept.
+			skip = strlen(roots[i].path) != strlen(roots[j].path) || j < i;
+		}
+		if (skip)
+			continue;
+		int k = kept++;
+		while (k > 0 && strlen(roots[order[k - 1]].path) > strlen(roots[i].path)) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = i;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	for (; made < kept; made++) {
+		int fd = la_open_root(&roots[order[made]]);
+		if (fd < 0) {
+			e = errno;
+			*which = order[made];
+			goto out;
+		}
+		long t = syscall(SYS_open_tree, fd, "",
+				 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		e = errno;
+		close(fd);
+		if (t < 0) {
+			*which = order[made];
+			goto out;
+		}
+		trees[made] = (int)t;
+	}
+	{
+		struct la_mount_attr attr;
+		memset(&attr, 0, sizeof attr);
+		attr.attr_set = MOUNT_ATTR_RDONLY;
+		if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &attr, sizeof attr) < 0) {
+			e = errno;
+			goto out;
+		}
+	}
+	for (int i = 0; i < kept; i++) {
+		// Walked again, after the read-only step: the walk must end on
+		// the mount now at that place.
+		int fd = la_open_root(&roots[order[i]]);
+		if (fd < 0) {
+			e = errno;
+			*which = order[i];
+			goto out;
+		}
+		long rc = syscall(SYS_move_mount, trees[i], "", fd, "",
+				  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+		e = errno;
+		close(fd);
+		if (rc < 0) {
+			*which = order[i];
+			goto out;
+		}
+	}
+	e = 0;
+out:
+	for (int i = 0; i < made; i++)
+		close(trees[i]);
+	return -e;
+}
+
+int la_thread_mountns(const struct la_mount_root *roots, int n, int *which)
+{
+	*which = -1;
+	// CLONE_NEWNS implies CLONE_FS: this thread gets its own root and
+	// cwd, copied; the process's other threads keep theirs.
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	return la_mount_setup(roots, n, which);
+}
+
 static int la_write_file(const char *path, const char *data)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -252,6 +475,18 @@ static int la_child(void *arg)
 	// have per-namespace pid_max (elsewhere the value is global).
 	if (a->new_pid && a->pid_max && la_write_file("/proc/sys/kernel/pid_max", a->pid_max) < 0)
 		LA_CHILD_FAIL(LA_STEP_PID_MAX);
+
+	// The private mount namespace (CLONE_NEWNS), read-only but the
+	// writable roots. After pid_max: /proc is read-only from here on. With
+	// capabilities (root, or ours in the user namespace) and before
+	// la_confine, whose child program refuses every mount call.
+	if (a->new_ns) {
+		int r = la_mount_setup(a->mount_roots, a->n_mount_roots, &a->mount_failed_root);
+		if (r < 0) {
+			errno = -r;
+			LA_CHILD_FAIL(LA_STEP_MOUNTNS);
+		}
+	}
 
 	// New session: no controlling terminal, so TIOCSTI/TIOCSCTTY on an
 	// inherited terminal fd fail even before seccomp looks at them, and the
@@ -428,6 +663,7 @@ int la_spawn(struct la_spawn_args *a)
 	a->err_errno = 0;
 	a->cleared_sighand = 0;
 	a->born_in_cgroup = 0;
+	a->mount_failed_root = -1;
 
 	char *base = la_stack_base();
 	if (!base) {
@@ -450,6 +686,8 @@ int la_spawn(struct la_spawn_args *a)
 		flags |= CLONE_NEWPID;
 	if (a->new_user)
 		flags |= CLONE_NEWUSER;
+	if (a->new_ns)
+		flags |= CLONE_NEWNS;
 
 	sigset_t all, old;
 	sigfillset(&all);
@@ -550,6 +788,52 @@ int la_probe_userns(const char *uid_map, const char *gid_map)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid_t pid = clone(la_probe_child, top,
 			  CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, &p);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	return p.err ? -p.err : 0;
+}
+
+struct la_probe_ns_args {
+	int new_user;
+	const char *uid_map, *gid_map;
+	int err;
+};
+
+static int la_probe_ns_child(void *arg)
+{
+	struct la_probe_ns_args *p = arg;
+	int which;
+	if (p->new_user &&
+	    (la_write_file("/proc/self/setgroups", "deny") < 0 ||
+	     la_write_file("/proc/self/uid_map", p->uid_map) < 0 ||
+	     la_write_file("/proc/self/gid_map", p->gid_map) < 0)) {
+		p->err = errno ? errno : EPERM;
+		_exit(0);
+	}
+	int r = la_mount_setup(NULL, 0, &which);
+	if (r < 0)
+		p->err = -r;
+	_exit(0);
+}
+
+int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map)
+{
+	struct la_probe_ns_args p = { new_user, uid_map, gid_map, 0 };
+	char *base = la_stack_base();
+	if (!base)
+		return -ENOMEM;
+	char *top = (char *)(((uintptr_t)(base + LA_STACK_SIZE)) & ~(uintptr_t)15);
+	int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWNS | SIGCHLD;
+	if (new_user)
+		flags |= CLONE_NEWUSER;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(la_probe_ns_child, top, flags, &p);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)

@@ -79,9 +79,13 @@ type spawnRequest struct {
 	newUser     bool
 	uidMap      string
 	gidMap      string
-	pieces      *cPieces
-	pidMax      string // with newPID: the namespace's pid_max, or ""
-	noClone3    bool   // the spawner thread's program refuses clone3: use clone
+	// mounts, with newNS: the child makes a private mount namespace,
+	// read-only but these roots (la_mount_setup).
+	newNS    bool
+	mounts   *cMountRoots
+	pieces   *cPieces
+	pidMax   string // with newPID: the namespace's pid_max, or ""
+	noClone3 bool   // the spawner thread's program refuses clone3: use clone
 	// initFD is the init's status pipe (init_linux.c), kept open across
 	// the execve of the init; 0: the program is the command itself.
 	initFD int
@@ -133,6 +137,7 @@ var stepNames = [...]string{
 	C.LA_STEP_SIGNALS:        "resetting signal handlers",
 	C.LA_STEP_USERNS:         "mapping the user namespace",
 	C.LA_STEP_PID_MAX:        "setting the PID namespace's pid_max",
+	C.LA_STEP_MOUNTNS:        "making the mounts outside the read-write roots read-only",
 	C.LA_STEP_SETSID:         "setsid",
 	C.LA_STEP_CGROUP:         "joining the cgroup",
 	C.LA_STEP_RLIMIT:         "setting resource limits",
@@ -237,6 +242,10 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	}
 	a.new_pid = cbool(r.newPID)
 	a.new_user = cbool(r.newUser)
+	if r.newNS {
+		a.new_ns = 1
+		a.mount_roots, a.n_mount_roots = r.mounts.ptr(), C.int(r.mounts.len())
+	}
 	p := r.pieces
 	a.confine.last_cap = C.int(p.lastCap)
 	a.confine.drop_bounding = cbool(p.dropBounding)
@@ -258,6 +267,9 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 		return res, nil
 	}
 	err := &SpawnError{Step: stepName(int(a.err_step)), Errno: syscall.Errno(a.err_errno)}
+	if a.err_step == C.LA_STEP_MOUNTNS {
+		err.Step += r.mounts.describe(int(a.mount_failed_root))
+	}
 	if res.pidfd >= 0 {
 		// The child exited (status 127) before or at execve: reap it.
 		reapPidfd(res.pidfd)
@@ -278,6 +290,98 @@ func cbool(b bool) C.int {
 		return 1
 	}
 	return 0
+}
+
+// mountRoot is a writable root of the private mount namespace: its
+// canonical path and the identity the walk in la_mount_setup must find.
+type mountRoot struct {
+	path     string
+	dev, ino uint64
+}
+
+// cMountRoots is a struct la_mount_root[] in C memory, made once per
+// Sandbox (nil: none).
+type cMountRoots struct {
+	arr   unsafe.Pointer
+	n     int
+	paths []string
+}
+
+func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
+	if len(roots) > C.LA_MAX_MOUNT_ROOTS {
+		return nil, fmt.Errorf("sandbox: %d read-write roots (at most %d)", len(roots), C.LA_MAX_MOUNT_ROOTS)
+	}
+	c := &cMountRoots{n: len(roots)}
+	if len(roots) == 0 {
+		return c, nil
+	}
+	size := C.size_t(unsafe.Sizeof(C.struct_la_mount_root{})) * C.size_t(len(roots))
+	c.arr = C.calloc(1, size)
+	arr := unsafe.Slice((*C.struct_la_mount_root)(c.arr), len(roots))
+	for i, r := range roots {
+		arr[i].path = C.CString(r.path)
+		arr[i].dev = C.uint64_t(r.dev)
+		arr[i].ino = C.uint64_t(r.ino)
+		c.paths = append(c.paths, r.path)
+	}
+	return c, nil
+}
+
+func (c *cMountRoots) ptr() *C.struct_la_mount_root {
+	if c == nil || c.arr == nil {
+		return nil
+	}
+	return (*C.struct_la_mount_root)(c.arr)
+}
+
+func (c *cMountRoots) len() int {
+	if c == nil {
+		return 0
+	}
+	return c.n
+}
+
+// describe names root i for an error ("" when none is to blame).
+func (c *cMountRoots) describe(i int) string {
+	if c == nil || i < 0 || i >= len(c.paths) {
+		return ""
+	}
+	return fmt.Sprintf(" (read-write root %s: changed since the sandbox was made?)", c.paths[i])
+}
+
+func (c *cMountRoots) free() {
+	if c == nil || c.arr == nil {
+		return
+	}
+	for _, r := range unsafe.Slice((*C.struct_la_mount_root)(c.arr), c.n) {
+		C.free(unsafe.Pointer(r.path))
+	}
+	C.free(c.arr)
+	c.arr = nil
+}
+
+// threadMountNS gives the calling (locked, spawner) thread its private,
+// read-only mount namespace; see la_thread_mountns.
+func threadMountNS(c *cMountRoots) error {
+	var which C.int
+	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), &which)); rc < 0 {
+		return &SpawnError{Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
+	}
+	return nil
+}
+
+// probeMountNS reports whether a child can get the private read-only
+// mount namespace: as root directly, else in a user namespace of its own
+// mapping only uid and gid.
+func probeMountNS(newUser bool, uid, gid int) error {
+	um := C.CString(fmt.Sprintf("%d %d 1", uid, uid))
+	gm := C.CString(fmt.Sprintf("%d %d 1", gid, gid))
+	defer C.free(unsafe.Pointer(um))
+	defer C.free(unsafe.Pointer(gm))
+	if rc := int(C.la_probe_mountns(cbool(newUser), um, gm)); rc < 0 {
+		return syscall.Errno(-rc)
+	}
+	return nil
 }
 
 // landlockABI returns the kernel's Landlock ABI version (0: none).

@@ -47,6 +47,9 @@ type spawner struct {
 type threadProgram struct {
 	bpf      []byte // nil: none
 	notifies bool   // load with SECCOMP_FILTER_FLAG_NEW_LISTENER
+	// mounts, when set: the thread first makes its private read-only
+	// mount namespace with these writable roots (mountns_linux.go).
+	mounts *cMountRoots
 }
 
 type spawnCall struct {
@@ -112,6 +115,15 @@ func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, err 
 		// instead of 5-15 ms here.
 		if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
 			return -1, fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
+		}
+	}
+	// The read-only mount namespace after the cgroup joins (cgroupfs is
+	// read-only in it) and before the program, which refuses the mount
+	// calls once sealed. The thread is never unlocked, so no goroutine
+	// but this one ever runs in the namespace.
+	if prog.mounts != nil {
+		if err := threadMountNS(prog.mounts); err != nil {
+			return -1, fmt.Errorf("sandbox: spawner thread: %w", err)
 		}
 	}
 	if len(prog.bpf) == 0 {

@@ -22,7 +22,7 @@ var unprivilegedTests = []string{
 	"TestEscapeNetwork", "TestEscapeUnixSockets", "TestEscapeTIOCSTI",
 	"TestLimitsForkBomb", "TestLimitsMemoryBomb", "TestLimitsFileSize",
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
-	"TestPIDNamespaceInit",
+	"TestPIDNamespaceInit", "TestMountNSMetadata", "TestMountNSHeldByTheSupervisor",
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 }

@@ -19,17 +19,24 @@ for p in "${want[@]}"; do
     missing+=("$p")
   fi
 done
-# The MCP reference servers the mcp package's tests run (they skip without
-# node and npm); pinned, into a cache outside the repository.
+# The MCP reference servers the mcp and end-to-end tests run (they skip
+# without them, naming make deps; no test installs anything); pinned in
+# internal/mcptest/servers.txt, the list the tests read too, into a cache
+# outside the repository.
 if command -v npm >/dev/null; then
   npm_dir="${LITE_AGENT_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lite-agent/npm}"
-  npm_pkgs=(@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31)
-  for p in "${npm_pkgs[@]}"; do
-    grep -qs "\"version\": \"${p##*@}\"" "$npm_dir/node_modules/${p%@*}/package.json" && continue
+  npm_pkgs=()
+  npm_missing=0
+  while read -r pkg version _; do
+    [[ -z $pkg || $pkg == \#* ]] && continue
+    npm_pkgs+=("$pkg@$version")
+    grep -qs "\"version\": \"$version\"" "$npm_dir/node_modules/$pkg/package.json" || npm_missing=1
+  done <"$(dirname "$0")/../internal/mcptest/servers.txt"
+  if [[ $npm_missing -eq 1 ]]; then
+    mkdir -p "$npm_dir"
     npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --loglevel=error "${npm_pkgs[@]}" >&2 ||
-      echo "warning: npm could not install ${npm_pkgs[*]}; the mcp tests will try again" >&2
-    break
-  done
+      echo "warning: npm could not install ${npm_pkgs[*]}; the tests that run them will skip" >&2
+  fi
 fi
 
 [[ ${#missing[@]} -eq 0 ]] && exit 0

@@ -230,9 +230,17 @@ func TestPlanRunnerConfines(t *testing.T) {
 	}
 	port := tcp.Addr().(*net.TCPAddr).Port
 	escapeTarget := filepath.Join(r.outside, "written")
+	// A file of the test's outside the workspace: its mode and times are
+	// metadata Landlock does not govern; the read-only mounts refuse them.
+	metaTarget := filepath.Join(r.outside, "meta")
+	if err := os.WriteFile(metaTarget, []byte("m"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	script := fmt.Sprintf(`
 cat %[1]s && echo READ-SECRET
 echo x > %[2]s && echo WROTE-OUTSIDE
+chmod 0600 %[6]s && echo CHMODDED-OUTSIDE
+touch -d '2001-02-03' %[6]s && echo TOUCHED-OUTSIDE
 (exec 3<>/dev/tcp/127.0.0.1/%[3]d) 2>/dev/null && echo TCP-CONNECTED
 python3 - <<'PY'
 import socket
@@ -260,13 +268,13 @@ print("KEYRING-WRITTEN" if r >= 0 else "keyring refused: errno %%d" %% ctypes.ge
 PY
 unshare -r true 2>/dev/null && echo UNSHARED
 exit 0
-`, secret, escapeTarget, port, outSock, inSock)
+`, secret, escapeTarget, port, outSock, inSock, metaTarget)
 
 	// Unconfined, every attack works: the test proves something.
 	base := exec.Command("bash", "-c", script)
 	base.Dir, base.Env = r.ws, r.env
 	baseOut, _ := base.CombinedOutput()
-	for _, want := range []string{"READ-SECRET", "WROTE-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "UNIX-INSIDE-CONNECTED", "THREAD-UNIX-INSIDE-CONNECTED", "KEYRING-WRITTEN"} {
+	for _, want := range []string{"READ-SECRET", "WROTE-OUTSIDE", "CHMODDED-OUTSIDE", "TOUCHED-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "UNIX-INSIDE-CONNECTED", "THREAD-UNIX-INSIDE-CONNECTED", "KEYRING-WRITTEN"} {
 		if !strings.Contains(string(baseOut), want) {
 			t.Errorf("unconfined, %s did not happen, so the confined run would prove nothing:\n%s", want, baseOut)
 		}
@@ -276,6 +284,7 @@ exit 0
 		unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
 	}
 	os.Remove(escapeTarget)
+	os.Chmod(metaTarget, 0o644)
 	drain := func() int {
 		n := 0
 		for {
@@ -289,9 +298,14 @@ exit 0
 	}
 	drain()
 
-	_, fastRun := r.both("", nil, "bash", "-c", script)
+	goRun, fastRun := r.both("", nil, "bash", "-c", script)
+	for _, bad := range []string{"CHMODDED-OUTSIDE", "TOUCHED-OUTSIDE"} {
+		if strings.Contains(goRun.stdout, bad) {
+			t.Errorf("through the Go path, %s happened:\n%s", bad, goRun.stdout)
+		}
+	}
 	out := fastRun.stdout + fastRun.stderr
-	for _, bad := range []string{"READ-SECRET", "PRIVATE KEY", "WROTE-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "KEYRING-WRITTEN", "UNSHARED"} {
+	for _, bad := range []string{"READ-SECRET", "PRIVATE KEY", "WROTE-OUTSIDE", "CHMODDED-OUTSIDE", "TOUCHED-OUTSIDE", "TCP-CONNECTED", "UNIX-OUTSIDE-CONNECTED", "KEYRING-WRITTEN", "UNSHARED"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("through the runner, %s happened:\n%s", bad, out)
 		}

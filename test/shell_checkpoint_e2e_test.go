@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -180,7 +181,9 @@ func TestKill9DuringBashCheckpointing(t *testing.T) {
 	// SIGPIPE, hiding whether the sandbox ends it); "tick" is written
 	// through a descriptor opened once, which works with or without the
 	// capture supervisor — so only the death of the loop stops it.
-	loop := "exec >/dev/null 2>&1; exec 3>>.tick; mkdir -p new; " +
+	// fd 3 also holds an flock, inherited by every process of the loop:
+	// the kernel frees it only when the last of them is dead (waitQuiet).
+	loop := "exec >/dev/null 2>&1; exec 3>>.tick; flock -n 3 || exit 97; mkdir -p new; " +
 		"while true; do for f in src/*.txt; do echo churn >> $f; done; echo x > new/$RANDOM; echo tick >&3; done"
 	in, _ := json.Marshal(map[string]any{"command": loop, "timeout_ms": 60000})
 	script := filepath.Join(t.TempDir(), "s.json")
@@ -196,8 +199,12 @@ func TestKill9DuringBashCheckpointing(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b, _ := os.ReadFile(filepath.Join(ws, "src", "f00.txt"))
-		if strings.Count(string(b), "churn") >= 20 || time.Now().After(deadline) {
-			break
+		if strings.Count(string(b), "churn") >= 20 {
+			break // it runs, so it holds its lock (flock -n 3 came first)
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the loop never ran (did it get its lock?): f00.txt = %q", b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -232,25 +239,32 @@ func TestKill9DuringBashCheckpointing(t *testing.T) {
 	}
 }
 
-// waitQuiet waits until the command's tick file stops growing: the
+// waitQuiet waits until no process of the command's tree is left: the
 // command must die with the agent that started it, even one killed with
-// SIGKILL.
+// SIGKILL. The loop holds an flock on .tick through fd 3, which each of
+// its processes inherits, and the kernel frees it only when the last
+// descriptor is closed — so getting the lock proves the whole tree is
+// gone (nothing can write any more), where "the file stopped growing for
+// 50 ms" proved nothing on a loaded machine. A surviving tree keeps the
+// lock and this fails.
 func waitQuiet(t *testing.T, dir string) {
 	t.Helper()
-	prev := ""
-	for i := 0; i < 100; i++ {
-		time.Sleep(50 * time.Millisecond)
-		fi, err := os.Stat(filepath.Join(dir, ".tick"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur := fmt.Sprint(fi.Size())
-		if cur == prev {
+	f, err := os.Open(filepath.Join(dir, ".tick"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
 			return
 		}
-		prev = cur
+		if time.Now().After(deadline) {
+			t.Fatalf("a process of the confined command still holds %s/.tick 10 s after the agent was killed (%v): it outlived the agent", dir, err)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval, not the assertion
 	}
-	t.Fatalf("%s is still changing 5 s after the agent was killed: a confined command outlived the agent", dir)
 }
 
 // TestUserEditMidSessionSurvivesRewind: while the agent's bash command
@@ -266,15 +280,17 @@ func TestUserEditMidSessionSurvivesRewind(t *testing.T) {
 	  {"text": "done"}]}`)
 	cmd := exec.Command(binary, "run", "--workspace", ws, "--state-dir", state, "--output-format", "stream-json",
 		"--script", script, "--allowed-tools", "bash", "work")
-	var stdout, stderr bytes.Buffer
+	var stdout lockedBuffer
+	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Step one is done once f.txt says so; step two waits for go-on.
+	// Step one is done once f.txt says so and its checkpoint (number 1,
+	// after the user turn's 0) is in the stream; step two waits for go-on.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) == "agent\n" {
+		if b, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(b) == "agent\n" && strings.Contains(stdout.String(), `"number":1`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -283,9 +299,11 @@ func TestUserEditMidSessionSurvivesRewind(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond) // let the step's checkpoint seal
 	writeFile(t, filepath.Join(ws, "f.txt"), "the user's own edit\n")
-	time.Sleep(200 * time.Millisecond) // let the watcher see it
+	// Time for the watcher to notice the edit, which nothing outside the
+	// agent can observe. Not the assertion: the rewind's refusal below is,
+	// and a missed notice can only make it fail, never pass vacuously.
+	time.Sleep(200 * time.Millisecond)
 	// go-on itself is made by the test (outside the agent): the watcher
 	// records it as an external change too, which a rewind leaves alone.
 	writeFile(t, filepath.Join(ws, "go-on"), "")
@@ -310,4 +328,23 @@ func TestUserEditMidSessionSurvivesRewind(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "g.txt")); err != nil {
 		t.Fatalf("the refused rewind changed other files: %v", err)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer a running command writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

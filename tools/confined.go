@@ -116,30 +116,9 @@ func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error
 
 // NarrowerNetwork returns the narrower of two network modes (none <
 // loopback < private < unrestricted; "" is none), the one rule by which a
-// declaration meets the policy it runs under.
-func NarrowerNetwork(a, b sandbox.NetworkMode) sandbox.NetworkMode {
-	if networkRank(b) < networkRank(a) {
-		a = b
-	}
-	if a == "" {
-		return sandbox.NetworkNone
-	}
-	return a
-}
-
-func networkRank(n sandbox.NetworkMode) int {
-	switch n {
-	case sandbox.NetworkNone, "":
-		return 0
-	case sandbox.NetworkLoopback:
-		return 1
-	case sandbox.NetworkPrivate:
-		return 2
-	}
-	// Unrestricted, and any mode this code does not know: widest, so that
-	// it never wins a narrowing.
-	return 3
-}
+// declaration meets the policy it runs under: sandbox.NetworkMode.Narrower,
+// which a mode it does not know never wins.
+func NarrowerNetwork(a, b sandbox.NetworkMode) sandbox.NetworkMode { return a.Narrower(b) }
 
 // withoutRoot drops grants of the whole filesystem from paths.
 func WithoutRoot(paths []string) []string {
@@ -154,8 +133,9 @@ func WithoutRoot(paths []string) []string {
 
 // CallConfined runs the tool's handler in a child process confined by sb:
 // the program re-executes itself, the child (which must call
-// ServeConfinedCall at the start of main) runs the handler and sends the
-// result back. Input is validated here first, so bad input never starts a
+// ServeConfinedCall(t, ...) at the start of main) runs the handler and
+// sends the result back; a t that ServeConfinedCall was not handed is
+// refused before any process starts (CheckConfinable). Input is validated here first, so bad input never starts a
 // process. Emit, RecordSnapshot, approvals and user input reach the parent
 // over the same channel. When the call's context ends, the whole process
 // tree of the child is killed.
@@ -166,6 +146,12 @@ func WithoutRoot(paths []string) []string {
 func (t *Tool) CallConfined(ctx *Context, sb *sandbox.Sandbox, workspace string) *Result {
 	if ctx == nil {
 		ctx = &Context{}
+	}
+	// Before anything starts: a child that would not find t (or a program
+	// that never serves confined calls) fails here at once, not after a
+	// process start and a handshake.
+	if err := CheckConfinable(t); err != nil {
+		return Errorf("%v", err)
 	}
 	prepared, errResult := t.prepareInput(ctx.Call.Input)
 	if errResult != nil {
@@ -272,13 +258,13 @@ func (t *Tool) converse(ctx *Context, callCtx context.Context, r *bufio.Reader, 
 			return nil // the child ended; its exit status says why
 		}
 		if f.err != nil {
-			return Errorf("the %s tool's confined child does not speak the protocol (%v): the program must call tools.ServeConfinedCall() at the start of main", t.name, f.err)
+			return Errorf("the %s tool's confined child does not speak the protocol (%v): the program must call tools.ServeConfinedCall(its tools...) first thing in main, before anything that may block", t.name, f.err)
 		}
 		if f.m.Kind != "ready" {
 			return Errorf("the %s tool's confined child spoke out of turn (%q); is ServeConfinedCall called at the start of main?", t.name, f.m.Kind)
 		}
 	case <-timer.C:
-		return Errorf("the %s tool's confined child did not answer within %s: the program must call tools.ServeConfinedCall() at the start of main", t.name, handshakeTimeout)
+		return Errorf("the %s tool's confined child did not answer within %s: the program must call tools.ServeConfinedCall(its tools...) first thing in main, before anything that may block", t.name, handshakeTimeout)
 	case <-callCtx.Done():
 		return nil
 	}
@@ -332,23 +318,27 @@ func (t *Tool) converse(ctx *Context, callCtx context.Context, r *bufio.Reader, 
 	}
 }
 
-// ServeConfinedCall makes this program able to run its own tool handlers
-// confined. Call it at the very start of main, after the program's tools
-// are defined (package-level tool variables are): in a normal run it
-// returns at once; in a process started by CallConfined it runs the one
-// requested handler and exits, never returning.
+// ServeConfinedCall makes this program able to run the handlers of ts
+// confined, and only those. Call it once, first thing in main, with every
+// custom tool the program may run confined (an in-process MCP server's
+// tools too: srv.Tools()...): in a normal run it records ts and returns at
+// once; in a process started by CallConfined it records the same ts, runs
+// the one requested handler and exits, never returning.
 //
 // Why: Landlock and seccomp confine threads, and a Go closure cannot be
 // sent to another process, so a confined handler runs in a fresh copy of
 // the program, already confined before its first instruction, and finds
-// its handler by the tool's name. The handler sees only what that copy of
-// the program has: state built in main before the tool was defined is not
-// there.
-func ServeConfinedCall() {
+// its handler by the tool's name among ts. Because the parent records the
+// same set, a tool the child would not find (not in ts, two tools of one
+// name, no call at all) is refused when the session starts
+// (CheckConfinable), not at its first call. The handler sees only what
+// that copy of the program has: state built in main after this call is
+// not there.
+//
+// It panics when called twice or with a nil tool.
+func ServeConfinedCall(ts ...*Tool) {
+	serve(ts)
 	if os.Getenv(confinedCallEnv) != "1" {
-		// From here on, a tool this program builds is one the child
-		// would not have (CheckConfinable).
-		markServed()
 		return
 	}
 	os.Unsetenv(confinedCallEnv)
@@ -357,7 +347,7 @@ func ServeConfinedCall() {
 
 // InConfinedChild reports whether this process was started to serve one
 // confined tool call. A program that gets here with it true has not called
-// ServeConfinedCall first; the kernel refuses to run an agent then.
+// ServeConfinedCall first (the kernel refuses to run an agent then).
 func InConfinedChild() bool { return os.Getenv(confinedCallEnv) == "1" }
 
 // cappedBuffer keeps the last bytes written, up to limit.

@@ -41,12 +41,15 @@ func serveConfinedCall() int {
 }
 
 func runInChild(ch *childChannel, call *wireMsg) *Result {
-	t, ambiguous := lookupRegistered(call.Tool)
+	// The parent checked the same set before the session started
+	// (CheckConfinable); this is the child's own refusal, for a parent
+	// that skipped the check (CallConfined used directly).
+	t, ambiguous := lookupServed(call.Tool)
 	if t == nil {
-		return Errorf("the %s tool is not defined in the confined child: define custom tools before calling tools.ServeConfinedCall() (package-level variables are)", call.Tool)
+		return Errorf("the %s tool is not among the tools handed to tools.ServeConfinedCall in the confined child: add it to that call", call.Tool)
 	}
 	if ambiguous {
-		return Errorf("this program defines more than one tool named %s; the confined child cannot tell which one to run", call.Tool)
+		return Errorf("two different tools named %s were handed to tools.ServeConfinedCall; the confined child cannot tell which one to run", call.Tool)
 	}
 	ctx := context.Background()
 	if !call.Deadline.IsZero() {

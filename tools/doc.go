@@ -47,6 +47,13 @@
 // a session without network gets none, and one declaring the whole
 // filesystem reaches "/" only where that policy already grants it.
 //
+// Each field is a ladder of words, narrowest first, compared by one
+// ordering (internal/levels): Network is sandbox.NetworkMode itself (an
+// alias), so a declaration meets a policy with NetworkMode.Within,
+// Narrower and Wider; Filesystem and SideEffects have the same methods. A
+// word nobody knows fails closed: within no limit, a limit that contains
+// nothing, never the narrower.
+//
 // # Per-call services
 //
 // Context carries the session id, cancellation, Emit for custom events, the
@@ -67,11 +74,14 @@
 //
 // A custom handler runs in a re-execution of the program, confined before
 // its first instruction (CallConfined, ServeConfinedCall). The child finds
-// the tool by name among the tools built before ServeConfinedCall, so:
+// the tool by name among the tools handed to ServeConfinedCall — the one
+// explicit list of what may run confined; New registers nothing — so:
 //
-//   - define tools at package level, or in main before calling
-//     ServeConfinedCall (the seeds' style: a tool closing over a client
-//     made in main works when the client is made before that call);
+//   - call ServeConfinedCall(ts...) once, first thing in main, with every
+//     custom tool (an in-process MCP server's too: srv.Tools()...);
+//   - define those tools at package level, or in main before that call
+//     (the seeds' style: a tool closing over a client made in main works
+//     when the client is made before the call);
 //   - state the handler needs is built again in the child by that same
 //     code: a client, a configuration read from a file, a connection to a
 //     loopback service (within what the tool's Security grants). The
@@ -83,9 +93,11 @@
 //     refuses it), or put the state behind a local service or an MCP
 //     server the tool reaches.
 //
-// A tool built after ServeConfinedCall returned, or a program that never
-// calls it, is refused before the agent's first model call
-// (CheckConfinable), with this rule and its fix.
+// The parent records the same list, so a tool not handed over, two
+// different tools of one name, or a program that never calls
+// ServeConfinedCall is refused when a session starts, before the agent's
+// first model call (CheckConfinable; CallConfined checks it too, before
+// starting anything), with this rule and its fix.
 //
 // The built-in tools live in the builtin subpackage.
 package tools

@@ -5,78 +5,81 @@ import (
 	"sync"
 )
 
-// registry maps tool names to the tools this program has built. A confined
-// child (see ServeConfinedCall) is a fresh copy of the program: it finds the
-// handler to run by the tool's name here, because a Go closure cannot be
-// sent to another process.
-var registry = struct {
+// served is the set of tools this program handed to ServeConfinedCall: the
+// only tools a confined child (a fresh copy of the program, see
+// ServeConfinedCall) can run, because a Go closure cannot be sent to
+// another process and the child finds the handler by the tool's name.
+//
+// It is filled by that one explicit call, never as a side effect of New,
+// and the same call fills it in the parent and in the child: what the
+// parent checks (CheckConfinable) is exactly what the child will look up
+// (runInChild), so a tool the child would not find is refused when the
+// session starts instead of failing at its first call.
+var served = struct {
 	sync.Mutex
+	called bool
 	byName map[string]*Tool
-	// ambiguous names were built more than once with different handlers;
-	// a confined child cannot tell which one the parent meant.
-	ambiguous map[string]bool
-	// served is set when this program (not a child) called
-	// ServeConfinedCall; late are the tools built after that. A child
-	// stops inside ServeConfinedCall, so it never builds those: they
-	// cannot run confined (CheckConfinable).
-	served bool
-	late   map[*Tool]bool
-}{byName: map[string]*Tool{}, ambiguous: map[string]bool{}, late: map[*Tool]bool{}}
+	// dup names were handed over more than once as different tools: a
+	// child cannot tell which one the parent meant.
+	dup map[string]bool
+}{byName: map[string]*Tool{}, dup: map[string]bool{}}
 
-func register(t *Tool) {
-	registry.Lock()
-	defer registry.Unlock()
-	if prev, ok := registry.byName[t.name]; ok && prev != t {
-		registry.ambiguous[t.name] = true
+// serve records ts as this program's confined tools. It panics on a second
+// call or a nil tool: programmer errors, reported where they are made (a
+// child serves at the first call, so tools of a second one would never be
+// there).
+func serve(ts []*Tool) {
+	served.Lock()
+	defer served.Unlock()
+	if served.called {
+		panic("tools.ServeConfinedCall called twice: call it once, first thing in main, with every custom tool the program may run confined")
 	}
-	registry.byName[t.name] = t
-	if registry.served {
-		registry.late[t] = true
+	served.called = true
+	for i, t := range ts {
+		if t == nil {
+			panic(fmt.Sprintf("tools.ServeConfinedCall: tool %d is nil (built after the call, or a nil variable?)", i))
+		}
+		if prev, ok := served.byName[t.name]; ok && prev != t {
+			served.dup[t.name] = true
+		}
+		served.byName[t.name] = t
 	}
 }
 
-// markServed records that ServeConfinedCall returned in this process.
-func markServed() {
-	registry.Lock()
-	defer registry.Unlock()
-	registry.served = true
-}
-
-// lookupRegistered returns the tool named name, and whether the name is
+// lookupServed returns the served tool named name, and whether the name is
 // ambiguous.
-func lookupRegistered(name string) (*Tool, bool) {
-	registry.Lock()
-	defer registry.Unlock()
-	return registry.byName[name], registry.ambiguous[name]
+func lookupServed(name string) (*Tool, bool) {
+	served.Lock()
+	defer served.Unlock()
+	return served.byName[name], served.dup[name]
 }
 
 // CheckConfinable reports why t's handler could not run confined — why
-// the re-executed copy of this program (see ServeConfinedCall) would not
-// find it — or nil. It is one map lookup, made for every custom tool
-// before an agent's first model call, so that the mistake fails at once
-// with its fix instead of at the tool's first call:
+// the re-executed copy of this program would not find it — or nil. It is
+// a map lookup, made for every custom tool when a session starts
+// (kernel.CheckConfinedTools, from kernel.Query and local.New), so that
+// the mistake fails at once with its fix instead of at the tool's first
+// call:
 //
-//   - the program never called ServeConfinedCall: the child would run
-//     main from the start;
-//   - t was built after ServeConfinedCall returned (in main, after the
-//     call; in a function main calls later): the child stops inside
-//     ServeConfinedCall and never builds it;
-//   - another tool of the same name was built: the child cannot tell
-//     which one is meant.
-//
-// The check cannot see a tool built before ServeConfinedCall only under a
-// condition the child does not meet (a flag: the child gets no arguments).
+//   - the program never called ServeConfinedCall: no child could serve
+//     any call (it would run main from the start);
+//   - t is not among the tools handed to ServeConfinedCall;
+//   - two different tools of t's name were handed to it: the child cannot
+//     tell which one is meant.
 func CheckConfinable(t *Tool) error {
-	registry.Lock()
-	defer registry.Unlock()
-	const rule = "a custom handler runs confined in a re-execution of this program, which finds it by name among the tools built before tools.ServeConfinedCall()"
+	served.Lock()
+	defer served.Unlock()
+	const rule = "a custom handler runs confined in a re-execution of this program, which runs only the tools handed to tools.ServeConfinedCall"
 	switch {
-	case !registry.served:
-		return fmt.Errorf("the %s tool cannot run confined: this program has not called tools.ServeConfinedCall() (%s); call it first thing in main", t.name, rule)
-	case registry.late[t]:
-		return fmt.Errorf("the %s tool cannot run confined: it was built after tools.ServeConfinedCall() returned (%s); build it at package level or in main before ServeConfinedCall — state it needs (a client, a configuration) is made there too, in the child (see \"Run-time state\" in the tools package documentation)", t.name, rule)
-	case registry.ambiguous[t.name] || registry.byName[t.name] != t:
-		return fmt.Errorf("the %s tool cannot run confined: this program builds more than one tool named %s (%s); give each its own name", t.name, t.name, rule)
+	case !served.called:
+		return fmt.Errorf("the %s tool cannot run confined: this program has not called tools.ServeConfinedCall (%s); call tools.ServeConfinedCall(%s, ...) first thing in main, with every custom tool", t.name, rule, t.name)
+	case served.dup[t.name]:
+		return fmt.Errorf("the %s tool cannot run confined: two different tools named %s were handed to tools.ServeConfinedCall (%s); give each its own name", t.name, t.name, rule)
+	case served.byName[t.name] != t:
+		if served.byName[t.name] != nil {
+			return fmt.Errorf("the %s tool cannot run confined: tools.ServeConfinedCall was handed a different tool of the same name (%s); hand it this one, and build each tool once", t.name, rule)
+		}
+		return fmt.Errorf("the %s tool cannot run confined: it is not among the tools handed to tools.ServeConfinedCall (%s); add it to that call — build it at package level, or in main before the call (see \"Confined handlers and run-time state\" in the tools package documentation)", t.name, rule)
 	}
 	return nil
 }

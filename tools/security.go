@@ -1,15 +1,25 @@
 package tools
 
-import "fmt"
+import (
+	"fmt"
 
-// Network is how far a tool's handler reaches over the network.
-type Network string
+	"github.com/lite-agent/lite-agent/internal/levels"
+	"github.com/lite-agent/lite-agent/sandbox"
+)
 
+// Network is how far a tool's handler reaches over the network. It is the
+// sandbox's network mode itself (an alias, not a copy of its words), so
+// that a tool's declaration and the policy its handler runs under are one
+// type, compared by one ordering: sandbox.NetworkMode.Within, Narrower
+// and Wider.
+type Network = sandbox.NetworkMode
+
+// The network modes, as tools declare them.
 const (
-	NetworkNone         Network = "none"
-	NetworkLoopback     Network = "loopback"
-	NetworkPrivate      Network = "private"
-	NetworkUnrestricted Network = "unrestricted"
+	NetworkNone         = sandbox.NetworkNone
+	NetworkLoopback     = sandbox.NetworkLoopback
+	NetworkPrivate      = sandbox.NetworkPrivate
+	NetworkUnrestricted = sandbox.NetworkUnrestricted
 )
 
 // Filesystem is how much of the filesystem a tool's handler touches.
@@ -21,6 +31,17 @@ const (
 	FilesystemUnrestricted Filesystem = "unrestricted"
 )
 
+// filesystemLadder orders the filesystem scopes, narrowest first.
+var filesystemLadder = []Filesystem{FilesystemNone, FilesystemWorkspace, FilesystemUnrestricted}
+
+// Within reports whether f touches no more than g ("" is none). A scope
+// this package does not know is within none, and none is within it (see
+// internal/levels: unknown words fail closed).
+func (f Filesystem) Within(g Filesystem) bool { return levels.Within(filesystemLadder, f, g) }
+
+// Wider returns the wider of f and g ("" is none; an unknown scope wins).
+func (f Filesystem) Wider(g Filesystem) Filesystem { return levels.Wider(filesystemLadder, f, g) }
+
 // SideEffects is where a tool's effects land.
 type SideEffects string
 
@@ -29,6 +50,16 @@ const (
 	SideEffectsWorkspace SideEffects = "workspace"
 	SideEffectsExternal  SideEffects = "external"
 )
+
+// sideEffectsLadder orders the side-effect scopes, narrowest first.
+var sideEffectsLadder = []SideEffects{SideEffectsNone, SideEffectsWorkspace, SideEffectsExternal}
+
+// Within reports whether s lands no further than t ("" is none; unknown
+// scopes fail closed as for Filesystem.Within).
+func (s SideEffects) Within(t SideEffects) bool { return levels.Within(sideEffectsLadder, s, t) }
+
+// Wider returns the wider of s and t ("" is none; an unknown scope wins).
+func (s SideEffects) Wider(t SideEffects) SideEffects { return levels.Wider(sideEffectsLadder, s, t) }
 
 // Security declares what a tool touches. Network is required; the other
 // fields default to the narrowest value ("none") when empty. The hardened

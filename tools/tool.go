@@ -173,7 +173,6 @@ func newTool(name, description string, schema *jsonschema.Schema, o *Options) (*
 	if o.Annotations != nil {
 		t.annotations = *o.Annotations
 	}
-	register(t)
 	return t, nil
 }
 

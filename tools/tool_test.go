@@ -235,8 +235,12 @@ func TestTasks(t *testing.T) {
 	if err := r.Kill("task-99", time.Millisecond); err == nil {
 		t.Error("killing an unknown task must fail")
 	}
+	// A task that ignores its context until the test ends: KillAll must
+	// give up on it and name it (no timing decides that).
+	release := make(chan struct{})
+	defer close(release)
 	stubborn, _ := r.Start("stubborn", 0, func(ctx context.Context, _ *Task) error {
-		time.Sleep(200 * time.Millisecond)
+		<-release
 		return nil
 	})
 	if stuck := r.KillAll(20 * time.Millisecond); len(stuck) != 1 || stuck[0] != stubborn.ID {

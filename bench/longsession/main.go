@@ -138,15 +138,15 @@ func run(files, size int, window int64, tell bool, ref float64, refName string) 
 	}
 	elapsed := time.Since(start)
 	u := srv.Usage()
-	finished := runErr == nil && res.Subtype == kernel.SubtypeSuccess && next == files
+	finished := runErr == nil && res.Result.Subtype == kernel.SubtypeSuccess && next == files
 	fmt.Printf("session: %d files of %d bytes, window %d tokens, %d model requests, %s\n", files, size, window, u.Requests, elapsed.Round(time.Millisecond))
-	fmt.Printf("finished: %v (%s)\n", finished, res.Subtype)
+	fmt.Printf("finished: %v (%s)\n", finished, res.Result.Subtype)
 	fmt.Printf("refused as too long: %d; largest prompt: %d tokens; most breakpoints in a request: %d\n", u.TooLong, u.MaxPrompt, u.Breakpoints)
 	fmt.Printf("context edits: %d clearings of old tool results, %d summaries\n", compacts["clear_tool_results"], compacts["summary"])
 	fmt.Printf("input %d, cache writes %d, cache reads %d, output %d\n", u.Input, u.CacheWrites, u.CacheReads, u.Output)
 	fmt.Printf("billed input (input + 1.25×writes + 0.1×reads): lite-agent %.0f, %s %.0f: ratio %.2f\n", u.Billed(), refName, ref, u.Billed()/ref)
 	if !finished {
-		return fmt.Errorf("the session did not finish: %v %s", runErr, res.Error)
+		return fmt.Errorf("the session did not finish: %v %s", runErr, res.Result.Error)
 	}
 	if u.Billed() > ref {
 		return fmt.Errorf("billed input %.0f is more than %s's %.0f", u.Billed(), refName, ref)

@@ -289,7 +289,7 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 	if ev.AgentID != "" {
 		// A subagent's calls, nested under the call that started it.
 		if ev.Type == kernel.EventToolResult {
-			return tea.Println(styleDim("    └ [" + esc(ev.AgentID) + "] " + callSummary(ev.Name, ev.Input) + status(ev)))
+			return tea.Println(styleDim("    └ [" + esc(ev.AgentID) + "] " + callSummary(ev.ToolResult.Name, nil) + status(ev)))
 		}
 		return nil
 	}
@@ -297,10 +297,10 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 	case kernel.EventSessionStart:
 		first := m.app.sessionID == ""
 		m.app.sessionID = ev.SessionID
-		m.tools = ev.Tools
-		m.agents = ev.Agents
+		m.tools = ev.SessionStart.Tools
+		m.agents = ev.SessionStart.Agents
 		m.mcp = m.mcp[:0]
-		for _, s := range ev.MCPServers {
+		for _, s := range ev.SessionStart.MCPServers {
 			st := "connected"
 			if s.Error != "" {
 				st = "failed: " + s.Error
@@ -311,13 +311,13 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			return tea.Println(styleDim("session " + esc(ev.SessionID)))
 		}
 	case kernel.EventTextDelta:
-		m.stream.WriteString(ev.Text)
+		m.stream.WriteString(ev.TextDelta.Text)
 	case kernel.EventRetry:
 		m.stream.Reset()
-		return tea.Println(styleDim(fmt.Sprintf("retrying the model call (attempt %d): %s", ev.Attempt, field(ev.Error, 200))))
+		return tea.Println(styleDim(fmt.Sprintf("retrying the model call (attempt %d): %s", ev.Retry.Attempt, field(ev.Retry.Error, 200))))
 	case kernel.EventAssistantMessage:
-		m.usage = addUsage(m.usage, ev.Usage)
-		m.contextUsed = ev.Usage.ContextTokens()
+		m.usage = addUsage(m.usage, ev.AssistantMessage.Usage)
+		m.contextUsed = ev.AssistantMessage.Usage.ContextTokens()
 		if m.stream.Len() > 0 {
 			text := m.stream.String()
 			m.stream.Reset()
@@ -325,27 +325,27 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			return tea.Println(renderMarkdown(text, m.width, lipgloss.ColorProfile()))
 		}
 	case kernel.EventToolCall:
-		m.calls = append(m.calls, runningCall{id: ev.ID, line: callSummary(ev.Name, ev.Input), start: time.Now()})
+		m.calls = append(m.calls, runningCall{id: ev.ToolCall.ID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), start: time.Now()})
 	case kernel.EventPermission:
-		if ev.Decision == "deny" {
-			return tea.Println(styleErr("  ✗ denied " + esc(ev.Name) + ": " + field(ev.Reason, 200)))
+		if ev.Permission.Decision == "deny" {
+			return tea.Println(styleErr("  ✗ denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
 		}
 	case kernel.EventToolResult:
 		d := time.Duration(0)
 		for i, c := range m.calls {
-			if c.id == ev.ID {
+			if c.id == ev.ToolResult.ID {
 				d = time.Since(c.start)
 				m.calls = append(m.calls[:i], m.calls[i+1:]...)
 				break
 			}
 		}
-		line := "  " + callSummary(ev.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))
+		line := "  " + callSummary(ev.ToolResult.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))
 		return tea.Println(line)
 	case kernel.EventCompact:
 		return tea.Println(styleDim("context compacted"))
 	case kernel.EventResult:
-		if ev.IsError {
-			msg := ev.Error
+		if ev.Result.IsError {
+			msg := ev.Result.Error
 			if strings.Contains(msg, "context canceled") || strings.Contains(msg, "interrupted") {
 				msg = "interrupted: the turn was stopped; the session goes on"
 			}
@@ -367,11 +367,11 @@ func addUsage(a, b provider.Usage) provider.Usage {
 
 // status is a tool result's outcome, its first line when it failed.
 func status(ev kernel.Event) string {
-	if !ev.IsError {
+	if !ev.ToolResult.IsError {
 		return styleOK(" ✓")
 	}
 	text := ""
-	for _, c := range ev.Content {
+	for _, c := range ev.ToolResult.Content {
 		text += c.Text
 	}
 	return styleErr(" ✗ " + field(firstLine(text), 120))

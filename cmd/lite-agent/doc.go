@@ -75,9 +75,13 @@
 // tool_result (with the model's tool-use "id"; tool_result with "is_error"
 // and "content"), permission (between them: "decision", "by", "rule",
 // "rule_source", "hook", "mode", "reason"), hook (a hook that failed),
-// custom, retry, checkpoint, and result last (with structured_output under
+// custom, retry, checkpoint, network (a connection the domain proxy
+// decided), and result last (with structured_output under
 // --output-schema). session_start lists mcp_servers and agents; every
 // event a subagent emits carries agent, agent_id and parent_tool_use_id.
+// Each line is a kernel.Event as its MarshalJSON writes it (see the
+// kernel's doc, # Events); testdata/stream-json.txtar is the golden
+// transcript of scripted sessions that pins the format.
 // In text output, denials and hook failures are shown on stderr, and so is
 // a subagent's work with --verbose (stdout is the main agent's answer).
 //

@@ -9,7 +9,9 @@ import (
 
 func main() {
 	// First: in a process started to run one confined tool call, this runs
-	// the call and exits.
+	// the call and exits. The CLI has no custom Go tools of its own (its
+	// built-ins run in-process or as confined commands), so it hands
+	// over none: a custom tool would be refused at session start.
 	tools.ServeConfinedCall()
 	os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

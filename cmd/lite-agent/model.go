@@ -62,22 +62,22 @@ func applyModelFlags(f *modelFlagValues, cfg *local.Config) {
 func renderModelEvent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.Writer) {
 	switch ev.Type {
 	case kernel.EventSessionStart:
-		if len(ev.Instructions) == 0 {
+		if len(ev.SessionStart.Instructions) == 0 {
 			return
 		}
 		var parts []string
-		for _, f := range ev.Instructions {
+		for _, f := range ev.SessionStart.Instructions {
 			if f.Error != "" {
 				parts = append(parts, fmt.Sprintf("%s skipped (%s)", f.Path, f.Error))
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s (%d bytes)", shortPath(f.Path, ev.Workspace), f.Bytes))
+			parts = append(parts, fmt.Sprintf("%s (%d bytes)", shortPath(f.Path, ev.SessionStart.Workspace), f.Bytes))
 		}
 		fmt.Fprintf(stderr, "[project instructions: %s]\n", strings.Join(parts, ", "))
 	case kernel.EventThinkingDelta:
 		if verbose {
 			out.Flush()
-			fmt.Fprintf(stderr, "\x1b[2m%s\x1b[0m", termsafe.Text(ev.Text)) // only our own dim escape reaches the terminal
+			fmt.Fprintf(stderr, "\x1b[2m%s\x1b[0m", termsafe.Text(ev.ThinkingDelta.Thinking)) // only our own dim escape reaches the terminal
 		}
 	case kernel.EventCompact:
 		c := ev.Compaction

@@ -65,19 +65,21 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 		return nil, err
 	}
 	cfg := local.Config{
-		Preset:                          f.preset,
-		Workspace:                       f.workspace,
-		Model:                           model,
-		ModelName:                       modelName,
-		SystemPrompt:                    f.systemPrompt,
-		MaxTokens:                       f.maxTokens,
-		MaxTurns:                        f.maxTurns,
-		AllowedTools:                    allowed,
-		DisallowedTools:                 disallowed,
-		PermissionMode:                  kernel.PermissionMode(mode),
-		AllowDangerouslySkipPermissions: f.skipPermissions,
-		StateDir:                        f.stateDir,
-		NoCheckpoints:                   f.noCheckpoints,
+		Preset:        f.preset,
+		NoCheckpoints: f.noCheckpoints,
+		Options: kernel.Options{
+			Workspace:                       f.workspace,
+			Model:                           model,
+			ModelName:                       modelName,
+			SystemPrompt:                    f.systemPrompt,
+			MaxTokens:                       f.maxTokens,
+			MaxTurns:                        f.maxTurns,
+			AllowedTools:                    allowed,
+			DisallowedTools:                 disallowed,
+			PermissionMode:                  kernel.PermissionMode(mode),
+			AllowDangerouslySkipPermissions: f.skipPermissions,
+			StateDir:                        f.stateDir,
+		},
 	}
 	if set["tools"] {
 		cfg.Tools = commaList(f.tools)
@@ -281,12 +283,13 @@ func renderPermission(ev kernel.Event, verbose bool, out *bufio.Writer, stderr i
 	out.Flush()
 	switch ev.Type {
 	case kernel.EventHook:
-		fmt.Fprintf(stderr, "[hook %s (%s) failed: %s; %s]\n", termsafe.Escape(ev.Hook), termsafe.Escape(ev.HookEvent), termsafe.Escape(ev.Error), termsafe.Escape(ev.Reason))
+		h := ev.Hook
+		fmt.Fprintf(stderr, "[hook %s (%s) failed: %s; %s]\n", termsafe.Escape(h.Hook), termsafe.Escape(string(h.Event)), termsafe.Escape(h.Error), termsafe.Escape(h.Outcome))
 	case kernel.EventPermission:
-		if ev.Decision == "deny" {
-			fmt.Fprintf(stderr, "[denied %s: %s]\n", termsafe.Escape(ev.Name), field(ev.Reason, 300))
+		if ev.Permission.Decision == "deny" {
+			fmt.Fprintf(stderr, "[denied %s: %s]\n", termsafe.Escape(ev.Permission.Name), field(ev.Permission.Reason, 300))
 		} else if verbose {
-			fmt.Fprintf(stderr, "[allowed %s by %s: %s]\n", termsafe.Escape(ev.Name), termsafe.Escape(ev.DecidedBy), field(ev.Reason, 200))
+			fmt.Fprintf(stderr, "[allowed %s by %s: %s]\n", termsafe.Escape(ev.Permission.Name), termsafe.Escape(ev.Permission.DecidedBy), field(ev.Permission.Reason, 200))
 		}
 	}
 }

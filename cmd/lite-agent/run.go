@@ -263,8 +263,11 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		text.Flush()
 		fmt.Fprintln(out)
 	}
-	if runErr != nil || last.IsError {
-		msg := last.Error
+	if res := last.Result; runErr != nil || res != nil && res.IsError {
+		msg := ""
+		if res != nil {
+			msg = res.Error
+		}
 		if msg == "" && runErr != nil {
 			msg = runErr.Error()
 		}
@@ -285,14 +288,14 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 	}
 	switch ev.Type {
 	case kernel.EventTextDelta:
-		text.WriteString(ev.Text)
+		text.WriteString(ev.TextDelta.Text)
 		out.Flush()
 		*wroteText = true
 	case kernel.EventSessionStart, kernel.EventThinkingDelta, kernel.EventCompact:
 		renderModelEvent(ev, verbose, out, stderr)
 	case kernel.EventRetry:
 		out.Flush()
-		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Attempt, termsafe.Escape(ev.Error))
+		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Retry.Attempt, termsafe.Escape(ev.Retry.Error))
 	case kernel.EventAssistantMessage:
 		if *wroteText {
 			text.Flush()
@@ -303,9 +306,9 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 	case kernel.EventToolCall:
 		if verbose {
 			out.Flush()
-			fmt.Fprintf(stderr, "→ %s %s\n", termsafe.Escape(ev.Name), field(string(ev.Input), 200))
-			if len(ev.EffectiveInput) > 0 {
-				fmt.Fprintf(stderr, "  ran with (a hook or CanUseTool changed the input): %s\n", field(string(ev.EffectiveInput), 200))
+			fmt.Fprintf(stderr, "→ %s %s\n", termsafe.Escape(ev.ToolCall.Name), field(string(ev.ToolCall.Input), 200))
+			if len(ev.ToolCall.EffectiveInput) > 0 {
+				fmt.Fprintf(stderr, "  ran with (a hook or CanUseTool changed the input): %s\n", field(string(ev.ToolCall.EffectiveInput), 200))
 			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
@@ -320,14 +323,14 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 // resultLine is a tool result in one line for --verbose.
 func resultLine(ev kernel.Event) string {
 	status := "ok"
-	if ev.IsError {
+	if ev.ToolResult.IsError {
 		status = "error"
 	}
 	text := ""
-	for _, c := range ev.Content {
+	for _, c := range ev.ToolResult.Content {
 		text += c.Text
 	}
-	return fmt.Sprintf("← %s [%s] %s", termsafe.Escape(ev.Name), status, field(text, 300))
+	return fmt.Sprintf("← %s [%s] %s", termsafe.Escape(ev.ToolResult.Name), status, field(text, 300))
 }
 
 // renderSubagent shows a subagent's work in text output: stdout is the
@@ -338,18 +341,18 @@ func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.
 	who := "[" + termsafe.Escape(ev.AgentID) + "] "
 	switch ev.Type {
 	case kernel.EventAssistantMessage:
-		if verbose && ev.Message != nil && ev.Message.Text() != "" {
-			fmt.Fprintf(stderr, "%s%s\n", who, field(ev.Message.Text(), 300))
+		if verbose && ev.AssistantMessage.Message != nil && ev.AssistantMessage.Message.Text() != "" {
+			fmt.Fprintf(stderr, "%s%s\n", who, field(ev.AssistantMessage.Message.Text(), 300))
 		}
 	case kernel.EventToolCall:
 		if verbose {
-			fmt.Fprintf(stderr, "%s→ %s %s\n", who, termsafe.Escape(ev.Name), field(string(ev.Input), 200))
-			if len(ev.EffectiveInput) > 0 {
-				fmt.Fprintf(stderr, "%s  ran with (a hook or CanUseTool changed the input): %s\n", who, field(string(ev.EffectiveInput), 200))
+			fmt.Fprintf(stderr, "%s→ %s %s\n", who, termsafe.Escape(ev.ToolCall.Name), field(string(ev.ToolCall.Input), 200))
+			if len(ev.ToolCall.EffectiveInput) > 0 {
+				fmt.Fprintf(stderr, "%s  ran with (a hook or CanUseTool changed the input): %s\n", who, field(string(ev.ToolCall.EffectiveInput), 200))
 			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
-		if verbose || ev.Type == kernel.EventHook || ev.Decision == "deny" {
+		if verbose || ev.Type == kernel.EventHook || ev.Permission.Decision == "deny" {
 			fmt.Fprint(stderr, who)
 			renderPermission(ev, verbose, out, stderr)
 		}

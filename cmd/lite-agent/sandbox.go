@@ -660,6 +660,7 @@ func printCheck(w io.Writer, rep *checkReport) {
 		{"seccomp user notification", yes(c.SeccompUserNotify)},
 		{"pidfd_getfd", yes(c.PidfdGetfd)},
 		{"user namespaces", yes(c.UserNamespaces)},
+		{"read-only mounts", yes(c.ReadOnlyMounts)},
 		{"cgroups", cgroups},
 	}
 	for _, r := range rows {

@@ -59,8 +59,9 @@ var wordCount = tools.Must(tools.New("word_count", "Count the words of a file in
 	}))
 
 func main() {
-	// First: a confined handler's child is this program, and stops here.
-	tools.ServeConfinedCall()
+	// First: a confined handler's child is this program; it runs the
+	// handler here and exits. It runs only the tools handed over.
+	tools.ServeConfinedCall(weather, wordCount)
 	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cli:", err)
 		os.Exit(1)
@@ -83,16 +84,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 		return err
 	}
 	agent, err := local.New(local.Config{
-		Preset:      *preset,
-		Workspace:   *workspace,
-		Model:       model,
-		ModelName:   modelName,
-		CustomTools: []*tools.Tool{weather, wordCount},
-		// Custom tools run only when something allows them; a readOnlyHint
-		// is not a permission.
-		AllowedTools: []string{"get_weather", "word_count"},
-		Approval:     terminalApproval(stdin, out),
-		MaxTurns:     20,
+		Preset: *preset,
+		Options: kernel.Options{
+			Workspace:   *workspace,
+			Model:       model,
+			ModelName:   modelName,
+			CustomTools: []*tools.Tool{weather, wordCount},
+			// Custom tools run only when something allows them; a readOnlyHint
+			// is not a permission.
+			AllowedTools: []string{"get_weather", "word_count"},
+			Approval:     terminalApproval(stdin, out),
+			MaxTurns:     20,
+		},
 	})
 	if err != nil {
 		return err
@@ -101,8 +104,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	if res.Subtype != kernel.SubtypeSuccess {
-		return errors.New(res.Subtype)
+	if res.Result.Subtype != kernel.SubtypeSuccess {
+		return errors.New(res.Result.Subtype)
 	}
 	return nil
 }

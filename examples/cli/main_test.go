@@ -11,7 +11,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	tools.ServeConfinedCall()
+	tools.ServeConfinedCall(weather, wordCount) // as main does
 	os.Exit(m.Run())
 }
 

@@ -36,7 +36,9 @@ var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
 
 func main() {
-	tools.ServeConfinedCall() // first: a confined call's child stops here
+	// First: a confined call's child runs its handler here and exits.
+	// The child runs only the tools handed over here.
+	tools.ServeConfinedCall(weather)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "get_weather:", err)
 		os.Exit(1)

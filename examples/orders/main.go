@@ -67,7 +67,10 @@ var orderTools = func() *mcp.Server {
 }()
 
 func main() {
-	tools.ServeConfinedCall() // first: a confined call's child stops here
+	// First: a confined call's child runs its handler here and exits.
+	// Every tool that may run confined is handed over: the child runs
+	// only these (an in-process MCP server's are its Tools()).
+	tools.ServeConfinedCall(orderTools.Tools()...)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)

@@ -27,7 +27,9 @@ import (
 var script []byte
 
 func main() {
-	tools.ServeConfinedCall() // first, in every lite-agent program
+	// First, in every lite-agent program (this one has no custom tool to
+	// hand over: bash and the file tools are built in).
+	tools.ServeConfinedCall()
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "rm_guard:", err)
 		os.Exit(1)

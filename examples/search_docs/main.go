@@ -62,7 +62,10 @@ var kbTools = func() *mcp.Server {
 }()
 
 func main() {
-	tools.ServeConfinedCall() // first: a confined call's child stops here
+	// First: a confined call's child runs its handler here and exits.
+	// Every tool that may run confined is handed over: the child runs
+	// only these (an in-process MCP server's are its Tools()).
+	tools.ServeConfinedCall(kbTools.Tools()...)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "search_docs:", err)
 		os.Exit(1)

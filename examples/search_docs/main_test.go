@@ -10,7 +10,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	tools.ServeConfinedCall() // the handler runs in a re-execution of this test binary
+	tools.ServeConfinedCall(kbTools.Tools()...) // as main does: the handler runs in a re-execution of this test binary
 	os.Exit(m.Run())
 }
 

@@ -269,6 +269,27 @@ int main(int argc, char **argv)
 		return report(mount("none", arg, "tmpfs", 0, NULL));
 	if (!strcmp(what, "chroot"))
 		return report(chroot(arg));
+	// Ways to undo the read-only mounts (TestMountNSMetadata): a remount
+	// without MS_RDONLY, clearing the attribute, a writable clone of a
+	// mount, a new file system, detaching a mount to see what is under it.
+	if (!strcmp(what, "remount-rw"))
+		return report(mount(NULL, arg, NULL, MS_REMOUNT | MS_BIND, NULL));
+	if (!strcmp(what, "mount-setattr-rw")) {
+		struct { unsigned long long set, clr, prop, userns; } a = { 0, 1 /* MOUNT_ATTR_RDONLY */, 0, 0 };
+		return report(syscall(442 /* mount_setattr */, AT_FDCWD, arg, 0x8000 /* AT_RECURSIVE */, &a, sizeof a));
+	}
+	if (!strcmp(what, "open-tree"))
+		return report(syscall(428 /* open_tree */, AT_FDCWD, arg, 1 /* OPEN_TREE_CLONE */ | O_CLOEXEC));
+	if (!strcmp(what, "open-tree-attr")) {
+		struct { unsigned long long set, clr, prop, userns; } a = { 0, 1, 0, 0 };
+		return report(syscall(467 /* open_tree_attr */, AT_FDCWD, arg, 1 | O_CLOEXEC, &a, sizeof a));
+	}
+	if (!strcmp(what, "fsopen"))
+		return report(syscall(430 /* fsopen */, "tmpfs", 0));
+	if (!strcmp(what, "fspick"))
+		return report(syscall(433 /* fspick */, AT_FDCWD, arg, 0));
+	if (!strcmp(what, "umount"))
+		return report(umount2(arg, MNT_DETACH));
 	if (!strcmp(what, "ptrace")) {
 		pid_t pid = atoi(arg);
 		r = ptrace(PTRACE_ATTACH, pid, 0, 0);

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,16 +156,49 @@ func TestBashTimeoutKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 	ctx := bashTestContext(t)
 	marker := filepath.Join(ctx.Workspace, "marker")
-	r, d := bashRunTool(t, ctx, map[string]any{"command": "echo started; (sleep 2; touch marker) & sleep 30", "timeout_ms": 300})
+	r, d := bashRunTool(t, ctx, map[string]any{"command": treeLock + "echo started; (sleep 2; touch marker) & sleep 30", "timeout_ms": 300})
 	if d > 1500*time.Millisecond {
 		t.Errorf("timeout of 300ms returned after %v", d)
 	}
 	if !r.IsError || !strings.Contains(r.TextOf(), "started") || !strings.Contains(r.TextOf(), "timed out: killed after 300ms (timeout_ms 300), together with the processes it started") {
 		t.Errorf("timeout result: IsError=%v %q", r.IsError, r.TextOf())
 	}
-	time.Sleep(2500 * time.Millisecond)
+	waitTreeGone(t, ctx.Workspace)
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the background subshell survived the timeout and created %s", marker)
+	}
+}
+
+// treeLock, at the start of a command, takes an exclusive flock on the
+// workspace file "tree.lock" through fd 9, which every process the command
+// starts inherits; a command that cannot take it exits 97 at once, so its
+// "started" is printed only once it is held. (A statement of its own: in
+// "a && b && c &" the whole list would go to the background.)
+const treeLock = "exec 9>tree.lock; flock -n 9 || exit 97; "
+
+// waitTreeGone waits until the lock treeLock took is free again. The
+// kernel releases a flock when the last descriptor of its open file is
+// closed, so getting it proves that every process of the command's tree
+// (background subshells, setsid children) is gone: from then on none can
+// still create a marker, and a marker's absence means something. Without
+// the tree kill the lock stays held and this fails.
+func waitTreeGone(t *testing.T, workspace string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(workspace, "tree.lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("the command did not create its lock file: %v", err)
+	}
+	defer f.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a process of the command's tree still holds its lock 10s after the call returned (%v): the tree was not killed", err)
+		}
+		time.Sleep(5 * time.Millisecond) // a poll interval, not the assertion
 	}
 }
 
@@ -174,14 +209,14 @@ func TestBashBackgroundChildIsKilled(t *testing.T) {
 	t.Parallel()
 	ctx := bashTestContext(t)
 	marker := filepath.Join(ctx.Workspace, "late-marker")
-	r, d := bashRunTool(t, ctx, map[string]any{"command": "(sleep 1; touch late-marker) & setsid sh -c 'sleep 1; touch late-marker' & echo started"})
+	r, d := bashRunTool(t, ctx, map[string]any{"command": treeLock + "(sleep 1; touch late-marker) & setsid sh -c 'sleep 1; touch late-marker' & echo started"})
 	if d > 900*time.Millisecond {
 		t.Errorf("the call waited %v for background children", d)
 	}
 	if r.IsError || r.TextOf() != "started\n" {
 		t.Errorf("result: IsError=%v %q", r.IsError, r.TextOf())
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitTreeGone(t, ctx.Workspace)
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("a background child outlived the command and created the marker")
 	}
@@ -218,7 +253,7 @@ func TestBashCancellation(t *testing.T) {
 	// The handler itself (Tool.Call would return at once on cancellation
 	// and leave the handler to finish in the background).
 	start := time.Now()
-	r, err := bashHandler(ctx, bashInput{Command: "(sleep 1; touch marker) & sleep 30"})
+	r, err := bashHandler(ctx, bashInput{Command: treeLock + "echo started; (sleep 1; touch marker) & sleep 30"})
 	d := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +264,10 @@ func TestBashCancellation(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.TextOf(), "cancelled") {
 		t.Errorf("cancelled result: IsError=%v %q", r.IsError, r.TextOf())
 	}
-	time.Sleep(1500 * time.Millisecond)
+	if !strings.Contains(r.TextOf(), "started") {
+		t.Fatalf("the command did not take its lock before it was cancelled: %q", r.TextOf())
+	}
+	waitTreeGone(t, ctx.Workspace)
 	if _, err := os.Stat(filepath.Join(ctx.Workspace, "marker")); err == nil {
 		t.Errorf("a process of the cancelled command survived")
 	}
@@ -254,5 +292,34 @@ func TestBashInvalidInput(t *testing.T) {
 	r, _ := bashRunTool(t, &tools.Context{}, map[string]any{"command": "true"})
 	if !r.IsError || !strings.Contains(r.TextOf(), "no workspace") {
 		t.Errorf("no workspace: %q", r.TextOf())
+	}
+}
+
+// TestTreeLockSeesASurvivor: the probe waitTreeGone relies on, shown
+// working where nothing kills the tree — unconfined, a background child
+// outlives its shell and still holds the lock, so a surviving process
+// cannot go unnoticed.
+func TestTreeLockSeesASurvivor(t *testing.T) {
+	dir := t.TempDir()
+	// The survivor's output goes elsewhere, so that the shell's output
+	// ends when the shell does; it is killed (by its pid) at the end.
+	cmd := exec.Command("bash", "-c", treeLock+"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid; echo started")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if b, _ := os.ReadFile(filepath.Join(dir, "bg.pid")); len(b) > 0 {
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
+			defer syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if err != nil || string(out) != "started\n" {
+		t.Fatalf("unconfined shell: %q %v", out, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "tree.lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != syscall.EWOULDBLOCK {
+		t.Fatalf("the shell exited with its background child alive, yet the lock was free (%v): the probe would prove nothing", err)
 	}
 }

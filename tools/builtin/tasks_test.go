@@ -30,16 +30,32 @@ func TestBackgroundTaskStartPollKill(t *testing.T) {
 	if r.IsError || !strings.Contains(r.TextOf(), "task-1") {
 		t.Fatalf("start: %s", r.TextOf())
 	}
-	time.Sleep(300 * time.Millisecond)
-	first := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-1"})
-	if first.IsError || !strings.Contains(first.TextOf(), "tick 1\n") || !strings.Contains(first.TextOf(), "is running") {
-		t.Fatalf("first poll: %s", first.TextOf())
+	// Poll (with a deadline) until the first tick is out, then until more
+	// output comes: each poll must give only what is new since the last.
+	poll := func(what string, done func(string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-1"})
+			if r.IsError || !strings.Contains(r.TextOf(), "is running") {
+				t.Fatalf("%s: %s", what, r.TextOf())
+			}
+			if done(r.TextOf()) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: nothing after 10s: %s", what, r.TextOf())
+			}
+			time.Sleep(10 * time.Millisecond) // a poll interval, not the assertion
+		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	second := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-1"})
-	if strings.Contains(second.TextOf(), "tick 1\n") || !strings.Contains(second.TextOf(), "tick ") {
-		t.Fatalf("second poll must give only new output: %s", second.TextOf())
-	}
+	poll("first tick", func(s string) bool { return strings.Contains(s, "tick 1\n") })
+	poll("new output", func(s string) bool {
+		if strings.Contains(s, "tick 1\n") {
+			t.Fatalf("a later poll gave old output again: %s", s)
+		}
+		return strings.Contains(s, "tick ")
+	})
 	b, err := os.ReadFile(filepath.Join(ctx.Workspace, "child.pid"))
 	if err != nil {
 		t.Fatal(err)

@@ -42,24 +42,24 @@ func Model(script []byte) (provider.Model, string, error) {
 func Print(w io.Writer, ev kernel.Event) {
 	switch ev.Type {
 	case kernel.EventTextDelta:
-		fmt.Fprint(w, ev.Text)
+		fmt.Fprint(w, ev.TextDelta.Text)
 	case kernel.EventToolCall:
-		fmt.Fprintf(w, "\n[call %s %s]\n", ev.Name, ev.Input)
+		fmt.Fprintf(w, "\n[call %s %s]\n", ev.ToolCall.Name, ev.ToolCall.Input)
 	case kernel.EventPermission:
-		fmt.Fprintf(w, "[permission %s: %s by %s: %s]\n", ev.Name, ev.Decision, ev.DecidedBy, ev.Reason)
+		fmt.Fprintf(w, "[permission %s: %s by %s: %s]\n", ev.Permission.Name, ev.Permission.Decision, ev.Permission.DecidedBy, ev.Permission.Reason)
 	case kernel.EventToolResult:
 		status := "ok"
-		if ev.IsError {
+		if ev.ToolResult.IsError {
 			status = "error"
 		}
 		text := ""
-		for _, c := range ev.Content {
+		for _, c := range ev.ToolResult.Content {
 			text += c.Text
 		}
-		fmt.Fprintf(w, "[result %s (%s): %s]\n", ev.Name, status, text)
+		fmt.Fprintf(w, "[result %s (%s): %s]\n", ev.ToolResult.Name, status, text)
 	case kernel.EventCustom:
-		fmt.Fprintf(w, "[event %s %v]\n", ev.Name, ev.Data)
+		fmt.Fprintf(w, "[event %s %v]\n", ev.Custom.Name, ev.Custom.Data)
 	case kernel.EventResult:
-		fmt.Fprintf(w, "\n[%s] %s\n", ev.Subtype, ev.Result)
+		fmt.Fprintf(w, "\n[%s] %s\n", ev.Result.Subtype, ev.Result.Result)
 	}
 }
