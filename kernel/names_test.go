@@ -133,10 +133,10 @@ func TestNamesOfNothingAreErrors(t *testing.T) {
 		want string
 	}{
 		{"deny list", func(o *Options) { o.DisallowedTools = []string{"Bassh"} }, `DisallowedTools names "Bassh", but there is no such tool (did you mean "bash"?)`},
-		{"deny with argument", func(o *Options) { o.DisallowedTools = []string{"raed_file(src/**)"} }, `the raed_file tool takes no argument pattern (only bash, read_file, write_file, edit_file, list_dir, glob, grep do) (did you mean read_file?)`},
+		{"deny with argument", func(o *Options) { o.DisallowedTools = []string{"raed_file(src/**)"} }, `the raed_file tool takes no argument pattern (only bash, read_file, write_file, edit_file, list_dir, glob, grep, web_fetch do) (did you mean read_file?)`},
 		{"allow list", func(o *Options) { o.AllowedTools = []string{"lookup_citty"} }, `did you mean "lookup_city"?`},
 		{"agent without agents", func(o *Options) { o.AllowedTools = []string{"Agent"} }, "exists only when Options.Agents"},
-		{"tool of nothing", func(o *Options) { o.Tools = []string{"WebFetch"} }, "a Claude Code tool lite-agent does not have"},
+		{"tool of nothing", func(o *Options) { o.Tools = []string{"WebSearch"} }, "a Claude Code tool lite-agent does not have"},
 		{"policy rule", func(o *Options) {
 			o.Rules = []policies.Rule{{Behavior: policies.Deny, Text: "Grepp", Source: "/home/me/policy.toml:4"}}
 		}, `/home/me/policy.toml:4 names "Grepp"`},

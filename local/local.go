@@ -363,6 +363,7 @@ func clonePolicy(p *sandbox.Policy) *sandbox.Policy {
 	c.Env = slices.Clone(p.Env)
 	c.AllowDomains = slices.Clone(p.AllowDomains)
 	c.DenyDomains = slices.Clone(p.DenyDomains)
+	c.DomainSources = maps.Clone(p.DomainSources)
 	return &c
 }
 

@@ -37,6 +37,7 @@ var toolAliases = map[string]string{
 	"BashOutput": "bash_output",
 	"KillShell":  "kill_task",
 	"KillBash":   "kill_task",
+	"WebFetch":   "web_fetch",
 	"Agent":      "agent",
 	"Task":       "agent",
 }
@@ -47,7 +48,6 @@ var toolAliases = map[string]string{
 // that silently denies nothing would be the bug this file exists to fix.
 var missingTools = map[string]string{
 	"MultiEdit":    "edit_file makes one replacement per call (call it once per change)",
-	"WebFetch":     "lite-agent has no web tool; bash reaches the network only where the sandbox grants domains, or add a custom tool named WebFetch",
 	"WebSearch":    "lite-agent has no web search tool; add a custom tool named WebSearch or an MCP server",
 	"TodoWrite":    "lite-agent has no to-do tool",
 	"TodoRead":     "lite-agent has no to-do tool",

@@ -84,7 +84,7 @@ func TestUnknownToolMessages(t *testing.T) {
 		{"raed_file", `did you mean "read_file"?`},
 		{"Bsh", `did you mean "bash"?`},
 		{"mcp__orders__lookup_ordr", `did you mean "mcp__orders__lookup_order"?`},
-		{"WebFetch", "a Claude Code tool lite-agent does not have"},
+		{"WebSearch", "a Claude Code tool lite-agent does not have"},
 		{"MultiEdit", "edit_file makes one replacement per call"},
 		{"zzzzzzzzzz", "there is no such tool"},
 	}

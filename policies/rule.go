@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 )
 
 // Behavior is what a rule does to the calls it matches.
@@ -37,9 +39,10 @@ func ParseBehavior(s string) (Behavior, error) {
 type argKind int
 
 const (
-	argNone  argKind = iota
-	argShell         // a shell command (bash)
-	argPath          // a file path
+	argNone   argKind = iota
+	argShell          // a shell command (bash)
+	argPath           // a file path
+	argDomain         // the host of a URL (web_fetch), as domain:PATTERN
 )
 
 // toolArg says which input field of a built-in tool an argument pattern is
@@ -63,6 +66,7 @@ var toolArgs = map[string]toolArg{
 	"list_dir":   {kind: argPath, field: "path", def: "."},
 	"glob":       {kind: argPath, field: "path", def: "."},
 	"grep":       {kind: argPath, field: "path", def: "."},
+	"web_fetch":  {kind: argDomain, field: "url"},
 }
 
 // ShellTool is the name of the tool whose argument is a shell command.
@@ -74,7 +78,7 @@ func IsEditTool(name string) bool { return toolArgs[name].edit }
 
 // ArgumentTools lists the tools that take an argument pattern.
 func ArgumentTools() []string {
-	return []string{"bash", "read_file", "write_file", "edit_file", "list_dir", "glob", "grep"}
+	return []string{"bash", "read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "web_fetch"}
 }
 
 // toolPatternRE accepts a tool name or a wildcard over tool names: the
@@ -95,6 +99,11 @@ var toolPatternRE = regexp.MustCompile(`^[A-Za-z0-9_*?-]+$`)
 //   - read_file, write_file, edit_file, list_dir, glob, grep (PATH): a
 //     doublestar glob over the path the call names, relative to the
 //     workspace unless absolute ("src/**", "/etc/**", "~/.ssh/**").
+//   - web_fetch(domain:PATTERN): the host of the URL the call fetches;
+//     PATTERN is the sandbox's --allow-domain grammar ("docs.example.com",
+//     "*.example.com" for its subdomains, an optional ":PORT", an IP),
+//     matched by the same code (internal/netproxy). The sandbox's proxy
+//     still decides the connection: an allow rule grants no domain.
 //
 // Other tools take no argument pattern. Claude Code's names of the
 // built-in tools are read as ours: "Bash(git status)" is
@@ -120,6 +129,8 @@ type Rule struct {
 	// path rules: the pattern as written, cleaned (workspace-relative or
 	// absolute or ~-relative).
 	pathPat string
+	// domain rules: the parsed pattern.
+	domain *netproxy.Pattern
 }
 
 // ParseRule parses one rule. The error says what is wrong with it.
@@ -194,6 +205,16 @@ func ParseRule(b Behavior, text string) (Rule, error) {
 			return Rule{}, fmt.Errorf("rule %q: %q is not a valid glob pattern", text, p)
 		}
 		r.pathPat = p
+	case argDomain:
+		p, ok := strings.CutPrefix(arg, "domain:")
+		if !ok {
+			return Rule{}, fmt.Errorf("rule %q: the %s tool's argument is domain:PATTERN (e.g. %s(domain:docs.example.com))", text, r.tool, r.tool)
+		}
+		d, err := netproxy.ParsePattern(strings.TrimSpace(p))
+		if err != nil {
+			return Rule{}, fmt.Errorf("rule %q: %w", text, err)
+		}
+		r.domain = d
 	}
 	return r, nil
 }

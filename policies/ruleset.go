@@ -3,8 +3,10 @@ package policies
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -200,6 +202,9 @@ type subject struct {
 	ok            bool
 	lexical, real string
 	why           string // when !ok
+	// domain: the URL's host and port (ok as for path).
+	host string
+	port int
 }
 
 func (rs *Ruleset) subject(tool string, input json.RawMessage) *subject {
@@ -220,8 +225,44 @@ func (rs *Ruleset) subject(tool string, input json.RawMessage) *subject {
 		}
 		s.ok = true
 		s.lexical, s.real = pathForms(rs.workspace, val)
+	case argDomain:
+		if !ok {
+			s.why = why
+			return s
+		}
+		s.host, s.port, s.why = urlHostPort(val)
+		s.ok = s.why == ""
 	}
 	return s
+}
+
+// urlHostPort reads the host and port a web_fetch URL reaches (the
+// scheme's default port when none is given), or why it names none.
+func urlHostPort(raw string) (string, int, string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", 0, fmt.Sprintf("the url does not parse (%v)", err)
+	}
+	port := 0
+	switch u.Scheme {
+	case "http":
+		port = 80
+	case "https":
+		port = 443
+	default:
+		return "", 0, fmt.Sprintf("the url's scheme %q is not http or https", u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return "", 0, fmt.Sprintf("the url's port %q is not valid", p)
+		}
+		port = n
+	}
+	if u.Hostname() == "" {
+		return "", 0, "the url has no host"
+	}
+	return u.Hostname(), port, ""
 }
 
 // inputField reads the string field an argument pattern is about. It
@@ -232,6 +273,7 @@ func inputField(input json.RawMessage, spec toolArg) (string, bool, string) {
 	var v struct {
 		Command *string `json:"command"`
 		Path    *string `json:"path"`
+		URL     *string `json:"url"`
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
@@ -240,8 +282,11 @@ func inputField(input json.RawMessage, spec toolArg) (string, bool, string) {
 		return "", false, fmt.Sprintf("the input does not fit the tool (%v)", err)
 	}
 	f := v.Path
-	if spec.field == "command" {
+	switch spec.field {
+	case "command":
 		f = v.Command
+	case "url":
+		f = v.URL
 	}
 	if f == nil {
 		if spec.def != "" {
@@ -283,6 +328,13 @@ func (s *subject) match(c *compiled) (matchResult, string) {
 			if pat.match(s.real) {
 				return matchYes, s.real
 			}
+		}
+	case argDomain:
+		if !s.ok {
+			return matchMaybe, s.why
+		}
+		if c.domain.Matches(s.host, s.port) {
+			return matchYes, s.host
 		}
 	}
 	return matchNo, ""
@@ -447,6 +499,15 @@ func allowedBy(s *subject, cands []*compiled) *compiled {
 				}
 			}
 		}
+	case argDomain:
+		if !s.ok {
+			return nil
+		}
+		for _, c := range cands {
+			if c.Behavior == Allow && c.hasArg && c.domain.Matches(s.host, s.port) {
+				return c
+			}
+		}
 	}
 	return nil
 }
@@ -504,6 +565,11 @@ func (call *Call) Suggest() []string {
 			return nil
 		}
 		return []string{tool + "(" + p + ")"}
+	case argDomain:
+		if !s.ok {
+			return nil
+		}
+		return []string{tool + "(domain:" + s.host + ")"}
 	}
 	return nil
 }

@@ -535,7 +535,7 @@ func (c *capturer) resolve(w *credWorker, n notifier, tid int, dirfd int32, p st
 		}
 		dir, name := splitLast(p)
 		var pfd int
-		if !w.do(func() { pfd, errno = openChildPathAt(tid, dirfd, dir, true, n.confirm) }) {
+		if !w.do(func() { pfd, errno = openChildPathAt(tid, c.mountNS, dirfd, dir, true, n.confirm) }) {
 			return t, unix.EPERM
 		}
 		if errno != 0 {

@@ -151,6 +151,10 @@ type capturer struct {
 	// that emulated calls keep (capture_emulate_linux.go).
 	roots   []string
 	devices map[string]bool
+	// mountNS is the inode of the command's own mount namespace, or 0
+	// (sameRoot): set once the command is started, before its first
+	// call is served.
+	mountNS uint64
 	// cred runs the emulated calls with the command's credentials, from
 	// its first call on (credErr: they could not be taken); cr are those
 	// credentials.

@@ -60,9 +60,9 @@
 // its teardown (an RCU grace period) is not on the exit path. Without user
 // namespaces New fails closed (BestEffort: Missing says so). Nothing
 // confined can undo it: no capabilities, and seccomp refuses every mount
-// call (below). Not yet in network modes loopback and private: the network
-// supervisor resolves relative unix socket paths only for callers in its
-// own mount namespace (Enforcement().Notes says so).
+// call (below). In every network mode: the network supervisor resolves
+// unix socket paths in the child's root and accepts the sandbox's own
+// mount namespace for it (same mounts, bound onto themselves).
 //
 // seccomp (libseccomp; denials return EPERM): ptrace, process_vm_*,
 // mount and the whole mount API (mount, umount2, open_tree, open_tree_attr,
@@ -136,6 +136,65 @@
 // loopback: a tool declared "loopback" must reach the user's local
 // services, and unprivileged user namespaces are restricted on some
 // distributions.
+//
+// A wildcard bind (0.0.0.0, ::) in loopback and private mode is given
+// loopback instead of being refused — what node's listen(0) and python's
+// http.server mean — so test servers start: 127.0.0.1 for IPv4, the
+// v4-mapped ::ffff:127.0.0.1 for a dual-stack IPv6 socket (clients of
+// 127.0.0.1, the most common in test code, reach it; ::1 does not), ::1
+// for a v6-only one. The same for listen on a socket never bound.
+//
+// # Network by domain
+//
+// With AllowDomains, lite-agent's domain proxy (internal/netproxy) runs
+// in this process, outside every sandbox, on 127.0.0.1 and a port the
+// kernel picks; New starts it and Close stops it. It resolves names
+// itself, refuses a name that resolves to a loopback, private,
+// link-local (metadata), multicast or other non-public address unless
+// the grant is that literal IP[:PORT], lets deny entries win, checks
+// every plain-HTTP request of a kept-alive connection and its Host
+// header, answers a refusal with 403 and a body naming the grant that
+// would allow it, and reports each connection to Policy.OnNetwork (see
+// that package's doc). DomainSources says where each grant came from.
+//
+// Enforcement is the network supervisor's (netsup_domains_linux.go):
+// under none, a policy with domains is served by the supervisor in mode
+// none, whose one extra destination is the proxy's exact address and
+// port; the seccomp filter lets TCP/UDP sockets exist (with loopback's
+// socket-type and re-routing rules), and Landlock still refuses every
+// TCP port to the child itself, since the supervisor performs the
+// connect on its own copy of the socket. So a program that ignores
+// HTTPS_PROXY, connects to an IP literal or sends a DNS query gets EPERM
+// at once (LITE_AGENT_NETWORK in its environment says why); raw and
+// packet sockets stay refused by seccomp. Under loopback and private the
+// proxy is added to what the mode reaches; under unrestricted it is
+// offered, and everything is reachable anyway. We chose the supervisor
+// over a network namespace bridged over a unix socket: it is already the
+// one place that performs connects on validated copies, it needs no user
+// namespace (restricted on some distributions), and the command keeps
+// the machine's loopback for what its mode allows.
+//
+// The command's environment points every ecosystem at the proxy,
+// overriding what it was given: HTTP_PROXY/HTTPS_PROXY (both cases),
+// NO_PROXY=localhost,127.0.0.1,::1 (loopback stays direct: the command's
+// own servers, and what loopback/private allow, which the proxy would
+// refuse), npm_config_proxy/https_proxy/noproxy, YARN_HTTP(S)_PROXY,
+// PIP_PROXY, CARGO_HTTP_PROXY, NODE_USE_ENV_PROXY=1, JAVA_TOOL_OPTIONS
+// (-Dhttp(s).proxyHost/Port and nonProxyHosts, appended), and git's
+// http.proxy through GIT_CONFIG_COUNT/KEY_n/VALUE_n (after the entries
+// the command has). Sandbox.HTTPProxy gives the URL to in-process tools
+// (web_fetch), so that they follow the same allowlist.
+//
+// Tests that open servers: in mode none with domains, a command may bind
+// loopback (a wildcard is given loopback, as above), listen, and connect
+// to the loopback ports the sandbox's commands bound (a dev server left
+// in the background by one is reachable from the next) — nothing else on
+// loopback, so the user's local services stay unreachable. A port a
+// command bound and released, then taken by something else, stays
+// reachable while the sandbox lives. Not done: mode none without domains still refuses IP
+// sockets outright: serving it with the network supervisor would end the
+// one-shot plans (built for the connect-only supervisor) and slow
+// `lite-agent sandbox run`.
 //
 // # Process lifetime and limits
 //

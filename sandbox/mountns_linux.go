@@ -91,3 +91,17 @@ func releaseMountNS(fd int) {
 		go unix.Close(fd)
 	}
 }
+
+// commandMountNS is the inode of the mount namespace a just-started
+// command runs in when the sandbox made it one, else 0. The process is
+// not reaped yet, so pid still names it.
+func (s *Sandbox) commandMountNS(pid int) uint64 {
+	if s.mountNS == mountNone {
+		return 0
+	}
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", pid), &st) != nil {
+		return 0
+	}
+	return st.Ino
+}

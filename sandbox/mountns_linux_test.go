@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,60 +26,7 @@ func TestMountNSMetadata(t *testing.T) {
 	hidden := t.TempDir()
 	sb, ws := newTestSandbox(t, func(p *Policy) { p.ReadOnlyPaths = append(p.ReadOnlyPaths, ro) })
 	t.Logf("Enforcement: %+v", sb.Enforcement())
-	uid, gid := os.Getuid(), os.Getgid()
-	for _, tc := range []struct {
-		name string
-		cmd  string // %s: the file
-		// changed reports whether the attack changed the file.
-		changed func(before, after syscall.Stat_t) bool
-	}{
-		{"chmod", "chmod 0777 %s", func(b, a syscall.Stat_t) bool { return a.Mode != b.Mode }},
-		{"chmod of the directory", "chmod 0777 $(dirname %s)", nil},
-		// chown to oneself needs no capability; it clears set-id bits and
-		// changes ctime, and its success shows the mount is writable.
-		{"chown to self", "chown " + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) + " %s", func(b, a syscall.Stat_t) bool { return a.Ctim != b.Ctim }},
-		{"touch -d", "touch -d '2001-02-03 04:05:06' %s", func(b, a syscall.Stat_t) bool { return a.Mtim != b.Mtim }},
-		{"touch -a (utimensat)", "touch -a -d '2001-02-03' %s", func(b, a syscall.Stat_t) bool { return a.Atim != b.Atim }},
-	} {
-		for _, dir := range []string{ro, hidden} {
-			where := "read-only dir"
-			if dir == hidden {
-				where = "ungranted dir"
-			}
-			t.Run(tc.name+" in a "+where, func(t *testing.T) {
-				sub, err := os.MkdirTemp(dir, "d")
-				if err != nil {
-					t.Fatal(err)
-				}
-				os.Chmod(sub, 0o755)
-				f := filepath.Join(sub, "victim")
-				if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				cmd := strings.ReplaceAll(tc.cmd, "%s", f)
-				st0 := statT(t, f)
-				dst0 := statT(t, sub)
-				r := sh(t, sb, cmd)
-				st1, dst1 := statT(t, f), statT(t, sub)
-				if r.st.Code == 0 {
-					t.Errorf("confined %q succeeded: %v", cmd, r)
-				} else if !refusedMsg(r.err) {
-					t.Errorf("confined %q failed for another reason: %v", cmd, r)
-				}
-				if tc.changed != nil && tc.changed(st0, st1) || dst0.Mode != dst1.Mode {
-					t.Errorf("confined %q changed the file: %+v -> %+v", cmd, st0, st1)
-				}
-				out, err := exec.Command("bash", "-c", cmd).CombinedOutput()
-				if err != nil {
-					t.Fatalf("unconfined %q failed, so the test proves nothing: %v %s", cmd, err, out)
-				}
-				if st2, dst2 := statT(t, f), statT(t, sub); tc.changed != nil && !tc.changed(st1, st2) || tc.changed == nil && dst2.Mode == dst1.Mode {
-					t.Errorf("unconfined %q changed nothing, so the test proves nothing", cmd)
-				}
-			})
-		}
-	}
-
+	metadataRefused(t, sb, ro, hidden)
 	// Everything ordinary still works: the workspace and TMPDIR are
 	// writable with their metadata, the data sinks of /dev take writes,
 	// git and sh work in the workspace.
@@ -172,4 +120,86 @@ func statT(t *testing.T, p string) syscall.Stat_t {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestMountNSMetadataEveryNetworkMode: the network supervisor of modes
+// loopback and private resolves unix socket paths as the child would,
+// and accepts the sandbox's own mount namespace for it (netsup_linux.go,
+// sameRoot), so the read-only mounts hold in every mode.
+func TestMountNSMetadataEveryNetworkMode(t *testing.T) {
+	for _, mode := range []NetworkMode{NetworkLoopback, NetworkPrivate, NetworkUnrestricted} {
+		t.Run(string(mode), func(t *testing.T) {
+			ro := t.TempDir()
+			hidden := t.TempDir()
+			sb, _ := newTestSandbox(t, func(p *Policy) {
+				p.ReadOnlyPaths = append(p.ReadOnlyPaths, ro)
+				p.Network = mode
+			})
+			if !slices.ContainsFunc(sb.Enforcement().Notes, func(n string) bool { return strings.Contains(n, "read-only") }) {
+				t.Logf("Enforcement: %+v", sb.Enforcement())
+			}
+			metadataRefused(t, sb, ro, hidden)
+		})
+	}
+}
+
+// metadataRefused runs the metadata attacks on test-owned files in ro (a
+// read-only path of sb) and hidden (not granted): each refused confined,
+// each shown working unconfined.
+func metadataRefused(t *testing.T, sb *Sandbox, ro, hidden string) {
+	t.Helper()
+	uid, gid := os.Getuid(), os.Getgid()
+	for _, tc := range []struct {
+		name string
+		cmd  string // %s: the file
+		// changed reports whether the attack changed the file.
+		changed func(before, after syscall.Stat_t) bool
+	}{
+		{"chmod", "chmod 0777 %s", func(b, a syscall.Stat_t) bool { return a.Mode != b.Mode }},
+		{"chmod of the directory", "chmod 0777 $(dirname %s)", nil},
+		// chown to oneself needs no capability; it clears set-id bits and
+		// changes ctime, and its success shows the mount is writable.
+		{"chown to self", "chown " + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) + " %s", func(b, a syscall.Stat_t) bool { return a.Ctim != b.Ctim }},
+		{"touch -d", "touch -d '2001-02-03 04:05:06' %s", func(b, a syscall.Stat_t) bool { return a.Mtim != b.Mtim }},
+		{"touch -a (utimensat)", "touch -a -d '2001-02-03' %s", func(b, a syscall.Stat_t) bool { return a.Atim != b.Atim }},
+	} {
+		for _, dir := range []string{ro, hidden} {
+			where := "read-only dir"
+			if dir == hidden {
+				where = "ungranted dir"
+			}
+			t.Run(tc.name+" in a "+where, func(t *testing.T) {
+				sub, err := os.MkdirTemp(dir, "d")
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(sub, 0o755)
+				f := filepath.Join(sub, "victim")
+				if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd := strings.ReplaceAll(tc.cmd, "%s", f)
+				st0 := statT(t, f)
+				dst0 := statT(t, sub)
+				r := sh(t, sb, cmd)
+				st1, dst1 := statT(t, f), statT(t, sub)
+				if r.st.Code == 0 {
+					t.Errorf("confined %q succeeded: %v", cmd, r)
+				} else if !refusedMsg(r.err) {
+					t.Errorf("confined %q failed for another reason: %v", cmd, r)
+				}
+				if tc.changed != nil && tc.changed(st0, st1) || dst0.Mode != dst1.Mode {
+					t.Errorf("confined %q changed the file: %+v -> %+v", cmd, st0, st1)
+				}
+				out, err := exec.Command("bash", "-c", cmd).CombinedOutput()
+				if err != nil {
+					t.Fatalf("unconfined %q failed, so the test proves nothing: %v %s", cmd, err, out)
+				}
+				if st2, dst2 := statT(t, f), statT(t, sub); tc.changed != nil && !tc.changed(st1, st2) || tc.changed == nil && dst2.Mode == dst1.Mode {
+					t.Errorf("unconfined %q changed nothing, so the test proves nothing", cmd)
+				}
+			})
+		}
+	}
+
 }

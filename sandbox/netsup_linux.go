@@ -89,10 +89,12 @@ package sandbox
 //
 // AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
 // not matter, the address does): connect and send to anything outside the
-// mode's ranges fail with EPERM, bind with EACCES (including wildcard
-// addresses, which would expose a listener on every interface), listen on a
-// socket that was never bound is bound to loopback first (the kernel would
-// bind it to the wildcard). A socket that carries IPv4 source routing
+// mode's ranges fail with EPERM, bind with EACCES; a wildcard address,
+// which would expose a listener on every interface, is bound to loopback
+// instead (loopbackForWildcard), and listen on a socket that was never
+// bound binds it to loopback first (the kernel would bind the wildcard).
+// The domain proxy's address, and in mode none the loopback ports the
+// tree bound, are allowed too (netsup_domains_linux.go). A socket that carries IPv4 source routing
 // (IP_OPTIONS LSRR/SSRR) or an IPv6 routing header (IPV6_RTHDR) is refused
 // for connect and send with an address: the packet would go to the route's
 // first hop. Ancillary data on inet sockets is allowed from a short list
@@ -145,6 +147,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -186,6 +189,17 @@ type netSupervisorOptions struct {
 	// capture, if set, answers the change-capture calls that share the
 	// listener (capture_linux.go).
 	capture *capturer
+	// Proxy, if valid, is the domain proxy's address: connects to exactly
+	// it are allowed whatever the mode (netsup_domains_linux.go).
+	Proxy netip.AddrPort
+	// OwnPorts, in mode none, is where bound loopback ports are recorded
+	// and looked up (the Sandbox's set); nil: this supervisor's own.
+	OwnPorts *portSet
+	// MountNS is the inode of the mount namespace the sandbox made for
+	// the command (mountns_linux.go), or 0. Its mounts are the
+	// supervisor's own, bound onto themselves and made read-only, so a
+	// path resolves to the same file in both: sameRoot accepts it.
+	MountNS uint64
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -235,6 +249,7 @@ type netSupervisorRun struct {
 	mu       sync.Mutex
 	threads  map[uint32]*threadState
 	blocking map[int]struct{} // dups in a blocking connect, shut down by stop
+	ownPorts portSet          // mode none, without opts.OwnPorts: loopback ports the tree bound
 }
 
 // threadState tracks the calls of one target thread. A thread is in at
@@ -1008,7 +1023,7 @@ func (c *netCall) handleConnect() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := judgeInetConnect(c.s.opts.Mode, sa)
+		v, errno := c.s.judgeConnect(sa)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno)
@@ -1080,10 +1095,21 @@ func (c *netCall) handleBind() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		if v, errno := judgeInetBind(c.s.opts.Mode, sa); v != verdictAllow {
+		if c.s.opts.Mode != NetworkUnrestricted {
+			// A wildcard would listen on every interface: loopback
+			// instead (loopbackForWildcard says why).
+			if lo := loopbackForWildcard(c.dup, sa); lo != nil {
+				sa = lo
+			}
+		}
+		if v, errno := c.s.judgeBind(sa); v != verdictAllow {
 			return fail(errno)
 		}
-		return c.doBind(sa)
+		out := c.doBind(sa)
+		if out.errno == 0 && !out.abandon {
+			c.s.recordBind(c.dup)
+		}
+		return out
 	case c.sock.family == unix.AF_UNIX:
 		if len(sa) == 2 && binary.NativeEndian.Uint16(sa) == unix.AF_UNIX {
 			return c.doBind(sa) // autobind: a fresh abstract name
@@ -1113,9 +1139,6 @@ func (c *netCall) handleListen() outcome {
 		return out
 	}
 	backlog := int(int32(c.args[1]))
-	if isInet(c.sock.family) && c.s.opts.Mode == NetworkNone {
-		return fail(unix.EACCES)
-	}
 	if isInet(c.sock.family) && c.s.opts.Mode != NetworkUnrestricted {
 		sa, err := unix.Getsockname(c.dup)
 		if err != nil {
@@ -1128,8 +1151,8 @@ func (c *netCall) handleListen() outcome {
 				if a.Port != 0 {
 					return fail(unix.EACCES)
 				}
-				bound = inet4Sockaddr([4]byte{127, 0, 0, 1})
-			} else if !inetBindAllowed(c.s.opts.Mode, addr4(a.Addr)) {
+				bound = loopbackForWildcard(c.dup, inet4Sockaddr([4]byte{}))
+			} else if !c.s.bindAllowed(addr4(a.Addr)) {
 				return fail(unix.EACCES)
 			}
 		case *unix.SockaddrInet6:
@@ -1137,8 +1160,8 @@ func (c *netCall) handleListen() outcome {
 				if a.Port != 0 {
 					return fail(unix.EACCES)
 				}
-				bound = inet6Sockaddr([16]byte{15: 1})
-			} else if !inetBindAllowed(c.s.opts.Mode, addr16(a.Addr)) {
+				bound = loopbackForWildcard(c.dup, inet6Sockaddr([16]byte{}))
+			} else if !c.s.bindAllowed(addr16(a.Addr)) {
 				return fail(unix.EACCES)
 			}
 		default:
@@ -1148,6 +1171,7 @@ func (c *netCall) handleListen() outcome {
 			if out := c.doBind(bound); out.errno != 0 || out.abandon {
 				return out
 			}
+			c.s.recordBind(c.dup)
 		}
 	}
 	if err := c.confirm(); err != nil {
@@ -1208,7 +1232,7 @@ func (c *netCall) checkName(sa []byte) (outcome, []byte, bool) {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := judgeInetSend(c.s.opts.Mode, sa)
+		v, errno := c.s.judgeSend(sa)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno), nil, false
@@ -1750,7 +1774,7 @@ func (c *netCall) inetCmsgAllowed(level, typ int32, data []byte) bool {
 				return false
 			}
 			src := [4]byte(data[4:8])
-			return src == [4]byte{} || inetBindAllowed(c.s.opts.Mode, addr4(src))
+			return src == [4]byte{} || c.s.bindAllowed(addr4(src))
 		}
 	case unix.SOL_IPV6:
 		switch typ {
@@ -1761,7 +1785,7 @@ func (c *netCall) inetCmsgAllowed(level, typ int32, data []byte) bool {
 				return false
 			}
 			src := [16]byte(data[:16])
-			return src == [16]byte{} || inetBindAllowed(c.s.opts.Mode, addr16(src))
+			return src == [16]byte{} || c.s.bindAllowed(addr16(src))
 		}
 	case unix.SOL_SOCKET:
 		return typ == unix.SO_TIMESTAMPING || typ == unix.SO_TXTIME
@@ -1863,7 +1887,7 @@ func unixSockaddr(path string) []byte {
 // it. With parent, it opens the directory that would hold the last
 // component and returns that component too.
 func (c *netCall) openChildPath(path string, parent bool) (int, unix.Errno) {
-	return openChildPathAt(int(c.tid), atFDCWD, path, parent, c.confirm)
+	return openChildPathAt(int(c.tid), c.s.opts.MountNS, atFDCWD, path, parent, c.confirm)
 }
 
 // openChildPathAt opens path (O_PATH) as thread tid would resolve it
@@ -1872,7 +1896,7 @@ func (c *netCall) openChildPath(path string, parent bool) (int, unix.Errno) {
 // capture (capture_emulate_linux.go). With parent, path must name a
 // directory. confirm is called once the base is open: the tid may have
 // been reused before, so nothing opened is trusted unless it succeeds.
-func openChildPathAt(tid int, dirfd int32, path string, parent bool, confirm func() error) (int, unix.Errno) {
+func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent bool, confirm func() error) (int, unix.Errno) {
 	if path == "" {
 		return -1, unix.ENOENT
 	}
@@ -1886,7 +1910,7 @@ func openChildPathAt(tid int, dirfd int32, path string, parent bool, confirm fun
 		// keeps absolute symlinks and ".." within it).
 		base = fmt.Sprintf("/proc/%d/root", tid)
 		how.Resolve |= unix.RESOLVE_IN_ROOT
-	} else if !sameRoot(tid) {
+	} else if !sameRoot(tid, mountNS) {
 		// Relative with another root: our resolution of absolute
 		// symlinks would differ from the child's.
 		return -1, unix.EACCES
@@ -1918,19 +1942,24 @@ func openChildPathAt(tid int, dirfd int32, path string, parent bool, confirm fun
 	return fd, 0
 }
 
-// sameRoot says whether thread tid has the supervisor's root directory,
-// so that an absolute symlink met in a relative path, which the kernel
-// resolves from our root, leads where it would for the thread. Its mount
-// namespace may be the command's private copy of ours (spawn_linux.c):
-// the same tree, read-only but the read-write roots, which keep their
-// flags. Resolved from our root, such a symlink may then reach a mount
-// that is writable for us and read-only for the thread — which is why
-// what is done there is judged on the resolved path, beneath the
-// read-write roots (the Unix rule, capture's writable), where both
-// views are the same mounts.
-func sameRoot(tid int) bool {
+// sameRoot says whether the calling thread has the supervisor's root and
+// mount namespace, or the sandbox's own copy of it (MountNS). A mount
+// made on the host after that copy is the one place the two could
+// differ; what is opened is still checked beneath the read-write roots,
+// so the difference could only refuse, never widen.
+func (c *netCall) sameRoot() bool { return sameRoot(int(c.tid), c.s.opts.MountNS) }
+
+// sameRoot is that rule for thread tid and the command's mount namespace
+// inode mountNS (0: none made), shared with change capture.
+func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
-	return unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) == nil && unix.Stat("/", &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+	if unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+		return false
+	}
+	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) != nil || unix.Stat("/proc/self/ns/mnt", &b) != nil {
+		return false
+	}
+	return a.Ino == b.Ino || (mountNS != 0 && a.Ino == mountNS)
 }
 
 // unixBindPath binds the socket to a pathname (see handleUnixAddr).

@@ -172,10 +172,7 @@ func TestNetSupervisorBindAndListen(t *testing.T) {
 		{"inet", "127.1.2.3:0", 0},
 		{"inet6", "[::1]:0", 0},
 		{"inet6", "[::ffff:127.0.0.1]:0", 0},
-		{"inet", "0.0.0.0:0", unix.EACCES},
 		{"inet", "unspec", unix.EACCES}, // AF_UNSPEC = INADDR_ANY for IPv4 bind
-		{"inet6", "[::]:0", unix.EACCES},
-		{"inet6", "[::ffff:0.0.0.0]:0", unix.EACCES},
 	} {
 		fd := c.socket(tc.domain, "stream", 0)
 		r := c.do(netReq{Op: "bind", FD: fd, Addr: tc.addr})
@@ -184,9 +181,25 @@ func TestNetSupervisorBindAndListen(t *testing.T) {
 		}
 		c.must(netReq{Op: "close", FD: fd})
 	}
+	// A wildcard bind (node's listen(0), python's http.server) is given
+	// loopback instead: the dual-stack IPv6 socket the v4-mapped loopback,
+	// so that clients of 127.0.0.1 reach it.
+	for _, tc := range []struct{ domain, addr, prefix string }{
+		{"inet", "0.0.0.0:0", "127.0.0.1:"},
+		{"inet6", "[::]:0", "[::ffff:127.0.0.1]:"},
+		{"inet6", "[::ffff:0.0.0.0]:0", "[::ffff:127.0.0.1]:"},
+	} {
+		fd := c.socket(tc.domain, "stream", 0)
+		c.must(netReq{Op: "bind", FD: fd, Addr: tc.addr})
+		name := c.must(netReq{Op: "getsockname", FD: fd}).Addr
+		if !strings.HasPrefix(name, tc.prefix) || strings.HasSuffix(name, ":0") {
+			t.Errorf("bind %s %s: bound to %s, want %s<port>", tc.domain, tc.addr, name, tc.prefix)
+		}
+		c.must(netReq{Op: "close", FD: fd})
+	}
 	// listen without bind: the kernel would bind the wildcard; the
 	// supervisor binds loopback.
-	for _, tc := range []struct{ domain, prefix string }{{"inet", "127.0.0.1:"}, {"inet6", "[::1]:"}} {
+	for _, tc := range []struct{ domain, prefix string }{{"inet", "127.0.0.1:"}, {"inet6", "[::ffff:127.0.0.1]:"}} {
 		fd := c.socket(tc.domain, "stream", 0)
 		c.must(netReq{Op: "listen", FD: fd, N: 4})
 		name := c.must(netReq{Op: "getsockname", FD: fd}).Addr
@@ -426,11 +439,15 @@ func TestNetSupervisorNetnsPrivateMode(t *testing.T) {
 	if n.datagrams.Load() == before {
 		t.Fatal("the netns host got no datagram in private mode")
 	}
-	// Private mode may bind a private local address, not the wildcard.
+	// Private mode may bind a private local address; the wildcard is
+	// given loopback, not every interface.
 	b := c.socket("inet", "stream", 0)
 	c.must(netReq{Op: "bind", FD: b, Addr: netip.AddrPortFrom(n.host4, 0).String()})
 	w := c.socket("inet", "stream", 0)
-	c.expect(unix.EACCES, netReq{Op: "bind", FD: w, Addr: "0.0.0.0:0"})
+	c.must(netReq{Op: "bind", FD: w, Addr: "0.0.0.0:0"})
+	if name := c.must(netReq{Op: "getsockname", FD: w}).Addr; !strings.HasPrefix(name, "127.0.0.1:") {
+		t.Errorf("private mode, wildcard bind: bound to %s, want loopback", name)
+	}
 }
 
 // TestNetSupervisorConnectRace: another thread flips the sockaddr between

@@ -86,6 +86,11 @@ type Policy struct {
 	// Network allows.
 	AllowDomains []string
 	DenyDomains  []string
+	// DomainSources maps an entry of AllowDomains or DenyDomains to where
+	// it came from ("--allow-domain example.com", "policy.toml:12"), for
+	// refusals and NetworkEvent.Rule. An entry without one is shown as
+	// itself.
+	DomainSources map[string]string
 	// OnNetwork, if set, is told of every connection the domain proxy
 	// decides (allowed or refused). It is called from the proxy's
 	// goroutines and must not block.

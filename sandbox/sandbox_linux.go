@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,6 +105,12 @@ type Sandbox struct {
 	// unixRule decides AF_UNIX addresses for the network supervisor by
 	// rwRoots, as the connect supervisor does (nil unless notifyNet).
 	unixRule func(unixRequest) bool
+	// proxy is the domain proxy (domains_linux.go), nil without
+	// AllowDomains; stopped by Close.
+	proxy *netproxy.Proxy
+	// ownPorts: loopback ports its commands bound (network none with
+	// domains: the only loopback ports they may connect to).
+	ownPorts portSet
 
 	pathMu  sync.Mutex
 	pathIn  string
@@ -151,13 +158,23 @@ func New(p Policy) (*Sandbox, error) {
 	canNotify := h.seccomp && h.notify && h.pidfdGetfd
 	filterMode := mode
 	denyConnect := false
-	switch mode {
-	case NetworkLoopback, NetworkPrivate:
+	// Domain grants under none are served by the network supervisor in
+	// mode none with the proxy's address as the one way out
+	// (netsup_domains_linux.go); the seccomp filter then lets IP sockets
+	// exist (as for loopback), Landlock still refuses every TCP port to
+	// the child itself (the supervisor connects on its own copy).
+	domains := len(q.AllowDomains) > 0 && mode != NetworkUnrestricted
+	switch {
+	case mode == NetworkLoopback, mode == NetworkPrivate, domains:
+		what := "loopback/private networks"
+		if domains {
+			what = "domain grants (the proxy as the only destination)"
+		}
 		switch {
 		case netSupervisor == nil:
-			miss("address filtering for loopback/private networks is not available")
+			miss("address filtering for %s is not available", what)
 		case !canNotify:
-			miss("address filtering for loopback/private networks needs seccomp user notification and pidfd_getfd (Linux 5.6+)")
+			miss("address filtering for %s needs seccomp user notification and pidfd_getfd (Linux 5.6+)", what)
 		default:
 			s.notify = notifyNet
 		}
@@ -165,6 +182,8 @@ func New(p Policy) (*Sandbox, error) {
 			// Best effort gives less network, not more.
 			filterMode = NetworkNone
 			notes = append(notes, "network: none (no address filtering for "+string(mode)+")")
+		} else if mode == NetworkNone {
+			filterMode = NetworkLoopback
 		}
 	}
 	if s.notify == notifyNone {
@@ -264,12 +283,6 @@ func New(p Policy) (*Sandbox, error) {
 	// mount namespace (mountns_linux.go). Unprivileged users need the user
 	// namespace for it.
 	switch err := mountNSProbe(); {
-	case s.notify == notifyNet:
-		// The network supervisor resolves a relative unix socket path
-		// only for a caller in its own mount namespace (netsup_linux.go,
-		// sameRoot): until it accepts ours, these modes keep the
-		// caller's mounts. Not a miss: nothing else is weaker.
-		notes = append(notes, "metadata: mounts not read-only in network mode "+string(mode)+" (the network supervisor needs the caller's mount namespace): chmod, chown and utimensat of the user's files outside the read-write roots are not refused")
 	case err != nil:
 		miss("read-only mounts outside the read-write roots, which stop chmod, chown and utimensat there (a private mount namespace: %v)", err)
 	default:
@@ -360,6 +373,14 @@ func New(p Policy) (*Sandbox, error) {
 			s.release()
 		}
 	}()
+	// The domain proxy runs here, in the parent, for the sandbox's
+	// lifetime; commands can reach it only when the supervisor admits it.
+	if len(q.AllowDomains) > 0 && (s.notify == notifyNet || mode == NetworkUnrestricted) {
+		if s.proxy, err = startDomainProxy(q); err != nil {
+			return nil, err
+		}
+		s.enf.Notes = append(s.enf.Notes, "network: allowed domains through lite-agent's proxy at "+s.proxy.URL()+" (every other destination refused by the connect supervisor)")
+	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
 	}
@@ -422,8 +443,15 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 	rp := confinePieces{RulesetFD: -1, LastCap: h.lastCap}
+	// Landlock's TCP walls follow the policy's own mode: with domains
+	// under none the child never connects itself (the supervisor does), so
+	// every port stays refused to it.
+	llMode := filterMode
+	if domains && mode == NetworkNone {
+		llMode = NetworkNone
+	}
 	if h.abi > 0 {
-		attr := landlockHandled(h.abi, filterMode)
+		attr := landlockHandled(h.abi, llMode)
 		rules := landlockRules(&q, tmp)
 		if initExe != "" {
 			rules = append(rules, llRule{initExe, llRO})
@@ -658,6 +686,10 @@ func (s *Sandbox) release() error {
 	if s.devNull != nil {
 		s.devNull.Close()
 		s.devNull = nil
+	}
+	if s.proxy != nil {
+		s.proxy.Close()
+		s.proxy = nil
 	}
 	return first
 }
@@ -1015,6 +1047,9 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		id := p.identity()
 		p.foreign.start(id.has)
 	}
+	if capt != nil {
+		capt.mountNS = s.commandMountNS(p.pid) // before its supervisor starts
+	}
 	if res.listener >= 0 {
 		var stop func()
 		switch s.notify {
@@ -1022,7 +1057,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots, capt)
 		case notifyNet:
 			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
-				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt})
+				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: s.commandMountNS(p.pid)})
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")
@@ -1059,7 +1094,7 @@ func (s *Sandbox) commandEnv(extra []string, tmp string) []string {
 	if home, ok := envGet(env, "HOME"); ok && !s.readableDir(home) {
 		env = envSet(env, "HOME", tmp)
 	}
-	return env
+	return s.proxyEnv(env)
 }
 
 // pipe returns a pipe whose read end (ours or the child's) is r. The end we

@@ -57,10 +57,12 @@ func normalizePolicy(p Policy) (Policy, error) {
 		return Policy{}, fmt.Errorf("sandbox: %w", err)
 	}
 	q.Network = mode
-	if len(p.AllowDomains) > 0 || len(p.DenyDomains) > 0 {
-		// Until the domain proxy enforces them, a grant must not be
-		// accepted and silently do nothing.
-		return Policy{}, fmt.Errorf("sandbox: domain grants (AllowDomains, DenyDomains) are not enforced yet")
+	// Domain grants: a malformed one is refused here, by the proxy's own
+	// parser (one grammar), before anything starts.
+	q.AllowDomains = append([]string(nil), p.AllowDomains...)
+	q.DenyDomains = append([]string(nil), p.DenyDomains...)
+	if _, err := domainRules(q); err != nil {
+		return Policy{}, err
 	}
 	if p.Env == nil {
 		q.Env = DefaultEnv()

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,10 +35,24 @@ type ptySession struct {
 
 func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 	t.Helper()
+	return startPTYWith(t, dir, ptyOptions{answer: true}, args...)
+}
+
+// ptyOptions: answer makes the pty answer the terminal queries as a
+// terminal does; env is added to the binary's environment (after the
+// defaults, so it wins).
+type ptyOptions struct {
+	answer bool
+	env    []string
+}
+
+func startPTYWith(t *testing.T, dir string, o ptyOptions, args ...string) *ptySession {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	// XDG_CONFIG_HOME: the user policy file is the test's, never the machine's.
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color", "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, o.env...)
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +70,7 @@ func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 			// (OSC 11) and the cursor report that follows it, which
 			// lipgloss sends when the program starts: a terminal that
 			// answered neither would make it wait for its timeout.
-			if bytes.Contains(buf[:n], []byte("\x1b]11;?")) {
+			if o.answer && bytes.Contains(buf[:n], []byte("\x1b]11;?")) {
 				f.Write([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R"))
 			}
 			if err != nil {
@@ -163,14 +178,20 @@ func TestChatSession(t *testing.T) {
 	writeFile(t, filepath.Join(ws, "a.txt"), original)
 	// A marker no other process has: the sleep's argv.
 	marker := strconv.Itoa(900000 + os.Getpid()%99999)
+	marker2 := strconv.Itoa(800000 + os.Getpid()%99999)
+	marker3 := strconv.Itoa(600000 + os.Getpid()%99999)
 	script := scriptFile(t,
 		map[string]any{"text": "I'll edit it.", "tool_calls": []any{
 			call("e1", "edit_file", map[string]any{"path": "a.txt", "old_string": "hello\n", "new_string": "hello world\n"})}},
 		map[string]any{"text": "Edited the file."},
 		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo ran-$((40+2))"})}},
 		map[string]any{"text": "Ran it."},
-		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker + "; echo never"})}},
+		// A tree: the shell, a sleep in the background, a sleep in the
+		// foreground; the interrupt must end all of them.
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "sleep " + marker2 + " & sleep " + marker + "; echo never"})}},
 		map[string]any{"text": "Still here after the interrupt."},
+		map[string]any{"tool_calls": []any{call("b3", "bash", map[string]any{"command": "sleep " + marker3})}},
+		map[string]any{"text": "Still here after Ctrl-C."},
 		map[string]any{"text": "Continued."})
 	args := []string{"--workspace", ws, "--state-dir", state, "--script", script}
 
@@ -196,13 +217,16 @@ func TestChatSession(t *testing.T) {
 
 	// Interrupted mid-command: the sleep runs, Esc stops the turn.
 	s.send("wait\r")
-	s.waitFor("? bash wants to run", "$ sleep "+marker)
+	s.waitFor("? bash wants to run", "$ sleep "+marker2+" & sleep "+marker)
 	s.send("y")
-	var pid int
-	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
-		if pid = findProcess("sleep", marker); pid == 0 {
+	// The pids of both sleeps, found by their argv (each marker is this
+	// test's own); the command is still running, so they are there.
+	var pid, pid2 int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0 || pid2 == 0; {
+		pid, pid2 = findProcess("sleep", marker), findProcess("sleep", marker2)
+		if pid == 0 || pid2 == 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
+				t.Fatalf("the command's processes never showed; screen:\n%s", s.screen(s.mark))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -210,21 +234,59 @@ func TestChatSession(t *testing.T) {
 	s.send("\x1b")
 	// The turn ends (the status is ready again, never while it runs).
 	s.waitFor("interrupted", "ready · ")
-	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d (sleep %s) still runs after the interrupt", pid, marker)
+	for _, p := range []int{pid, pid2} {
+		for deadline := time.Now().Add(10 * time.Second); procRunning(p); {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d (a sleep of the interrupted command) still runs after the interrupt", p)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	// The session goes on.
 	s.send("go on\r")
 	s.waitFor("Still here after the interrupt.")
+	// Ctrl-C stops a running command the same way.
+	s.send("wait again\r")
+	s.waitFor("? bash wants to run", "$ sleep "+marker3)
+	s.send("y")
+	pid3 := 0
+	for deadline := time.Now().Add(20 * time.Second); pid3 == 0; {
+		if pid3 = findProcess("sleep", marker3); pid3 == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.send("\x03")
+	s.waitFor("interrupted", "ready · ")
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid3); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still runs after Ctrl-C", pid3)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.send("go on\r")
+	s.waitFor("Still here after Ctrl-C.")
 
 	// /rewind 0: the workspace as it was, byte for byte.
 	s.send("/rewind 0\r")
 	s.waitFor("rewound")
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
 		t.Errorf("after /rewind 0 a.txt is %q, want %q", b, original)
+	}
+	// /undo takes the rewind back, files and conversation; once.
+	s.send("/undo\r")
+	s.waitFor("files: back as before the rewind to checkpoint 0", "conversation: the cut turns are back")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "hello world\nsecond line\n" {
+		t.Errorf("after /undo a.txt is %q, want the edit back", b)
+	}
+	s.send("/undo\r")
+	s.waitFor("no rewind to undo")
+	s.send("/rewind 0\r")
+	s.waitFor("rewound")
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != original {
+		t.Errorf("after the second /rewind 0 a.txt is %q, want %q", b, original)
 	}
 	if ents, _ := os.ReadDir(ws); len(ents) != 1 {
 		var names []string
@@ -347,4 +409,281 @@ func TestChatEscapesAgentStrings(t *testing.T) {
 	if scr := s.screen(0); !strings.Contains(scr, "model says "+attackShown) {
 		t.Errorf("the model's text is not shown escaped:\n%s", scr)
 	}
+}
+
+// TestChatStartsOnSilentTerminal: on a terminal that answers no query
+// (this pty answers nothing), a command starts at once. Bubble Tea's
+// package init asks the terminal for its background colour (OSC 11, then
+// a cursor report) and waits up to 5 s for a reply, before main runs, for
+// every command of the binary; internal/noquery keeps it from asking.
+// Without it this pty sees "\x1b]11;?" and each start below takes 5 s.
+// TERM is set aside only during the package inits: the session's
+// commands see it as the user's, and the screen is coloured as TERM says.
+func TestChatStartsOnSilentTerminal(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": `printf 'term=%s' "$TERM" > term.txt`})}},
+		map[string]any{"text": "Wrote it."})
+	for _, args := range [][]string{{"--version"}, {"--workspace", ws, "--state-dir", state, "--script", script}} {
+		start := time.Now()
+		// Colour on (NO_COLOR empty): the colour profile, read from TERM
+		// after the inits, must be the terminal's again.
+		s := startPTYWith(t, ws, ptyOptions{env: []string{"NO_COLOR="}}, args...)
+		if args[0] == "--version" {
+			s.waitExit()
+		} else {
+			s.waitFor("ready · ")
+		}
+		// The query's timeout is 5 s: a start that waited for it takes
+		// at least that long.
+		if d := time.Since(start); d >= 5*time.Second {
+			t.Errorf("%v on a silent terminal took %v to start", args, d)
+		}
+		s.mu.Lock()
+		raw := s.out.String()
+		s.mu.Unlock()
+		if strings.Contains(raw, "\x1b]11;?") {
+			t.Errorf("%v asked the terminal for its background colour", args)
+		}
+		if args[0] == "--version" {
+			continue
+		}
+		if !strings.Contains(raw, "\x1b[90m") {
+			t.Errorf("no colour on a colour terminal (TERM not restored?): %q", raw)
+		}
+		s.send("go\r")
+		s.waitFor("? bash wants to run")
+		s.send("y")
+		s.waitFor("Wrote it.", "ready · ")
+		s.send("\x04")
+		s.waitExit()
+		if b, _ := os.ReadFile(filepath.Join(ws, "term.txt")); string(b) != "term=xterm-256color" {
+			t.Errorf("the session's command saw %q, want TERM as the user's", b)
+		}
+	}
+}
+
+// TestChatSubagentsAndTasks: a subagent's calls show nested under the
+// agent call that started it, live and in the scrollback; a background
+// task is listed while the turn runs (and by /tasks, which answers during
+// the turn), and the turn's end, which kills it, says so — its process
+// is gone. The commands wait for files the test creates, so the test sees
+// them running without a sleep.
+func TestChatSubagentsAndTasks(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	marker := strconv.Itoa(700000 + os.Getpid()%99999)
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{
+	  "turns": [
+	    {"tool_calls": [{"id": "a1", "name": "agent", "input": {"agent": "reader", "prompt": "look around"}}]},
+	    {"tool_calls": [{"id": "bg1", "name": "bash", "input": {"command": "sleep `+marker+`", "run_in_background": true, "description": "dev server"}}]},
+	    {"tool_calls": [{"id": "w1", "name": "bash", "input": {"command": "while [ ! -e go2 ]; do sleep 0.05; done; echo main-done"}}]},
+	    {"text": "All done."}],
+	  "agents": {"reader": {"turns": [
+	    {"tool_calls": [{"id": "s1", "name": "bash", "input": {"command": "while [ ! -e go1 ]; do sleep 0.05; done; echo sub-done"}}]},
+	    {"text": "Reader done."}]}}}`)
+	agents := `{"reader": {"description": "Looks.", "prompt": "You look."}}`
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script, "--agents", agents, "--allowed-tools", "bash")
+	s.waitFor("ready · ")
+	s.send("/agents\r")
+	s.waitFor("subagents: reader")
+	s.send("go\r")
+	// Live: the subagent's running call under the running agent call.
+	scr := s.waitFor("● agent reader running", "    └ [reader-", "] ● bash while [ ! -e go1 ]")
+	if strings.Index(scr, "● agent reader running") > strings.LastIndex(scr, "    └ [reader-") {
+		t.Errorf("the subagent's call is not under its parent:\n%s", scr)
+	}
+	writeFile(t, filepath.Join(ws, "go1"), "")
+	// In the scrollback: the agent call's line, then its subagent's call.
+	scr = s.waitFor("● agent ✓", "] ● bash while [ ! -e go1 ]; do sleep 0.05; done; echo sub-done ✓")
+	if i, j := strings.Index(scr, "● agent ✓"), strings.Index(scr, "] ● bash while [ ! -e go1 ]; do sleep 0.05; done; echo sub-done ✓"); i < 0 || j < i {
+		t.Errorf("the finished subagent call is not printed under the agent call:\n%s", scr)
+	}
+	// The background task is listed while the turn goes on.
+	s.waitFor("⧗ background task-1 dev server")
+	pid := 0
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
+		if pid = findProcess("sleep", marker); pid == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the background task's process never showed:\n%s", s.screen(s.mark))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.send("/tasks\r")
+	s.waitFor("task-1  dev server  running")
+	writeFile(t, filepath.Join(ws, "go2"), "")
+	s.waitFor("background task(s) stopped with the turn: task-1", "All done.", "ready · ")
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background task's sleep (pid %d) still runs after its turn", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.send("/tasks\r")
+	s.waitFor("no background tasks")
+	s.send("\x04")
+	s.waitExit()
+}
+
+// TestChatSlashCommands: each slash command through the terminal, as a
+// user types it: what it shows, and for /allow, /deny, /mode (and the
+// mode key, shift+tab) and /clear what it changes in the session.
+func TestChatSlashCommands(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "x"), "keep me\n")
+	script := scriptFile(t,
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo hi"})}},
+		map[string]any{"text": "Said hi."},
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "rm -f x"})}},
+		map[string]any{"text": "Could not."},
+		map[string]any{"text": "A summary of the session."})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script, "--context-window", "100000")
+	s.waitFor("ready · ", "mode default", "ctx 0/100.0k")
+	for _, c := range []struct{ cmd, want string }{
+		{"/help", "keys: Enter sends"},
+		{"/model", "model: scripted"},
+		{"/tools", "type a task first"},
+		{"/mcp", "no MCP servers"},
+		{"/agents", "no subagents"},
+		{"/cost", "tokens: 0 input, 0 output"},
+		{"/context", "the last model call read 0 tokens"},
+		{"/mode", "mode: default"},
+		{"/frobnicate", "unknown command /frobnicate (/help lists the commands)"},
+		{"/mod", "unknown command /mod; did you mean /mode?"},
+		{"/compact", "no session yet"},
+	} {
+		s.send(c.cmd + "\r")
+		s.waitFor(c.want)
+	}
+	// /mode sets the mode; shift+tab cycles default → acceptEdits → plan.
+	s.send("/mode plan\r")
+	s.waitFor("mode: plan", "mode plan · ")
+	s.send("\x1b[Z")
+	s.waitFor("mode: default", "mode default · ")
+	s.send("\x1b[Z")
+	s.waitFor("mode: acceptEdits", "mode acceptEdits · ")
+	s.send("/mode default\r")
+	s.waitFor("mode default · ")
+	s.send("/mode nosuch\r")
+	s.waitFor("nosuch")
+
+	// /allow: the next call matching runs without a question.
+	s.send("/allow bash(echo hi)\r")
+	s.waitFor("allow bash(echo hi) (this session)")
+	s.send("/deny bash(rm:*)\r")
+	s.waitFor("deny bash(rm:*) (this session)")
+	s.send("/permissions\r")
+	s.waitFor("mode default; preset", "allowed here: bash(echo hi)", "denied here: bash(rm:*)")
+	s.send("say hi\r")
+	scr := s.waitFor("Said hi.", "ready · ")
+	if strings.Contains(scr, "wants to run") {
+		t.Errorf("/allow bash(echo hi) still asked:\n%s", scr)
+	}
+	// /deny: the call is refused, x stays.
+	s.send("remove x\r")
+	scr = s.waitFor("Could not.", "ready · ")
+	if !strings.Contains(scr, "✗ denied bash") || strings.Contains(scr, "wants to run") {
+		t.Errorf("/deny bash(rm:*) did not refuse at once:\n%s", scr)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "x")); err != nil || string(b) != "keep me\n" {
+		t.Errorf("x after the denied rm: %q %v", b, err)
+	}
+	s.send("/tools\r")
+	s.waitFor("tools: ", "bash", "edit_file")
+	s.send("/cost\r")
+	if scr := s.waitFor("tokens: "); strings.Contains(scr, "tokens: 0 input, 0 output") {
+		t.Errorf("/cost after two turns:\n%s", scr)
+	}
+	s.send("/context\r")
+	s.waitFor("the last model call read ", "% of the 100000-token window")
+	s.send("/compact\r")
+	s.waitFor("compacted: the older turns are summarised")
+	// /clear: the next prompt starts a new session; the rules stay.
+	first := regexp.MustCompile(`session ([0-9a-zA-Z_-]+)`).FindStringSubmatch(s.screen(0))
+	s.send("/clear\r")
+	s.waitFor("a new session starts with the next prompt")
+	s.send("say hi again\r")
+	scr = s.waitFor("session ", "Said hi.", "ready · ")
+	second := regexp.MustCompile(`session ([0-9a-zA-Z_-]+)`).FindStringSubmatch(scr)
+	if first == nil || second == nil || first[1] == second[1] {
+		t.Errorf("/clear: sessions %v then %v, want two", first, second)
+	}
+	s.send("/exit\r")
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("/exit: %d", code)
+	}
+}
+
+// TestChatInput: a bracketed paste holding newlines (a terminal sends
+// them as CR, the key Enter sends) is kept whole and does not submit;
+// Tab completes an @path from the workspace's files; A asks which policy
+// file and writes the rule it showed there.
+func TestChatInput(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "src/deep/main.go"), "package main\n")
+	script := scriptFile(t,
+		map[string]any{"text": "Got it."},
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo always"})}},
+		map[string]any{"text": "Ran."})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script)
+	s.waitFor("ready · ")
+
+	s.send("look at @src/d\t")
+	s.waitFor("> look at @src/deep/", "src/deep/  src/deep/main.go")
+	s.send("\t")
+	s.waitFor("> look at @src/deep/main.go")
+	s.send("\x03") // Ctrl-C with text: clears the input
+	s.waitFor("> type a task")
+
+	var lines []string
+	for i := 1; i <= 150; i++ {
+		lines = append(lines, "pasted line "+strconv.Itoa(i))
+	}
+	s.send("\x1b[200~" + strings.Join(lines, "\r") + "\x1b[201~")
+	scr := s.waitFor("> pasted line 150")
+	if strings.Contains(scr, "working") {
+		t.Fatalf("the paste submitted:\n%s", scr)
+	}
+	s.send("\r")
+	s.waitFor("Got it.", "ready · ")
+	// The prompt the model got: all 150 lines, one prompt.
+	ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	if len(ents) != 1 {
+		t.Fatalf("transcripts: %v", ents)
+	}
+	var prompts []string
+	b, _ := os.ReadFile(ents[0])
+	for _, l := range strings.Split(string(b), "\n") {
+		var rec struct {
+			Message *struct {
+				Role    string `json:"role"`
+				Content []struct{ Type, Text string }
+			} `json:"message"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Message != nil && rec.Message.Role == "user" {
+			for _, c := range rec.Message.Content {
+				if c.Type == "text" {
+					prompts = append(prompts, c.Text)
+				}
+			}
+		}
+	}
+	if want := strings.Join(lines, "\n"); len(prompts) != 1 || prompts[0] != want {
+		t.Errorf("the pasted prompt reached the model as %d prompt(s): %.200q", len(prompts), prompts)
+	}
+
+	// A: which file? w: the workspace's; the rule shown is written there.
+	s.send("run it\r")
+	s.waitFor("? bash wants to run", "[A] allow always")
+	s.send("A")
+	s.waitFor("allow always bash(echo always) — write it to:", "[u] your policy file", "[w] this workspace's .lite-agent/policy.toml")
+	s.send("\r") // Enter chooses nothing
+	s.send("w")
+	s.waitFor("allowed always (bash(echo always) added to", "Ran.", "ready · ")
+	if b, err := os.ReadFile(filepath.Join(ws, ".lite-agent", "policy.toml")); err != nil || !strings.Contains(string(b), `"bash(echo always)"`) {
+		t.Errorf("the workspace policy file: %q %v", b, err)
+	}
+	s.send("\x04")
+	s.waitExit()
 }

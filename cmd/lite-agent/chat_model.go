@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +31,36 @@ type (
 	turnDoneMsg struct{ err error }
 )
 
-// runningCall is a tool call shown live until its result.
+// runningCall is a tool call shown live until its result. sub are the
+// calls of the subagents it started (an agent tool call), shown nested
+// under it live and printed under its line when it ends.
 type runningCall struct {
 	id, line string
+	input    json.RawMessage // what the model sent: a result does not carry it
+	start    time.Time
+	sub      []subCall
+}
+
+// subCall is one call a subagent made, under the call that started it.
+type subCall struct {
+	id, agent, line string
+	start           time.Time
+	result          string // "" while it runs: then its status and duration
+}
+
+func (c subCall) String() string {
+	st := c.result
+	if st == "" {
+		st = styleDim(fmt.Sprintf(" running %s", time.Since(c.start).Round(time.Second)))
+	}
+	return "    └ [" + esc(c.agent) + "] " + c.line + st
+}
+
+// bgTask is a background task a bash call started (run_in_background):
+// listed until it is killed or seen ended, or the turn ends, which kills
+// it (the kernel kills a run's tasks when its query ends).
+type bgTask struct {
+	id, desc string
 	start    time.Time
 }
 
@@ -76,6 +106,10 @@ type chatModel struct {
 	histAt  int
 	queued  []string // typed while a turn ran, sent when it ends
 	ending  string   // how the turn ended, if it failed: shown at its end
+
+	undo *undoRewind // the last rewind, until the next prompt
+
+	tasks []bgTask // the turn's background tasks still running
 }
 
 func newChatModel(app *chatApp, pickSession bool) *chatModel {
@@ -84,6 +118,9 @@ func newChatModel(app *chatApp, pickSession bool) *chatModel {
 	ta.ShowLineNumbers = false
 	ta.Prompt = "> "
 	ta.CharLimit = 0
+	// No cap on the lines typed with the newline key (the default stops
+	// at 99); a paste is kept whole up to the textarea's 10,000 lines.
+	ta.MaxHeight = 0
 	ta.SetHeight(3)
 	// Enter sends: a new line is Alt+Enter or Ctrl+J.
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
@@ -120,6 +157,15 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.calls = nil
 		m.notice = ""
 		var cmds []tea.Cmd
+		if len(m.tasks) > 0 {
+			// The query's end killed them: say so, they were listed.
+			ids := make([]string, len(m.tasks))
+			for i, t := range m.tasks {
+				ids[i] = esc(t.id)
+			}
+			cmds = append(cmds, tea.Println(styleDim("background task(s) stopped with the turn: "+strings.Join(ids, ", "))))
+			m.tasks = nil
+		}
 		if m.stream.Len() > 0 {
 			cmds = append(cmds, tea.Println(termsafe.Text(m.stream.String())))
 			m.stream.Reset()
@@ -243,6 +289,10 @@ func (m *chatModel) submit() tea.Cmd {
 	m.input.Reset()
 	m.history = appendHistory(chatHistoryPath(m.app.stateDir), m.history, text)
 	m.histAt = len(m.history)
+	if m.running && readOnlySlash[strings.Fields(text)[0]] {
+		// A question about the session answers at once, turn or not.
+		return tea.Sequence(m.dispatch(text)...)
+	}
 	if m.running {
 		// Typed while a turn runs: it waits for the turn's end, as a
 		// message typed ahead does in a terminal; Esc drops it.
@@ -251,6 +301,11 @@ func (m *chatModel) submit() tea.Cmd {
 	}
 	return tea.Sequence(m.dispatch(text)...)
 }
+
+// readOnlySlash are the commands that only show the session's state: they
+// run at once even while a turn runs (the others wait for its end).
+var readOnlySlash = map[string]bool{"/tasks": true, "/cost": true, "/context": true, "/help": true,
+	"/model": true, "/tools": true, "/mcp": true, "/agents": true, "/permissions": true}
 
 // dispatch runs what was typed, a slash command or a prompt: the commands
 // to run in sequence, for the caller's one tea.Sequence.
@@ -266,6 +321,7 @@ func (m *chatModel) dispatch(text string) []tea.Cmd {
 func (m *chatModel) startTurn(prompt string) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.running, m.cancel = true, cancel
+	m.undo = nil
 	agent, sid, prog := m.app.agent, m.app.sessionID, m.app.prog
 	go func() {
 		defer cancel()
@@ -286,12 +342,11 @@ func (m *chatModel) startTurn(prompt string) tea.Cmd {
 }
 
 func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
+	if ev.Type == kernel.EventToolResult {
+		m.trackTasks(ev)
+	}
 	if ev.AgentID != "" {
-		// A subagent's calls, nested under the call that started it.
-		if ev.Type == kernel.EventToolResult {
-			return tea.Println(styleDim("    └ [" + esc(ev.AgentID) + "] " + callSummary(ev.ToolResult.Name, nil) + status(ev)))
-		}
-		return nil
+		return m.onSubagentEvent(ev)
 	}
 	switch ev.Type {
 	case kernel.EventSessionStart:
@@ -325,22 +380,29 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			return tea.Println(renderMarkdown(text, m.width, lipgloss.ColorProfile()))
 		}
 	case kernel.EventToolCall:
-		m.calls = append(m.calls, runningCall{id: ev.ToolCall.ID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), start: time.Now()})
+		m.calls = append(m.calls, runningCall{id: ev.ToolCall.ID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), input: ev.ToolCall.Input, start: time.Now()})
 	case kernel.EventPermission:
 		if ev.Permission.Decision == "deny" {
 			return tea.Println(styleErr("  ✗ denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
 		}
 	case kernel.EventToolResult:
 		d := time.Duration(0)
+		var sub []subCall
 		for i, c := range m.calls {
 			if c.id == ev.ToolResult.ID {
 				d = time.Since(c.start)
+				sub = c.sub
 				m.calls = append(m.calls[:i], m.calls[i+1:]...)
 				break
 			}
 		}
-		line := "  " + callSummary(ev.ToolResult.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))
-		return tea.Println(line)
+		lines := []string{"  " + callSummary(ev.ToolResult.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))}
+		// The subagent's calls go to the scrollback under the call that
+		// started them, as they were shown live.
+		for _, c := range sub {
+			lines = append(lines, styleDim(c.String()))
+		}
+		return tea.Println(strings.Join(lines, "\n"))
 	case kernel.EventCompact:
 		return tea.Println(styleDim("context compacted"))
 	case kernel.EventResult:
@@ -355,6 +417,87 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// onSubagentEvent nests a subagent's calls under the parent's call that
+// started it (ParentToolUseID). A subagent's text is its parent's
+// business: the parent's call returns it as its result.
+func (m *chatModel) onSubagentEvent(ev kernel.Event) tea.Cmd {
+	parent := -1
+	for i, c := range m.calls {
+		if c.id == ev.ParentToolUseID {
+			parent = i
+		}
+	}
+	switch ev.Type {
+	case kernel.EventToolCall:
+		c := subCall{id: ev.ToolCall.ID, agent: ev.AgentID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), start: time.Now()}
+		if parent < 0 {
+			return nil // shown at its result
+		}
+		m.calls[parent].sub = append(m.calls[parent].sub, c)
+	case kernel.EventToolResult:
+		st := status(ev)
+		if parent < 0 {
+			// Its parent is not running here (it cannot be, in order): the
+			// line alone, still marked as a subagent's.
+			return tea.Println(styleDim(subCall{agent: ev.AgentID, line: callSummary(ev.ToolResult.Name, nil), result: st}.String()))
+		}
+		p := &m.calls[parent]
+		for i := range p.sub {
+			if p.sub[i].id == ev.ToolResult.ID && p.sub[i].result == "" {
+				p.sub[i].result = st + fmt.Sprintf(" (%s)", time.Since(p.sub[i].start).Round(time.Millisecond))
+				return nil
+			}
+		}
+		p.sub = append(p.sub, subCall{id: ev.ToolResult.ID, agent: ev.AgentID, line: callSummary(ev.ToolResult.Name, nil), result: st})
+	case kernel.EventPermission:
+		if ev.Permission.Decision == "deny" {
+			return tea.Println(styleErr("    ✗ [" + esc(ev.AgentID) + "] denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
+		}
+	}
+	return nil
+}
+
+var (
+	taskStartedRE = regexp.MustCompile(`^Started background task (\S+): ([^\n]*)`)
+	taskEndedRE   = regexp.MustCompile(`Task (\S+) has ended: ([^\n]*)$`)
+)
+
+// trackTasks follows the background tasks from the results of the tools
+// that start, read and stop them (tools/builtin/tasks.go's words).
+func (m *chatModel) trackTasks(ev kernel.Event) {
+	res := ev.ToolResult
+	if res.IsError {
+		return
+	}
+	text := ""
+	for _, c := range res.Content {
+		text += c.Text
+	}
+	var input json.RawMessage
+	for _, c := range m.calls {
+		if c.id == res.ID {
+			input = c.input
+		}
+	}
+	switch res.Name {
+	case "bash":
+		if g := taskStartedRE.FindStringSubmatch(text); g != nil {
+			m.tasks = append(m.tasks, bgTask{id: g[1], desc: g[2], start: time.Now()})
+		}
+	case "bash_output", "kill_task":
+		var in struct {
+			TaskID string `json:"task_id"`
+		}
+		_ = json.Unmarshal(input, &in)
+		// The report's last line says how the task is; what comes before
+		// is the task's own output.
+		last := text[strings.LastIndexByte(strings.TrimRight(text, "\n"), '\n')+1:]
+		if g := taskEndedRE.FindStringSubmatch(strings.TrimSpace(last)); (g != nil && g[1] == strings.TrimSpace(in.TaskID)) || res.Name == "kill_task" {
+			m.tasks = slices.DeleteFunc(m.tasks, func(t bgTask) bool { return t.id == strings.TrimSpace(in.TaskID) })
+		}
+	}
 }
 
 func addUsage(a, b provider.Usage) provider.Usage {
@@ -382,7 +525,7 @@ func callSummary(name string, input json.RawMessage) string {
 	var v map[string]any
 	_ = json.Unmarshal(input, &v)
 	arg := ""
-	for _, k := range []string{"command", "path", "pattern", "url", "description"} {
+	for _, k := range []string{"command", "path", "pattern", "url", "agent", "description"} {
 		if s, ok := v[k].(string); ok && s != "" {
 			arg = s
 			break
@@ -603,10 +746,71 @@ func (m *chatModel) rewind(n, what string) tea.Cmd {
 		args = append(args, "--conversation-only")
 	}
 	var out, errb bytes.Buffer
-	err := cmdRewind(args, &out, &errb)
+	done, err := rewindCmd(args, &out, &errb)
 	text := strings.TrimRight(out.String()+errb.String(), "\n")
 	if err != nil {
 		text += "\n" + styleErr("rewind: "+termsafe.Text(err.Error()))
 	}
+	if done.filesCheckpoint >= 0 || done.saved != "" {
+		u := &undoRewind{sessionID: m.app.sessionID, rewound: done, to: n}
+		if done.saved != "" {
+			// The transcript's size right after the cut: the undo puts
+			// the turns back only onto this very transcript.
+			fi, serr := os.Stat(done.transcript)
+			if serr != nil {
+				done.saved = ""
+			} else {
+				u.size = fi.Size()
+			}
+		}
+		m.undo = u
+		text += "\n" + styleDim("/undo undoes this rewind (until the next prompt)")
+	}
 	return tea.Println(text)
+}
+
+// undoRewind is what /undo needs to take the last rewind back: the files
+// go back to the checkpoint before the one that recorded the rewind (the
+// store records a rewind as a checkpoint of its own, with the pre-images
+// of what it overwrote), and the conversation's cut turns are appended
+// back onto the transcript, if it has not moved since.
+type undoRewind struct {
+	sessionID string
+	rewound
+	to   string
+	size int64
+}
+
+// undoLast undoes the last rewind of this session. It is offered only
+// until the next prompt: after a new turn, going back to the state before
+// the rewind would also undo that turn's work, which /rewind N says
+// explicitly.
+func (m *chatModel) undoLast() tea.Cmd {
+	u := m.undo
+	if u == nil || u.sessionID != m.app.sessionID {
+		return tea.Println(styleErr("no rewind to undo (an undo is possible right after a /rewind, before the next prompt)"))
+	}
+	m.undo = nil
+	var lines []string
+	if u.filesCheckpoint >= 0 {
+		var out, errb bytes.Buffer
+		_, err := rewindCmd([]string{u.sessionID, "--to", strconv.Itoa(u.filesCheckpoint - 1), "--files-only", "--state-dir", m.app.stateDir}, &out, &errb)
+		// What the rewind command says of itself (its checkpoint, its own
+		// undo) would read as a second rewind here: only what it could
+		// not restore is shown.
+		if t := strings.TrimRight(errb.String(), "\n"); t != "" {
+			lines = append(lines, t)
+		}
+		if err != nil {
+			return tea.Println(strings.Join(append(lines, styleErr("undo: "+termsafe.Text(err.Error()))), "\n"))
+		}
+		lines = append(lines, fmt.Sprintf("files: back as before the rewind to checkpoint %s", esc(u.to)))
+	}
+	if u.saved != "" {
+		if err := checkpoint.RestoreTranscriptCut(u.transcript, u.saved, u.size); err != nil {
+			return tea.Println(strings.Join(append(lines, styleErr("undo of the conversation: "+termsafe.Text(err.Error()))), "\n"))
+		}
+		lines = append(lines, "conversation: the cut turns are back")
+	}
+	return tea.Println(strings.Join(lines, "\n"))
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -19,11 +22,13 @@ import (
 var slashCommands = map[string]string{
 	"/help":        "this list",
 	"/rewind":      "/rewind [N] [files|conversation|both]: go back to checkpoint N (a picker without N); both by default",
+	"/undo":        "undo the last /rewind (files and conversation), before the next prompt",
 	"/checkpoints": "the session's checkpoints and what each changed",
 	"/mode":        "/mode [default|acceptEdits|plan|dontAsk]: show or set the permission mode (shift+tab cycles)",
 	"/allow":       "/allow RULE: allow calls matching RULE in this session, e.g. /allow bash(go test:*)",
 	"/deny":        "/deny RULE: deny calls matching RULE in this session",
 	"/permissions": "the mode and the session's added rules",
+	"/tasks":       "the background tasks of the running turn",
 	"/tools":       "the tools the model sees",
 	"/mcp":         "MCP servers and their status",
 	"/agents":      "the subagents the model can start",
@@ -69,16 +74,37 @@ func (m *chatModel) slash(line string) tea.Cmd {
 			msg += fmt.Sprintf(", %d%% of the %d-token window", m.contextUsed*100/w, w)
 		}
 		return say(msg)
+	case "/tasks":
+		if len(m.tasks) == 0 {
+			return say("no background tasks (a turn's tasks end with it)")
+		}
+		var b strings.Builder
+		for _, t := range m.tasks {
+			fmt.Fprintf(&b, "%s  %s  running %s\n", esc(t.id), field(t.desc, 200), time.Since(t.start).Round(time.Second))
+		}
+		return say(strings.TrimRight(b.String(), "\n"))
 	case "/model":
 		return say("model: " + esc(m.app.modelName))
 	case "/tools":
+		if len(m.tools) == 0 {
+			return say("the tools are known once the session starts: type a task first")
+		}
 		return say("tools: " + field(strings.Join(m.tools, ", "), 2000))
 	case "/agents":
+		if len(m.agents) == 0 && len(m.app.opts.Agents) > 0 {
+			// Before the first turn: the configured ones.
+			names := slices.Sorted(maps.Keys(m.app.opts.Agents))
+			return say("subagents: " + field(strings.Join(names, ", "), 2000))
+		}
 		if len(m.agents) == 0 {
 			return say("no subagents (--agents FILE adds some)")
 		}
 		return say("subagents: " + field(strings.Join(m.agents, ", "), 2000))
 	case "/mcp":
+		if len(m.mcp) == 0 && len(m.app.opts.MCPServers) > 0 {
+			names := slices.Sorted(maps.Keys(m.app.opts.MCPServers))
+			return say("MCP servers (they connect with the first prompt): " + field(strings.Join(names, ", "), 2000))
+		}
 		if len(m.mcp) == 0 {
 			return say("no MCP servers (--mcp-config FILE adds some)")
 		}
@@ -120,8 +146,8 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 		return say(styleDim(strings.TrimPrefix(name, "/") + " " + termsafe.Escape(rule) + " (this session)"))
 	case "/permissions":
-		return say(fmt.Sprintf("mode %s; preset %s\nallowed here: %s\ndenied here: %s",
-			m.app.mode, m.app.agent.Preset().Name, orNone(m.app.f.allowedTools), orNone(m.app.f.disallowedTools)))
+		return say(fmt.Sprintf("mode %s; preset %s; sandbox %s\nallowed here: %s\ndenied here: %s",
+			m.app.mode, m.app.agent.Preset().Name, networkGrant(m.app.opts.Sandbox, 2000), orNone(m.app.f.allowedTools), orNone(m.app.f.disallowedTools)))
 	case "/checkpoints":
 		if m.app.sessionID == "" {
 			return needSession()
@@ -156,6 +182,8 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 		m.picker = p
 		return nil
+	case "/undo":
+		return m.undoLast()
 	case "/compact":
 		if m.app.sessionID == "" {
 			return needSession()

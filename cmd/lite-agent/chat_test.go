@@ -2,16 +2,21 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 func keyRunes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
@@ -188,5 +193,96 @@ func TestMarkdownCannotMakeControls(t *testing.T) {
 	}
 	if got := renderMarkdown("**x**", 80, termenv.Ascii); got != "**x**" {
 		t.Errorf("NO_COLOR: %q, want the source", got)
+	}
+}
+
+// TestApprovalShowsNetworkGrant: a command's approval names the network
+// mode of the sandbox it runs in and every domain it may reach through the
+// proxy (escaped: the domains may come from a workspace's files).
+func TestApprovalShowsNetworkGrant(t *testing.T) {
+	ws := t.TempDir()
+	app := &chatApp{opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone,
+		AllowDomains: []string{"github.com", "*.golang.org", "evil\x1b]52;c;eA==\x07.com"}, DenyDomains: []string{"gist.github.com"}}}}
+	got := approvalBody(ws, "bash", json.RawMessage(`{"command":"go mod download"}`), app)
+	for _, want := range []string{"network: none", "domains github.com, *.golang.org, evil\\x1b]52;c;eA==\\x07.com", "never gist.github.com"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the approval lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("raw control characters in the approval: %q", got)
+	}
+	m := &chatModel{app: app, width: 200}
+	app.modelName = "m"
+	if s := m.statusLine(); !strings.Contains(s, "net none+3 domains") {
+		t.Errorf("status line: %q", s)
+	}
+	// Without a domain, the mode alone.
+	app.opts.Sandbox = &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkLoopback}
+	if got := approvalBody(ws, "bash", json.RawMessage(`{"command":"curl localhost"}`), app); !strings.Contains(got, "network: loopback\n") {
+		t.Errorf("loopback: %s", got)
+	}
+}
+
+// TestViewFits80x24: at 80 columns, every line of the live view — an edit's
+// approval with a long diff, a bash approval with a long command, the
+// running calls with a subagent's, a background task, the status line —
+// is at most 80 cells wide, and the view at most 24 lines high.
+func TestViewFits80x24(t *testing.T) {
+	ws := t.TempDir()
+	var old strings.Builder
+	for i := range 40 {
+		old.WriteString(strings.Repeat("word ", 30) + strconv.Itoa(i) + "\n")
+	}
+	os.WriteFile(filepath.Join(ws, "big.txt"), []byte(old.String()), 0o644)
+	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "claude-sonnet-4-5-with-a-long-model-name",
+		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"proxy.golang.org", "sum.golang.org"}}}}
+	m := newChatModel(app, false)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.running = true
+	m.calls = []runningCall{{id: "a1", line: callSummary("agent", json.RawMessage(`{"agent":"reader"}`)), start: time.Now(),
+		sub: []subCall{{agent: "reader-1", line: callSummary("bash", json.RawMessage(`{"command":"`+strings.Repeat("x", 200)+`"}`)), start: time.Now()}}}}
+	m.tasks = []bgTask{{id: "task-1", desc: strings.Repeat("dev server ", 20), start: time.Now()}}
+	m.usage.InputTokens, m.usage.OutputTokens = 123456, 7890
+	newText := strings.ReplaceAll(old.String(), "word", "WORD")
+	edit, _ := json.Marshal(map[string]any{"path": "big.txt", "content": newText})
+	bash, _ := json.Marshal(map[string]any{"command": strings.Repeat("echo a very long command; ", 12)})
+	for _, a := range []approvalMsg{
+		{name: "write_file", input: edit, info: kernel.ToolUseInfo{Reason: "write_file changes the workspace", Suggestions: []string{"write_file(big.txt)"}}},
+		{name: "bash", input: bash, info: kernel.ToolUseInfo{Reason: strings.Repeat("a reason ", 20), Suggestions: []string{"bash(echo:*)"}}},
+	} {
+		for _, at := range []string{"", "message"} {
+			m.approval, m.approvalAt = &a, at
+			m.calls = m.calls[:0] // an approval shows alone with the status
+			m.tasks = nil
+			checkFits(t, a.name+"/"+at, m.View())
+		}
+	}
+	m.approval = nil
+	m.calls = []runningCall{{id: "a1", line: "● agent reader", start: time.Now(), sub: make([]subCall, 9)}}
+	m.tasks = []bgTask{{id: "task-1", desc: strings.Repeat("dev server ", 20), start: time.Now()}}
+	m.stream.WriteString(strings.Repeat("streaming text that goes on and on ", 40))
+	checkFits(t, "running", m.View())
+	// The /rewind picker of a long session, with a diff preview.
+	p := &picker{title: "rewind to which checkpoint? (both; ↑/↓, d: the diff, Enter, Esc)", at: 20}
+	for i := range 40 {
+		p.labels = append(p.labels, fmt.Sprintf("%3d  bash (b%d)  %s", i, i, strings.Repeat("file.go ", 20)))
+		p.values = append(p.values, strconv.Itoa(i))
+	}
+	p.shown = colorDiff("--- a/big.txt\n+++ b/big.txt\n@@ -1,40 +1,40 @@\n"+strings.Repeat("-"+strings.Repeat("word ", 30)+"\n", 40)) + "dry run: 1 path(s) would change; nothing was written"
+	m.picker = p
+	checkFits(t, "picker", m.View())
+}
+
+func checkFits(t *testing.T, what, view string) {
+	t.Helper()
+	lines := strings.Split(view, "\n")
+	if len(lines) > 24 {
+		t.Errorf("%s: %d lines, more than 24:\n%s", what, len(lines), view)
+	}
+	for _, l := range lines {
+		if w := lipgloss.Width(l); w > 80 {
+			t.Errorf("%s: a line of %d cells: %q", what, w, l)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
@@ -49,6 +50,18 @@ func (m *chatModel) View() string {
 	}
 	for _, c := range m.calls {
 		fmt.Fprintf(&b, "  %s %s\n", c.line, styleDim(fmt.Sprintf("running %s", time.Since(c.start).Round(time.Second))))
+		// Its subagent's calls, the last few: the screen is 24 lines.
+		sub := c.sub
+		if len(sub) > 4 {
+			fmt.Fprintf(&b, "%s\n", styleDim(fmt.Sprintf("    … %d earlier", len(sub)-4)))
+			sub = sub[len(sub)-4:]
+		}
+		for _, s := range sub {
+			b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(s.String()) + "\n")
+		}
+	}
+	for _, t := range m.tasks {
+		b.WriteString(styleDim(fmt.Sprintf("  ⧗ background %s %s (%s)", esc(t.id), field(t.desc, max(10, m.width-40)), time.Since(t.start).Round(time.Second))) + "\n")
 	}
 	for _, q := range m.queued {
 		b.WriteString(styleDim("queued: "+field(q, m.width-12)) + "\n")
@@ -79,10 +92,35 @@ func tail(s string, n, width int) string {
 	return strings.Join(lines, "\n")
 }
 
+// networkGrant says what the sandbox's network policy lets a command
+// reach: the mode, and the domains granted through lite-agent's proxy
+// (and refused), cut to n bytes each. The domains come from policy files
+// and flags, which a workspace may hold: escaped.
+func networkGrant(sb *sandbox.Policy, n int) string {
+	if sb == nil {
+		return "network: unconfined"
+	}
+	mode := string(sb.Network)
+	if mode == "" {
+		mode = "none"
+	}
+	s := "network: " + mode
+	if len(sb.AllowDomains) > 0 {
+		s += "; domains " + field(strings.Join(sb.AllowDomains, ", "), n)
+	}
+	if len(sb.DenyDomains) > 0 {
+		s += "; never " + field(strings.Join(sb.DenyDomains, ", "), n)
+	}
+	return s
+}
+
 func (m *chatModel) statusLine() string {
 	net := "none"
 	if sb := m.app.opts.Sandbox; sb != nil && sb.Network != "" {
 		net = string(sb.Network)
+	}
+	if sb := m.app.opts.Sandbox; sb != nil && len(sb.AllowDomains) > 0 {
+		net += fmt.Sprintf("+%d domains", len(sb.AllowDomains))
 	}
 	// The state first: at 80 columns the end of the line may be cut.
 	state := "ready"
@@ -127,7 +165,14 @@ func (m *chatModel) approvalView() string {
 		who = " (subagent " + esc(a.info.Agent) + ")"
 	}
 	fmt.Fprintf(&b, "? %s wants to run%s — %s\n", esc(a.name), who, field(a.info.Reason, 120))
-	b.WriteString(approvalBody(m.app.f.workspace, a.name, a.input, m.app))
+	body := approvalBody(m.app.f.workspace, a.name, a.input, m.app)
+	if _, isChange, _ := builtin.PreviewChange(m.app.f.workspace, a.name, a.input); isChange {
+		// A diff line wider than the screen would wrap and push the
+		// question off a 24-line screen: cut, and marked as cut. (A
+		// command is never cut: it is shown whole, wrapped.)
+		body = cutLines(body, m.width)
+	}
+	b.WriteString(body)
 	if m.approvalAt == "always" {
 		user, _ := policies.UserFile()
 		trust := ""
@@ -185,22 +230,30 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 			}
 		}
 		if sb := app.opts.Sandbox; sb != nil {
-			net := string(sb.Network)
-			if net == "" {
-				net = "none"
-			}
 			// What the command may write and reach, from the policy it
 			// runs under (not a summary of the preset).
 			writes := append([]string{sb.Workspace}, sb.ReadWritePaths...)
 			if sb.TempDir != "" {
 				writes = append(writes, "a private temp dir")
 			}
-			fmt.Fprintf(&b, "  sandbox: writes only %s; network %s\n", esc(strings.Join(writes, ", ")), net)
+			fmt.Fprintf(&b, "  sandbox: writes only %s; %s\n", esc(strings.Join(writes, ", ")), networkGrant(sb, 200))
 		} else {
 			b.WriteString(styleErr("  sandbox: none — the command runs unconfined") + "\n")
 		}
 	}
 	return b.String()
+}
+
+// cutLines cuts each line of s (styled: the cut is ANSI-aware) to width
+// cells, ending a cut line with "…".
+func cutLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if lipgloss.Width(l) > width {
+			lines[i] = lipgloss.NewStyle().MaxWidth(width-1).Render(l) + "…"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // colorDiff escapes a diff (it quotes file contents the agent wrote) and
@@ -241,9 +294,14 @@ func (m *chatModel) pickerView() string {
 	if len(p.labels) == 0 {
 		b.WriteString("  (nothing to choose; Esc)\n")
 	}
-	// A window of 15 around the cursor: a picker fits a 24-line screen.
-	from := max(0, min(p.at-7, len(p.labels)-15))
-	for i := from; i < len(p.labels) && i < from+15; i++ {
+	// A window of 15 around the cursor, 5 under a diff preview (at most
+	// maxDiffLines+1 lines): a picker fits a 24-line screen.
+	win := 15
+	if p.shown != "" {
+		win = 5
+	}
+	from := max(0, min(p.at-win/2, len(p.labels)-win))
+	for i := from; i < len(p.labels) && i < from+win; i++ {
 		cur := "  "
 		if i == p.at {
 			cur = "> "
@@ -251,7 +309,7 @@ func (m *chatModel) pickerView() string {
 		b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(cur+p.labels[i]) + "\n")
 	}
 	if p.shown != "" {
-		b.WriteString(p.shown + "\n")
+		b.WriteString(cutLines(p.shown, m.width) + "\n")
 	}
 	return b.String()
 }

@@ -256,6 +256,21 @@ func (s *pathFlags) String() string     { return strings.Join(*s, ",") }
 func (s *pathFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 func cmdRewind(args []string, stdout, stderr io.Writer) error {
+	_, err := rewindCmd(args, stdout, stderr)
+	return err
+}
+
+// rewound is what a rewind did, for the interactive mode's undo: the
+// checkpoint that records the files' rewind (-1: none), and where the
+// conversation's cut turns were saved ("" if none were cut).
+type rewound struct {
+	filesCheckpoint int
+	transcript      string
+	saved           string
+}
+
+func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
+	done := rewound{filesCheckpoint: -1}
 	fs := newFlags("rewind", "rewind SESSION --to N [--files-only|--conversation-only] [--dry-run] [--force] [--path P]...", stderr)
 	to := fs.Int("to", -1, "the checkpoint to go back to (0: before the session's first change)")
 	filesOnly := fs.Bool("files-only", false, "rewind the files, keep the conversation")
@@ -267,22 +282,22 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 	stateFlag := fs.String("state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return err
+		return done, err
 	}
 	switch {
 	case len(pos) != 1:
-		return usageErrorf("usage: lite-agent rewind SESSION --to N [--files-only|--conversation-only] [--dry-run] [--force] [--path P]")
+		return done, usageErrorf("usage: lite-agent rewind SESSION --to N [--files-only|--conversation-only] [--dry-run] [--force] [--path P]")
 	case *to < 0:
-		return usageErrorf("rewind needs --to N (see 'lite-agent checkpoints %s'; 0 is before the session's first change)", pos[0])
+		return done, usageErrorf("rewind needs --to N (see 'lite-agent checkpoints %s'; 0 is before the session's first change)", pos[0])
 	case *filesOnly && *convOnly:
-		return usageErrorf("--files-only and --conversation-only exclude each other")
+		return done, usageErrorf("--files-only and --conversation-only exclude each other")
 	case *convOnly && len(paths) > 0:
-		return usageErrorf("--path restores files; it cannot go with --conversation-only")
+		return done, usageErrorf("--path restores files; it cannot go with --conversation-only")
 	}
 	id := pos[0]
 	stateDir, err := stateDirOf(*stateFlag)
 	if err != nil {
-		return err
+		return done, err
 	}
 	doFiles := !*convOnly
 	doConv := !*filesOnly && len(paths) == 0
@@ -292,7 +307,7 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 	if doConv {
 		cps, err := checkpoint.List(stateDir, id)
 		if err != nil {
-			return ckptErr(err)
+			return done, ckptErr(err)
 		}
 		var target *checkpoint.Checkpoint
 		var starts []string
@@ -306,18 +321,18 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if target == nil {
-			return failf("session %s has no checkpoint %d (see 'lite-agent checkpoints %s')", id, *to, id)
+			return done, failf("session %s has no checkpoint %d (see 'lite-agent checkpoints %s')", id, *to, id)
 		}
 		if target.Reason != checkpoint.ReasonUserTurn && target.Reason != "session_start" {
-			return usageErrorf("checkpoint %d is in the middle of a user turn (%s); the conversation can only go back to the start of a turn (checkpoints %s). Use --files-only to rewind only the files to %d",
+			return done, usageErrorf("checkpoint %d is in the middle of a user turn (%s); the conversation can only go back to the start of a turn (checkpoints %s). Use --files-only to rewind only the files to %d",
 				*to, cause(*target), strings.Join(starts, ", "), *to)
 		}
 		turn = target.UserTurn
 		if transcript, err = kernel.SessionPath(stateDir, id); err != nil {
-			return failf("%v", err)
+			return done, failf("%v", err)
 		}
 		if _, err := checkpoint.TranscriptTurnOffset(transcript, turn); err != nil {
-			return failf("%s (use --files-only to rewind only the files)", strings.TrimPrefix(err.Error(), "checkpoint: "))
+			return done, failf("%s (use --files-only to rewind only the files)", strings.TrimPrefix(err.Error(), "checkpoint: "))
 		}
 	}
 
@@ -341,12 +356,12 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "conflict: %s: %s\n", esc(c.Path), esc(c.Reason))
 			}
 			if *dryRun {
-				return failf("%d path(s) were changed outside the agent since; a rewind would be refused (add --force to overwrite them)", len(rep.Conflicts))
+				return done, failf("%d path(s) were changed outside the agent since; a rewind would be refused (add --force to overwrite them)", len(rep.Conflicts))
 			}
-			return failf("%d path(s) were changed outside the agent since; nothing was changed. Rerun with --force to overwrite them (their current content is kept in the rewind's checkpoint, so even that can be undone)", len(rep.Conflicts))
+			return done, failf("%d path(s) were changed outside the agent since; nothing was changed. Rerun with --force to overwrite them (their current content is kept in the rewind's checkpoint, so even that can be undone)", len(rep.Conflicts))
 		}
 		if err != nil {
-			return ckptErr(err)
+			return done, ckptErr(err)
 		}
 		switch {
 		case *dryRun:
@@ -354,6 +369,7 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 		case rep.Checkpoint < 0:
 			fmt.Fprintf(stdout, "files already as at checkpoint %d: nothing to change\n", *to)
 		default:
+			done.filesCheckpoint = rep.Checkpoint
 			fmt.Fprintf(stdout, "rewound %d path(s) to checkpoint %d; recorded as checkpoint %d (undo: lite-agent rewind %s --to %d --files-only)\n",
 				len(rep.Changes), *to, rep.Checkpoint, id, rep.Checkpoint-1)
 		}
@@ -361,19 +377,20 @@ func cmdRewind(args []string, stdout, stderr io.Writer) error {
 	if doConv {
 		if *dryRun {
 			fmt.Fprintf(stdout, "would cut the conversation before user turn %d\n", turn)
-			return nil
+			return done, nil
 		}
 		saved, err := checkpoint.TruncateTranscript(transcript, turn)
 		if err != nil {
-			return ckptErr(err)
+			return done, ckptErr(err)
 		}
+		done.transcript, done.saved = transcript, saved
 		if saved == "" {
 			fmt.Fprintf(stdout, "conversation already ends before user turn %d\n", turn)
 		} else {
 			fmt.Fprintf(stdout, "conversation cut before user turn %d (the removed turns are saved in %s); continue with: lite-agent run --resume %s PROMPT\n", turn, saved, id)
 		}
 	}
-	return nil
+	return done, nil
 }
 
 // ---- gc ----

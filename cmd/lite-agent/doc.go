@@ -47,8 +47,17 @@
 // command, whose process tree the sandbox kills when the context ends);
 // Ctrl-C twice or Ctrl-D exits. Slash commands (/help) reuse the
 // commands' implementations (/rewind is cmdRewind, /checkpoints is
-// cmdCheckpoints). Each prompt is a Query resuming the session, so every
-// other command works on it. Without a terminal it says to use run (exit 2).
+// cmdCheckpoints); /undo takes the last rewind back (the files to the
+// checkpoint before the one recording the rewind, the conversation with
+// checkpoint.RestoreTranscriptCut), until the next prompt. A subagent's
+// calls are nested under the agent call that started it (events'
+// ParentToolUseID); background tasks are followed from their tools'
+// results and listed until the turn, which kills them, ends. Each prompt
+// is a Query resuming the session, so every other command works on it.
+// Without a terminal it says to use run (exit 2). Bubble Tea's package init
+// would ask the terminal for its background colour and wait up to 5 s for
+// the answer: internal/noquery (imported by chat_init.go) keeps it from
+// asking.
 //
 // sandbox run flags: --workspace DIR (default: the current directory; the
 // command runs there, or in the current directory when that is inside it),

@@ -173,7 +173,7 @@ func TestRunPermissionFlags(t *testing.T) {
 		{[]string{"--permission-mode", "yolo", "--dangerously-skip-permissions"}, 1, "strict preset does not allow bypassPermissions"},
 		// A name that is no tool is an error naming the nearest one.
 		{[]string{"--disallowed-tools", "Wirte"}, 1, `did you mean "write_file"?`},
-		{[]string{"--tools", "read_file,WebFetch"}, 1, "a Claude Code tool lite-agent does not have"},
+		{[]string{"--tools", "read_file,WebSearch"}, 1, "a Claude Code tool lite-agent does not have"},
 		{[]string{"--dangerously-skip-permissions", "--permission-mode", "plan"}, 2, "conflicts"},
 		{[]string{"--preset", "lax"}, 2, "unknown preset"},
 		{[]string{"--dangerously-skip-permissions"}, 1, "strict preset does not allow bypassPermissions"},

@@ -1,0 +1,47 @@
+// Package netproxy is lite-agent's domain proxy: the one way out to the
+// internet for confined commands (and the web_fetch tool) when a policy
+// grants domains.
+//
+// # Where it runs
+//
+// In the agent's own process, outside every sandbox, on 127.0.0.1 and a
+// port the kernel picks. The sandbox package starts it for a policy with
+// AllowDomains, points the child's proxy variables at it, and lets the
+// child's kernel filter connect to that one address (sandbox/doc.go,
+// "Network by domain"): a program that ignores HTTPS_PROXY gets EPERM, and
+// nothing inside the sandbox resolves a name.
+//
+// # What it speaks
+//
+// HTTP/1.1 CONNECT host:port (TLS, and anything else tunnelled) and
+// absolute-URI plain HTTP (GET http://host/path). SOCKS5 is not served: the
+// tools we checked (go, npm, pip, cargo, git over https, curl, Maven and
+// Gradle through JAVA_TOOL_OPTIONS) all take an HTTP proxy; git over SSH
+// would need it and is not supported yet.
+//
+// # The decision (Rules)
+//
+// One function, Rules.Check, decides every connection of the proxy and of
+// web_fetch: deny entries first (deny wins), then the allow list; a name
+// grant ("example.com", "*.example.com" for its subdomains, either with an
+// optional ":PORT") never admits an IP literal, and only an explicit IP or
+// IP:PORT grant reaches a loopback, private, link-local (cloud metadata),
+// multicast, unspecified, shared or reserved address. The proxy resolves
+// names itself and dials exactly the addresses it checked, so a name that
+// resolves to 127.0.0.1 (DNS rebinding) is refused, and the answer cannot
+// change between the check and the connection.
+//
+// Plain HTTP is decided per request, so a second request on a kept-alive
+// connection to another host is checked (and a new upstream dialled); a
+// Host header that differs from the URL's host is refused, since a server
+// that routes by Host would otherwise serve a host we never checked. A
+// CONNECT tunnel is decided once: what flows inside is end-to-end TLS.
+//
+// # Refusals and events
+//
+// A refusal is HTTP 403 with a plain-text body that names the host and
+// the grant that would allow it (or the deny entry that refused it), and a
+// header X-Lite-Agent-Proxy: refused. Every decided connection — a tunnel,
+// or one plain-HTTP request — is reported once, after it ends, with the
+// bytes each way.
+package netproxy

@@ -1,0 +1,179 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the network supervisor admits beyond its mode's ranges: the domain
+// proxy's one address, and — in mode none — the loopback ports the
+// command's own tree has bound (so a test can start a server and talk to
+// it without reaching anything else on the machine's loopback). And where
+// a wildcard bind goes instead of being refused.
+//
+// Every function works on the supervisor's validated copy of the address,
+// as in netsup_addr_linux.go; the supervisor then performs the call with
+// exactly those bytes.
+
+// extraDestination says whether an address the mode refuses is still
+// allowed: the proxy (exact address and port), or in mode none a loopback
+// port bound by this tree. ok is false when sa is not an AF_INET/AF_INET6
+// address with a port.
+func (s *netSupervisorRun) extraDestination(sa []byte) bool {
+	ap, ok := sockaddrAddrPort(sa)
+	if !ok {
+		return false
+	}
+	if p := s.opts.Proxy; p.IsValid() && ap.Addr() == p.Addr().Unmap() && ap.Port() == p.Port() {
+		return true
+	}
+	if s.opts.Mode == NetworkNone && ap.Addr().IsLoopback() {
+		return s.ports().has(ap.Port())
+	}
+	return false
+}
+
+// portSet is the loopback ports a sandbox's commands bound (mode none).
+// One set per Sandbox, shared by the supervisors of all its commands: a
+// dev server started in the background by one command is reachable from
+// the next.
+type portSet struct {
+	mu    sync.Mutex
+	ports map[uint16]bool
+}
+
+func (p *portSet) has(port uint16) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ports[port]
+}
+
+func (p *portSet) add(port uint16) {
+	p.mu.Lock()
+	if p.ports == nil {
+		p.ports = map[uint16]bool{}
+	}
+	p.ports[port] = true
+	p.mu.Unlock()
+}
+
+// ports is the set this supervisor records into: the sandbox's, or its
+// own when started without one (tests of the supervisor alone).
+func (s *netSupervisorRun) ports() *portSet {
+	if s.opts.OwnPorts != nil {
+		return s.opts.OwnPorts
+	}
+	return &s.ownPorts
+}
+
+// judgeConnect is judgeInetConnect plus extraDestination.
+func (s *netSupervisorRun) judgeConnect(sa []byte) (inetVerdict, unix.Errno) {
+	v, errno := judgeInetConnect(s.opts.Mode, sa)
+	if v == verdictDeny && s.extraDestination(sa) {
+		return verdictAllow, 0
+	}
+	return v, errno
+}
+
+// judgeSend is judgeInetSend plus extraDestination (datagrams to the
+// tree's own loopback ports; nothing listens for them on the proxy).
+func (s *netSupervisorRun) judgeSend(sa []byte) (inetVerdict, unix.Errno) {
+	v, errno := judgeInetSend(s.opts.Mode, sa)
+	if v == verdictDeny && s.extraDestination(sa) {
+		return verdictAllow, 0
+	}
+	return v, errno
+}
+
+// bindAllowed is inetBindAllowed, except that mode none may bind loopback
+// (the tree's own servers): what it binds is remembered by recordBind.
+func (s *netSupervisorRun) bindAllowed(ip netip.Addr) bool {
+	if s.opts.Mode == NetworkNone {
+		return ip.Unmap().IsLoopback()
+	}
+	return inetBindAllowed(s.opts.Mode, ip)
+}
+
+// judgeBind decides bind(2) by bindAllowed; see judgeInetBind for the
+// cases.
+func (s *netSupervisorRun) judgeBind(sa []byte) (inetVerdict, unix.Errno) {
+	if s.opts.Mode == NetworkNone {
+		if v, errno := judgeInetBind(NetworkLoopback, sa); v != verdictAllow {
+			return v, errno
+		}
+		return verdictAllow, 0
+	}
+	return judgeInetBind(s.opts.Mode, sa)
+}
+
+// loopbackForWildcard returns the address a wildcard bind (0.0.0.0:P,
+// [::]:P, [::ffff:0.0.0.0]:P) is given instead, or nil when sa is not a
+// wildcard. A wildcard would listen on every interface; test servers bind
+// it only because it is the default (node's listen(0), python's
+// http.server), and what they mean is "reachable from here". IPv4 gets
+// 127.0.0.1. A dual-stack IPv6 socket (IPV6_V6ONLY off, the default) gets
+// ::ffff:127.0.0.1, so IPv4 clients of 127.0.0.1 — what test code dials
+// most — reach it; a v6-only socket gets ::1.
+func loopbackForWildcard(fd int, sa []byte) []byte {
+	ap, ok := sockaddrAddrPort(sa)
+	if !ok || !ap.Addr().IsUnspecified() {
+		return nil
+	}
+	port := ap.Port()
+	var out []byte
+	switch binary.NativeEndian.Uint16(sa) {
+	case unix.AF_INET:
+		out = inet4Sockaddr([4]byte{127, 0, 0, 1})
+	case unix.AF_INET6:
+		addr := [16]byte{15: 1}
+		if only, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY); err == nil && only == 0 {
+			addr = [16]byte{10: 0xff, 11: 0xff, 12: 127, 15: 1}
+		}
+		out = inet6Sockaddr(addr)
+	default:
+		return nil
+	}
+	binary.BigEndian.PutUint16(out[2:4], port)
+	return out
+}
+
+// recordBind remembers the port a socket of the sandbox is bound to,
+// after a successful bind, in mode none (where only these ports are
+// reachable on loopback). A port stays recorded for the sandbox's life: a
+// port a command released and something else then took stays reachable —
+// the one gap of this rule, accepted (a test server's ephemeral port is
+// rarely reused by a service of the user's).
+func (s *netSupervisorRun) recordBind(fd int) {
+	if s.opts.Mode != NetworkNone {
+		return
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return
+	}
+	var port int
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		port = a.Port
+	case *unix.SockaddrInet6:
+		port = a.Port
+	default:
+		return
+	}
+	s.ports().add(uint16(port))
+}
+
+// sockaddrAddrPort reads an AF_INET/AF_INET6 sockaddr's address (unmapped,
+// without zone) and port.
+func sockaddrAddrPort(sa []byte) (netip.AddrPort, bool) {
+	ip, ok := parseInetAddr(sa)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip.Unmap().WithZone(""), binary.BigEndian.Uint16(sa[2:4])), true
+}
