@@ -1942,15 +1942,12 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 	return fd, 0
 }
 
-// sameRoot says whether the calling thread has the supervisor's root and
-// mount namespace, or the sandbox's own copy of it (MountNS). A mount
-// made on the host after that copy is the one place the two could
-// differ; what is opened is still checked beneath the read-write roots,
-// so the difference could only refuse, never widen.
-func (c *netCall) sameRoot() bool { return sameRoot(int(c.tid), c.s.opts.MountNS) }
-
-// sameRoot is that rule for thread tid and the command's mount namespace
-// inode mountNS (0: none made), shared with change capture.
+// sameRoot says whether thread tid has the supervisor's root and mount
+// namespace, or the sandbox's own copy of it (mountNS, its inode; 0: none
+// made). A mount made on the host after that copy is the one place the
+// two could differ; what is opened is still checked beneath the
+// read-write roots, so the difference could only refuse, never widen.
+// Shared by the network supervisor and change capture.
 func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
 	if unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
