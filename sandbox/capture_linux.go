@@ -1,17 +1,12 @@
 package sandbox
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-
-	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -31,25 +26,26 @@ import (
 // answers it ENOSYS (seccomp_linux.go), so callers use openat. The kernel allows one
 // listener per filter chain, so these share the listener of the network
 // mode's supervisor (the connect supervisor, or the network supervisor),
-// which hands them to the command's capturer: it works out which paths the
-// call names, as the calling process sees them (its cwd or dirfd,
+// which hands them to the command's capturer: it resolves the paths the
+// call names, as the calling process would (its root, cwd or dirfd,
 // symlinks, /proc/self), calls BeforeChange with those inside the
-// workspace, and only then lets the call go on
-// (SECCOMP_USER_NOTIF_FLAG_CONTINUE). The cost grows with what the command
-// touches — about one round trip per call — never with the workspace.
+// workspace, and then makes the call itself on what it resolved and hands
+// back the result — a descriptor installed in the process for an open
+// (capture_emulate_linux.go says how and why). The process's own call
+// never runs, so a process racing its own memory, working directory or
+// descriptors cannot make a change other than the one recorded. The cost
+// grows with what the command touches — about one round trip per call —
+// never with the workspace.
 //
-// CONTINUE is unsafe as a security decision (the process can change the
-// path in its memory after the supervisor read it) and is not one here:
-// Landlock and the main seccomp program still decide what the call may do.
-// Capture serves honest programs. A process that races its own memory can
-// make a change whose pre-image was not recorded; it still cannot reach
-// outside the sandbox, and the checkpoint watcher sees the change. What
-// must hold against any process — no set-id modes, no device nodes — is
-// therefore a seccomp rule on registers, never a capture answer.
+// The emulated call is confined as the process is: its credentials
+// without capabilities, and the write rule of its Landlock domain (the
+// read-write roots). What must hold against any process — no set-id
+// modes, no device nodes — stays a seccomp rule on registers of the main
+// program, which is decided before any notification.
 //
-// Capture fails closed: a call whose paths cannot be resolved is refused
-// with EPERM (see paths), and so is a hard link of a workspace file to a
-// name outside the workspace (see link).
+// Capture fails closed: a call whose paths cannot be resolved, or that
+// cannot be emulated, is refused with EPERM, and so is a hard link of a
+// workspace file to a name outside the workspace (rule (a) below).
 //
 // Not captured: writes through a descriptor opened before the capture
 // started (inherited, or opened before the checkpoint it lands in was
@@ -149,13 +145,45 @@ type capturer struct {
 	// captured, so a cached answer is the walk's answer. Without it a
 	// build rewriting one multiply-linked file would walk each time.
 	names map[[3]uint64][]string
+
+	// roots are the canonical read-write roots and devices the device
+	// files the policy lets a shell write to: the Landlock write rule
+	// that emulated calls keep (capture_emulate_linux.go).
+	roots   []string
+	devices map[string]bool
+	// mountNS is the inode of the command's own mount namespace, or 0
+	// (sameRoot): set once the command is started, before its first
+	// call is served.
+	mountNS uint64
+	// cred runs the emulated calls with the command's credentials, from
+	// its first call on (credErr: they could not be taken); cr are those
+	// credentials.
+	cred    *credWorker
+	credErr error
+	cr      creds
+	closed  bool
+	// fifos are the FIFOs being opened on goroutines of their own
+	// (openFIFO), pinned by O_PATH descriptors.
+	fifoMu sync.Mutex
+	fifos  map[int]struct{}
 }
 
-func newCapturer(workspace string, hook ChangeFunc, bind bool) *capturer {
+// newCapturer returns the capturer of one command, or nil when there is
+// nothing to capture. roots are the policy's canonical read-write roots;
+// systemPaths its system paths (the writable devices among them are
+// taken, as Landlock's rules take them).
+func newCapturer(workspace string, hook ChangeFunc, bind bool, roots, systemPaths []string) *capturer {
 	if hook == nil || workspace == "" {
 		return nil
 	}
-	return &capturer{workspace: workspace, hook: hook, nr: captureNumbers(), binds: bind}
+	devices := map[string]bool{}
+	for _, p := range systemPaths {
+		if devReadWrite[p] {
+			devices[p] = true
+		}
+	}
+	return &capturer{workspace: workspace, hook: hook, nr: captureNumbers(), binds: bind,
+		roots: roots, devices: devices}
 }
 
 // handles reports whether nr is a capture call.
@@ -165,28 +193,6 @@ func (c *capturer) handles(nr int32) bool {
 	}
 	name, ok := c.nr[nr]
 	return ok && (name != "bind" || c.binds)
-}
-
-// answer calls the hook for the paths req is about to change and returns
-// the response: continue, or an error when the hook refused, when the
-// call would give a workspace file a name outside the workspace (a hard
-// link: rule (a) below), or when the paths cannot be told (fail closed).
-// idValid confirms the notification is still pending before the hook
-// runs (the pid read from it still names the caller).
-func (c *capturer) answer(req *seccompNotif, idValid func(uint64) bool) (flags uint32, errno unix.Errno) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	paths, errno := c.paths(req)
-	if errno != 0 {
-		return 0, errno
-	}
-	if len(paths) > 0 && idValid(req.ID) {
-		c.foreign.announce(paths)
-		if errno := c.callHook(paths); errno != 0 {
-			return 0, errno
-		}
-	}
-	return unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE, 0
 }
 
 // callHook calls the hook; an error refuses the change (ENOSPC when the
@@ -214,121 +220,7 @@ func (c *capturer) beforeBind(path string) unix.Errno {
 	return c.callHook([]string{path})
 }
 
-// pathArg is one path a call names: a string in the process's memory,
-// relative to a directory descriptor, and whether a final symlink is
-// followed. inode: the call changes the content or mode of the inode the
-// path names (a write-side open, truncate, chmod), which every other
-// name of that inode shares (see namesOf).
-type pathArg struct {
-	dirfd  int32
-	addr   uint64
-	follow bool
-	inode  bool
-}
-
 const atFDCWD = int32(unix.AT_FDCWD)
-
-// errUnresolved: the capturer cannot tell which path a call names.
-var errUnresolved = errors.New("sandbox: capture: path not resolvable")
-
-// paths returns the workspace paths req is about to change, or the errno
-// that refuses the call.
-//
-// Fail closed: when a path the call names cannot be resolved — the
-// process's memory unreadable, its cwd or dirfd gone from /proc, a
-// directory deeper than PATH_MAX (the kernel's d_path says ENAMETOOLONG),
-// a cwd removed under the process (whose ".." still works), a component
-// that cannot be looked at — the call fails with EPERM: a change that
-// cannot be named cannot be recorded, and must not happen unrecorded.
-// Directories are resolved through descriptors: /proc/PID/cwd or
-// /proc/PID/fd/N opened as O_PATH pins the very directory the call will
-// use, and the path read back from our descriptor is accepted only if it
-// names that directory now (device and inode).
-func (c *capturer) paths(req *seccompNotif) ([]string, unix.Errno) {
-	a := req.Data.Args
-	pid := int(req.Pid)
-	var args []pathArg
-	openFlags := func(flags uint64, dirfd int32, addr uint64) {
-		if flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC) == 0 {
-			return // a read: nothing changes
-		}
-		if flags&unix.O_TMPFILE == unix.O_TMPFILE {
-			return // unnamed; a later linkat names it, and is captured
-		}
-		follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
-		args = append(args, pathArg{dirfd, addr, follow, true})
-	}
-	switch c.nr[req.Data.Nr] {
-	case "exit_group":
-		// The process is about to end: what it wrote is queued, and it
-		// still exists, so the listener can tell it is the command's.
-		c.foreign.drain()
-		return nil, 0
-	case "open", "openat", "creat", "truncate", "chmod", "fchmod", "fchmodat", "fchmodat2":
-	default:
-		c.names = nil // a name may change: the cached walks are stale
-	}
-	switch c.nr[req.Data.Nr] {
-	case "open":
-		openFlags(a[1], atFDCWD, a[0])
-	case "openat":
-		openFlags(a[2], int32(a[0]), a[1])
-	case "creat", "truncate", "chmod":
-		args = append(args, pathArg{atFDCWD, a[0], true, true})
-	case "unlink", "rmdir", "mkdir", "mknod":
-		args = append(args, pathArg{atFDCWD, a[0], false, false})
-	case "unlinkat", "mkdirat", "mknodat":
-		args = append(args, pathArg{int32(a[0]), a[1], false, false})
-	case "fchmodat":
-		args = append(args, pathArg{int32(a[0]), a[1], true, true})
-	case "fchmodat2":
-		args = append(args, pathArg{int32(a[0]), a[1], a[3]&unix.AT_SYMLINK_NOFOLLOW == 0, true})
-	case "rename":
-		args = append(args, pathArg{atFDCWD, a[0], false, false}, pathArg{atFDCWD, a[1], false, false})
-	case "renameat", "renameat2":
-		args = append(args, pathArg{int32(a[0]), a[1], false, false}, pathArg{int32(a[2]), a[3], false, false})
-	case "symlink":
-		args = append(args, pathArg{atFDCWD, a[1], false, false})
-	case "symlinkat":
-		args = append(args, pathArg{int32(a[1]), a[2], false, false})
-	case "link":
-		// link(2) never follows a final symlink of the source.
-		return c.link(pid, pathArg{atFDCWD, a[0], false, false}, pathArg{atFDCWD, a[1], false, false})
-	case "linkat":
-		// AT_EMPTY_PATH with an empty name links the descriptor itself,
-		// which resolveArg handles as it does fchmod's.
-		return c.link(pid, pathArg{int32(a[0]), a[1], a[4]&unix.AT_SYMLINK_FOLLOW != 0, false}, pathArg{int32(a[2]), a[3], false, false})
-	case "fchmod":
-		args = append(args, pathArg{int32(a[0]), 0, true, true})
-	case "bind":
-		return c.bind(pid, a[1], a[2])
-	}
-	var out []string
-	for _, pa := range args {
-		rs, err := c.resolveArg(pid, pa)
-		if err != nil {
-			return c.unresolved(out)
-		}
-		out = c.addInside(out, rs)
-		if pa.inode && len(rs) > 0 {
-			names, err := c.namesOf(rs[len(rs)-1])
-			if err != nil {
-				return nil, unix.EPERM
-			}
-			out = c.addInside(out, names)
-		}
-	}
-	return out, 0
-}
-
-// unresolved is the answer when a path could not be resolved: EPERM,
-// except in tests that show what happens without the rule.
-func (c *capturer) unresolved(out []string) ([]string, unix.Errno) {
-	if testCaptureFailOpen {
-		return out, 0
-	}
-	return nil, unix.EPERM
-}
 
 // addInside adds the paths of rs inside the workspace to out, once each.
 func (c *capturer) addInside(out, rs []string) []string {
@@ -356,31 +248,9 @@ func (c *capturer) addInside(out, rs []string) []string {
 //	    workspace (namesOf). The walk is bounded; past the bound the call
 //	    is refused.
 //
-// Like all of capture, (a) is decided on the strings the process passed,
-// which a process racing its own memory can change after the check
-// (Landlock and the main seccomp program stay the confinement); (c) then
-// still finds the names when that link is written through.
-
-// link applies rules (a) and (b) to link(old, new).
-func (c *capturer) link(pid int, old, new pathArg) ([]string, unix.Errno) {
-	srcs, err := c.resolveArg(pid, old)
-	if err != nil {
-		return c.unresolved(nil)
-	}
-	dsts, err := c.resolveArg(pid, new)
-	if err != nil {
-		return c.unresolved(nil)
-	}
-	if len(srcs) > 0 && len(dsts) > 0 {
-		src, dst := srcs[len(srcs)-1], dsts[len(dsts)-1]
-		if within(src, c.workspace) && !within(dst, c.workspace) {
-			if fi, err := os.Lstat(src); err == nil && !fi.IsDir() {
-				return nil, unix.EPERM // rule (a)
-			}
-		}
-	}
-	return c.addInside(c.addInside(nil, dsts), srcs), 0 // rule (b)
-}
+// (a) is decided on the names as resolved, on which the link is then
+// made (capture_emulate_linux.go): no race can make another link than the
+// one judged. (c) also finds links made before the command ran.
 
 // namesOf returns the workspace names of p's inode when p is a regular
 // file with more than one link (rule (c)): HardLinkNames on the
@@ -433,178 +303,6 @@ func (f inodeFS) Stat(name string) (fs.FileInfo, error) {
 		return os.Stat(f.path)
 	}
 	return fs.Stat(f.FS, name)
-}
-
-// bind: a unix socket bound to a pathname creates a file (a socket) that
-// a rewind must remove. The name is never followed (bind fails on an
-// existing path).
-func (c *capturer) bind(pid int, addr, addrLen uint64) ([]string, unix.Errno) {
-	if addrLen <= 2 || addrLen > uint64(unsafe.Sizeof(unix.RawSockaddrUnix{})) {
-		return nil, 0 // not a pathname unix address: the kernel decides
-	}
-	sa := make([]byte, addrLen)
-	if readMem(pid, addr, sa) != nil {
-		return c.unresolved(nil)
-	}
-	if binary.NativeEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
-		return nil, 0 // another family, or an abstract name: no file
-	}
-	path := sa[2:]
-	if i := bytes.IndexByte(path, 0); i >= 0 {
-		path = path[:i]
-	}
-	rs, err := c.resolveName(pid, atFDCWD, string(path), false)
-	if err != nil {
-		return c.unresolved(nil)
-	}
-	return c.addInside(nil, rs), 0
-}
-
-// resolveArg reads pa's name from the process and resolves it as the
-// process would: the resolved path last, preceded by a followed final
-// symlink (both may change). An empty result means the call names no
-// file at all (an empty name on a pipe, a deleted file).
-func (c *capturer) resolveArg(pid int, pa pathArg) ([]string, error) {
-	name := ""
-	if pa.addr != 0 {
-		var err error
-		if name, err = readString(pid, pa.addr); err != nil {
-			return nil, err
-		}
-	}
-	return c.resolveName(pid, pa.dirfd, name, pa.follow)
-}
-
-func (c *capturer) resolveName(pid int, dirfd int32, name string, follow bool) ([]string, error) {
-	if strings.HasPrefix(name, "/") {
-		return resolveFor(pid, name, follow)
-	}
-	base, ok, err := baseFor(pid, dirfd, name == "")
-	if err != nil || !ok {
-		return nil, err
-	}
-	if name == "" {
-		return []string{base}, nil
-	}
-	return resolveFor(pid, base+"/"+name, follow)
-}
-
-// baseFor returns the canonical path of process pid's cwd (dirfd
-// AT_FDCWD) or of its descriptor dirfd, resolved through a descriptor of
-// our own: ok is false when there is nothing to record (self: the object
-// is not a named file — a pipe, a socket, a deleted file; not self: it is
-// not a directory, so the call fails with ENOTDIR).
-func baseFor(pid int, dirfd int32, self bool) (path string, ok bool, err error) {
-	link := "/proc/" + strconv.Itoa(pid) + "/cwd"
-	if dirfd != atFDCWD {
-		link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(int(dirfd))
-		if t, err := os.Readlink(link); err == nil && !strings.HasPrefix(t, "/") {
-			// pipe:[...], socket:[...], anon_inode:...: no file name.
-			return "", false, nil
-		}
-	}
-	fd, err := unix.Open(link, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", false, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return "", false, err
-	}
-	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	switch {
-	case !self && !isDir:
-		return "", false, nil
-	case st.Nlink == 0 && !isDir:
-		return "", false, nil // a deleted or O_TMPFILE file: no name
-	case st.Nlink == 0:
-		return "", false, errUnresolved // a removed directory: its ".." still works
-	}
-	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		return "", false, err // ENAMETOOLONG beyond PATH_MAX
-	}
-	var now unix.Stat_t
-	if !strings.HasPrefix(p, "/") || unix.Stat(p, &now) != nil || now.Dev != st.Dev || now.Ino != st.Ino {
-		// Renamed meanwhile, or a name the string cannot carry (a
-		// directory whose name ends in " (deleted)"): refuse.
-		return "", false, errUnresolved
-	}
-	return p, true, nil
-}
-
-// resolveFor resolves p as process pid would: symlinks followed (the last
-// one only with follow), /proc/self and /proc/thread-self meaning pid's.
-// It returns the resolved path and, when a followed final symlink was
-// crossed, the link itself first (both may change: the link is what the
-// checkpoint restores, the target what the write changes). A component
-// that does not exist ends resolution: the rest is taken as written. A
-// component that cannot be looked at (ENAMETOOLONG, EACCES, ...) is an
-// error: the caller refuses the call.
-func resolveFor(pid int, p string, follow bool) ([]string, error) {
-	const maxLinks = 40
-	if len(p) >= unix.PathMax {
-		return nil, unix.ENAMETOOLONG
-	}
-	self := "/proc/" + strconv.Itoa(pid)
-	var links []string
-	resolved := "/"
-	rest := p
-	hops := 0
-	for {
-		rest = strings.TrimLeft(rest, "/")
-		if rest == "" {
-			return append(links, resolved), nil
-		}
-		comp, after, _ := strings.Cut(rest, "/")
-		rest = after
-		switch comp {
-		case ".":
-			continue
-		case "..":
-			resolved = filepath.Dir(resolved)
-			continue
-		}
-		next := filepath.Join(resolved, comp)
-		last := strings.Trim(rest, "/") == ""
-		if last && !follow {
-			return append(links, next), nil
-		}
-		var target string
-		switch next {
-		case "/proc/self":
-			target = self
-		case "/proc/thread-self":
-			target = self + "/task/" + strconv.Itoa(pid)
-		default:
-			fi, err := os.Lstat(next)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-					return append(links, filepath.Join(next, rest)), nil
-				}
-				return nil, err
-			}
-			if fi.Mode()&os.ModeSymlink == 0 {
-				resolved = next
-				continue
-			}
-			if target, err = os.Readlink(next); err != nil {
-				return nil, err
-			}
-			if last {
-				links = append(links, next)
-			}
-		}
-		if hops++; hops > maxLinks {
-			return links, nil // ELOOP for the process too
-		}
-		if !strings.HasPrefix(target, "/") {
-			target = filepath.Join(resolved, target)
-		}
-		rest = target + "/" + rest
-		resolved = "/"
-	}
 }
 
 // readString reads a NUL-terminated path from process pid's memory, a

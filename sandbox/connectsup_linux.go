@@ -108,10 +108,10 @@ func (s *connectSup) loop() {
 	// A TCP connect in mode unrestricted may block for minutes: one
 	// goroutine per notification. Capture calls are answered in order,
 	// here.
+	defer s.capture.close() // its calls came from this loop only
 	serveListener(s.rc, func(req seccompNotif) {
 		if s.capture.handles(req.Data.Nr) {
-			flags, errno := s.capture.answer(&req, s.idValid)
-			s.respond(req.ID, flags, errno)
+			s.capture.answer(&req, s.rc) // answers itself
 			return
 		}
 		go s.handle(req)

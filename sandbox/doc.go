@@ -224,16 +224,29 @@
 //
 // With Policy.CaptureChanges and Command.BeforeChange, the write-side
 // calls are sent to the supervisor, which reports the workspace paths they
-// are about to change before they run (capture_linux.go). It fails
-// closed: a path it cannot resolve (a cwd deeper than PATH_MAX, a removed
-// cwd, an unreadable /proc entry or dirfd) refuses the call with EPERM;
-// directories are resolved through O_PATH descriptors of the caller's cwd
-// or dirfd. Hard links: a workspace file cannot be linked to a name
-// outside the workspace; a link inside reports its source as well; a
-// write, truncate or chmod of a file with several links reports every
-// workspace name of it (HardLinkNames, a bounded walk: past 200,000
-// entries the call is refused). A unix socket bound in the workspace is
-// reported as a new path, so a rewind removes it.
+// are about to change and then makes each call itself, on what it
+// resolved, handing back the result (capture_linux.go,
+// capture_emulate_linux.go): an open's descriptor is installed in the
+// process (SECCOMP_IOCTL_NOTIF_ADDFD), O_TRUNC applied only once the
+// pre-image of that very inode is recorded; unlink, rename, mkdir, link,
+// symlink, truncate, the chmod family and bind are made on directory
+// descriptors it resolved (openat2, RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS
+// from the caller's root, cwd or dirfd). The process's own call never
+// runs, so a second thread that rewrites the path, moves the cwd or swaps
+// a symlink cannot get a change past it (TestCaptureRace). The calls run
+// on a thread with the command's fsuid/fsgid/groups and no capabilities,
+// and only in directories beneath the read-write roots (Landlock's write
+// rule; a chmod elsewhere, which Landlock would let through, is refused
+// with EACCES). It fails closed: a path it cannot resolve (a cwd deeper
+// than PATH_MAX, an unreadable /proc entry, a path into /proc other than
+// the caller's own fd, cwd and root entries) refuses the call with EPERM.
+// O_TMPFILE opens and exit_group still continue: decided on registers,
+// they change no named inode. Hard links: a workspace file cannot be
+// linked to a name outside the workspace; a link inside reports its
+// source as well; a write, truncate or chmod of a file with several links
+// reports every workspace name of it (HardLinkNames, a bounded walk: past
+// 200,000 entries the call is refused). A unix socket bound in the
+// workspace is reported as a new path, so a rewind removes it.
 //
 // # Other writers
 //
@@ -321,11 +334,12 @@
 //     other's TMPDIRs.
 //   - Unix servers reached through the supervisors see the agent's
 //     credentials, not the child's.
-//   - Change capture decides on the path strings a process passes (it
-//     answers "continue"): a process racing its own memory can get a
-//     change past it unrecorded, or link a workspace file out of the
-//     workspace; a write through such a link is still found by the
-//     hard-link walk. Set-id modes and device nodes do not depend on it.
+//   - Change capture does not cover timestamps (utimensat is not
+//     captured), nor writes through descriptors opened before it started.
+//     An emulated open never gives the caller a controlling terminal
+//     (O_NOCTTY), and a reopen through /proc/self/fd of a deleted file is
+//     refused (EACCES). A pathname socket bound under capture reports its
+//     base name to getsockname, as the network supervisor's binds do.
 //   - File capabilities (security.capability) are not refused by a rule
 //     of ours: setting them needs CAP_SETFCAP, which is dropped.
 //   - One-shot plans: a system path that appears after a plan was stored

@@ -100,7 +100,11 @@ type foreignWatch struct {
 	// drain returns only once every event queued before it is handled;
 	// it guards buf.
 	readMu sync.Mutex
-	buf    []byte
+	// ours: the events being read now were queued while change capture
+	// made a call of the command's itself (own): the supervisor's pid on
+	// them is the command's. Guarded by readMu.
+	ours bool
+	buf  []byte
 
 	mu     sync.Mutex
 	dirs   map[string]string // directory handle -> its path
@@ -247,12 +251,37 @@ func (w *foreignWatch) loop() {
 // drain reads and attributes every event queued now. The capturer calls
 // it when a process of the tree is about to exit (exit_group), stop when
 // the tree is gone.
+// own runs op, a call change capture makes for the command
+// (capture_emulate_linux.go), so that what it changes is taken for the
+// command's: what was queued before is read first, as anyone's, then op
+// runs and its events — queued within the call that made them — are read
+// with the supervisor's pid counted as the command's. The reader is held
+// off meanwhile, so no event of op is read outside.
+func (w *foreignWatch) own(op func()) {
+	if w == nil {
+		op()
+		return
+	}
+	w.readMu.Lock()
+	defer w.readMu.Unlock()
+	w.readQueued()
+	op()
+	w.ours = true
+	w.readQueued()
+	w.ours = false
+}
+
 func (w *foreignWatch) drain() {
 	if w == nil {
 		return
 	}
 	w.readMu.Lock()
 	defer w.readMu.Unlock()
+	w.readQueued()
+}
+
+// readQueued reads and attributes every queued event; readMu is held.
+func (w *foreignWatch) readQueued() {
 	for {
 		n, err := unix.Read(w.fd, w.buf)
 		if err != nil || n <= 0 {
@@ -329,7 +358,7 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 	if !w.names[p] && !w.under[dir] {
 		return // not a path the command changes
 	}
-	if int(pid) == w.self && mask&^(unix.FAN_CREATE|unix.FAN_EVENT_ON_CHILD) == 0 {
+	if int(pid) == w.self && (w.ours || mask&^(unix.FAN_CREATE|unix.FAN_EVENT_ON_CHILD) == 0) {
 		// The network supervisor binds the tree's pathname unix sockets
 		// itself (netsup_linux.go), announced first: that creation is
 		// the command's.

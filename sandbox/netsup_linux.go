@@ -443,6 +443,7 @@ func (s *netSupervisorRun) logf(format string, args ...any) {
 // hold up the others.
 func (s *netSupervisorRun) loop() {
 	defer close(s.loopDone)
+	defer s.opts.capture.close() // its calls came from this loop only
 	defer func() {
 		if r := recover(); r != nil {
 			s.logf("sandbox: network supervisor loop panic: %v\n%s", r, debug.Stack())
@@ -495,8 +496,7 @@ func (s *netSupervisorRun) loop() {
 			// in the order received (capture_linux.go).
 			req := seccompNotif{ID: c.id, Pid: c.tid}
 			req.Data.Nr, req.Data.Arch, req.Data.Args = c.nr, c.arch, c.args
-			flags, errno := s.opts.capture.answer(&req, s.idValid)
-			s.respond(c.id, 0, errno, flags)
+			s.opts.capture.answer(&req, s.rc) // answers itself
 			continue
 		}
 		select {
@@ -1887,17 +1887,30 @@ func unixSockaddr(path string) []byte {
 // it. With parent, it opens the directory that would hold the last
 // component and returns that component too.
 func (c *netCall) openChildPath(path string, parent bool) (int, unix.Errno) {
+	return openChildPathAt(int(c.tid), c.s.opts.MountNS, atFDCWD, path, parent, c.confirm)
+}
+
+// openChildPathAt opens path (O_PATH) as thread tid would resolve it
+// relative to its descriptor dirfd (atFDCWD: its working directory): the
+// one resolver of the child's paths, shared by this supervisor and change
+// capture (capture_emulate_linux.go). With parent, path must name a
+// directory. confirm is called once the base is open: the tid may have
+// been reused before, so nothing opened is trusted unless it succeeds.
+func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent bool, confirm func() error) (int, unix.Errno) {
 	if path == "" {
 		return -1, unix.ENOENT
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
-	base := fmt.Sprintf("/proc/%d/cwd", c.tid)
+	base := fmt.Sprintf("/proc/%d/cwd", tid)
+	if dirfd != atFDCWD {
+		base = fmt.Sprintf("/proc/%d/fd/%d", tid, dirfd)
+	}
 	if path[0] == '/' {
 		// Absolute: inside the thread's root (RESOLVE_IN_ROOT also
 		// keeps absolute symlinks and ".." within it).
-		base = fmt.Sprintf("/proc/%d/root", c.tid)
+		base = fmt.Sprintf("/proc/%d/root", tid)
 		how.Resolve |= unix.RESOLVE_IN_ROOT
-	} else if !c.sameRoot() {
+	} else if !sameRoot(tid, mountNS) {
 		// Relative with another root: our resolution of absolute
 		// symlinks would differ from the child's.
 		return -1, unix.EACCES
@@ -1907,10 +1920,18 @@ func (c *netCall) openChildPath(path string, parent bool) (int, unix.Errno) {
 	}
 	dir, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if dirfd != atFDCWD && path[0] != '/' {
+			// Not a directory, or no such descriptor: what the
+			// kernel would answer the thread.
+			if errors.Is(err, unix.ENOENT) {
+				return -1, unix.EBADF
+			}
+			return -1, errnoOf(err, unix.EACCES)
+		}
 		return -1, unix.EACCES
 	}
 	defer unix.Close(dir)
-	if err := c.confirm(); err != nil {
+	if err := confirm(); err != nil {
 		// The tid may have been reused: do not trust what we opened.
 		return -1, unix.EACCES
 	}
@@ -1921,20 +1942,21 @@ func (c *netCall) openChildPath(path string, parent bool) (int, unix.Errno) {
 	return fd, 0
 }
 
-// sameRoot says whether the calling thread has the supervisor's root and
-// mount namespace, or the sandbox's own copy of it (MountNS). A mount
-// made on the host after that copy is the one place the two could
-// differ; what is opened is still checked beneath the read-write roots,
-// so the difference could only refuse, never widen.
-func (c *netCall) sameRoot() bool {
+// sameRoot says whether thread tid has the supervisor's root and mount
+// namespace, or the sandbox's own copy of it (mountNS, its inode; 0: none
+// made). A mount made on the host after that copy is the one place the
+// two could differ; what is opened is still checked beneath the
+// read-write roots, so the difference could only refuse, never widen.
+// Shared by the network supervisor and change capture.
+func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
-	if unix.Stat(fmt.Sprintf("/proc/%d/root", c.tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+	if unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
 		return false
 	}
-	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", c.tid), &a) != nil || unix.Stat("/proc/self/ns/mnt", &b) != nil {
+	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) != nil || unix.Stat("/proc/self/ns/mnt", &b) != nil {
 		return false
 	}
-	return a.Ino == b.Ino || (c.s.opts.MountNS != 0 && a.Ino == c.s.opts.MountNS)
+	return a.Ino == b.Ino || (mountNS != 0 && a.Ino == mountNS)
 }
 
 // unixBindPath binds the socket to a pathname (see handleUnixAddr).

@@ -986,7 +986,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
-		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet); capt != nil {
+		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet, s.rwRoots, s.pol.SystemPaths); capt != nil {
 			req.child = s.captureChild
 			// Before the spawn: the listener must be there before the
 			// command's first change.
@@ -1046,6 +1046,9 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		// the tree's identity is known.
 		id := p.identity()
 		p.foreign.start(id.has)
+	}
+	if capt != nil {
+		capt.mountNS = s.commandMountNS(p.pid) // before its supervisor starts
 	}
 	if res.listener >= 0 {
 		var stop func()

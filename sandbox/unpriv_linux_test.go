@@ -24,6 +24,7 @@ var unprivilegedTests = []string{
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestPIDNamespaceInit", "TestMountNSMetadata", "TestMountNSHeldByTheSupervisor",
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
+	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 }
 
 const nobody = 65534
