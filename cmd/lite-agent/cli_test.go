@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +172,43 @@ func TestToolsFlagEmptyMeansNone(t *testing.T) {
 	first := strings.SplitN(out, "\n", 2)[0]
 	if !strings.Contains(first, `"tools":[]`) {
 		t.Errorf("session_start = %s", first)
+	}
+}
+
+// TestRunShowsNetworkDecisions: with --allow-domain, the domain proxy's
+// decisions reach stream-json as network events and --verbose as lines,
+// a refusal naming what would allow it.
+func TestRunShowsNetworkDecisions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
+	defer srv.Close()
+	granted := srv.Listener.Addr().String()
+	other := httptest.NewServer(srv.Config.Handler)
+	defer other.Close()
+	script := `{"turns": [
+	  {"tool_calls": [{"id": "f1", "name": "web_fetch", "input": {"url": "http://` + granted + `/"}}]},
+	  {"tool_calls": [{"id": "f2", "name": "web_fetch", "input": {"url": "http://` + other.Listener.Addr().String() + `/"}}]},
+	  {"text": "done"}]}`
+	e := newCLIEnv(t)
+	code, _, errOut := e.run("", "run", "--script", e.script(script), "--allowed-tools", "web_fetch", "--allow-domain", granted, "--verbose", "-p", "go")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "⇄ network: 127.0.0.1:") || !strings.Contains(errOut, " allowed (") || !strings.Contains(errOut, " refused (") {
+		t.Errorf("--verbose shows no network decisions: %q", errOut)
+	}
+	e2 := newCLIEnv(t)
+	_, out, _ := e2.run("", "run", "--script", e2.script(script), "--allowed-tools", "web_fetch", "--allow-domain", granted, "--output-format", "stream-json", "-p", "go")
+	var decisions []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct{ Type, Decision, Rule string }
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "network" {
+			decisions = append(decisions, ev.Decision)
+			if ev.Decision == "deny" && !strings.Contains(ev.Rule, "allow-domain") {
+				t.Errorf("a refusal does not name the flag that would allow it: %s", line)
+			}
+		}
+	}
+	if strings.Join(decisions, " ") != "allow deny" {
+		t.Errorf("network events in stream-json: %v, want allow then deny\n%s", decisions, out)
 	}
 }

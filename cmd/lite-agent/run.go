@@ -320,7 +320,22 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 		if verbose {
 			fmt.Fprintln(stderr, resultLine(ev))
 		}
+	case kernel.EventNetwork:
+		if verbose {
+			out.Flush()
+			fmt.Fprintln(stderr, networkLine(ev))
+		}
 	}
+}
+
+// networkLine is one of the domain proxy's decisions for --verbose: a
+// refusal names the rule that would allow it.
+func networkLine(ev kernel.Event) string {
+	n := ev.Network
+	if n.Decision == "allow" {
+		return fmt.Sprintf("⇄ network: %s:%d allowed (%s; %d bytes up, %d down)", termsafe.Escape(n.Host), n.Port, termsafe.Escape(n.Rule), n.BytesUp, n.BytesDown)
+	}
+	return fmt.Sprintf("⇄ network: %s:%d refused (%s)", termsafe.Escape(n.Host), n.Port, termsafe.Escape(n.Rule))
 }
 
 // resultLine is a tool result in one line for --verbose.

@@ -216,7 +216,8 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 		}
 	}
 	if grant == nil {
-		return r.refuse(h, port, "", fmt.Sprintf("%s is not in the sandbox's allowed domains; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), suggest(h, ip, port)))
+		// The event's rule says what would allow it, as the 403 body does.
+		return r.refuse(h, port, "not allowed (--allow-domain "+suggest(h, ip, port)+" would allow it)", fmt.Sprintf("%s is not in the sandbox's allowed domains; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), suggest(h, ip, port)))
 	}
 	if ip.IsValid() {
 		// An explicit IP grant: the person named this very address.
