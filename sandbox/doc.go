@@ -121,10 +121,11 @@
 // TestPseudoTerminalUsableTIOCSTIStillRefused). Not by default: /dev/pts
 // is the host's devpts, so the grant reaches the user's other terminals
 // of the same uid (TestPseudoTerminalsNotGrantedByDefault); a private
-// devpts instance in the mount namespace is the fix. Every parent of the
-// workspace gets READ_DIR only — names, not contents — so a program that
-// walks up from $PWD can list / and /tmp; Landlock rules are hierarchical, so every directory beneath the
-// topmost parent can be listed by name, and no file in them read.
+// devpts instance in the mount namespace is the fix. The workspace's
+// parent directories are not listable: a Landlock rule covers the whole
+// hierarchy beneath it, so READ_DIR on a parent would let every directory
+// below be listed — ~/.ssh's names from a workspace in $HOME, everything
+// from / (the escape suite's list-home).
 //
 // # Network modes
 //

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,8 +46,6 @@ const (
 	// ioctls that act on another terminal's input or the console
 	// (TIOCSTI, TIOCLINUX, TIOCSETD, TIOCCONS) stay refused by seccomp.
 	llPty = llReadFile | llWriteFile | llIoctlDev
-	// Names-only listing, for the workspace's parent directories.
-	llListOnly = llReadDir
 )
 
 // handledFS is every file right the given ABI knows: all of them are
@@ -114,30 +111,11 @@ func landlockRules(p *Policy, tmp string) []llRule {
 	}
 	if p.Workspace != "" {
 		rules = append(rules, llRule{p.Workspace, llRW})
-		rules = append(rules, parentRules(p.Workspace)...)
 	}
 	if tmp != "" {
 		rules = append(rules, llRule{tmp, llRW})
 	}
 	return rules
-}
-
-// parentRules let a program list the names in each directory above the
-// workspace (a globber or a project-root search that walks up from $PWD
-// and treats a refused readdir of / or /tmp as fatal). Only READ_DIR: no
-// file beneath becomes readable, writable or executable through them.
-//
-// Landlock rules are hierarchical, so READ_DIR on / lets every directory
-// of the system be listed by name; file contents stay as unreadable as
-// before. That is the price of a listable /, and the README says so.
-func parentRules(workspace string) []llRule {
-	var rules []llRule
-	for d := filepath.Dir(workspace); ; d = filepath.Dir(d) {
-		rules = append(rules, llRule{d, llListOnly})
-		if d == "/" || d == "." {
-			return rules
-		}
-	}
 }
 
 // landlockHandled returns what a ruleset for this ABI and network mode
