@@ -427,8 +427,9 @@ func TestChatStartsOnSilentTerminal(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"--workspace", ws, "--state-dir", state, "--script", script}} {
 		start := time.Now()
 		// Colour on (NO_COLOR empty): the colour profile, read from TERM
-		// after the inits, must be the terminal's again.
-		s := startPTYWith(t, ws, ptyOptions{env: []string{"NO_COLOR="}}, args...)
+		// after the inits, must be the terminal's again. CI empty too:
+		// termenv turns colour off wherever CI is set, as on CI runners.
+		s := startPTYWith(t, ws, ptyOptions{env: []string{"NO_COLOR=", "CI="}}, args...)
 		if args[0] == "--version" {
 			s.waitExit()
 		} else {
