@@ -662,6 +662,13 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			waits = append(waits, f)
 			return
 		}
+		// Decided now, with the flight registered under the same lock: a
+		// directory above recorded before this point was walked without
+		// seeing rel (or rel would be touched or in flight), so rel did
+		// not exist then. One recorded after this point deferred rel to
+		// this flight, and says nothing of it: asking later would take
+		// an existing file for a new one, and a rewind would delete it.
+		createdSince := r.ancestorTouchedLocked(rel)
 		f := &flight{done: make(chan struct{})}
 		r.inflight[rel] = f
 		r.mu.Unlock()
@@ -675,7 +682,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		fi, err := r.root.Lstat(rel)
 		isDir := err == nil && fi.IsDir()
 		// Ignore rules skip only what the session creates (ignore.go).
-		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || r.ancestorTouched(rel)); skip && !co.noIgnore {
+		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || createdSince); skip && !co.noIgnore {
 			release()
 			r.noteIgnored(name, why)
 			return
@@ -684,7 +691,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		var data []byte
 		rr, known := co.read[rel]
 		known = known && !rr.state.Unrecorded && (rr.state.Kind != KindFile || rr.data != nil || rr.state.Size == 0)
-		if r.ancestorTouched(rel) {
+		if createdSince {
 			// A directory above was recorded in this checkpoint, with
 			// everything then below it: this path was not there when
 			// the checkpoint began (it was created, or moved in, since).
@@ -819,11 +826,9 @@ func (r *Recorder) commitPre(batch []captured) error {
 	return nil
 }
 
-// ancestorTouched reports whether a directory above rel was recorded, with
-// its subtree, in the open checkpoint.
-func (r *Recorder) ancestorTouched(rel string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// ancestorTouchedLocked reports whether a directory above rel was
+// recorded, with its subtree, in the open checkpoint (r.mu held).
+func (r *Recorder) ancestorTouchedLocked(rel string) bool {
 	for i := len(rel) - 1; i > 0; i-- {
 		if rel[i] == '/' {
 			if t, ok := r.touched[rel[:i]]; ok && !t.shallow {
