@@ -46,27 +46,8 @@ func TestBashInvalidNamesRewindByteExact(t *testing.T) {
 
 	ws, state := t.TempDir(), t.TempDir()
 	setup(ws)
-	var turns []string
-	for i, s := range steps {
-		in, _ := json.Marshal(map[string]any{"command": s})
-		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "s%d", "name": "bash", "input": %s}]}`, i+1, in))
-	}
-	turns = append(turns, `{"text": "done"}`)
-	script := filepath.Join(t.TempDir(), "s.json")
-	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
-	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", "odd names")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var numbers []int
-	for _, ev := range evs {
-		if ev["type"] == "tool_result" && ev["is_error"] == true {
-			t.Fatalf("a step failed in the sandbox: %v", ev)
-		}
-		if ev["type"] == "checkpoint" {
-			numbers = append(numbers, int(ev["checkpoint"].(map[string]any)["number"].(float64)))
-		}
-	}
+	evs := runBashSteps(t, ws, state, "odd names", steps)
+	numbers := stepCheckpoints(t, evs)
 	if len(numbers) != len(steps)+1 {
 		t.Fatalf("checkpoint numbers %v: want one per user turn and one per step", numbers)
 	}

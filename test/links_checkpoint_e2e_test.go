@@ -2,7 +2,6 @@ package test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,18 +71,7 @@ func TestHardLinksAndSocketsRewind(t *testing.T) {
 
 	ws, state := t.TempDir(), t.TempDir()
 	setup(ws)
-	var turns []string
-	for i, s := range steps {
-		in, _ := json.Marshal(map[string]any{"command": s})
-		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "s%d", "name": "bash", "input": %s}]}`, i+1, in))
-	}
-	turns = append(turns, `{"text": "done"}`)
-	script := filepath.Join(t.TempDir(), "s.json")
-	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
-	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", "link things")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	evs := runBashSteps(t, ws, state, "link things", steps)
 	for _, ev := range evs {
 		if ev["type"] != "tool_result" {
 			continue

@@ -114,27 +114,8 @@ func TestBashChangesRewindToEveryCheckpoint(t *testing.T) {
 
 	ws, state := t.TempDir(), t.TempDir()
 	setup(ws)
-	var turns []string
-	for i, s := range steps {
-		in, _ := json.Marshal(map[string]any{"command": s})
-		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "s%d", "name": "bash", "input": %s}]}`, i+1, in))
-	}
-	turns = append(turns, `{"text": "done"}`)
-	script := filepath.Join(t.TempDir(), "s.json")
-	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
-	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", "reshape the tree")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var numbers []int
-	for _, ev := range evs {
-		if ev["type"] == "tool_result" && ev["is_error"] == true {
-			t.Fatalf("a step failed in the sandbox: %v", ev)
-		}
-		if ev["type"] == "checkpoint" {
-			numbers = append(numbers, int(ev["checkpoint"].(map[string]any)["number"].(float64)))
-		}
-	}
+	evs := runBashSteps(t, ws, state, "reshape the tree", steps)
+	numbers := stepCheckpoints(t, evs)
 	if len(numbers) != len(steps)+1 {
 		t.Fatalf("checkpoint numbers %v: want one per user turn and one per step (%d)", numbers, len(steps)+1)
 	}
@@ -347,4 +328,40 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// runBashSteps runs a scripted session whose turns are one bash call per
+// step (ids s1, s2, ...) and a final "done", and returns its events; a
+// non-zero exit fails the test.
+func runBashSteps(t *testing.T, ws, state, prompt string, steps []string) []event {
+	t.Helper()
+	var turns []string
+	for i, s := range steps {
+		in, _ := json.Marshal(map[string]any{"command": s})
+		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"id": "s%d", "name": "bash", "input": %s}]}`, i+1, in))
+	}
+	turns = append(turns, `{"text": "done"}`)
+	script := filepath.Join(t.TempDir(), "s.json")
+	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
+	evs, code, stderr := runAgent(t, ws, state, "--script", script, "--allowed-tools", "bash", prompt)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	return evs
+}
+
+// stepCheckpoints returns the numbers of the checkpoints in evs, failing
+// the test if a step's result is an error.
+func stepCheckpoints(t *testing.T, evs []event) []int {
+	t.Helper()
+	var numbers []int
+	for _, ev := range evs {
+		if ev["type"] == "tool_result" && ev["is_error"] == true {
+			t.Fatalf("a step failed in the sandbox: %v", ev)
+		}
+		if ev["type"] == "checkpoint" {
+			numbers = append(numbers, int(ev["checkpoint"].(map[string]any)["number"].(float64)))
+		}
+	}
+	return numbers
 }
