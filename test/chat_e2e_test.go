@@ -162,6 +162,32 @@ func findProcess(argv ...string) int {
 	return 0
 }
 
+// waitProcess waits (20 s at most) for the process whose argv is exactly
+// argv to show, and returns its pid; what names it in the failure.
+func waitProcess(t *testing.T, s *ptySession, what string, argv ...string) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if pid := findProcess(argv...); pid != 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed; screen:\n%s", what, s.screen(s.mark))
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval, not the assertion
+	}
+}
+
+// waitGone waits (10 s at most) until pid no longer runs.
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d (%s) still runs", pid, what)
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval, not the assertion
+	}
+}
+
 // procRunning says whether pid runs (a zombie has stopped running).
 func procRunning(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -221,26 +247,13 @@ func TestChatSession(t *testing.T) {
 	s.send("y")
 	// The pids of both sleeps, found by their argv (each marker is this
 	// test's own); the command is still running, so they are there.
-	var pid, pid2 int
-	for deadline := time.Now().Add(20 * time.Second); pid == 0 || pid2 == 0; {
-		pid, pid2 = findProcess("sleep", marker), findProcess("sleep", marker2)
-		if pid == 0 || pid2 == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the command's processes never showed; screen:\n%s", s.screen(s.mark))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	pid := waitProcess(t, s, "the command's sleep", "sleep", marker)
+	pid2 := waitProcess(t, s, "the command's background sleep", "sleep", marker2)
 	s.send("\x1b")
 	// The turn ends (the status is ready again, never while it runs).
 	s.waitFor("interrupted", "ready · ")
 	for _, p := range []int{pid, pid2} {
-		for deadline := time.Now().Add(10 * time.Second); procRunning(p); {
-			if time.Now().After(deadline) {
-				t.Fatalf("pid %d (a sleep of the interrupted command) still runs after the interrupt", p)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitGone(t, p, "a sleep of the interrupted command, after the interrupt")
 	}
 	// The session goes on.
 	s.send("go on\r")
@@ -249,23 +262,10 @@ func TestChatSession(t *testing.T) {
 	s.send("wait again\r")
 	s.waitFor("? bash wants to run", "$ sleep "+marker3)
 	s.send("y")
-	pid3 := 0
-	for deadline := time.Now().Add(20 * time.Second); pid3 == 0; {
-		if pid3 = findProcess("sleep", marker3); pid3 == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the command's process never showed; screen:\n%s", s.screen(s.mark))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	pid3 := waitProcess(t, s, "the command's process", "sleep", marker3)
 	s.send("\x03")
 	s.waitFor("interrupted", "ready · ")
-	for deadline := time.Now().Add(10 * time.Second); procRunning(pid3); {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still runs after Ctrl-C", pid3)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, pid3, "the command's sleep, after Ctrl-C")
 	s.send("go on\r")
 	s.waitFor("Still here after Ctrl-C.")
 
@@ -502,25 +502,12 @@ func TestChatSubagentsAndTasks(t *testing.T) {
 	}
 	// The background task is listed while the turn goes on.
 	s.waitFor("⧗ background task-1 dev server")
-	pid := 0
-	for deadline := time.Now().Add(20 * time.Second); pid == 0; {
-		if pid = findProcess("sleep", marker); pid == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the background task's process never showed:\n%s", s.screen(s.mark))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	pid := waitProcess(t, s, "the background task's process", "sleep", marker)
 	s.send("/tasks\r")
 	s.waitFor("task-1  dev server  running")
 	writeFile(t, filepath.Join(ws, "go2"), "")
 	s.waitFor("background task(s) stopped with the turn: task-1", "All done.", "ready · ")
-	for deadline := time.Now().Add(10 * time.Second); procRunning(pid); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the background task's sleep (pid %d) still runs after its turn", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, pid, "the background task's sleep, after its turn")
 	s.send("/tasks\r")
 	s.waitFor("no background tasks")
 	s.send("\x04")
