@@ -87,20 +87,35 @@ struct la_mount_root {
 
 // la_mount_setup makes the caller's (fresh, private) mount namespace
 // read-only except for the writable roots, which keep the mount flags they
-// have outside (see spawn_linux.c). Async-signal-safe. On failure it
-// returns -errno and stores the index of the root that failed in *which
-// (-1: not a root's fault).
-int la_mount_setup(const struct la_mount_root *roots, int n, int *which);
+// have outside (see spawn_linux.c), and mounts the sandbox's devpts
+// instance devpts_fd (-1: none) on /dev/pts. Async-signal-safe. On
+// failure it returns -errno and stores the index of the root that failed
+// in *which (-1: not a root's fault).
+int la_mount_setup(const struct la_mount_root *roots, int n, int devpts_fd, int *which);
 
 // la_thread_mountns gives the calling thread a mount namespace of its own
 // (unshare CLONE_NEWNS, which needs CAP_SYS_ADMIN) and runs la_mount_setup
 // in it: every child the thread vforks is born in it.
-int la_thread_mountns(const struct la_mount_root *roots, int n, int *which);
+int la_thread_mountns(const struct la_mount_root *roots, int n, int devpts_fd, int *which);
+
+// la_make_devpts creates a detached devpts instance (devpts_linux.c) and
+// returns its fsmount fd (O_CLOEXEC), or -errno: new_user 1 with the maps
+// for an unprivileged user, who may mount one only in a user namespace.
+int la_make_devpts(int new_user, const char *uid_map, const char *gid_map);
+
+// la_attach_devpts mounts a clone of the instance fd on /dev/pts (0 when
+// there is no /dev/pts), or returns -errno. Async-signal-safe.
+int la_attach_devpts(int fd);
+
+// la_write_file writes data to path (open, one write, close): 0 or -1
+// with errno set. Async-signal-safe.
+int la_write_file(const char *path, const char *data);
 
 // la_probe_mountns reports whether a child can get a private mount
 // namespace and la_mount_setup(no roots) works in it (0), or -errno:
-// new_user 1 with the maps for an unprivileged user (CLONE_NEWUSER too).
-int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map);
+// new_user 1 with the maps for an unprivileged user (CLONE_NEWUSER too);
+// devpts_fd >= 0: attaching that devpts instance works there too.
+int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map, int devpts_fd);
 
 // la_spawn_args describes one confined command for la_spawn.
 struct la_spawn_args {
@@ -135,6 +150,8 @@ struct la_spawn_args {
 	int n_mount_roots;
 	int mount_failed_root; // set by the child: the root la_mount_setup
 	                       // failed on, or -1
+	int devpts_fd;         // with new_ns: the sandbox's devpts instance
+	                       // to mount on /dev/pts, or -1
 	struct la_confine_args confine;
 
 	int parent_pid;        // set by la_spawn: our pid, for the child's check

@@ -114,15 +114,22 @@
 // the ruleset (a rule on /proc/self would name the parent's directory), so
 // /proc/PID/cwd, root and environ traversal are refused.
 //
-// What ordinary tools expect of a machine: pseudo-terminals only on
-// request (PseudoTerminalPaths in SystemPaths: /dev/ptmx and /dev/pts
-// readable, writable and with their ioctls, while TIOCSTI, TIOCLINUX,
-// TIOCSETD and TIOCCONS stay refused by seccomp;
-// TestPseudoTerminalUsableTIOCSTIStillRefused). Not by default: /dev/pts
-// is the host's devpts, so the grant reaches the user's other terminals
-// of the same uid (TestPseudoTerminalsNotGrantedByDefault); a private
-// devpts instance in the mount namespace is the fix. The workspace's
-// parent directories are not listable: a Landlock rule covers the whole
+// What ordinary tools expect of a machine: pseudo-terminals (in
+// DefaultSystemPaths: /dev/ptmx and /dev/pts readable, writable and with
+// their ioctls, while TIOCSTI, TIOCLINUX, TIOCSETD and TIOCCONS stay
+// refused by seccomp; TestPseudoTerminalUsableTIOCSTIStillRefused) on a
+// devpts instance of the sandbox's own (devpts_linux.go): made detached
+// at New, mounted over /dev/pts in every namespace the sandbox makes, its
+// root the one Landlock rule that reaches a /dev/pts/N. The host's devpts
+// holds the user's other terminals of the same uid, whose keystrokes a
+// command could read: no rule ever names it, and covered, it has no path
+// inside (TestHostPseudoTerminalsUnreachable, which shows the theft
+// working with the host's devpts granted). Without a private mount
+// namespace, or before Linux 6.15 (a detached mount cannot be cloned into
+// another namespace), ptys are off and a note says so
+// (TestPseudoTerminalsOffWithoutMountNS).
+//
+// The workspace's parent directories are not listable: a Landlock rule covers the whole
 // hierarchy beneath it, so READ_DIR on a parent would let every directory
 // below be listed — ~/.ssh's names from a workspace in $HOME, everything
 // from / (the escape suite's list-home).

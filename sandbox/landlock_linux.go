@@ -69,8 +69,10 @@ func handledFS(abi int) uint64 {
 // also written to (`> /dev/null`). Any other device stays read-only.
 var devReadWrite = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true}
 
-// devPty are PseudoTerminalPaths, given their ioctls when a policy's
-// SystemPaths name them.
+// devPty are PseudoTerminalPaths. No rule is ever made from these paths
+// (/dev/pts names the host's devpts, the user's other terminals): a
+// policy naming them gets ptyRules, on the sandbox's own devpts instance,
+// when it can have one (devpts_linux.go).
 var devPty = map[string]bool{"/dev/ptmx": true, "/dev/pts": true}
 
 // llRule is one path_beneath rule before it is opened.
@@ -85,15 +87,12 @@ type llRule struct {
 func landlockRules(p *Policy, tmp string) []llRule {
 	var rules []llRule
 	for _, s := range p.SystemPaths {
-		if procSelfLike(s) {
-			continue // see procSelfLike
+		if procSelfLike(s) || devPty[s] {
+			continue // see procSelfLike, devPty
 		}
 		acc := uint64(llRO)
 		if devReadWrite[s] {
 			acc = llDevRW
-		}
-		if devPty[s] {
-			acc = llPty
 		}
 		rules = append(rules, llRule{s, acc})
 	}
@@ -169,6 +168,12 @@ func addPathRule(rulesetFD int, handled uint64, r llRule) error {
 		return fmt.Errorf("landlock: opening %s: %w", r.path, err)
 	}
 	defer unix.Close(pfd)
+	return addFDRule(rulesetFD, handled, pfd, r)
+}
+
+// addFDRule adds the rule r on the open file pfd, which r.path names (in
+// errors only: a detached mount has no path).
+func addFDRule(rulesetFD int, handled uint64, pfd int, r llRule) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return fmt.Errorf("landlock: stat %s: %w", r.path, err)

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +38,7 @@ except OSError as e:
     print("TIOCSTI", e.errno)
 `
 
+// Under the default policy: ptys are part of it.
 func TestPseudoTerminalUsableTIOCSTIStillRefused(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -45,32 +48,38 @@ func TestPseudoTerminalUsableTIOCSTIStillRefused(t *testing.T) {
 	sb, _ := newTestSandbox(t, func(p *Policy) {
 		// python3 may live outside the system paths (pyenv).
 		p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(filepath.Dir(py)))
-		p.SystemPaths = append(DefaultSystemPaths(), PseudoTerminalPaths()...)
 	})
+	if !slices.Contains(sb.Policy().SystemPaths, "/dev/pts") {
+		t.Fatalf("ptys are not in the default policy: %v", sb.Policy().SystemPaths)
+	}
 	r := sh(t, sb, py+" -c '"+ptyScript+"'")
 	if r.st.Code != 0 || !strings.Contains(r.out, "child 7") {
-		t.Fatalf("pty in the sandbox: %v", r)
+		t.Fatalf("pty in the sandbox: %v (notes %v)", r, sb.Enforcement().Notes)
 	}
 	if !strings.Contains(r.out, "TIOCSTI 1\n") { // EPERM from seccomp
 		t.Fatalf("TIOCSTI on a pts was not refused with EPERM: %v", r)
 	}
-	if s, err := exec.LookPath("script"); err == nil {
-		if r := sh(t, sb, s+" -qc true /dev/null"); r.st.Code != 0 {
-			t.Errorf("script -qc true /dev/null in the sandbox: %v", r)
-		}
+	// script(1) (util-linux openpty), and the pts it got is one of the
+	// sandbox's own devpts: tty names it, and it is where a path leads.
+	s, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) not installed: would check that it runs a command on a pty in the sandbox")
+	}
+	r = sh(t, sb, s+" -qc 'tty; stat -c %d /dev/pts' /dev/null")
+	if r.st.Code != 0 || !strings.Contains(r.out, "/dev/pts/") {
+		t.Fatalf("script -qc tty in the sandbox: %v", r)
 	}
 }
 
-// By default neither /dev/ptmx nor /dev/pts is granted: the devpts is the
-// host's, and a terminal of the user's — here one the test opens, as a
-// stand-in for the user's shell — could otherwise be opened and its input
-// read. Shown reachable unconfined and with the explicit grant.
-func TestPseudoTerminalsNotGrantedByDefault(t *testing.T) {
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+// hostPts opens a pseudo-terminal outside any sandbox, as the user's shell
+// has one, and returns its master and /dev/pts path.
+func hostPts(t *testing.T) (*os.File, string) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no /dev/ptmx here (%v): would check that the user's terminals are out of reach", err)
 	}
-	defer ptmx.Close()
+	t.Cleanup(func() { ptmx.Close() })
 	// unlockpt and ptsname, as posix_openpt's callers do.
 	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		t.Fatal(err)
@@ -79,20 +88,80 @@ func TestPseudoTerminalsNotGrantedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts := "/dev/pts/" + strconv.Itoa(n)
-	open := "exec 3<>" + pts + " && echo opened"
-	if out, err := exec.Command("bash", "-c", open).CombinedOutput(); err != nil || !strings.Contains(string(out), "opened") {
-		t.Fatalf("unconfined, %s did not open, so the test proves nothing: %v %s", pts, err, out)
+	return ptmx, "/dev/pts/" + strconv.Itoa(n)
+}
+
+// The attack: a process of the user's uid opens one of the user's
+// terminals — here one the test opens, as a stand-in for the user's shell
+// — and reads what is typed into it. Shown working unconfined (the line
+// "typed" into the master is read back through the pts path). In the
+// sandbox /dev/pts is a devpts instance of its own, mounted over the
+// host's: the path names no host pty (whatever opens there is another
+// device), and another sandbox gets an instance of its own too.
+func TestHostPseudoTerminalsUnreachable(t *testing.T) {
+	ptmx, pts := hostPts(t)
+	var host unix.Stat_t
+	if err := unix.Stat("/dev/pts", &host); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "hunter2-typed-by-the-user"
+	steal := "read -r line < " + pts + " && echo got:$line"
+	if _, err := ptmx.WriteString(secret + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bash", "-c", steal).CombinedOutput(); err != nil || !strings.Contains(string(out), "got:"+secret) {
+		t.Fatalf("unconfined, reading %s did not get what was typed, so the test proves nothing: %v %s", pts, err, out)
+	}
+	if _, err := ptmx.WriteString(secret + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	devOf := func(sb *Sandbox) string {
+		// The device of /dev/pts, and of the path pts if it exists there
+		// (the sandbox's own pty of that number, if any).
+		r := sh(t, sb, "stat -c %d /dev/pts && { stat -L -c %d "+pts+" 2>/dev/null || echo none; }")
+		f := strings.Fields(r.out)
+		if r.st.Code != 0 || len(f) != 2 {
+			t.Fatalf("stat in the sandbox: %v", r)
+		}
+		if f[0] == strconv.FormatUint(host.Dev, 10) {
+			t.Errorf("/dev/pts in the sandbox is the host's devpts (device %d): %v", host.Dev, r)
+		}
+		if f[1] == strconv.FormatUint(host.Dev, 10) {
+			t.Errorf("%s in the sandbox is the host's pty: %v", pts, r)
+		}
+		return f[0]
 	}
 	sb, _ := newTestSandbox(t, nil)
-	if r := sh(t, sb, open); r.st.Code == 0 || strings.Contains(r.out, "opened") {
-		t.Errorf("the default policy opened another terminal, %s: %v", pts, r)
+	a := devOf(sb)
+	// Nor can the command read the line, whatever the path opens.
+	if r := sh(t, sb, "timeout 5 bash -c '"+steal+"'; true"); strings.Contains(r.out, secret) {
+		t.Errorf("the sandbox read what was typed into the host's %s: %v", pts, r)
 	}
-	if r := sh(t, sb, "exec 3<>/dev/ptmx && echo opened"); r.st.Code == 0 || strings.Contains(r.out, "opened") {
-		t.Errorf("the default policy opened /dev/ptmx: %v", r)
+	other, _ := newTestSandbox(t, nil)
+	if b := devOf(other); a == b {
+		t.Errorf("two sandboxes share one devpts (device %s)", a)
 	}
-	granted, _ := newTestSandbox(t, func(p *Policy) { p.SystemPaths = append(DefaultSystemPaths(), PseudoTerminalPaths()...) })
-	if r := sh(t, granted, open); r.st.Code != 0 || !strings.Contains(r.out, "opened") {
-		t.Errorf("with PseudoTerminalPaths granted, %s did not open (the refusal above may be for another reason): %v", pts, r)
+}
+
+// Without the private mount namespace there is no devpts of the
+// sandbox's own to cover the host's: BestEffort then grants no ptys at
+// all (rather than the host's), and a note says so.
+func TestPseudoTerminalsOffWithoutMountNS(t *testing.T) {
+	probe := mountNSProbe
+	mountNSProbe = func() error { return errors.New("test: no mount namespace") }
+	sb, err := New(Policy{Workspace: t.TempDir(), BestEffort: true})
+	mountNSProbe = probe
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	if !slices.ContainsFunc(sb.Enforcement().Notes, func(n string) bool { return strings.HasPrefix(n, "pseudo-terminals: off") }) {
+		t.Errorf("no note says ptys are off: %v", sb.Enforcement().Notes)
+	}
+	_, pts := hostPts(t)
+	for _, c := range []string{"exec 3<>/dev/ptmx", "exec 3<>" + pts} {
+		if r := sh(t, sb, c+" && echo opened"); r.st.Code == 0 || strings.Contains(r.out, "opened") {
+			t.Errorf("%s without a devpts of the sandbox's own: %v", c, r)
+		}
 	}
 }

@@ -38,12 +38,12 @@ const (
 var mountNSProbe = sync.OnceValue(func() error {
 	h := host()
 	if h.root {
-		return probeMountNS(false, 0, 0)
+		return probeMountNS(false, 0, 0, -1)
 	}
 	if h.userns != nil {
 		return fmt.Errorf("no user namespace: %w", h.userns)
 	}
-	return probeMountNS(true, h.uid, h.gid)
+	return probeMountNS(true, h.uid, h.gid, -1)
 })
 
 // mountRootsFor turns the canonical read-write roots (Sandbox.rwRoots, the

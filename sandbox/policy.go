@@ -121,18 +121,22 @@ func DefaultSystemPaths() []string {
 		"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
 		"/usr/share/zoneinfo",
 		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
+		// Pseudo-terminals, on a devpts of the sandbox's own (see
+		// PseudoTerminalPaths).
+		"/dev/ptmx", "/dev/pts",
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }
 
 // PseudoTerminalPaths are the system paths a program that needs a
 // terminal opens (script(1), Python's pty, node-pty): /dev/ptmx, then the
-// /dev/pts entry it was given. They are not in DefaultSystemPaths: the
-// devpts there is the host's, so the grant also reaches the user's other
-// terminals of the same uid — reading one steals its keystrokes. A
-// private devpts instance in the sandbox's mount namespace would make it
-// safe; until then a caller who wants ptys adds these to SystemPaths
-// knowingly.
+// /dev/pts entry it was given. They are in DefaultSystemPaths; a policy
+// without them gets no ptys. Named, they never grant the host's devpts
+// (whose /dev/pts/N are the user's other terminals of the same uid:
+// reading one steals its keystrokes) but a devpts instance of the
+// sandbox's own, mounted over /dev/pts in its private mount namespace.
+// Without that namespace (BestEffort) ptys are off, and Enforcement's
+// notes say so.
 func PseudoTerminalPaths() []string { return []string{"/dev/ptmx", "/dev/pts"} }
 
 // DefaultEnv is the environment allowlist: names copied from the parent.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,6 +421,16 @@ func New(p Policy) (*Sandbox, error) {
 			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
 		}
 	}
+	// Pseudo-terminals: only on a devpts of the sandbox's own, which every
+	// namespace above mounts over the host's (devpts_linux.go).
+	wantPty := slices.ContainsFunc(q.SystemPaths, func(p string) bool { return devPty[p] })
+	switch fd, off := sandboxDevpts(s.mountNS, wantPty && h.abi > 0); {
+	case fd >= 0:
+		s.mounts.devpts = fd
+		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: a devpts instance of the sandbox's own over /dev/pts (the host's terminals have no path inside)")
+	case off != "":
+		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: off ("+off+"; the host's /dev/pts holds the user's other terminals)")
+	}
 	if s.notify == notifyNet {
 		// The same roots as startConnectSup gets: a pathname unix socket
 		// is reachable (and may be created) in every network mode beneath
@@ -458,6 +469,11 @@ func New(p Policy) (*Sandbox, error) {
 		}
 		if rp.RulesetFD, err = buildRuleset(h.abi, attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		if s.mounts != nil && s.mounts.devpts >= 0 {
+			if err := addPtyRules(rp.RulesetFD, attr.Access_fs, s.mounts.devpts); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
 		}
 	}
 	// The seccomp programs compiled (libseccomp, ~0.3 ms) while the temp

@@ -245,6 +245,7 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	if r.newNS {
 		a.new_ns = 1
 		a.mount_roots, a.n_mount_roots = r.mounts.ptr(), C.int(r.mounts.len())
+		a.devpts_fd = r.mounts.devptsFD()
 	}
 	p := r.pieces
 	a.confine.last_cap = C.int(p.lastCap)
@@ -300,18 +301,21 @@ type mountRoot struct {
 }
 
 // cMountRoots is a struct la_mount_root[] in C memory, made once per
-// Sandbox (nil: none).
+// Sandbox (nil: none), with the sandbox's devpts instance that every
+// namespace it makes mounts on /dev/pts (devpts_linux.go; -1: none),
+// which it owns.
 type cMountRoots struct {
-	arr   unsafe.Pointer
-	n     int
-	paths []string
+	arr    unsafe.Pointer
+	n      int
+	paths  []string
+	devpts int
 }
 
 func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
 	if len(roots) > C.LA_MAX_MOUNT_ROOTS {
 		return nil, fmt.Errorf("sandbox: %d read-write roots (at most %d)", len(roots), C.LA_MAX_MOUNT_ROOTS)
 	}
-	c := &cMountRoots{n: len(roots)}
+	c := &cMountRoots{n: len(roots), devpts: -1}
 	if len(roots) == 0 {
 		return c, nil
 	}
@@ -349,8 +353,23 @@ func (c *cMountRoots) describe(i int) string {
 	return fmt.Sprintf(" (read-write root %s: changed since the sandbox was made?)", c.paths[i])
 }
 
+// devptsFD is the sandbox's devpts instance, or -1.
+func (c *cMountRoots) devptsFD() C.int {
+	if c == nil {
+		return -1
+	}
+	return C.int(c.devpts)
+}
+
 func (c *cMountRoots) free() {
-	if c == nil || c.arr == nil {
+	if c == nil {
+		return
+	}
+	if c.devpts >= 0 {
+		syscall.Close(c.devpts)
+		c.devpts = -1
+	}
+	if c.arr == nil {
 		return
 	}
 	for _, r := range unsafe.Slice((*C.struct_la_mount_root)(c.arr), c.n) {
@@ -364,7 +383,7 @@ func (c *cMountRoots) free() {
 // read-only mount namespace; see la_thread_mountns.
 func threadMountNS(c *cMountRoots) error {
 	var which C.int
-	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), &which)); rc < 0 {
+	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), c.devptsFD(), &which)); rc < 0 {
 		return &SpawnError{Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
 	}
 	return nil
@@ -373,12 +392,12 @@ func threadMountNS(c *cMountRoots) error {
 // probeMountNS reports whether a child can get the private read-only
 // mount namespace: as root directly, else in a user namespace of its own
 // mapping only uid and gid.
-func probeMountNS(newUser bool, uid, gid int) error {
+func probeMountNS(newUser bool, uid, gid, devptsFD int) error {
 	um := C.CString(fmt.Sprintf("%d %d 1", uid, uid))
 	gm := C.CString(fmt.Sprintf("%d %d 1", gid, gid))
 	defer C.free(unsafe.Pointer(um))
 	defer C.free(unsafe.Pointer(gm))
-	if rc := int(C.la_probe_mountns(cbool(newUser), um, gm)); rc < 0 {
+	if rc := int(C.la_probe_mountns(cbool(newUser), um, gm, C.int(devptsFD))); rc < 0 {
 		return syscall.Errno(-rc)
 	}
 	return nil

@@ -24,6 +24,7 @@ var unprivilegedTests = []string{
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestPIDNamespaceInit", "TestMountNSMetadata", "TestMountNSHeldByTheSupervisor",
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
+	"TestPseudoTerminalUsableTIOCSTIStillRefused", "TestHostPseudoTerminalsUnreachable", "TestPseudoTerminalsOffWithoutMountNS",
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 }
 
