@@ -85,23 +85,54 @@ struct la_mount_root {
 
 #define LA_MAX_MOUNT_ROOTS 64
 
+// la_ns_mounts is what a sandbox mounts of its own in every namespace it
+// makes, after the read-only step: its devpts instance (devpts_linux.c)
+// and its /proc (procfs_linux.c).
+struct la_ns_mounts {
+	int devpts_fd;      // devpts instance to clone onto /dev/pts, or -1
+	int proc_skel_fd;   // /proc skeleton to clone onto /proc, or -1: the
+	                    // host's /proc stays
+	int proc_fd;        // with proc_skel_fd: the procfs instance to clone
+	                    // onto /proc/pid, or -1: make one here, for the
+	                    // caller's PID namespace
+	const char *const *proc_files; // host /proc files bound into the
+	int n_proc_files;              // skeleton ("cpuinfo", ...)
+};
+
 // la_mount_setup makes the caller's (fresh, private) mount namespace
 // read-only except for the writable roots, which keep the mount flags they
-// have outside (see spawn_linux.c), and mounts the sandbox's devpts
-// instance devpts_fd (-1: none) on /dev/pts. Async-signal-safe. On
-// failure it returns -errno and stores the index of the root that failed
-// in *which (-1: not a root's fault).
-int la_mount_setup(const struct la_mount_root *roots, int n, int devpts_fd, int *which);
+// have outside (see spawn_linux.c), then mounts own (NULL: nothing).
+// Async-signal-safe. On failure it returns -errno and stores the index of
+// the root that failed in *which (-1: not a root's fault).
+int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which);
 
 // la_thread_mountns gives the calling thread a mount namespace of its own
 // (unshare CLONE_NEWNS, which needs CAP_SYS_ADMIN) and runs la_mount_setup
 // in it: every child the thread vforks is born in it.
-int la_thread_mountns(const struct la_mount_root *roots, int n, int devpts_fd, int *which);
+int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which);
 
 // la_make_devpts creates a detached devpts instance (devpts_linux.c) and
 // returns its fsmount fd (O_CLOEXEC), or -errno: new_user 1 with the maps
 // for an unprivileged user, who may mount one only in a user namespace.
 int la_make_devpts(int new_user, const char *uid_map, const char *gid_map);
+
+// la_in_userns runs fn(arg) in a throwaway user + mount namespace
+// mapping only the caller (CLONE_VM|CLONE_VFORK|CLONE_FILES: an fd it
+// returns is in the caller's table) and returns its result, or -errno.
+int la_in_userns(int (*fn)(void *), void *arg, const char *uid_map, const char *gid_map);
+
+// la_make_proc_skeleton creates the detached, read-only /proc skeleton
+// (procfs_linux.c) with the files named (bind targets), or -errno.
+int la_make_proc_skeleton(int new_user, const char *uid_map, const char *gid_map,
+			  const char *const *files, int n);
+
+// la_make_procfs creates a detached procfs instance of the caller's PID
+// namespace (subset=pid, hidepid=ptraceable, read-only), or -errno.
+int la_make_procfs(void);
+
+// la_attach_proc mounts own's /proc (see struct la_ns_mounts), or
+// returns -errno. Async-signal-safe.
+int la_attach_proc(const struct la_ns_mounts *own);
 
 // la_attach_devpts mounts a clone of the instance fd on /dev/pts (0 when
 // there is no /dev/pts), or returns -errno. Async-signal-safe.
@@ -113,9 +144,11 @@ int la_write_file(const char *path, const char *data);
 
 // la_probe_mountns reports whether a child can get a private mount
 // namespace and la_mount_setup(no roots) works in it (0), or -errno:
-// new_user 1 with the maps for an unprivileged user (CLONE_NEWUSER too);
-// devpts_fd >= 0: attaching that devpts instance works there too.
-int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map, int devpts_fd);
+// new_user 1 with the maps for an unprivileged user (CLONE_NEWUSER too),
+// new_pid 1 in a PID namespace of its own (CLONE_NEWPID); own: mounting
+// those works there too.
+int la_probe_mountns(int new_user, int new_pid, const char *uid_map, const char *gid_map,
+		     const struct la_ns_mounts *own);
 
 // la_spawn_args describes one confined command for la_spawn.
 struct la_spawn_args {
@@ -150,8 +183,8 @@ struct la_spawn_args {
 	int n_mount_roots;
 	int mount_failed_root; // set by the child: the root la_mount_setup
 	                       // failed on, or -1
-	int devpts_fd;         // with new_ns: the sandbox's devpts instance
-	                       // to mount on /dev/pts, or -1
+	const struct la_ns_mounts *own; // with new_ns: what the sandbox
+	                       // mounts of its own there (NULL: nothing)
 	struct la_confine_args confine;
 
 	int parent_pid;        // set by la_spawn: our pid, for the child's check

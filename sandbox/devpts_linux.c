@@ -76,32 +76,33 @@ static int la_devpts_fsmount(void)
 	return e ? -e : m;
 }
 
-struct la_devpts_args {
+struct la_userns_args {
+	int (*fn)(void *);
+	void *arg;
 	const char *uid_map, *gid_map;
-	int fd;  // result: the fsmount fd (shared table) or -errno
+	int ret;  // fn's result (an fd in the shared table) or -errno
 };
 
 // Runs in a fresh user + mount namespace (CLONE_VM|CLONE_VFORK|
-// CLONE_FILES): the one place an unprivileged user may mount a devpts.
-// The superblock keeps that user namespace alive after the child exits.
-static int la_devpts_child(void *arg)
+// CLONE_FILES): the one place an unprivileged user may make a devpts or a
+// tmpfs. A superblock made here keeps that user namespace alive after
+// the child exits.
+static int la_userns_child(void *arg)
 {
-	struct la_devpts_args *p = arg;
+	struct la_userns_args *p = arg;
 	if (la_write_file("/proc/self/setgroups", "deny") < 0 ||
 	    la_write_file("/proc/self/uid_map", p->uid_map) < 0 ||
 	    la_write_file("/proc/self/gid_map", p->gid_map) < 0) {
-		p->fd = errno ? -errno : -EPERM;
+		p->ret = errno ? -errno : -EPERM;
 		_exit(0);
 	}
-	p->fd = la_devpts_fsmount();
+	p->ret = p->fn(p->arg);
 	_exit(0);
 }
 
-int la_make_devpts(int new_user, const char *uid_map, const char *gid_map)
+int la_in_userns(int (*fn)(void *), void *arg, const char *uid_map, const char *gid_map)
 {
-	if (!new_user)
-		return la_devpts_fsmount();  // root: in our own mount namespace
-	struct la_devpts_args p = { uid_map, gid_map, -EPERM };
+	struct la_userns_args p = { fn, arg, uid_map, gid_map, -EPERM };
 	// Once per Sandbox: a stack of its own rather than the spawn path's.
 	size_t size = 64 * 1024;
 	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -115,7 +116,7 @@ int la_make_devpts(int new_user, const char *uid_map, const char *gid_map)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(la_devpts_child, top,
+	pid_t pid = clone(la_userns_child, top,
 			  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, &p);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -126,7 +127,20 @@ int la_make_devpts(int new_user, const char *uid_map, const char *gid_map)
 	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
 		;
 	munmap(stack, size);
-	return p.fd;
+	return p.ret;
+}
+
+static int la_devpts_fn(void *arg)
+{
+	(void)arg;
+	return la_devpts_fsmount();
+}
+
+int la_make_devpts(int new_user, const char *uid_map, const char *gid_map)
+{
+	if (!new_user)
+		return la_devpts_fsmount();  // root: in our own mount namespace
+	return la_in_userns(la_devpts_fn, NULL, uid_map, gid_map);
 }
 
 int la_attach_devpts(int fd)

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Pseudo-terminals (script(1), Python's pty, node-pty, a test's openpty).
@@ -50,8 +48,10 @@ var devptsProbe = sync.OnceValue(func() error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	return probeMountNS(!h.root, h.uid, h.gid, fd)
+	own, _ := newCMountRoots(nil)
+	defer own.free() // closes fd
+	own.setDevpts(fd)
+	return probeMountNS(!h.root, false, h.uid, h.gid, own)
 })
 
 // makeDevpts creates this user's detached devpts instance: directly as

@@ -110,9 +110,11 @@
 // the address, resolves it as the child would, allows only sockets beneath
 // the read-write roots, and connects the child's socket (taken with
 // pidfd_getfd) itself — it never answers "continue", so the child cannot
-// swap the address after the check. /proc: per-process entries are never in
-// the ruleset (a rule on /proc/self would name the parent's directory), so
-// /proc/PID/cwd, root and environ traversal are refused.
+// swap the address after the check. /proc: no path rule names a
+// per-process entry (a rule on /proc/self made at New would name the
+// supervisor's own directory); /proc/self works on the sandbox's own /proc
+// (below), where no other process is even listed, so /proc/PID/cwd, root
+// and environ traversal are refused.
 //
 // What ordinary tools expect of a machine: pseudo-terminals (in
 // DefaultSystemPaths: /dev/ptmx and /dev/pts readable, writable and with
@@ -128,6 +130,21 @@
 // namespace, or before Linux 6.15 (a detached mount cannot be cloned into
 // another namespace), ptys are off and a note says so
 // (TestPseudoTerminalsOffWithoutMountNS).
+//
+// /proc (procfs_linux.go, with the reasons): where the sandbox has a
+// mount namespace, /proc is a read-only tmpfs skeleton of its own whose
+// root is the one Landlock rule for /proc: self, thread-self and mounts
+// are symlinks into /proc/pid, a procfs instance with subset=pid (no
+// /proc/sys, /proc/net, kallsyms, sysrq-trigger) and hidepid=ptraceable
+// (with Landlock, no process outside the command's own domain is
+// listed); the policy's global files (cpuinfo, meminfo, stat,
+// filesystems) are the host's, bound in. Root's spawner threads share one
+// procfs made at New; a command with a namespace of its own mounts one
+// for its PID namespace. /proc/self/{status,maps,fd,...} work; /proc/N by
+// number does not (TestProcSelfFiles, with another process's argv and
+// environment shown readable unconfined). Without a mount namespace, or
+// unprivileged without a PID namespace, the host's /proc stays with only
+// the global files readable, and a note says so.
 //
 // The workspace's parent directories are not listable: a Landlock rule covers the whole
 // hierarchy beneath it, so READ_DIR on a parent would let every directory

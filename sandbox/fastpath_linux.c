@@ -1493,7 +1493,6 @@ static void la_fast_run(struct la_run *r, char **cmd_argv, char **envp)
 		a->new_ns = 1;
 		a->mount_roots = r->mroots;
 		a->n_mount_roots = n_mroots;
-		a->devpts_fd = -1; // no devpts of its own: this runner grants no ptys
 	}
 
 	uint64_t start = la_now_ns();

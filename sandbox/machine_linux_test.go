@@ -165,3 +165,64 @@ func TestPseudoTerminalsOffWithoutMountNS(t *testing.T) {
 		}
 	}
 }
+
+// A process's own /proc is readable (what runtimes and tools read of
+// themselves), and nothing of another process's: a process of the user's
+// started outside, with a secret in its argv and environment — both
+// readable unconfined, so the test proves something — is not even
+// listed. /proc/sys and /proc/sysrq-trigger open for writing nowhere
+// (opened, nothing written).
+func TestProcSelfFiles(t *testing.T) {
+	const secret = "proc-secret-4242"
+	victim := exec.Command("sh", "-c", "read x; : "+secret)
+	victim.Env = []string{"TOKEN=" + secret}
+	stdin, err := victim.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); victim.Wait() })
+	pid := strconv.Itoa(victim.Process.Pid)
+	for _, f := range []string{"cmdline", "environ"} {
+		b, err := os.ReadFile("/proc/" + pid + "/" + f)
+		if err != nil || !strings.Contains(string(b), secret) {
+			t.Fatalf("unconfined, /proc/%s/%s does not show the secret, so the test proves nothing: %v %q", pid, f, err, b)
+		}
+	}
+	sb, _ := newTestSandbox(t, nil)
+	if !slices.ContainsFunc(sb.Enforcement().Notes, func(n string) bool { return strings.HasPrefix(n, "/proc: the sandbox's own") }) {
+		t.Fatalf("no /proc of the sandbox's own: %v", sb.Enforcement().Notes)
+	}
+	for _, c := range []string{
+		"cat /proc/self/status", "cat /proc/self/stat", "cat /proc/self/cmdline", "cat /proc/self/maps",
+		"cat /proc/self/limits", "cat /proc/self/mountinfo", "cat /proc/self/cgroup", "ls /proc/self/fd",
+		"ls /proc/self/task", "ls /proc/thread-self/", "cat /proc/mounts", "head -c1 /proc/cpuinfo /proc/meminfo /proc/stat /proc/filesystems",
+	} {
+		if r := sh(t, sb, c+" >/dev/null"); r.st.Code != 0 {
+			t.Errorf("%s in the sandbox: %v", c, r)
+		}
+	}
+	// The victim, by every path a command could try.
+	r := sh(t, sb, "grep -rals "+secret+" /proc/pid/*/cmdline /proc/pid/*/environ; ls /proc/pid /proc/"+pid+" /proc/pid/"+pid+" 2>&1; true")
+	if strings.Contains(r.out, secret) || strings.Contains(r.out, "/proc/pid/"+pid+"/") {
+		t.Errorf("the sandbox sees the process outside (pid %s): %v", pid, r)
+	}
+	// Only the command's own tree is listed: bash, ls and grep, perhaps
+	// under an init — not the machine's (dozens here).
+	if r := sh(t, sb, "ls /proc/pid | grep -c '^[0-9]'"); r.st.Code != 0 {
+		t.Errorf("listing /proc/pid: %v", r)
+	} else if n, _ := strconv.Atoi(strings.TrimSpace(r.out)); n < 1 || n > 4 {
+		t.Errorf("/proc/pid lists %d processes, not the command's 3 or 4: %v", n, r)
+	}
+	for _, f := range []string{"/proc/sysrq-trigger", "/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches", "/proc/pid/self/attr/current"} {
+		// >> opens O_WRONLY|O_APPEND|O_CREAT: nothing is written.
+		if r := sh(t, sb, "exec 3>>"+f+" && echo opened"); r.st.Code == 0 || strings.Contains(r.out, "opened") {
+			t.Errorf("%s opened for writing in the sandbox: %v", f, r)
+		}
+	}
+	if r := sh(t, sb, "ls /proc/sys /proc/net /proc/kallsyms 2>&1; true"); strings.Contains(r.out, "kernel") || strings.Contains(r.out, "tcp") {
+		t.Errorf("the host's /proc/sys or /proc/net is reachable: %v", r)
+	}
+}

@@ -38,12 +38,12 @@ const (
 var mountNSProbe = sync.OnceValue(func() error {
 	h := host()
 	if h.root {
-		return probeMountNS(false, 0, 0, -1)
+		return probeMountNS(false, false, 0, 0, nil)
 	}
 	if h.userns != nil {
 		return fmt.Errorf("no user namespace: %w", h.userns)
 	}
-	return probeMountNS(true, h.uid, h.gid, -1)
+	return probeMountNS(true, false, h.uid, h.gid, nil)
 })
 
 // mountRootsFor turns the canonical read-write roots (Sandbox.rwRoots, the

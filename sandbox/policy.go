@@ -124,6 +124,8 @@ func DefaultSystemPaths() []string {
 		// Pseudo-terminals, on a devpts of the sandbox's own (see
 		// PseudoTerminalPaths).
 		"/dev/ptmx", "/dev/pts",
+		// A process's own /proc (on a /proc of the sandbox's own: see
+		// procfs_linux.go) and the host's global files named here.
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }

@@ -426,10 +426,19 @@ func New(p Policy) (*Sandbox, error) {
 	wantPty := slices.ContainsFunc(q.SystemPaths, func(p string) bool { return devPty[p] })
 	switch fd, off := sandboxDevpts(s.mountNS, wantPty && h.abi > 0); {
 	case fd >= 0:
-		s.mounts.devpts = fd
+		s.mounts.setDevpts(fd)
 		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: a devpts instance of the sandbox's own over /dev/pts (the host's terminals have no path inside)")
 	case off != "":
 		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: off ("+off+"; the host's /dev/pts holds the user's other terminals)")
+	}
+	// /proc/self and the rest of a process's own /proc: on a /proc of the
+	// sandbox's own (procfs_linux.go).
+	if wantsProc(q.SystemPaths) && h.abi > 0 {
+		if off := sandboxProc(s.mounts, s.mountNS, s.newPID, h.root, q.SystemPaths); off != "" {
+			s.enf.Notes = append(s.enf.Notes, "/proc: the host's, with only its global files readable ("+off+")")
+		} else {
+			s.enf.Notes = append(s.enf.Notes, "/proc: the sandbox's own (the command's processes only, /proc/self readable; no /proc/sys or /proc/net)")
+		}
 	}
 	if s.notify == notifyNet {
 		// The same roots as startConnectSup gets: a pathname unix socket
@@ -470,8 +479,13 @@ func New(p Policy) (*Sandbox, error) {
 		if rp.RulesetFD, err = buildRuleset(h.abi, attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		if s.mounts != nil && s.mounts.devpts >= 0 {
-			if err := addPtyRules(rp.RulesetFD, attr.Access_fs, s.mounts.devpts); err != nil {
+		if fd := s.mounts.devpts(); fd >= 0 {
+			if err := addPtyRules(rp.RulesetFD, attr.Access_fs, fd); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+		}
+		if fd := s.mounts.procSkeleton(); fd >= 0 {
+			if err := addProcRule(rp.RulesetFD, attr.Access_fs, fd); err != nil {
 				return nil, fmt.Errorf("sandbox: %w", err)
 			}
 		}

@@ -326,7 +326,7 @@ static int la_beneath(const char *p, const char *q)
 	return strncmp(p, q, n) == 0 && (p[n] == 0 || p[n] == '/');
 }
 
-int la_mount_setup(const struct la_mount_root *roots, int n, int devpts_fd, int *which)
+int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which)
 {
 	int order[LA_MAX_MOUNT_ROOTS], trees[LA_MAX_MOUNT_ROOTS];
 	int kept = 0, made = 0, e = 0;
@@ -399,10 +399,12 @@ int la_mount_setup(const struct la_mount_root *roots, int n, int devpts_fd, int 
 			goto out;
 		}
 	}
-	// The sandbox's own devpts over the host's (devpts_linux.c), last:
-	// after the read-only step, which would make it read-only too, and
-	// with nothing mounted above it.
-	if (devpts_fd >= 0 && (e = -la_attach_devpts(devpts_fd)) != 0)
+	// The sandbox's own devpts over the host's (devpts_linux.c) and its
+	// /proc (procfs_linux.c), last: after the read-only step, which would
+	// make the devpts read-only too, and with nothing mounted above them.
+	if (own && own->devpts_fd >= 0 && (e = -la_attach_devpts(own->devpts_fd)) != 0)
+		goto out;
+	if (own && own->proc_skel_fd >= 0 && (e = -la_attach_proc(own)) != 0)
 		goto out;
 	e = 0;
 out:
@@ -411,14 +413,14 @@ out:
 	return -e;
 }
 
-int la_thread_mountns(const struct la_mount_root *roots, int n, int devpts_fd, int *which)
+int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which)
 {
 	*which = -1;
 	// CLONE_NEWNS implies CLONE_FS: this thread gets its own root and
 	// cwd, copied; the process's other threads keep theirs.
 	if (unshare(CLONE_NEWNS) < 0)
 		return -errno;
-	return la_mount_setup(roots, n, devpts_fd, which);
+	return la_mount_setup(roots, n, own, which);
 }
 
 int la_write_file(const char *path, const char *data)
@@ -486,7 +488,7 @@ static int la_child(void *arg)
 	// capabilities (root, or ours in the user namespace) and before
 	// la_confine, whose child program refuses every mount call.
 	if (a->new_ns) {
-		int r = la_mount_setup(a->mount_roots, a->n_mount_roots, a->devpts_fd, &a->mount_failed_root);
+		int r = la_mount_setup(a->mount_roots, a->n_mount_roots, a->own, &a->mount_failed_root);
 		if (r < 0) {
 			errno = -r;
 			LA_CHILD_FAIL(LA_STEP_MOUNTNS);
@@ -805,7 +807,7 @@ int la_probe_userns(const char *uid_map, const char *gid_map)
 struct la_probe_ns_args {
 	int new_user;
 	const char *uid_map, *gid_map;
-	int devpts_fd;
+	const struct la_ns_mounts *own;
 	int err;
 };
 
@@ -820,15 +822,16 @@ static int la_probe_ns_child(void *arg)
 		p->err = errno ? errno : EPERM;
 		_exit(0);
 	}
-	int r = la_mount_setup(NULL, 0, p->devpts_fd, &which);
+	int r = la_mount_setup(NULL, 0, p->own, &which);
 	if (r < 0)
 		p->err = -r;
 	_exit(0);
 }
 
-int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map, int devpts_fd)
+int la_probe_mountns(int new_user, int new_pid, const char *uid_map, const char *gid_map,
+		     const struct la_ns_mounts *own)
 {
-	struct la_probe_ns_args p = { new_user, uid_map, gid_map, devpts_fd, 0 };
+	struct la_probe_ns_args p = { new_user, uid_map, gid_map, own, 0 };
 	char *base = la_stack_base();
 	if (!base)
 		return -ENOMEM;
@@ -836,6 +839,8 @@ int la_probe_mountns(int new_user, const char *uid_map, const char *gid_map, int
 	int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWNS | SIGCHLD;
 	if (new_user)
 		flags |= CLONE_NEWUSER;
+	if (new_pid)
+		flags |= CLONE_NEWPID;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -245,7 +245,7 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	if r.newNS {
 		a.new_ns = 1
 		a.mount_roots, a.n_mount_roots = r.mounts.ptr(), C.int(r.mounts.len())
-		a.devpts_fd = r.mounts.devptsFD()
+		a.own = r.mounts.ownPtr()
 	}
 	p := r.pieces
 	a.confine.last_cap = C.int(p.lastCap)
@@ -301,21 +301,24 @@ type mountRoot struct {
 }
 
 // cMountRoots is a struct la_mount_root[] in C memory, made once per
-// Sandbox (nil: none), with the sandbox's devpts instance that every
-// namespace it makes mounts on /dev/pts (devpts_linux.go; -1: none),
-// which it owns.
+// Sandbox (nil: none), with what every namespace the sandbox makes
+// mounts of its own (struct la_ns_mounts, also in C memory: its devpts
+// instance and its /proc, devpts_linux.go and procfs_linux.go), whose
+// fds it owns.
 type cMountRoots struct {
-	arr    unsafe.Pointer
-	n      int
-	paths  []string
-	devpts int
+	arr   unsafe.Pointer
+	n     int
+	paths []string
+	own   *C.struct_la_ns_mounts
 }
 
 func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
 	if len(roots) > C.LA_MAX_MOUNT_ROOTS {
 		return nil, fmt.Errorf("sandbox: %d read-write roots (at most %d)", len(roots), C.LA_MAX_MOUNT_ROOTS)
 	}
-	c := &cMountRoots{n: len(roots), devpts: -1}
+	c := &cMountRoots{n: len(roots)}
+	c.own = (*C.struct_la_ns_mounts)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_la_ns_mounts{}))))
+	c.own.devpts_fd, c.own.proc_skel_fd, c.own.proc_fd = -1, -1, -1
 	if len(roots) == 0 {
 		return c, nil
 	}
@@ -353,21 +356,65 @@ func (c *cMountRoots) describe(i int) string {
 	return fmt.Sprintf(" (read-write root %s: changed since the sandbox was made?)", c.paths[i])
 }
 
-// devptsFD is the sandbox's devpts instance, or -1.
-func (c *cMountRoots) devptsFD() C.int {
+// ownPtr is what the sandbox mounts of its own (NULL for nil).
+func (c *cMountRoots) ownPtr() *C.struct_la_ns_mounts {
+	if c == nil {
+		return nil
+	}
+	return c.own
+}
+
+// devpts is the sandbox's devpts instance, or -1.
+func (c *cMountRoots) devpts() int {
 	if c == nil {
 		return -1
 	}
-	return C.int(c.devpts)
+	return int(c.own.devpts_fd)
+}
+
+// setDevpts hands c the sandbox's devpts instance.
+func (c *cMountRoots) setDevpts(fd int) { c.own.devpts_fd = C.int(fd) }
+
+// procSkeleton is the sandbox's /proc skeleton, or -1.
+func (c *cMountRoots) procSkeleton() int {
+	if c == nil {
+		return -1
+	}
+	return int(c.own.proc_skel_fd)
+}
+
+// setProc hands c the sandbox's /proc: its skeleton, the procfs instance
+// to clone (-1: each namespace makes its own) and the host files bound in.
+func (c *cMountRoots) setProc(skel, proc int, files []string) {
+	c.own.proc_skel_fd, c.own.proc_fd = C.int(skel), C.int(proc)
+	if len(files) == 0 {
+		return
+	}
+	arr := (**C.char)(C.calloc(C.size_t(len(files)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	for i, f := range files {
+		unsafe.Slice(arr, len(files))[i] = C.CString(f)
+	}
+	c.own.proc_files, c.own.n_proc_files = arr, C.int(len(files))
 }
 
 func (c *cMountRoots) free() {
 	if c == nil {
 		return
 	}
-	if c.devpts >= 0 {
-		syscall.Close(c.devpts)
-		c.devpts = -1
+	if o := c.own; o != nil {
+		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd} {
+			if fd >= 0 {
+				syscall.Close(int(fd))
+			}
+		}
+		if n := int(o.n_proc_files); n > 0 {
+			for _, f := range unsafe.Slice(o.proc_files, n) {
+				C.free(unsafe.Pointer(f))
+			}
+			C.free(unsafe.Pointer(o.proc_files))
+		}
+		C.free(unsafe.Pointer(o))
+		c.own = nil
 	}
 	if c.arr == nil {
 		return
@@ -383,7 +430,7 @@ func (c *cMountRoots) free() {
 // read-only mount namespace; see la_thread_mountns.
 func threadMountNS(c *cMountRoots) error {
 	var which C.int
-	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), c.devptsFD(), &which)); rc < 0 {
+	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), c.ownPtr(), &which)); rc < 0 {
 		return &SpawnError{Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
 	}
 	return nil
@@ -392,12 +439,14 @@ func threadMountNS(c *cMountRoots) error {
 // probeMountNS reports whether a child can get the private read-only
 // mount namespace: as root directly, else in a user namespace of its own
 // mapping only uid and gid.
-func probeMountNS(newUser bool, uid, gid, devptsFD int) error {
+// With own (nil: nothing), mounting what it names works there too,
+// newPID in a PID namespace of the child's own.
+func probeMountNS(newUser, newPID bool, uid, gid int, own *cMountRoots) error {
 	um := C.CString(fmt.Sprintf("%d %d 1", uid, uid))
 	gm := C.CString(fmt.Sprintf("%d %d 1", gid, gid))
 	defer C.free(unsafe.Pointer(um))
 	defer C.free(unsafe.Pointer(gm))
-	if rc := int(C.la_probe_mountns(cbool(newUser), um, gm, C.int(devptsFD))); rc < 0 {
+	if rc := int(C.la_probe_mountns(cbool(newUser), cbool(newPID), um, gm, own.ownPtr())); rc < 0 {
 		return syscall.Errno(-rc)
 	}
 	return nil

@@ -24,7 +24,7 @@ var unprivilegedTests = []string{
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestPIDNamespaceInit", "TestMountNSMetadata", "TestMountNSHeldByTheSupervisor",
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
-	"TestPseudoTerminalUsableTIOCSTIStillRefused", "TestHostPseudoTerminalsUnreachable", "TestPseudoTerminalsOffWithoutMountNS",
+	"TestPseudoTerminalUsableTIOCSTIStillRefused", "TestHostPseudoTerminalsUnreachable", "TestPseudoTerminalsOffWithoutMountNS", "TestProcSelfFiles",
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 }
 

@@ -85,6 +85,8 @@ ln {{OUT}}/victim.txt hard-victim && echo pwned >> hard-victim && ok wrote throu
 		{name: "proc-pid-cwd", setup: victim, script: `cat /proc/{{PID}}/cwd/secret.txt && ok read through /proc/PID/cwd`, via: viaBoth, base: baseAny, unpriv: true},
 		{name: "proc-pid-root", setup: victim, script: `cat /proc/{{PID}}/root{{KEY}} && ok read through /proc/PID/root`, via: viaBoth, base: baseAny},
 		{name: "proc-pid-environ", setup: victim, script: `tr '\0' '\n' < /proc/{{PID}}/environ && ok read the environment of a process outside`, via: viaBoth, base: baseAny, unpriv: true},
+		// The sandbox's own /proc keeps processes under /proc/pid.
+		{name: "proc-pid-dir-environ", setup: victim, script: `tr '\0' '\n' < /proc/pid/{{PID}}/environ || tr '\0' '\n' < /proc/{{PID}}/environ && ok read the environment of a process outside`, via: viaBoth, base: baseAny, unpriv: true},
 		{name: "proc-pid-fd", setup: victim, script: `cat /proc/{{PID}}/fd/0 && ok read a file a process outside has open`, via: viaBoth, base: baseAny},
 		{name: "pidfd-getfd", setup: victim, script: `{{ESC}} pidfd_getfd {{PID}} 0`, needs: needEscapeTool, via: viaBoth, base: baseAny},
 		{name: "process-vm-readv", setup: victim, script: `{{ESC}} process_vm_readv {{PID}}`, needs: needEscapeTool, via: viaBoth, base: baseAny},
