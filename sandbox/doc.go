@@ -146,10 +146,21 @@
 // unprivileged without a PID namespace, the host's /proc stays with only
 // the global files readable, and a note says so.
 //
-// The workspace's parent directories are not listable: a Landlock rule covers the whole
-// hierarchy beneath it, so READ_DIR on a parent would let every directory
-// below be listed — ~/.ssh's names from a workspace in $HOME, everything
-// from / (the escape suite's list-home).
+// The workspace's parent directories are not listable: a Landlock rule
+// covers the whole hierarchy beneath it, so READ_DIR on a parent would let
+// every directory below be listed — ~/.ssh's names from a workspace in
+// $HOME, everything from / (the escape suite's list-home). Not taken
+// either: the
+// supervisor answering O_DIRECTORY opens of exactly those directories
+// with a descriptor of its own (ADDFD; Landlock would still check every
+// open beneath by path) lists names only, but seccomp cannot look at the
+// path, so every O_DIRECTORY open of every command would become a
+// notification (~30 µs each, as a supervised sendto costs in
+// BENCHMARKS.md, against ~3 µs: 49 of them in a git
+// status of a small repository, 203 in go vet of one package); a mount
+// skeleton of the parents (empty directories named like their entries,
+// the granted paths bound back) cannot cover /, goes stale, and would be
+// a second copy of the grants.
 //
 // # Network modes
 //
