@@ -144,7 +144,9 @@
 // number does not (TestProcSelfFiles, with another process's argv and
 // environment shown readable unconfined). Without a mount namespace, or
 // unprivileged without a PID namespace, the host's /proc stays with only
-// the global files readable, and a note says so.
+// the global files readable, and a note says so. The one-shot runner
+// (fastpath_linux.c) mounts neither this /proc nor the devpts: its
+// commands get the host's /proc global files and no ptys.
 //
 // The workspace's parent directories are not listable: a Landlock rule
 // covers the whole hierarchy beneath it, so READ_DIR on a parent would let

@@ -147,10 +147,6 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 		return nil, fmt.Errorf("%w: network %s", errNoPlan, s.pol.Network)
 	case s.pol.CaptureChanges || s.pol.TempDir != "" || s.tmpRoot == "":
 		return nil, fmt.Errorf("%w: change capture or a caller's temp dir", errNoPlan)
-	case s.mounts.devpts() >= 0 || s.mounts.procSkeleton() >= 0:
-		// The runner mounts neither the sandbox's devpts nor its /proc
-		// (devpts_linux.go, procfs_linux.go).
-		return nil, fmt.Errorf("%w: pseudo-terminals or /proc of its own", errNoPlan)
 	case !s.cgroupShape() && !s.initShape():
 		return nil, fmt.Errorf("%w: the process tree is neither a v1 pids cgroup nor a PID namespace under our init", errNoPlan)
 	case !filepath.IsAbs(dir):
