@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -174,9 +175,13 @@ func TestPseudoTerminalsOffWithoutMountNS(t *testing.T) {
 // (opened, nothing written).
 func TestProcSelfFiles(t *testing.T) {
 	const secret = "proc-secret-4242"
-	victim := exec.Command("sh", "-c", "read x; : "+secret)
+	victim := exec.Command("sh", "-c", "echo ready; read x; : "+secret)
 	victim.Env = []string{"TOKEN=" + secret}
 	stdin, err := victim.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := victim.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +189,10 @@ func TestProcSelfFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); victim.Wait() })
+	// Its first line: sh has exec'd, so its /proc entries are its own.
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	pid := strconv.Itoa(victim.Process.Pid)
 	for _, f := range []string{"cmdline", "environ"} {
 		b, err := os.ReadFile("/proc/" + pid + "/" + f)
