@@ -44,9 +44,11 @@ import (
 //   - PermissionMode overrides the mode the preset and the policy files
 //     chose; bypassPermissions needs AllowDangerouslySkipPermissions and
 //     a preset that allows it (not strict).
-//   - MCPServers are judged like custom tools (in-process servers) or by
-//     the network their entries declare (CheckMCPServers); Agents'
-//     bypassPermissions is refused where the preset refuses the mode.
+//   - MCPServers (Config's own) are judged like custom tools (in-process
+//     servers) or by the network their entries declare
+//     (CheckMCPServers), then handed to the kernel as one toolset;
+//     Agents' bypassPermissions is refused where the preset refuses the
+//     mode.
 //   - StateDir holds sessions and checkpoints ($XDG_STATE_HOME/lite-agent
 //     when empty); Workspace is the current directory when empty.
 //   - WebSearch is refused by the kernel unless the preset's network is
