@@ -62,9 +62,9 @@ func Query(ctx context.Context, opts Options) iter.Seq2[Event, error] {
 
 // session is what the main agent and its subagents share: one workspace
 // and root, one sandbox, one transcript, one checkpointer, one task
-// registry, one set of toolsets (MCP servers), one token budget. A subagent gets none
-// of these afresh — it uses the parent's — so that nothing the parent
-// enforces is weaker inside it.
+// registry, one set of opened toolsets (MCP servers), one token budget. A
+// subagent gets none of these afresh — it uses the parent's — so that
+// nothing the parent enforces is weaker inside it.
 type session struct {
 	opts  *Options // the caller's
 	start time.Time
