@@ -221,11 +221,22 @@ func (p *Proxy) tunnel(c *counter, br *bufio.Reader, req *http.Request) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer closeWrite(upc)
 		// Bytes the client sent after the CONNECT head (a TLS
-		// ClientHello sent eagerly) are in br: send them first.
-		n, _ := io.Copy(upc, io.MultiReader(io.LimitReader(br, int64(br.Buffered())), c.Conn))
-		up = n
-		closeWrite(upc)
+		// ClientHello sent eagerly) are in br: send them first, then
+		// copy socket to socket. (A MultiReader over both would hide
+		// the *net.TCPConn from ReadFrom, and every byte uploaded
+		// would go through a 32 KiB user-space buffer.)
+		if k := br.Buffered(); k > 0 {
+			b, _ := br.Peek(k)
+			n, err := upc.Write(b)
+			up += int64(n)
+			if err != nil {
+				return
+			}
+		}
+		n, _ := io.Copy(upc, c.Conn)
+		up += n
 	}()
 	// Copy straight between the sockets (splice on Linux), counting the
 	// result rather than every chunk.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Grant is one entry of an allow or deny list, with where it came from.
@@ -38,6 +39,7 @@ type Rules struct {
 	allow, deny []rule
 	resolve     func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	asking      *asking // nil: an unknown host is refused without asking
 }
 
 // Decision is the outcome of Rules.Check.
@@ -139,11 +141,27 @@ type Options struct {
 	// Dial replaces net.Dialer.DialContext for the upstream connections
 	// (tests). It is given a checked IP:PORT, never a name.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Ask, when set, is asked about a host that no allow or deny entry
+	// names, instead of refusing it at once (an interactive session);
+	// the connection is held until the answer. Deny entries still win
+	// and are never asked about, and an allowed name is still refused if
+	// it resolves to a non-public address. nil refuses, as without a
+	// person to ask.
+	Ask Asker
+	// AskTimeout bounds the wait for an answer (DefaultAskTimeout when
+	// zero); no answer refuses.
+	AskTimeout time.Duration
 }
 
 // NewRules parses the grants. A malformed pattern is an error naming it.
 func NewRules(opts Options) (*Rules, error) {
 	r := &Rules{resolve: opts.Resolve, dial: opts.Dial}
+	if opts.Ask != nil {
+		r.asking = &asking{ask: opts.Ask, timeout: opts.AskTimeout, flights: map[string]*flight{}}
+		if r.asking.timeout <= 0 {
+			r.asking.timeout = DefaultAskTimeout
+		}
+	}
 	for _, g := range opts.Allow {
 		x, err := parseRule(g)
 		if err != nil {
@@ -215,6 +233,15 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 			break
 		}
 	}
+	// A non-public IP literal is never asked about: one keystroke must
+	// not open the user's local services or a metadata endpoint; that
+	// takes an explicit grant.
+	if grant == nil && r.asking != nil && (!ip.IsValid() || nonPublic(ip) == "") {
+		var err error
+		if grant, err = r.ask(ctx, h, ip, port); grant == nil {
+			return Decision{Rule: err.(*RefusedError).Rule}, err
+		}
+	}
 	if grant == nil {
 		// The event's rule says what would allow it, as the 403 body does.
 		return r.refuse(h, port, "not allowed (--allow-domain "+suggest(h, ip, port)+" would allow it)", fmt.Sprintf("%s is not in the sandbox's allowed domains; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), suggest(h, ip, port)))
@@ -241,6 +268,27 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 		return Decision{Rule: grant.g.Source}, fmt.Errorf("resolving %s: no addresses", h)
 	}
 	return Decision{Allow: true, Rule: grant.g.Source, Addrs: ok}, nil
+}
+
+// ask decides a host no entry names by an earlier answer of this session
+// or by asking, and returns the grant that admits it, or nil and the
+// refusal. The refusal's text still names the flag that would allow it
+// without asking.
+func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*rule, error) {
+	if x := r.asking.sessionGrant(h, ip, port); x != nil {
+		return x, nil
+	}
+	q := Question{Host: h, Port: port, Grant: suggest(h, ip, port)}
+	ans, err := r.asking.decide(ctx, q)
+	if ans != Refuse {
+		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, nil
+	}
+	rl, why := answerRule(Refuse), "you refused it when asked"
+	if err != nil {
+		rl, why = "asked: no answer ("+err.Error()+")", "it was asked about and got no answer ("+err.Error()+")"
+	}
+	_, rerr := r.refuse(h, port, rl, fmt.Sprintf("%s is not in the sandbox's allowed domains and %s; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), why, q.Grant))
+	return nil, rerr
 }
 
 func (r *Rules) refuse(host string, port int, rule, why string) (Decision, error) {
