@@ -34,6 +34,11 @@ type Question struct {
 	// policy file's allow_domains would hold: the name (every port), or
 	// IP:PORT for an IP literal (as the refusal suggests).
 	Grant string
+	// Note, for an IP literal that is not a public address, says what it
+	// is ("a loopback address", "a link-local address (cloud metadata
+	// services live there)"): a yes reaches it as an explicit IP:PORT
+	// grant would, so the person must be told. Empty otherwise.
+	Note string
 }
 
 // Asker asks about an unknown host. It is called with a context that ends

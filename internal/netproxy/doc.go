@@ -47,9 +47,10 @@
 // port; IP:PORT for an IP literal) to these Rules, and a refusal, an error,
 // no answer within AskTimeout (DefaultAskTimeout, 2 minutes) or every
 // waiter leaving refuses with the usual 403 naming the flag. Deny entries
-// win and are never asked about; a non-public IP literal is never asked
-// about (one keystroke must not open a local service); a yes admits a
-// name, not what it resolves to, so the rebinding check still applies.
+// win and are never asked about. A yes admits a name, not what it
+// resolves to, so the rebinding check still applies; a yes to an IP
+// literal is an explicit IP:PORT grant, so a question about a non-public
+// one carries a Note saying what it is (a loopback address...).
 // The event's Rule says "asked: allowed once", "asked: allowed for the
 // session", "asked: allowed always", "asked: denied" or "asked: no answer
 // (...)". Keeping an "always" answer (a policy file) is the asker's job.

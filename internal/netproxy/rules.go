@@ -233,10 +233,7 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 			break
 		}
 	}
-	// A non-public IP literal is never asked about: one keystroke must
-	// not open the user's local services or a metadata endpoint; that
-	// takes an explicit grant.
-	if grant == nil && r.asking != nil && (!ip.IsValid() || nonPublic(ip) == "") {
+	if grant == nil && r.asking != nil {
 		var err error
 		if grant, err = r.ask(ctx, h, ip, port); grant == nil {
 			return Decision{Rule: err.(*RefusedError).Rule}, err
@@ -279,6 +276,11 @@ func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*ru
 		return x, nil
 	}
 	q := Question{Host: h, Port: port, Grant: suggest(h, ip, port)}
+	if ip.IsValid() {
+		// A yes to a non-public IP:PORT is the explicit grant that
+		// reaches it: the person is told what the address is.
+		q.Note = nonPublic(ip)
+	}
 	ans, err := r.asking.decide(ctx, q)
 	if ans != Refuse {
 		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, nil
