@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -117,7 +119,8 @@ func TestUnknownDomainAsked(t *testing.T) {
 		fetch("f5", refused)+`,`+fetch("f6", denied)+`, {"text": "done"}]}`)
 	o := e.opts(m)
 	o.AllowedTools = []string{"web_fetch"}
-	o.Sandbox = &sandbox.Policy{AllowDomains: []string{granted}, DenyDomains: []string{denied}}
+	heard := make(chan sandbox.NetworkEvent, 16)
+	o.Sandbox = &sandbox.Policy{AllowDomains: []string{granted}, DenyDomains: []string{denied}, OnNetwork: func(n sandbox.NetworkEvent) { heard <- n }}
 	var asked []sandbox.DomainQuestion
 	o.OnUnknownDomain = func(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
 		asked = append(asked, q) // the fetches are one at a time
@@ -150,11 +153,29 @@ func TestUnknownDomainAsked(t *testing.T) {
 	if want := []string{once, once, session, refused}; !slices.Equal(grants, want) {
 		t.Fatalf("asked about %v, want %v (once twice, session once, the denied host never)", grants, want)
 	}
-	var rules []string
-	for _, ev := range byType(evs, EventNetwork) {
-		rules = append(rules, ev.Network.Rule)
+	// An allowed plain-HTTP request is reported after its response is
+	// relayed, so its event may trail the fetch's result (and the run's
+	// end): the caller's OnNetwork hears every one; the stream carries
+	// the refusals, reported before the 403, in order.
+	rules := map[string]int{}
+	for range 6 {
+		select {
+		case n := <-heard:
+			rules[n.Rule]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("heard only %v", rules)
+		}
 	}
-	if want := []string{"asked: allowed once", "asked: allowed once", "asked: allowed for the session", "asked: allowed for the session", "asked: denied", denied}; !slices.Equal(rules, want) {
-		t.Fatalf("network event rules = %q, want %q", rules, want)
+	if want := map[string]int{"asked: allowed once": 2, "asked: allowed for the session": 2, "asked: denied": 1, denied: 1}; !maps.Equal(rules, want) {
+		t.Fatalf("network event rules = %v, want %v", rules, want)
+	}
+	var streamed []string
+	for _, ev := range byType(evs, EventNetwork) {
+		if ev.Network.Decision == "deny" {
+			streamed = append(streamed, ev.Network.Rule)
+		}
+	}
+	if want := []string{"asked: denied", denied}; !slices.Equal(streamed, want) {
+		t.Fatalf("refusals in the stream = %q, want %q", streamed, want)
 	}
 }

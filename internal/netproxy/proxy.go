@@ -386,13 +386,16 @@ func (p *Proxy) refuse(c *counter, host string, port int, d Decision, err error)
 		p.refuseMsg(c, re.Host, port, re.Rule, re.Msg+"\n")
 		return
 	}
-	writeError(c, http.StatusBadGateway, "lite-agent sandbox proxy: "+hostPort(host, port)+" is allowed ("+d.Rule+") but could not be reached: "+err.Error()+"\n")
+	// Reported before the client is answered: an observer that waits
+	// for the answer (the kernel, yielding events before the tool's
+	// result) then has the event already.
 	p.emit(Event{Host: canonicalName(host), Port: port, Allow: true, Rule: d.Rule})
+	writeError(c, http.StatusBadGateway, "lite-agent sandbox proxy: "+hostPort(host, port)+" is allowed ("+d.Rule+") but could not be reached: "+err.Error()+"\n")
 }
 
 func (p *Proxy) refuseMsg(c *counter, host string, port int, rule, msg string) {
+	p.emit(Event{Host: canonicalName(strings.Trim(host, "[]")), Port: port, Allow: false, Rule: rule}) // before the answer, as above
 	writeError(c, http.StatusForbidden, msg)
-	p.emit(Event{Host: canonicalName(strings.Trim(host, "[]")), Port: port, Allow: false, Rule: rule})
 }
 
 // writeError writes a complete response that ends the exchange. The
