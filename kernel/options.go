@@ -134,9 +134,10 @@ type Options struct {
 	// granted (Sandbox.AllowDomains, hence a proxy), about a host no
 	// allow or deny entry names, while the proxy holds the connection:
 	// allow once, for the session, always (the caller keeps that one,
-	// e.g. in a policy file's allow_domains), or refuse. The session
-	// remembers "session" and "always" answers for all its sandboxes, so
-	// a host is asked about once per session. nil (headless) refuses as
+	// e.g. in a policy file's allow_domains), or refuse. A Query
+	// remembers "session" and "always" answers for all its sandboxes (a
+	// caller that continues a session over several Queries, as chat does,
+	// keeps them itself). nil (headless) refuses as
 	// before, the 403 naming the --allow-domain that would allow it.
 	// deny_domains wins and is never asked about. It replaces
 	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.
