@@ -319,8 +319,15 @@ func (p *Proxy) forward(c *counter, br *bufio.Reader, req *http.Request, hostHea
 		return nil, false
 	}
 	keep := !req.Close && !resp.Close
-	werr := writeResponse(c, up, resp)
-	p.emit(Event{Host: up.host, Port: port, Allow: true, Rule: up.rule, BytesUp: c.in.Load() - int64(br.Buffered()) - in0, BytesDown: c.out.Load() - out0})
+	reported := false
+	report := func(pending int64) {
+		reported = true
+		p.emit(Event{Host: up.host, Port: port, Allow: true, Rule: up.rule, BytesUp: c.in.Load() - int64(br.Buffered()) - in0, BytesDown: c.out.Load() - out0 + pending})
+	}
+	werr := writeResponse(c, up, resp, report)
+	if !reported {
+		report(0)
+	}
 	if werr != nil || !keep {
 		up.conn.Close()
 		return nil, false
@@ -333,7 +340,13 @@ func (p *Proxy) forward(c *counter, br *bufio.Reader, req *http.Request, hostHea
 // already buffered: a download through the proxy then costs about what a
 // CONNECT tunnel costs. Other bodies (chunked, until close) go through
 // net/http's writer.
-func writeResponse(c *counter, up *upstream, resp *http.Response) error {
+//
+// report is called before the body's last byte is written, with 1 (the
+// byte not yet written): a client that waits for the whole body — the
+// kernel, yielding a call's network events before its result — then has
+// the exchange's event already. Where the body has no known length it is
+// not called, and the caller reports after the write.
+func writeResponse(c *counter, up *upstream, resp *http.Response, report func(pending int64)) error {
 	tcp, ok := c.Conn.(*net.TCPConn)
 	n := resp.ContentLength
 	if !ok || n <= 0 || len(resp.TransferEncoding) > 0 || resp.Request.Method == http.MethodHead {
@@ -355,9 +368,10 @@ func writeResponse(c *counter, up *upstream, resp *http.Response) error {
 		return err
 	}
 	// resp.Body reads from up.br: take its buffered bytes, then the rest
-	// straight from the socket. resp.Body is left unread (and not
-	// closed: Close would drain from up.br the bytes we took here).
-	buffered := min(int64(up.br.Buffered()), n)
+	// straight from the socket, all but the last byte. resp.Body is left
+	// unread (and not closed: Close would drain from up.br the bytes we
+	// took here).
+	buffered := min(int64(up.br.Buffered()), n-1)
 	if buffered > 0 {
 		b, _ := up.br.Peek(int(buffered))
 		if _, err := c.Write(b); err != nil {
@@ -365,7 +379,8 @@ func writeResponse(c *counter, up *upstream, resp *http.Response) error {
 		}
 		up.br.Discard(int(buffered))
 	}
-	if rest := n - buffered; rest > 0 {
+	if rest := n - 1 - buffered; rest > 0 {
+		// up.br is empty here: straight from the socket.
 		m, err := tcp.ReadFrom(io.LimitReader(up.conn, rest))
 		c.out.Add(m)
 		if err == nil && m < rest {
@@ -375,7 +390,16 @@ func writeResponse(c *counter, up *upstream, resp *http.Response) error {
 			return err
 		}
 	}
-	return nil
+	last, err := up.br.ReadByte()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	report(1)
+	_, err = c.Write([]byte{last})
+	return err
 }
 
 // refuse answers a refused or failed connection: 403 with the reason for
