@@ -234,9 +234,10 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 		}
 	}
 	if grant == nil && r.asking != nil {
+		var d Decision
 		var err error
-		if grant, err = r.ask(ctx, h, ip, port); grant == nil {
-			return Decision{Rule: err.(*RefusedError).Rule}, err
+		if grant, d, err = r.ask(ctx, h, ip, port); grant == nil {
+			return d, err
 		}
 	}
 	if grant == nil {
@@ -271,9 +272,9 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 // or by asking, and returns the grant that admits it, or nil and the
 // refusal. The refusal's text still names the flag that would allow it
 // without asking.
-func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*rule, error) {
+func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*rule, Decision, error) {
 	if x := r.asking.sessionGrant(h, ip, port); x != nil {
-		return x, nil
+		return x, Decision{}, nil
 	}
 	q := Question{Host: h, Port: port, Grant: suggest(h, ip, port)}
 	if ip.IsValid() {
@@ -283,14 +284,14 @@ func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*ru
 	}
 	ans, err := r.asking.decide(ctx, q)
 	if ans != Refuse {
-		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, nil
+		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, Decision{}, nil
 	}
 	rl, why := answerRule(Refuse), "you refused it when asked"
 	if err != nil {
 		rl, why = "asked: no answer ("+err.Error()+")", "it was asked about and got no answer ("+err.Error()+")"
 	}
-	_, rerr := r.refuse(h, port, rl, fmt.Sprintf("%s is not in the sandbox's allowed domains and %s; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), why, q.Grant))
-	return nil, rerr
+	d, rerr := r.refuse(h, port, rl, fmt.Sprintf("%s is not in the sandbox's allowed domains and %s; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), why, q.Grant))
+	return nil, d, rerr
 }
 
 func (r *Rules) refuse(host string, port int, rule, why string) (Decision, error) {
