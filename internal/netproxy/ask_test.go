@@ -114,6 +114,12 @@ func TestAskNeverForDenyOrGrant(t *testing.T) {
 	if n := a.calls.Load(); n != 0 {
 		t.Fatalf("asked %d times about a denied or granted host", n)
 	}
+	// Without the deny entry, the same answer would have let it through:
+	// the deny is what refused it.
+	open, _ := NewRules(Options{Resolve: fn.resolve, Ask: (&scriptedAsker{answer: AllowSession}).ask})
+	if d, err := open.Check(context.Background(), "pkg.example", 443); err != nil || !d.Allow {
+		t.Fatalf("pkg.example without the deny entry: %+v %v", d, err)
+	}
 	// An IP literal is asked about as IP:PORT, the grant the refusal
 	// would suggest; a non-public one with a note saying what it is.
 	if d, err := r.Check(context.Background(), "198.51.100.1", 8080); err != nil || d.Rule != "asked: allowed for the session" {
@@ -137,9 +143,14 @@ func TestAskKeepsRebindingCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same yes admits a name that resolves to a public address...
+	if d, err := r.Check(context.Background(), "pkg.example", 80); err != nil || !d.Allow {
+		t.Fatalf("pkg.example after a yes: %+v %v", d, err)
+	}
+	// ...and not one that resolves to loopback.
 	_, err = r.Check(context.Background(), "evil.example", 80)
 	var re *RefusedError
-	if !errors.As(err, &re) || !strings.Contains(re.Msg, "loopback") || a.calls.Load() != 1 {
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "loopback") || a.calls.Load() != 2 {
 		t.Fatalf("evil.example after a yes: %v (asked %d)", err, a.calls.Load())
 	}
 }
