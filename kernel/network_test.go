@@ -179,3 +179,29 @@ func TestUnknownDomainAsked(t *testing.T) {
 		t.Fatalf("refusals in the stream = %q, want %q", streamed, want)
 	}
 }
+
+// TestDomainAnswersKeptForTheQuery: the session's sandboxes each run a
+// proxy of their own; an answer "session" or "always" given to one is
+// given again to the others without asking, "once" and refusals are not.
+func TestDomainAnswersKeptForTheQuery(t *testing.T) {
+	var q networkQueue
+	var asked []string
+	answers := map[string]sandbox.DomainDecision{"s.example": sandbox.DomainAllowSession, "a.example": sandbox.DomainAllowAlways, "o.example": sandbox.DomainAllowOnce, "n.example": sandbox.DomainRefuse}
+	ask := q.asker(func(_ context.Context, dq sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		asked = append(asked, dq.Grant)
+		return answers[dq.Grant], nil
+	}, nil)
+	for range 2 {
+		for _, g := range []string{"s.example", "a.example", "o.example", "n.example"} {
+			if d, err := ask(context.Background(), sandbox.DomainQuestion{Host: g, Port: 443, Grant: g}); err != nil || d != answers[g] {
+				t.Fatalf("%s: %v %v", g, d, err)
+			}
+		}
+	}
+	if want := []string{"s.example", "a.example", "o.example", "n.example", "o.example", "n.example"}; !slices.Equal(asked, want) {
+		t.Fatalf("asked %v, want %v", asked, want)
+	}
+	if q.asker(nil, nil) != nil {
+		t.Fatal("no asker: the policy must keep refusing without a question")
+	}
+}
