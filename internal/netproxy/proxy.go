@@ -341,17 +341,30 @@ func (p *Proxy) forward(c *counter, br *bufio.Reader, req *http.Request, hostHea
 // CONNECT tunnel costs. Other bodies (chunked, until close) go through
 // net/http's writer.
 //
-// report is called before the body's last byte is written, with 1 (the
-// byte not yet written): a client that waits for the whole body — the
-// kernel, yielding a call's network events before its result — then has
-// the exchange's event already. Where the body has no known length it is
-// not called, and the caller reports after the write.
+// report is called before the response's last bytes are written, with
+// their number: a client that waits for the whole response — the kernel,
+// yielding a call's network events before its result — then has the
+// exchange's event already. On an error before that point it is not
+// called, and the caller reports what was written.
 func writeResponse(c *counter, up *upstream, resp *http.Response, report func(pending int64)) error {
 	tcp, ok := c.Conn.(*net.TCPConn)
 	n := resp.ContentLength
 	if !ok || n <= 0 || len(resp.TransferEncoding) > 0 || resp.Request.Method == http.MethodHead {
-		err := resp.Write(c)
+		// net/http's writer, with its last write held back until it has
+		// returned: that is when the exchange is known to be complete
+		// (the chunked body's terminator, or the head of a body-less
+		// response), and the event goes out before it.
+		hw := &holdLast{w: c}
+		err := resp.Write(hw)
 		resp.Body.Close()
+		if err == nil {
+			err = hw.err
+		}
+		if err != nil {
+			return err
+		}
+		report(int64(len(hw.held)))
+		_, err = c.Write(hw.held)
 		return err
 	}
 	// The head as net/http would write it, without the body.
@@ -400,6 +413,27 @@ func writeResponse(c *counter, up *upstream, resp *http.Response, report func(pe
 	report(1)
 	_, err = c.Write([]byte{last})
 	return err
+}
+
+// holdLast passes writes on one behind: the last one stays in held until
+// the caller sends it.
+type holdLast struct {
+	w    io.Writer
+	held []byte
+	err  error
+}
+
+func (h *holdLast) Write(b []byte) (int, error) {
+	if h.err != nil {
+		return 0, h.err
+	}
+	if len(h.held) > 0 {
+		if _, h.err = h.w.Write(h.held); h.err != nil {
+			return 0, h.err
+		}
+	}
+	h.held = append(h.held[:0], b...)
+	return len(b), nil
 }
 
 // refuse answers a refused or failed connection: 403 with the reason for
