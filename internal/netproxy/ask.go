@@ -52,6 +52,15 @@ type Asker func(ctx context.Context, q Question) (Answer, error)
 // command waiting on it fails while someone is still watching.
 const DefaultAskTimeout = 2 * time.Minute
 
+// maxOpenQuestions bounds the questions open at once: a command that
+// connects to host after host must not bury the person under questions
+// (or hold a goroutine per host for minutes). Beyond it a new host is
+// refused at once, with the flag named as without asking.
+const maxOpenQuestions = 8
+
+// errTooManyQuestions refuses a host while maxOpenQuestions are open.
+var errTooManyQuestions = fmt.Errorf("%d other hosts are being asked about already", maxOpenQuestions)
+
 // asking deduplicates questions: one flight per Grant, so that the ten
 // connections a package manager opens at once to one registry ask once and
 // share the answer.
@@ -105,6 +114,10 @@ func (a *asking) sessionGrant(h string, ip netip.Addr, port int) *rule {
 func (a *asking) decide(ctx context.Context, q Question) (Answer, error) {
 	a.mu.Lock()
 	f, ok := a.flights[q.Grant]
+	if !ok && len(a.flights) >= maxOpenQuestions {
+		a.mu.Unlock()
+		return Refuse, errTooManyQuestions
+	}
 	if !ok {
 		// The question has a context of its own: the first connection
 		// going away must not cancel what the others wait on. It ends

@@ -3,6 +3,7 @@ package netproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -236,6 +237,46 @@ func TestAskTimeoutAndGoneWaiters(t *testing.T) {
 		t.Fatal("a connection that gave up was allowed")
 	}
 	<-cancelled // the question ended with its last waiter, not after an hour
+}
+
+// TestAskBoundsOpenQuestions: a command that connects to host after host
+// gets at most maxOpenQuestions questions open at once; the next host is
+// refused at once, naming the flag, and a host already being asked about
+// still joins its question.
+func TestAskBoundsOpenQuestions(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	r, _ := NewRules(Options{Ask: func(ctx context.Context, q Question) (Answer, error) {
+		calls.Add(1)
+		<-release
+		return AllowOnce, nil
+	}})
+	errs := make(chan error, maxOpenQuestions+1)
+	check := func(host string) { _, err := r.Check(context.Background(), host, 8080); errs <- err }
+	for i := range maxOpenQuestions {
+		go check(fmt.Sprintf("198.51.100.%d", i+1))
+	}
+	waitUntil(t, func() bool { return calls.Load() == maxOpenQuestions })
+	_, err := r.Check(context.Background(), "198.51.100.200", 8080)
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "being asked about already") || !strings.Contains(re.Msg, "--allow-domain 198.51.100.200:8080") {
+		t.Fatalf("one host too many: %v", err)
+	}
+	go check("198.51.100.1") // joins the open question
+	waitUntil(t, func() bool {
+		r.asking.mu.Lock()
+		defer r.asking.mu.Unlock()
+		return r.asking.flights["198.51.100.1:8080"].waiters == 2
+	})
+	close(release)
+	for range maxOpenQuestions + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != maxOpenQuestions {
+		t.Fatalf("asked %d times, want %d", n, maxOpenQuestions)
+	}
 }
 
 // TestAskPanicRefuses: a broken asker refuses instead of crashing the

@@ -46,7 +46,9 @@
 // connections, AllowSession and AllowAlways add the grant (the name, every
 // port; IP:PORT for an IP literal) to these Rules, and a refusal, an error,
 // no answer within AskTimeout (DefaultAskTimeout, 2 minutes) or every
-// waiter leaving refuses with the usual 403 naming the flag. Deny entries
+// waiter leaving refuses with the usual 403 naming the flag; so does a
+// new host while eight questions are open already (a command that tries
+// host after host must not bury the person under questions). Deny entries
 // win and are never asked about. A yes admits a name, not what it
 // resolves to, so the rebinding check still applies; a yes to an IP
 // literal is an explicit IP:PORT grant, so a question about a non-public

@@ -287,7 +287,10 @@ func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*ru
 		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, Decision{}, nil
 	}
 	rl, why := answerRule(Refuse), "you refused it when asked"
-	if err != nil {
+	switch {
+	case errors.Is(err, errTooManyQuestions):
+		rl, why = "not asked: "+err.Error(), "it was not asked about ("+err.Error()+")"
+	case err != nil:
 		rl, why = "asked: no answer ("+err.Error()+")", "it was asked about and got no answer ("+err.Error()+")"
 	}
 	d, rerr := r.refuse(h, port, rl, fmt.Sprintf("%s is not in the sandbox's allowed domains and %s; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), why, q.Grant))
