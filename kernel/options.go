@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -128,6 +129,18 @@ type Options struct {
 	// network). Its Workspace must be empty or Sandbox's; changes are
 	// captured as for Sandbox.
 	HandlerCeiling *sandbox.Policy
+	// OnUnknownDomain is asked, in an interactive session with domains
+	// granted (Sandbox.AllowDomains, hence a proxy), about a host no
+	// allow or deny entry names, while the proxy holds the connection:
+	// allow once, for the session, always (the caller keeps that one,
+	// e.g. in a policy file's allow_domains), or refuse. A Query
+	// remembers "session" and "always" answers for all its sandboxes (a
+	// caller that continues a session over several Queries, as chat does,
+	// keeps them itself). nil (headless) refuses as
+	// before, the 403 naming the --allow-domain that would allow it.
+	// deny_domains wins and is never asked about. It replaces
+	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.
+	OnUnknownDomain func(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error)
 	// InProcessHandlers runs custom tool handlers in this process,
 	// unconfined, instead of in a sandboxed child. It is for tests and for
 	// handlers that need this process's state; the strict assembler refuses

@@ -66,6 +66,7 @@ var optionFields = map[string]field{
 	"CanUseTool":                      {byConfig, "decides only what would otherwise ask; deny rules and the sandbox still apply"},
 	"Approval":                        {byConfig, "a person's answer to what would otherwise ask"},
 	"UserInput":                       {byConfig, "a person's answer, no permission"},
+	"OnUnknownDomain":                 {byConfig, "a person's answer about a host no grant names; deny_domains and the proxy's rebinding check still apply"},
 	"MaxTurns":                        {byConfig, "a limit, widens nothing"},
 	"ToolTimeout":                     {byConfig, "a deadline; the sandbox's limits still apply"},
 	"StateDir":                        {byConfig, "the kernel refuses one inside the workspace"},

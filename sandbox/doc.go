@@ -169,6 +169,12 @@
 // header, answers a refusal with 403 and a body naming the grant that
 // would allow it, and reports each connection to Policy.OnNetwork (see
 // that package's doc). DomainSources says where each grant came from.
+// With Policy.OnUnknownDomain (an interactive session) a host that no
+// entry names is not refused at once: the proxy holds the connection and
+// asks (DomainQuestion; once per host however many connections wait),
+// and the answer admits it once, for the sandbox's life, or refuses;
+// deny entries are never asked about, and the rebinding check still
+// applies to an admitted name.
 //
 // Enforcement is the network supervisor's (netsup_domains_linux.go):
 // under none, a policy with domains is served by the supervisor in mode
