@@ -125,6 +125,12 @@ func (h *fakeHost) Output(argv ...string) (string, error) {
 func (h *fakeHost) Exists(p string) bool              { _, err := os.Stat(p); return err == nil }
 func (h *fakeHost) Glob(p string) []string            { m, _ := filepath.Glob(p); return m }
 func (h *fakeHost) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
+func (h *fakeHost) WriteFile(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, 0o600)
+}
 func (h *fakeHost) WorkspaceCache(ws, p string) (string, error) {
 	d := filepath.Join(h.cache, p)
 	return d, os.MkdirAll(d, 0o700)
