@@ -165,8 +165,12 @@ var toolchains = []Toolchain{
 			"npm_config_fund=false",
 			"npm_config_audit=false",
 		},
-		// npm retries a refused connection for minutes by default.
-		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000"},
+		// npm and pnpm retry a failed request twice with a 10-60 s
+		// back-off (fetch-retries: ~70 s before the error), yarn berry
+		// three times (httpRetry). With the retries off they fail at the
+		// first request, and their error names the offline proxy
+		// (offlineProxy) that says what would allow it.
+		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000", "YARN_HTTP_RETRY=0"},
 		registries: npmRegistries,
 	},
 	{

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +113,6 @@ func goModuleWithDependency(t *testing.T, u *fakeUser) string {
 
 import (
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -400,4 +400,76 @@ public class AddTest {
 	if took > 60*time.Second {
 		t.Errorf("two refused Maven builds took %v", took)
 	}
+}
+
+// TestRefusedDownloadsFailFast: with the network none (lite-agent run's
+// default), a download by a tool that honours HTTP(S)_PROXY — or its
+// ecosystem's proxy setting — fails at its first request, and the error
+// names the sandbox and the grant (the offline proxy,
+// lite-agent-sandbox.network-is-none.grant-the-host-with--allow-domain.invalid),
+// where the tool's default would retry: npm and pnpm retry twice with a
+// 10-60 s back-off (72 s measured here), yarn berry three times (7.5 s).
+// Each is timed inside the sandbox. Without the mechanism (network
+// loopback: not offline, so no proxy variables) curl and git only say
+// "Could not resolve host", which names neither.
+func TestRefusedDownloadsFailFast(t *testing.T) {
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	// package.json turns the node profile on (its retries off).
+	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "rw", "version": "1.0.0", "dependencies": {"leftpad": "1.0.0"}}`)
+	const marker = "lite-agent-sandbox.network-is-none.grant-the-host-with--allow-domain.invalid"
+	timed := func(cmd string) string {
+		return "s=$(date +%s%N); " + cmd + " 2>&1 | grep -v '^npm error A complete log' | tail -20; echo took-ms=$(( ($(date +%s%N) - s) / 1000000 ))"
+	}
+	var args []string
+	if _, err := os.Stat("/etc/wgetrc"); err == nil {
+		// wget refuses to start when /etc/wgetrc is unreadable, which
+		// the sandbox's system paths do not grant (yet).
+		args = append(args, "--allow-read", "/etc/wgetrc")
+	}
+	for _, tc := range []struct {
+		prog, cmd string
+		bound     time.Duration
+	}{
+		{"curl", "curl -sS https://example.com/x", 10 * time.Second},
+		{"wget", "wget https://example.com/x", 10 * time.Second},
+		{"git", "git ls-remote https://example.com/x.git", 10 * time.Second},
+		{"npm", "npm view leftpad", 20 * time.Second},
+		{"pnpm", "pnpm install", 20 * time.Second},
+		{"yarn", "yarn install", 5 * time.Second}, // berry; classic cannot start in the sandbox (/proc/self/stat)
+	} {
+		t.Run(tc.prog, func(t *testing.T) {
+			bin, err := exec.LookPath(tc.prog)
+			if err != nil {
+				t.Skipf("%s is not installed: this would check that its download, network none, fails within %v naming %s", tc.prog, tc.bound, marker)
+			}
+			args := args
+			if real, err := filepath.EvalSymlinks(bin); err == nil && !strings.HasPrefix(real, "/usr/") {
+				// A package installed by hand (npm install --prefix):
+				// the profile grants the directory on PATH, the test the
+				// package it links to.
+				args = append(slices.Clone(args), "--allow-read", filepath.Dir(filepath.Dir(real)))
+			}
+			res, _ := u.bashSession(t, ws, args, timed(tc.cmd))
+			if !strings.Contains(res[0].text, marker) {
+				t.Errorf("%s, network none: the error does not name the sandbox's grant:\n%s", tc.cmd, res[0].text)
+			}
+			var ms int
+			if i := strings.LastIndex(res[0].text, "took-ms="); i < 0 {
+				t.Fatalf("no timing:\n%s", res[0].text)
+			} else {
+				fmt.Sscanf(res[0].text[i:], "took-ms=%d", &ms)
+			}
+			if took := time.Duration(ms) * time.Millisecond; took > tc.bound {
+				t.Errorf("%s took %v to fail (bound %v)", tc.cmd, took, tc.bound)
+			}
+		})
+	}
+	t.Run("without", func(t *testing.T) {
+		need(t, "curl and git", "curl", "git")
+		res, _ := u.bashSession(t, ws, []string{"--network", "loopback"}, "curl -sS https://example.com/x; git ls-remote https://example.com/x.git")
+		if strings.Contains(res[0].text, marker) || !strings.Contains(res[0].text, "Could not resolve host") {
+			t.Errorf("network loopback (no offline proxy): curl and git should fail naming only the host:\n%s", res[0].text)
+		}
+	})
 }
