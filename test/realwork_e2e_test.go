@@ -368,13 +368,21 @@ public class AddTest {
 `)
 	res, _ := u.bashSession(t, ws, nil,
 		"mvn -B package 2>&1 | grep -E 'Tests run:|BUILD|ERROR|FATAL'; ls target/rw-1.0.jar",
-		"cat "+settings+" || echo settings-unreadable")
+		"cat "+settings+" || echo settings-unreadable",
+		// The settings Maven trusts are read-only (a build cannot
+		// rewrite what the next session's Maven reads); the local
+		// repository beside them is writable.
+		`c=${MAVEN_OPTS#-Duser.home=}; c=${c%% *}; grep -q lite-agent-machine-repositories $c/.m2/settings.xml && echo settings-seen; `+
+			`echo '<!-- poisoned -->' >> $c/.m2/settings.xml && echo settings-written; touch "$(dirname $c)/java/m2/probe" && echo repository-writable`)
 	if !strings.Contains(res[0].text, "Tests run: 2, Failures: 0, Errors: 0") || !strings.Contains(res[0].text, "BUILD SUCCESS") ||
 		!strings.Contains(res[0].text, "target/rw-1.0.jar") {
 		t.Fatalf("mvn package offline with the java profile:\n%s", res[0].text)
 	}
 	if strings.Contains(res[1].text, "SECRET") || !strings.Contains(res[1].text, "settings-unreadable") {
 		t.Errorf("~/.m2/settings.xml is readable with the java profile on:\n%s", res[1].text)
+	}
+	if !strings.Contains(res[2].text, "settings-seen") || strings.Contains(res[2].text, "settings-written") || !strings.Contains(res[2].text, "repository-writable") {
+		t.Errorf("the sandbox's Maven settings must be readable, not writable; its repository writable:\n%s", res[2].text)
 	}
 	// The user's repository stayed as it was: the build wrote to the
 	// workspace's own.
