@@ -89,3 +89,25 @@ func (d DomainDecision) answer() netproxy.Answer {
 	}
 	return netproxy.Refuse // and any value not named above
 }
+
+// ProxyVariables are the variables that point each ecosystem's HTTP
+// client at the proxy u, loopback excepted: the domain proxy's URL when
+// domains are granted (proxyEnv), and policies' offline marker — a proxy
+// URL that cannot resolve and names the grant — when the network is
+// none. One list, so the two cannot drift.
+func ProxyVariables(u string) [][2]string {
+	// Loopback stays direct: the command's own test servers (and, under
+	// loopback/private, the local services the mode allows) are reached
+	// without the proxy, which would refuse them.
+	const noProxy = "localhost,127.0.0.1,::1"
+	return [][2]string{
+		{"HTTP_PROXY", u}, {"HTTPS_PROXY", u}, {"http_proxy", u}, {"https_proxy", u},
+		{"NO_PROXY", noProxy}, {"no_proxy", noProxy},
+		{"npm_config_proxy", u}, {"npm_config_https_proxy", u}, {"npm_config_noproxy", noProxy},
+		{"YARN_HTTP_PROXY", u}, {"YARN_HTTPS_PROXY", u},
+		{"PIP_PROXY", u},
+		{"CARGO_HTTP_PROXY", u},
+		// Node 24+: fetch and http(s) honour HTTP(S)_PROXY with it.
+		{"NODE_USE_ENV_PROXY", "1"},
+	}
+}
