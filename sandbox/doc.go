@@ -50,7 +50,7 @@
 // through a read-only mount, ptys are made by devpts itself) except clones
 // of the read-write roots (workspace, TMPDIR, read-write paths), which keep
 // the mount flags they have outside; those calls fail with EROFS elsewhere
-// (TestMountNSMetadata, and the one-shot runner in TestPlanRunnerConfines).
+// (TestMountNSMetadata; through the CLI, TestSandboxRunConfines).
 // Each root is reached by a walk that follows no symlink and must end on
 // the inode recorded at New, or the spawn fails. Root: each spawner thread
 // unshares CLONE_NEWNS once, so no command pays for a namespace.
@@ -86,7 +86,7 @@
 // creat with O_CREAT or O_TMPFILE, mknod/mknodat; no character or block
 // device nodes; openat2, whose mode lives in memory, answers ENOSYS so
 // that callers fall back to openat. The same rules are in every program:
-// commands, the one-shot runner's plans, custom Go handlers, root or not.
+// commands, custom Go handlers, root or not.
 // A confined command therefore cannot leave a setuid copy of a shell for
 // the next unconfined user or root's cron (TestEscapeSetID, the escape
 // suite's setid-planting). Setting or removing extended attributes answers
@@ -205,9 +205,7 @@
 // loopback, so the user's local services stay unreachable. A port a
 // command bound and released, then taken by something else, stays
 // reachable while the sandbox lives. Not done: mode none without domains still refuses IP
-// sockets outright: serving it with the network supervisor would end the
-// one-shot plans (built for the connect-only supervisor) and slow
-// `lite-agent sandbox run`.
+// sockets outright.
 //
 // # Process lifetime and limits
 //
@@ -284,45 +282,6 @@
 // Probe reports what this kernel and this user can enforce
 // (`lite-agent sandbox check`).
 //
-// # One-shot plans (`lite-agent sandbox run`)
-//
-// A Go program needs ~2 ms to reach main and the CLI ~6 ms to prepare a
-// sandbox; a confined spawn costs ~0.6 ms. So the CLI, after a run, stores
-// what it computed as a plan (Sandbox.OneShotPlan: Landlock rules, both
-// seccomp programs, the command's environment, cgroup limits, the connect
-// supervisor's roots, its own messages) in the user's kernel keyring, under
-// PlanKey — a SHA-256 of the binary (device, inode, size, mtime), the ids,
-// the effective capabilities, the cwd, /proc/self/cgroup and the flags
-// before the command. The plan lists the environment variables it was made
-// from (PATH, HOME, TMPDIR, PWD, the allowlist); any change takes the Go
-// path. The next identical invocation runs the plan from a cgo constructor
-// (fastpath_linux.c) before the Go runtime starts: it builds the ruleset,
-// makes the temp dir and the cgroups, spawns through la_spawn (the child
-// loads both programs itself), serves the connect notifications, forwards
-// the output within its budget, enforces the wall time and the signals,
-// kills what is left, reports and cleans up as the Go path does. Until the
-// command runs, any failure returns to the Go path, which redoes
-// everything and reports in its own words. Plans are stored only for
-// network none, nothing missing, and a process tree that is a per-command
-// v1 pids cgroup (root here) or a PID namespace under our init
-// (unprivileged users here); they expire after an hour.
-// LITE_AGENT_SANDBOX_PLANS=off disables them.
-//
-// Why the keyring: the plan decides the confinement, so nothing a sandbox
-// can write may hold it. A file under $HOME could be rewritten by a
-// command given --allow-write ~/.cache; the keyring is reachable only
-// through keyctl, add_key and request_key, which every lite-agent
-// sandbox's seccomp filter refuses (the escape suite and
-// TestPlanRunnerConfines check it). And a plan carries an HMAC under a
-// per-user secret ($XDG_RUNTIME_DIR/lite-agent/plan-secret, else
-// /tmp/lite-agent-UID/plan-secret; 0600 in a 0700 directory of the
-// user's) over the key and the plan, with a signed creation time, so that
-// a plan is good for one invocation and an hour, and what can write the
-// keyring but not the user's files — a container sharing the host's
-// keyring, a sandbox of another kind that lets keyctl through — cannot
-// plant or replay one (TestPlanRunnerRefusesATamperedPlan,
-// TestPlanRunnerRefusesAReplayedPlan).
-//
 // # Limits of this implementation
 //
 //   - The read-only mount namespace is a copy made when a spawner thread
@@ -343,11 +302,6 @@
 //     base name to getsockname, as the network supervisor's binds do.
 //   - File capabilities (security.capability) are not refused by a rule
 //     of ours: setting them needs CAP_SETFCAP, which is dropped.
-//   - One-shot plans: a system path that appears after a plan was stored
-//     is not readable through it until the plan is renewed (an hour at
-//     most). What can both write the user's keyring and read the user's
-//     plan secret can plant a plan: the user's own unconfined processes,
-//     which can do anything anyway.
 //   - In the PID-namespace mode (users without a writable cgroup, or root
 //     with Landlock ABI < 6) the namespace's first process is an init —
 //     this program re-executed (/proc/self/exe, stopped in a C constructor

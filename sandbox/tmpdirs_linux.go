@@ -21,8 +21,7 @@ import (
 // ticks since boot), which tells a live owner from a later process that
 // got the same pid. The first New of a process (and `lite-agent gc`
 // through RemoveStaleTempDirs) removes the directories of owners that are
-// gone. The one-shot runner (fastpath_linux.c, la_owner_tag) names its
-// directories the same way.
+// gone.
 
 const tmpPrefix = "lite-agent-sandbox-"
 
