@@ -73,7 +73,7 @@ func gitInfo(workspace string) (root, branch string) {
 		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			root = dir
 			head := readHEAD(dir, fi)
-			if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && branchRE.MatchString(ref) {
+			if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && len(ref) <= 100 && branchRE.MatchString(ref) {
 				branch = ref
 			} else if head != "" {
 				branch = "(detached HEAD or unreadable)"
@@ -90,8 +90,10 @@ func gitInfo(workspace string) (root, branch string) {
 
 // branchRE is what a branch name may be to reach the system prompt: HEAD
 // is agent-writable, and a "branch" with a newline in it would be text
-// of the agent's choosing in the system prompt.
-var branchRE = regexp.MustCompile(`^[A-Za-z0-9._/+-]{1,100}$`)
+// of the agent's choosing in the system prompt. The length (at most 100)
+// is checked apart: a counted repetition such as {1,100} compiles to that
+// many copies (~0.4 ms at every program start).
+var branchRE = regexp.MustCompile(`^[A-Za-z0-9._/+-]+$`)
 
 // readHEAD reads .git/HEAD, or the HEAD of the gitdir a .git file points
 // to (a worktree). The workspace is agent-writable, so these are read
