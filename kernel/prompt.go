@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -29,7 +30,11 @@ import (
 //go:embed prompt/system.md
 var systemTemplate string
 
-var systemTmpl = template.Must(template.New("system.md").Parse(systemTemplate))
+// Parsed on first use: a program that never builds a prompt (`lite-agent
+// sandbox run`) does not pay for it at start.
+var systemTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("system.md").Parse(systemTemplate))
+})
 
 // Instruction file limits: one file, and all of them together. A bigger
 // file is skipped (and reported), not cut: half an instruction can be
@@ -238,7 +243,7 @@ func (r *run) systemPrompt(created time.Time) (string, error) {
 			d.Mode = string(PermissionDefault)
 		}
 		var b bytes.Buffer
-		if err := systemTmpl.Execute(&b, d); err != nil {
+		if err := systemTmpl().Execute(&b, d); err != nil {
 			return "", fmt.Errorf("kernel: the system prompt template: %w", err)
 		}
 		parts = append(parts, strings.TrimSpace(b.String()))
