@@ -35,6 +35,15 @@
 // started through the same path (see tools.ServeConfinedCall): the program
 // is confined before its first instruction.
 //
+// The seccomp programs are compiled by libseccomp at `go generate` time
+// for every shape New can ask for, embedded (seccomp_programs.bin) and
+// looked up by a hash of every input of their compile; another shape is
+// compiled at run time. TestPrecompiledSeccompPrograms requires each
+// stored program to equal a fresh compile, so a rule changed without
+// `go generate ./sandbox` fails the tests rather than ship the old one
+// (seccomp_cache_linux.go). `lite-agent sandbox run` is this path too:
+// there is no second implementation of it.
+//
 // # What each layer stops
 //
 // Landlock (the highest ABI the kernel has): file access — system paths
@@ -270,9 +279,10 @@
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
 // after the process that made it (start: its start time in /proc, which
 // tells it from a later process with the same pid). The first New of a
-// process, and RemoveStaleTempDirs, remove those of owners that are gone:
-// a session killed with SIGKILL leaves its temp dir only until the next
-// start.
+// process (beside its first command; Close waits for it), and
+// RemoveStaleTempDirs, remove those of owners that are gone: a session
+// killed with SIGKILL leaves its temp dir only until the next start. Its
+// cgroups are removed the same way by the next New (cleanStale).
 //
 // # Fail closed
 //
