@@ -35,6 +35,15 @@
 // started through the same path (see tools.ServeConfinedCall): the program
 // is confined before its first instruction.
 //
+// The seccomp programs are compiled by libseccomp at `go generate` time
+// for every shape New can ask for, embedded (seccomp_programs.bin) and
+// looked up by a hash of every input of their compile; another shape is
+// compiled at run time. TestPrecompiledSeccompPrograms requires each
+// stored program to equal a fresh compile, so a rule changed without
+// `go generate ./sandbox` fails the tests rather than ship the old one
+// (seccomp_cache_linux.go). `lite-agent sandbox run` is this path too:
+// there is no second implementation of it.
+//
 // # What each layer stops
 //
 // Landlock (the highest ABI the kernel has): file access — system paths
@@ -50,7 +59,7 @@
 // through a read-only mount, ptys are made by devpts itself) except clones
 // of the read-write roots (workspace, TMPDIR, read-write paths), which keep
 // the mount flags they have outside; those calls fail with EROFS elsewhere
-// (TestMountNSMetadata, and the one-shot runner in TestPlanRunnerConfines).
+// (TestMountNSMetadata; through the CLI, TestSandboxRunConfines).
 // Each root is reached by a walk that follows no symlink and must end on
 // the inode recorded at New, or the spawn fails. Root: each spawner thread
 // unshares CLONE_NEWNS once, so no command pays for a namespace.
@@ -86,7 +95,7 @@
 // creat with O_CREAT or O_TMPFILE, mknod/mknodat; no character or block
 // device nodes; openat2, whose mode lives in memory, answers ENOSYS so
 // that callers fall back to openat. The same rules are in every program:
-// commands, the one-shot runner's plans, custom Go handlers, root or not.
+// commands, custom Go handlers, root or not.
 // A confined command therefore cannot leave a setuid copy of a shell for
 // the next unconfined user or root's cron (TestEscapeSetID, the escape
 // suite's setid-planting). Setting or removing extended attributes answers
@@ -211,9 +220,7 @@
 // loopback, so the user's local services stay unreachable. A port a
 // command bound and released, then taken by something else, stays
 // reachable while the sandbox lives. Not done: mode none without domains still refuses IP
-// sockets outright: serving it with the network supervisor would end the
-// one-shot plans (built for the connect-only supervisor) and slow
-// `lite-agent sandbox run`.
+// sockets outright.
 //
 // # Process lifetime and limits
 //
@@ -278,9 +285,10 @@
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
 // after the process that made it (start: its start time in /proc, which
 // tells it from a later process with the same pid). The first New of a
-// process, and RemoveStaleTempDirs, remove those of owners that are gone:
-// a session killed with SIGKILL leaves its temp dir only until the next
-// start.
+// process (beside its first command; Close waits for it), and
+// RemoveStaleTempDirs, remove those of owners that are gone: a session
+// killed with SIGKILL leaves its temp dir only until the next start. Its
+// cgroups are removed the same way by the next New (cleanStale).
 //
 // # Fail closed
 //
@@ -289,45 +297,6 @@
 // explicit choice; then Enforcement().Missing lists what was not enforced.
 // Probe reports what this kernel and this user can enforce
 // (`lite-agent sandbox check`).
-//
-// # One-shot plans (`lite-agent sandbox run`)
-//
-// A Go program needs ~2 ms to reach main and the CLI ~6 ms to prepare a
-// sandbox; a confined spawn costs ~0.6 ms. So the CLI, after a run, stores
-// what it computed as a plan (Sandbox.OneShotPlan: Landlock rules, both
-// seccomp programs, the command's environment, cgroup limits, the connect
-// supervisor's roots, its own messages) in the user's kernel keyring, under
-// PlanKey — a SHA-256 of the binary (device, inode, size, mtime), the ids,
-// the effective capabilities, the cwd, /proc/self/cgroup and the flags
-// before the command. The plan lists the environment variables it was made
-// from (PATH, HOME, TMPDIR, PWD, the allowlist); any change takes the Go
-// path. The next identical invocation runs the plan from a cgo constructor
-// (fastpath_linux.c) before the Go runtime starts: it builds the ruleset,
-// makes the temp dir and the cgroups, spawns through la_spawn (the child
-// loads both programs itself), serves the connect notifications, forwards
-// the output within its budget, enforces the wall time and the signals,
-// kills what is left, reports and cleans up as the Go path does. Until the
-// command runs, any failure returns to the Go path, which redoes
-// everything and reports in its own words. Plans are stored only for
-// network none, nothing missing, and a process tree that is a per-command
-// v1 pids cgroup (root here) or a PID namespace under our init
-// (unprivileged users here); they expire after an hour.
-// LITE_AGENT_SANDBOX_PLANS=off disables them.
-//
-// Why the keyring: the plan decides the confinement, so nothing a sandbox
-// can write may hold it. A file under $HOME could be rewritten by a
-// command given --allow-write ~/.cache; the keyring is reachable only
-// through keyctl, add_key and request_key, which every lite-agent
-// sandbox's seccomp filter refuses (the escape suite and
-// TestPlanRunnerConfines check it). And a plan carries an HMAC under a
-// per-user secret ($XDG_RUNTIME_DIR/lite-agent/plan-secret, else
-// /tmp/lite-agent-UID/plan-secret; 0600 in a 0700 directory of the
-// user's) over the key and the plan, with a signed creation time, so that
-// a plan is good for one invocation and an hour, and what can write the
-// keyring but not the user's files — a container sharing the host's
-// keyring, a sandbox of another kind that lets keyctl through — cannot
-// plant or replay one (TestPlanRunnerRefusesATamperedPlan,
-// TestPlanRunnerRefusesAReplayedPlan).
 //
 // # Limits of this implementation
 //
@@ -349,11 +318,6 @@
 //     base name to getsockname, as the network supervisor's binds do.
 //   - File capabilities (security.capability) are not refused by a rule
 //     of ours: setting them needs CAP_SETFCAP, which is dropped.
-//   - One-shot plans: a system path that appears after a plan was stored
-//     is not readable through it until the plan is renewed (an hour at
-//     most). What can both write the user's keyring and read the user's
-//     plan secret can plant a plan: the user's own unconfined processes,
-//     which can do anything anyway.
 //   - In the PID-namespace mode (users without a writable cgroup, or root
 //     with Landlock ABI < 6) the namespace's first process is an init —
 //     this program re-executed (/proc/self/exe, stopped in a C constructor

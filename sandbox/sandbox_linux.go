@@ -677,6 +677,7 @@ func (s *Sandbox) release() error {
 		unix.Close(s.rawPieces.RulesetFD)
 		s.rawPieces.RulesetFD = -1
 	}
+	waitStaleSweep()
 	if s.tmpRoot != "" {
 		if err := removeAll(s.tmpRoot); err != nil && first == nil {
 			first = err

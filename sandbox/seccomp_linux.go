@@ -122,8 +122,9 @@ type filterSpec struct {
 	notify notifySpec
 }
 
-// buildMainFilter compiles the policy's main seccomp program.
-func buildMainFilter(spec filterSpec) ([]byte, error) {
+// compileMainFilter compiles the policy's main seccomp program
+// (buildMainFilter: the precompiled copy, seccomp_cache_linux.go).
+func compileMainFilter(spec filterSpec) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
@@ -555,11 +556,12 @@ var netSupervised = notifySpec{calls: []notifyCall{
 	{name: "sendmmsg"},
 }}
 
-// buildChildFilter compiles the program each child loads itself: the
+// compileChildFilter compiles the program each child loads itself: the
 // namespace rules (the spawner thread must create PID and user namespaces,
 // so they cannot be in the main program it carries) and, when a supervisor
-// serves this policy, the calls sent to it.
-func buildChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
+// serves this policy, the calls sent to it (buildChildFilter: the
+// precompiled copy).
+func compileChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
