@@ -143,7 +143,7 @@ func (s *Sandbox) OneShotPlan(dir string, msgs PlanMessages) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no Landlock or seccomp", errNoPlan)
 	case len(s.enf.Missing) > 0:
 		return nil, fmt.Errorf("%w: best effort", errNoPlan)
-	case s.notify != notifyConnect || s.pol.Network != NetworkNone || s.spec.denyConnect:
+	case s.notify == notifyNet || s.pol.Network != NetworkNone || s.spec.denyConnect:
 		return nil, fmt.Errorf("%w: network %s", errNoPlan, s.pol.Network)
 	case s.pol.CaptureChanges || s.pol.TempDir != "" || s.tmpRoot == "":
 		return nil, fmt.Errorf("%w: change capture or a caller's temp dir", errNoPlan)
