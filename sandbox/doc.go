@@ -69,7 +69,7 @@
 // its teardown (an RCU grace period) is not on the exit path. Without user
 // namespaces New fails closed (BestEffort: Missing says so). Nothing
 // confined can undo it: no capabilities, and seccomp refuses every mount
-// call (below). In every network mode: the network supervisor resolves
+// call (below). In every network mode: the notification server resolves
 // unix socket paths in the child's root and accepts the sandbox's own
 // mount namespace for it (same mounts, bound onto themselves).
 //
@@ -115,11 +115,12 @@
 // S_ISUID, or S_ISGID with group execute.
 //
 // Pathname unix sockets, which Landlock does not check on connect: every
-// connect is trapped by seccomp user notification; the supervisor copies
-// the address, resolves it as the child would, allows only sockets beneath
-// the read-write roots, and connects the child's socket (taken with
-// pidfd_getfd) itself — it never answers "continue", so the child cannot
-// swap the address after the check. /proc: per-process entries are never in
+// connect is trapped by seccomp user notification; the notification
+// server copies the address, resolves it as the child would
+// (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS in the calling thread's
+// root), allows only sockets beneath the read-write roots, and connects
+// the child's socket (taken with pidfd_getfd) itself — it never answers
+// "continue", so the child cannot swap the address after the check. /proc: per-process entries are never in
 // the ruleset (a rule on /proc/self would name the parent's directory), so
 // /proc/PID/cwd, root and environ traversal are refused.
 //
@@ -142,15 +143,36 @@
 // (NetworkMode.Within, Narrower, Wider: the only ordering of them; a tool's
 // declared network, tools.Network, is this type).
 //
-// none (default): no AF_INET/AF_INET6 sockets. unrestricted: no network
-// filter. loopback (127.0.0.0/8, ::1) and private (plus 10/8, 172.16/12,
-// 192.168/16, fc00::/7): connect, bind, listen, addressed sendto, sendmsg
-// and sendmmsg are trapped by seccomp user notification; the supervisor
-// (netsup_linux.go) copies the address and data from the child, checks the
-// notification is still pending, takes the child's socket with pidfd_getfd,
-// and performs the call itself on that socket with its own validated copy
-// — TCP, UDP and MPTCP alike, before any packet leaves. Unix sockets follow
-// the rule of the other modes (beneath the read-write roots only). What is
+// none (default): nothing but the tree's own loopback servers (below).
+// unrestricted: no network filter (connect is still trapped, for the unix
+// socket rule). loopback (127.0.0.0/8, ::1) and private (plus 10/8,
+// 172.16/12, 192.168/16, fc00::/7).
+//
+// # The notification server
+//
+// One seccomp user-notification server (netsup_linux.go) serves every
+// network mode and change capture: one receive loop, one address-length
+// bound, one way of naming the caller (a pidfd of the notifying thread, or
+// of its thread group before Linux 6.9: a connect from any thread works),
+// one path resolver (openChildPathAt, shared with capture), one AF_UNIX
+// rule (unixPathsUnder of the read-write roots), and handlers for connect,
+// bind, listen, addressed sendto, sendmsg and sendmmsg (the per-mode IP
+// decision: netsup_addr_linux.go, netsup_domains_linux.go) and for the
+// capture calls (capture_linux.go). Under every mode but unrestricted the
+// filter sends it each call that names an address; under unrestricted
+// only connect. It copies the address and data from the child, checks the
+// notification is still pending, takes the child's socket with
+// pidfd_getfd, and performs the call itself on that socket with its own
+// validated copy — TCP, UDP and MPTCP alike, before any packet leaves.
+// Where a spawner thread is sealed (root with v1 cgroups: no clone3, no
+// namespace flags) and capture is off, the thread's program carries the
+// trapped calls and one server per thread serves every command the
+// thread starts, so a command loads no program of its own and starts no
+// server (spawn under none costs what it did with the connect-only
+// supervisor this replaced); otherwise each command's child program has
+// its listener and the command its server. Without seccomp user
+// notification (Linux < 5.6) none refuses connect(2) outright and IP
+// sockets altogether; the other modes fail closed. What is
 // never trapped — write(2) or send() on a connected socket — can only reach
 // the checked peer because seccomp refuses the re-routing socket options
 // and other IP protocols (above). We chose this over
@@ -159,7 +181,7 @@
 // services, and unprivileged user namespaces are restricted on some
 // distributions.
 //
-// A wildcard bind (0.0.0.0, ::) in loopback and private mode is given
+// A wildcard bind (0.0.0.0, ::) in modes none, loopback and private is given
 // loopback instead of being refused — what node's listen(0) and python's
 // http.server mean — so test servers start: 127.0.0.1 for IPv4, the
 // v4-mapped ::ffff:127.0.0.1 for a dual-stack IPv6 socket (clients of
@@ -185,13 +207,12 @@
 // deny entries are never asked about, and the rebinding check still
 // applies to an admitted name.
 //
-// Enforcement is the network supervisor's (netsup_domains_linux.go):
-// under none, a policy with domains is served by the supervisor in mode
-// none, whose one extra destination is the proxy's exact address and
-// port; the seccomp filter lets TCP/UDP sockets exist (with loopback's
-// socket-type and re-routing rules), and Landlock still refuses every
-// TCP port to the child itself, since the supervisor performs the
-// connect on its own copy of the socket. So a program that ignores
+// Enforcement is the notification server's (netsup_domains_linux.go):
+// under none, its one extra destination with domains is the proxy's
+// exact address and port; the seccomp filter lets TCP/UDP sockets exist
+// (with loopback's socket-type and re-routing rules), and Landlock still
+// refuses every TCP port to the child itself, since the server performs
+// the connect on its own copy of the socket. So a program that ignores
 // HTTPS_PROXY, connects to an IP literal or sends a DNS query gets EPERM
 // at once (LITE_AGENT_NETWORK in its environment says why); raw and
 // packet sockets stay refused by seccomp. Under loopback and private the
@@ -213,14 +234,16 @@
 // the command has). Sandbox.HTTPProxy gives the URL to in-process tools
 // (web_fetch), so that they follow the same allowlist.
 //
-// Tests that open servers: in mode none with domains, a command may bind
-// loopback (a wildcard is given loopback, as above), listen, and connect
-// to the loopback ports the sandbox's commands bound (a dev server left
-// in the background by one is reachable from the next) — nothing else on
-// loopback, so the user's local services stay unreachable. A port a
-// command bound and released, then taken by something else, stays
-// reachable while the sandbox lives. Not done: mode none without domains still refuses IP
-// sockets outright.
+// Tests that open servers: in mode none (with or without domains), a
+// command may bind loopback (a wildcard is given loopback, as above),
+// listen, and connect or send to the loopback ports the sandbox's
+// commands bound (a dev server left in the background by one is
+// reachable from the next) — nothing else on loopback, so the user's
+// local services stay unreachable, and no other address (no DNS).
+// Landlock still refuses every TCP port to the child itself: the server
+// binds and connects on its own copy of the socket. A port a command
+// bound and released, then taken by something else, stays reachable
+// while the sandbox lives (TestOwnListenersEveryMode).
 //
 // # Process lifetime and limits
 //
@@ -308,8 +331,12 @@
 //     limits (RLIMIT_AS) and no MemoryExceeded/ProcessLimitHit reports.
 //   - Commands run at the same time under one Sandbox can see each
 //     other's TMPDIRs.
-//   - Unix servers reached through the supervisors see the agent's
-//     credentials, not the child's.
+//   - Unix servers reached through the notification server see the
+//     agent's credentials, not the child's.
+//   - A blocking connect still in progress when its command ends is
+//     ended by the server's stop (shutdown(2)) for a command's own
+//     server; a spawner thread's server lets it run to its timeout (the
+//     caller is gone; a loopback connect is answered at once anyway).
 //   - Change capture does not cover timestamps (utimensat is not
 //     captured), nor writes through descriptors opened before it started.
 //     An emulated open never gives the caller a controlling terminal

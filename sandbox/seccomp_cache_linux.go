@@ -117,7 +117,8 @@ func buildChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
 
 // precompiledShapes lists the inputs New and confinement can pass: every
 // network mode, with connect refused or not; a spawner thread sealed or
-// not, with or without the connect notification in its main program; the
+// not, with or without the notification server's calls (connect only, or
+// every addressed call) in its main program; the
 // child programs with and without namespace rules, for each supervisor,
 // with change capture (exit_group notified or not) and without.
 func precompiledShapes() (mains []filterSpec, children []struct {
@@ -129,7 +130,8 @@ func precompiledShapes() (mains []filterSpec, children []struct {
 			mains = append(mains,
 				filterSpec{network: mode, denyConnect: deny},
 				filterSpec{network: mode, denyConnect: deny, sealed: true},
-				filterSpec{network: mode, denyConnect: deny, sealed: true, notify: connectOnly})
+				filterSpec{network: mode, denyConnect: deny, sealed: true, notify: connectOnly},
+				filterSpec{network: mode, denyConnect: deny, sealed: true, notify: netSupervised})
 		}
 	}
 	for _, ns := range []bool{false, true} {

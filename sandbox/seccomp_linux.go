@@ -26,9 +26,9 @@ import (
 //     when it notifies. Loading even a small program costs a child 50-150
 //     µs, so where the spawner thread needs neither clone3 nor namespace
 //     flags (v1 cgroup slots: the common case as root), it is "sealed": its
-//     main program carries these rules too, and the connect supervisor's
-//     notification with one listener for the thread (the network
-//     supervisor's contract is per command: it keeps a per-child program).
+//     main program carries these rules too, and the notification server's
+//     calls with one listener (and one server) for the thread — unless
+//     change capture needs a listener per command.
 //
 // Default action: allow. Denials return EPERM (clone3 and openat2: ENOSYS,
 // so that libc falls back to clone and openat, whose arguments a filter
@@ -537,8 +537,9 @@ type notifyCall struct {
 	conds []seccomp.ScmpCondition
 }
 
-// connectOnly: the supervisor of this package (connectsup_linux.go) sees
-// every connect(2) and resolves AF_UNIX pathnames itself.
+// connectOnly: what mode unrestricted sends the notification server
+// (netsup_linux.go): every connect(2), for the AF_UNIX rule; IP
+// destinations are all allowed there, so nothing else needs it.
 var connectOnly = notifySpec{calls: []notifyCall{{name: "connect"}}}
 
 // netSupervised: the network supervisor decides every address a socket
