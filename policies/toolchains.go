@@ -245,9 +245,15 @@ var toolchains = []Toolchain{
 			"MAVEN_OPTS=-Duser.home={conf} -Dmaven.repo.local={cache}/m2 -Dmaven.repo.local.tail={home}/.m2/repository -Daether.offline.protocols=file",
 			"GRADLE_USER_HOME={cache}/gradle",
 			"GRADLE_RO_DEP_CACHE={home}/.gradle/caches",
+			// Java takes its temp dir from java.io.tmpdir (default /tmp,
+			// read-only in the sandbox), never from TMPDIR; Gradle dies
+			// at start ("Read-only file system": its case-sensitivity
+			// probe is a temp file). Its own JVM gets the writable cache;
+			// its test workers get build/tmp from Gradle itself.
+			"GRADLE_OPTS=-Djava.io.tmpdir={cache}",
 		},
 		Pass:       []string{"JAVA_HOME"},
-		OfflineEnv: []string{"GRADLE_OPTS=-Dorg.gradle.offline=true"},
+		OfflineEnv: []string{"GRADLE_OPTS=-Djava.io.tmpdir={cache} -Dorg.gradle.offline=true"},
 		config:     mavenSettings,
 		registries: mavenRegistries,
 	},

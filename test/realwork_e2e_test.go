@@ -410,6 +410,50 @@ public class AddTest {
 	}
 }
 
+// TestGradleBuildOffline: `gradle build` — compile, a JUnit test from
+// Debian's packaged repository, the jar — through `lite-agent run`, network
+// none. Gradle 4.4 (Debian 12's) starts only with a writable
+// java.io.tmpdir (Java ignores TMPDIR and /tmp is read-only in the
+// sandbox): unconfigured it dies with "Read-only file system"; the java
+// profile points it at the workspace's cache. Its user home is lite-agent's
+// per-workspace one, so the user's ~/.gradle/gradle.properties (where
+// repository passwords live) is neither read nor readable.
+func TestGradleBuildOffline(t *testing.T) {
+	need(t, "Gradle", "gradle", "javac")
+	if _, err := os.Stat(debianMavenPlugins["junit4"]); err != nil {
+		t.Skip("junit4 is not installed (run make deps): this test would build a Gradle project offline against Debian's /usr/share/maven-repo")
+	}
+	u := newFakeUser(t)
+	props := filepath.Join(u.home, ".gradle", "gradle.properties")
+	writeFile(t, props, "repoPassword=SECRET-gradle\n")
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "build.gradle"), `apply plugin: 'java'
+repositories { maven { url 'file:///usr/share/maven-repo' } }
+dependencies { testCompile 'junit:junit:4.13.2' }
+`)
+	writeFile(t, filepath.Join(ws, "src", "main", "java", "rw", "Add.java"), "package rw;\npublic class Add { public static int add(int a, int b) { return a + b; } }\n")
+	writeFile(t, filepath.Join(ws, "src", "test", "java", "rw", "AddTest.java"), `package rw;
+import static org.junit.Assert.assertEquals;
+import org.junit.Test;
+public class AddTest { @Test public void adds() { assertEquals(3, Add.add(1, 2)); } }
+`)
+	res, _ := u.bashSession(t, ws, nil,
+		"gradle --no-daemon -q build 2>&1 | grep -E 'FAIL|rror|Exception'; ls build/libs/ build/test-results/test/",
+		"cat "+props+" || echo properties-unreadable",
+		// Without the profile's setting Gradle cannot start: what the
+		// setting is for.
+		"GRADLE_OPTS=-Dorg.gradle.offline=true gradle --no-daemon -q help 2>&1 | grep -m1 'Read-only file system'")
+	if !strings.Contains(res[0].text, ".jar") || !strings.Contains(res[0].text, "TEST-rw.AddTest.xml") || strings.Contains(res[0].text, "FAIL") {
+		t.Fatalf("gradle build offline with the java profile:\n%s", res[0].text)
+	}
+	if strings.Contains(res[1].text, "SECRET") || !strings.Contains(res[1].text, "properties-unreadable") {
+		t.Errorf("~/.gradle/gradle.properties is readable with the java profile on:\n%s", res[1].text)
+	}
+	if !strings.Contains(res[2].text, "Read-only file system") {
+		t.Errorf("gradle without a writable java.io.tmpdir started: the profile's setting is not what makes it work:\n%s", res[2].text)
+	}
+}
+
 // TestRefusedDownloadsFailFast: with the network none (lite-agent run's
 // default), a download by a tool that honours HTTP(S)_PROXY — or its
 // ecosystem's proxy setting — fails at its first request, and the error
