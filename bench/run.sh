@@ -55,18 +55,25 @@ if [[ $what == all || $what == sandbox ]]; then
   echo "== sandbox: confined /bin/true from the Go API vs plain exec.Command, same run"
   go test ./sandbox -run '^$' -bench 'SpawnConfinedTrue|SpawnPlainExecTrue' -count 6 | tee "$out/spawn.txt"
   benchstat "$out/spawn.txt"
-  echo "== sandbox: lite-agent sandbox run -- /bin/true vs /bin/true vs bubblewrap"
+  go test ./sandbox -run '^$' -bench SpawnSideBySide -count 3 | tee "$out/spawn-side.txt"
+  echo "== sandbox: lite-agent sandbox run -- /bin/true vs bubblewrap vs /bin/true, one hyperfine run"
   go build -o bin/lite-agent ./cmd/lite-agent
   ws=$(mktemp -d)
-  # The first run (a warm-up) stores the invocation's one-shot plan; the
-  # measured runs execute it without starting Go. The Go path, for
-  # comparison, with plans off (env(1) adds ~0.5 ms).
+  # The same isolation for bwrap: a read-only view of /, every namespace,
+  # a new session, killed with its parent.
   hyperfine -N --warmup 10 --runs 300 --export-json "$out/sandbox.json" \
     -n "lite-agent sandbox run -- /bin/true" "bin/lite-agent sandbox run --workspace $ws -- /bin/true" \
-    -n "lite-agent sandbox run (Go path, plans off)" "env LITE_AGENT_SANDBOX_PLANS=off bin/lite-agent sandbox run --workspace $ws -- /bin/true" \
-    -n "/bin/true" "/bin/true" \
-    -n "bwrap (agent-style flags) /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true"
+    -n "bwrap /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true" \
+    -n "/bin/true" "/bin/true"
   medians "$out/sandbox.json"
+  python3 - "$out/sandbox.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+la = next(v for k, v in r.items() if k.startswith("lite-agent"))
+bw = next(v for k, v in r.items() if k.startswith("bwrap"))
+print("lite-agent / bwrap (medians): %.2fx; CPU (user+sys): %.2f ms vs %.2f ms" % (
+    la["median"] / bw["median"], (la["user"] + la["system"]) * 1000, (bw["user"] + bw["system"]) * 1000))
+PY
   rm -rf "$ws"
 fi
 

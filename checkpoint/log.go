@@ -130,10 +130,12 @@ func (h *history) seal(n int) *record {
 // not exist.
 var ErrNotFound = errors.New("not found")
 
-var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+// The length is checked apart: a counted repetition such as {1,128}
+// compiles to that many copies (~0.6 ms at every program start).
+var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func checkSessionID(id string) error {
-	if !sessionIDRE.MatchString(id) {
+	if len(id) > 128 || !sessionIDRE.MatchString(id) {
 		return fmt.Errorf("checkpoint: invalid session id %q: use letters, digits, '-' and '_'", id)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -20,8 +19,9 @@ import (
 // because their code is ours and does what the hint says.
 
 // trustedReadOnly returns the tools of a session whose ReadOnlyHint the
-// gate may treat as a permission: the built-ins that declare it and the
-// MCP manager's resource tools.
+// gate may treat as a permission: the built-ins that declare it, and the
+// tools a toolset the session was handed vouches for
+// (tools.ToolTraits.TrustedReadOnly: package mcp's resource tools).
 func (r *run) trustedReadOnly() map[*tools.Tool]bool {
 	set := map[*tools.Tool]bool{}
 	for t := range r.builtins {
@@ -29,11 +29,9 @@ func (r *run) trustedReadOnly() map[*tools.Tool]bool {
 			set[t] = true
 		}
 	}
-	if r.mcp != nil {
-		// The manager's own tools: every tool of a server is named
-		// mcp__SERVER__..., so these two names are the resource tools.
-		for _, t := range r.mcp.Tools() {
-			if (t.Name() == mcp.ListResourcesTool || t.Name() == mcp.ReadResourceTool) && t.ReadOnly() {
+	for _, ot := range r.toolsets {
+		for _, t := range ot.tools {
+			if t.ReadOnly() && ot.traits(t).TrustedReadOnly {
 				set[t] = true
 			}
 		}

@@ -20,7 +20,7 @@ func TestReadOnlyHintIsNotAPermission(t *testing.T) {
 	base := func() Options {
 		o := e.opts(nil)
 		o.CustomTools = append(o.CustomTools, echoTool(t, "search_docs", true))
-		o.MCPServers = map[string]mcp.ServerConfig{"orders": {Server: srv}}
+		o.Toolsets = mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: srv}}})
 		return o
 	}
 	calls := []string{call("s", "search_docs", `{"msg": "a"}`), call("o", "mcp__orders__lookup_order", `{"msg": "b"}`), call("r", "list_dir", `{}`)}

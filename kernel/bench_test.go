@@ -134,7 +134,7 @@ func BenchmarkMCPToolCallTurn(b *testing.B) {
 				o := Options{Prompt: "go", Model: model, Workspace: ws, StateDir: state,
 					AllowedTools: []string{tc.tool}, Tools: []string{tc.tool}, InProcessHandlers: tc.inProcess}
 				if tc.mcp {
-					o.MCPServers = map[string]mcp.ServerConfig{"bench": {Server: benchMCPServer}}
+					o.Toolsets = mcpToolsets(b, &mcp.Options{Servers: map[string]mcp.ServerConfig{"bench": {Server: benchMCPServer}}})
 				} else {
 					o.CustomTools = []*tools.Tool{benchPlainTool}
 				}

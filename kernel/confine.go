@@ -32,6 +32,7 @@ func (r *run) prepareSandbox() error {
 		p.CaptureChanges = true
 	}
 	p.OnNetwork = r.network.observer(p.OnNetwork)
+	p.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, p.OnUnknownDomain)
 	sb, err := sandbox.New(p)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnsupported) {
@@ -53,6 +54,7 @@ func (r *run) prepareSandbox() error {
 		}
 		ceiling.CaptureChanges = p.CaptureChanges
 		ceiling.OnNetwork = r.network.observer(ceiling.OnNetwork)
+		ceiling.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, ceiling.OnUnknownDomain)
 	}
 	r.basePolicy = p
 	r.handlerCeiling = ceiling

@@ -66,7 +66,8 @@
 // neither a tool of the session, a wildcard, nor an mcp__ name of a server
 // that failed to connect is an error before the first model call, naming
 // the entry and the nearest real name (CheckToolNames checks the same
-// without connecting). A failed server's status in session_start lists
+// without opening the toolsets: a name an unopened toolset may offer
+// passes). A failed server's status in session_start lists
 // the entries its failure left unchecked. Events and the model always see
 // our names.
 //
@@ -113,22 +114,46 @@
 // applied rewrite (updated_input, or CanUseTool's UpdatedInput) shows in
 // the call's tool_call event as effective_input beside the model's input.
 //
-// # MCP servers
+// # Toolsets
 //
-// Options.MCPServers are connected (package mcp) after the sandbox is
-// prepared and before the tools are built, so the first model call waits
-// until every server has connected or failed, each bounded by
-// MCPConnectTimeout. Their tools join the custom tools before Tools,
+// Options.Toolsets are tool sources the kernel is handed (tools.Toolset),
+// opened after the sandbox is prepared and before the tools are built, and
+// closed when the run ends. The session's MCP servers are one, built by
+// package mcp (mcp.NewToolset; package local builds it from
+// Config.MCPServers): opening it connects every server, so the first model
+// call waits until each has connected or failed, bounded by its connect
+// timeout. A toolset's tools join the custom tools before Tools,
 // AllowedTools, DisallowedTools, the rules and the hook matchers are
 // applied, so mcp__{server}__{tool} names and wildcards work in all of
-// them. session_start reports each server's status (mcp_servers): a
-// server that failed is named there with the reason, and the run goes on
-// without it; Tools may name its tools without error. A tool of an
-// external server is a proxy (mcp.IsProxy) and is called in this process
-// — the server is the confined part — while a tool of an in-process
-// server runs confined like any custom tool. A server that dies
-// mid-session makes its calls error results. The servers are shut down
-// when the run ends.
+// them. session_start reports each server's status (mcp_servers,
+// tools.ToolsetStatus): a server that failed is named there with the
+// reason, and the run goes on without it; Tools may name its tools without
+// error (tools.ToolOfferer). A toolset is handed the handler ceiling
+// (without change capture) for the processes it starts, and with
+// checkpoints a recorder of what they change in the workspace.
+//
+// What a toolset says of its own tools (tools.ToolTraits) is asked of the
+// toolset that offered them, never of a process-wide registry: a tool that
+// forwards (an external MCP server's, and the resource tools) is called in
+// this process — the server is the confined part, and a confined
+// re-execution would not have its connection — and a tool whose read-only
+// hint the toolset vouches for (the MCP resource tools) runs by default
+// like the built-in read-only tools. Every other toolset tool (an
+// in-process MCP server's) runs confined like a custom tool, and must be
+// handed to tools.ServeConfinedCall (CheckConfinedTools). Two toolsets may
+// not offer one tool name.
+//
+// # What the kernel imports, and why
+//
+// The kernel imports no MCP client: a program without MCP servers links
+// neither the go-sdk nor its HTTP and SSE transports (TestKernelLinksNoMCPClient
+// runs go list -deps). It does import tools/builtin: the built-in tools
+// are the kernel's own contract (their names are an interface DESIGN.md
+// fixes, rules and CheckToolNames know them, their read-only hints are
+// trusted and they run in this process through the workspace's os.Root),
+// and the package links no go-sdk. Subagents stay in the kernel too: the
+// agent tool runs a nested loop over the session (its gate, sandbox,
+// checkpointer and budget), which no package below the kernel can.
 //
 // # Confinement of custom handlers
 //

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
@@ -109,9 +108,10 @@ type SessionStartEvent struct {
 	Workspace string   `json:"workspace"`
 	Tools     []string `json:"tools"` // the visible tools; [] when none
 	Resumed   bool     `json:"resumed,omitempty"`
-	// MCPServers is each configured MCP server's status (connected with
+	// MCPServers is the status of each server of the session's toolsets
+	// (tools.ToolsetStatus: each configured MCP server, connected with
 	// its tools, or failed and why).
-	MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
+	MCPServers []tools.ServerStatus `json:"mcp_servers,omitempty"`
 	// Agents are the names of the subagents the agent tool can start.
 	Agents []string `json:"agents,omitempty"`
 	// Instructions are the project-instruction files loaded into the

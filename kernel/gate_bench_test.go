@@ -79,10 +79,10 @@ func BenchmarkGate200Rules(b *testing.B) {
 		input string
 		allow bool
 	}{
-		{"bash_compound_asks", builtin.Bash, `{"command": "git status && npm run test -- --watch=false | tee out.log 2>&1 >/dev/null"}`, false},
-		{"bash_simple_allowed", builtin.Bash, `{"command": "git status"}`, true},
-		{"bash_hidden_deny", builtin.Bash, `{"command": "git status; echo $(curl -s http://example.com)"}`, false},
-		{"read_file_path", builtin.ReadFile, `{"path": "src/pkg/../pkg/main.go"}`, true},
+		{"bash_compound_asks", builtin.Bash(), `{"command": "git status && npm run test -- --watch=false | tee out.log 2>&1 >/dev/null"}`, false},
+		{"bash_simple_allowed", builtin.Bash(), `{"command": "git status"}`, true},
+		{"bash_hidden_deny", builtin.Bash(), `{"command": "git status; echo $(curl -s http://example.com)"}`, false},
+		{"read_file_path", builtin.ReadFile(), `{"path": "src/pkg/../pkg/main.go"}`, true},
 		{"mcp_by_name", mcp, `{}`, true},
 	}
 	for _, c := range cases {

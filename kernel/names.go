@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/tools"
 	"github.com/lite-agent/lite-agent/tools/builtin"
@@ -128,8 +127,11 @@ func checkCustomNames(ts []*tools.Tool) error {
 // CheckToolNames checks the tool names of o — Tools, AllowedTools,
 // DisallowedTools, Rules, hook matchers, AgentDefinition.Tools — as Query
 // does before the first model call, without connecting any MCP server:
-// names of an external server's tools (mcp__SERVER__...) pass when SERVER
-// is in MCPServers, since its tools are only known once it has connected.
+// names a toolset may offer once open pass (tools.ToolOfferer: for an MCP
+// toolset, mcp__SERVER__... when SERVER is an external server of it, since
+// its tools are only known once it has connected), and the tools a
+// toolset knows before it opens (tools.ToolsetPreview: an in-process MCP
+// server's) are names like the custom tools'.
 // local.New calls it, so that a misspelt name fails at construction.
 func CheckToolNames(o *Options) error {
 	k := knownTools{names: map[string]bool{}, agents: len(o.Agents) > 0}
@@ -147,22 +149,26 @@ func CheckToolNames(o *Options) error {
 	if k.agents {
 		k.names[AgentTool] = true
 	}
-	external := map[string]bool{}
-	for key, sc := range o.MCPServers {
-		if sc.Server != nil {
-			for _, t := range sc.Server.Tools() {
-				k.names[t.Name()] = true
+	var offerers []tools.ToolOfferer
+	for _, ts := range o.Toolsets {
+		if p, ok := ts.(tools.ToolsetPreview); ok {
+			for _, t := range p.KnownTools() {
+				if t != nil {
+					k.names[t.Name()] = true
+				}
 			}
-			continue
 		}
-		external[key] = true
+		if of, ok := ts.(tools.ToolOfferer); ok {
+			offerers = append(offerers, of)
+		}
 	}
 	k.mayOffer = func(n string) bool {
-		if n == mcp.ListResourcesTool || n == mcp.ReadResourceTool {
-			return len(o.MCPServers) > 0
+		for _, of := range offerers {
+			if len(of.MayOffer(n)) > 0 {
+				return true
+			}
 		}
-		server, _, ok := mcp.ParseToolName(n)
-		return ok && external[server]
+		return false
 	}
 	return checkNames(o, k)
 }
@@ -172,12 +178,13 @@ func CheckToolNames(o *Options) error {
 // shows what the failure leaves unverified (a deny rule for a tool of a
 // server that is down denies nothing, because the tool is not there).
 func (r *run) noteUnchecked(field, entry, name string) {
-	server, _, isMCP := mcp.ParseToolName(name)
-	for i := range r.mcpStatus {
-		st := &r.mcpStatus[i]
-		if st.State == mcp.StateConnected || isMCP && st.Name != server {
-			continue
+	for _, ot := range r.toolsets {
+		for _, server := range ot.mayOffer(name) {
+			for i := range ot.status {
+				if st := &ot.status[i]; st.Name == server && st.State != tools.ServerConnected {
+					st.Unchecked = append(st.Unchecked, fmt.Sprintf("%s: %s", field, entry))
+				}
+			}
 		}
-		st.Unchecked = append(st.Unchecked, fmt.Sprintf("%s: %s", field, entry))
 	}
 }

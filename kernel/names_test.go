@@ -180,7 +180,7 @@ func TestCheckToolNamesBeforeConnecting(t *testing.T) {
 	srv := mcp.NewServer("orders", "1")
 	mcp.AddTool(srv, echoTool(t, "lookup_order", true))
 	o := &Options{
-		MCPServers:   map[string]mcp.ServerConfig{"orders": {Server: srv}, "ext": {Command: "/bin/false"}},
+		Toolsets:     mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: srv}, "ext": {Command: "/bin/false"}}}),
 		AllowedTools: []string{"mcp__orders__lookup_order", "mcp__ext__anything"},
 	}
 	if err := CheckToolNames(o); err != nil {

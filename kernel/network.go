@@ -23,6 +23,13 @@ type networkQueue struct {
 	dropped int
 	notify  chan struct{} // one token: "pending is not empty"
 	once    sync.Once
+
+	// allowed are the grants (DomainQuestion.Grant) a person allowed for
+	// the session or always: the session's sandboxes each run a proxy
+	// of their own, and a host answered for one is not asked about again
+	// by another.
+	askMu   sync.Mutex
+	allowed map[string]sandbox.DomainDecision
 }
 
 func (q *networkQueue) init() { q.once.Do(func() { q.notify = make(chan struct{}, 1) }) }
@@ -46,6 +53,38 @@ func (q *networkQueue) observer(callers func(sandbox.NetworkEvent)) func(sandbox
 		case q.notify <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// asker returns the OnUnknownDomain the session's sandboxes get: the
+// kernel option when set, else the policy's own; nil stays nil (refuse
+// without asking). Answers "session" and "always" are kept for the
+// session and given again without asking.
+func (q *networkQueue) asker(opt, policy func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error)) func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+	ask := opt
+	if ask == nil {
+		ask = policy
+	}
+	if ask == nil {
+		return nil
+	}
+	return func(ctx context.Context, dq sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		q.askMu.Lock()
+		d, ok := q.allowed[dq.Grant]
+		q.askMu.Unlock()
+		if ok {
+			return d, nil
+		}
+		d, err := ask(ctx, dq)
+		if err == nil && (d == sandbox.DomainAllowSession || d == sandbox.DomainAllowAlways) {
+			q.askMu.Lock()
+			if q.allowed == nil {
+				q.allowed = map[string]sandbox.DomainDecision{}
+			}
+			q.allowed[dq.Grant] = d
+			q.askMu.Unlock()
+		}
+		return d, err
 	}
 }
 

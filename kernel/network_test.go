@@ -3,11 +3,15 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -80,5 +84,124 @@ func TestNetworkEventsReachTheStream(t *testing.T) {
 	}
 	if len(heard) != 2 {
 		t.Errorf("the caller's OnNetwork heard %d decisions, want 2", len(heard))
+	}
+}
+
+// TestUnknownDomainAsked: with OnUnknownDomain, a host no grant names is
+// asked about while its connection is held: "once" admits that fetch and
+// the next one asks again, "session" is asked once for the rest of the
+// session, a refusal is the usual 403 naming the flag, and a deny_domains
+// entry is never asked about. Each network event's rule says how it was
+// decided. (The hosts are loopback servers named by IP:PORT: a yes to a
+// non-public literal is the explicit grant, with a note saying so.)
+func TestUnknownDomainAsked(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><body><p>hello from the test server</p></body></html>")
+	}))
+	defer srv.Close()
+	listen := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go http.Serve(ln, srv.Config.Handler)
+		return ln.Addr().String()
+	}
+	granted, once, session, refused, denied := srv.Listener.Addr().String(), listen(), listen(), listen(), listen()
+	answers := map[string]sandbox.DomainDecision{once: sandbox.DomainAllowOnce, session: sandbox.DomainAllowSession, refused: sandbox.DomainRefuse}
+
+	fetch := func(id, addr string) string {
+		return `{"tool_calls": [{"id": "` + id + `", "name": "web_fetch", "input": {"url": "http://` + addr + `/"}}]}`
+	}
+	e := newEnv(t)
+	m := script(t, `{"turns": [`+fetch("f1", once)+`,`+fetch("f2", once)+`,`+fetch("f3", session)+`,`+fetch("f4", session)+`,`+
+		fetch("f5", refused)+`,`+fetch("f6", denied)+`, {"text": "done"}]}`)
+	o := e.opts(m)
+	o.AllowedTools = []string{"web_fetch"}
+	heard := make(chan sandbox.NetworkEvent, 16)
+	o.Sandbox = &sandbox.Policy{AllowDomains: []string{granted}, DenyDomains: []string{denied}, OnNetwork: func(n sandbox.NetworkEvent) { heard <- n }}
+	var asked []sandbox.DomainQuestion
+	o.OnUnknownDomain = func(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		asked = append(asked, q) // the fetches are one at a time
+		return answers[q.Grant], nil
+	}
+	evs, err := collect(t, context.Background(), o)
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	results := byType(evs, EventToolResult)
+	wantErr := []bool{false, false, false, false, true, true}
+	if len(results) != len(wantErr) {
+		t.Fatalf("results = %+v", results)
+	}
+	for i, r := range results {
+		if r.ToolResult.IsError != wantErr[i] {
+			t.Errorf("fetch %d: is_error = %v, want %v: %+v", i+1, r.ToolResult.IsError, wantErr[i], r.ToolResult)
+		}
+	}
+	if txt := fmt.Sprint(results[4].ToolResult); !strings.Contains(txt, "--allow-domain "+refused) {
+		t.Errorf("the refused fetch does not name the flag: %s", txt)
+	}
+	var grants []string
+	for _, q := range asked {
+		grants = append(grants, q.Grant)
+		if q.Note != "a loopback address" {
+			t.Errorf("question %+v: want the loopback note", q)
+		}
+	}
+	if want := []string{once, once, session, refused}; !slices.Equal(grants, want) {
+		t.Fatalf("asked about %v, want %v (once twice, session once, the denied host never)", grants, want)
+	}
+	// An allowed plain-HTTP request is reported after its response is
+	// relayed, so its event may trail the fetch's result (and the run's
+	// end): the caller's OnNetwork hears every one; the stream carries
+	// the refusals, reported before the 403, in order.
+	rules := map[string]int{}
+	for range 6 {
+		select {
+		case n := <-heard:
+			rules[n.Rule]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("heard only %v", rules)
+		}
+	}
+	if want := map[string]int{"asked: allowed once": 2, "asked: allowed for the session": 2, "asked: denied": 1, denied: 1}; !maps.Equal(rules, want) {
+		t.Fatalf("network event rules = %v, want %v", rules, want)
+	}
+	var streamed []string
+	for _, ev := range byType(evs, EventNetwork) {
+		if ev.Network.Decision == "deny" {
+			streamed = append(streamed, ev.Network.Rule)
+		}
+	}
+	if want := []string{"asked: denied", denied}; !slices.Equal(streamed, want) {
+		t.Fatalf("refusals in the stream = %q, want %q", streamed, want)
+	}
+}
+
+// TestDomainAnswersKeptForTheQuery: the session's sandboxes each run a
+// proxy of their own; an answer "session" or "always" given to one is
+// given again to the others without asking, "once" and refusals are not.
+func TestDomainAnswersKeptForTheQuery(t *testing.T) {
+	var q networkQueue
+	var asked []string
+	answers := map[string]sandbox.DomainDecision{"s.example": sandbox.DomainAllowSession, "a.example": sandbox.DomainAllowAlways, "o.example": sandbox.DomainAllowOnce, "n.example": sandbox.DomainRefuse}
+	ask := q.asker(func(_ context.Context, dq sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		asked = append(asked, dq.Grant)
+		return answers[dq.Grant], nil
+	}, nil)
+	for range 2 {
+		for _, g := range []string{"s.example", "a.example", "o.example", "n.example"} {
+			if d, err := ask(context.Background(), sandbox.DomainQuestion{Host: g, Port: 443, Grant: g}); err != nil || d != answers[g] {
+				t.Fatalf("%s: %v %v", g, d, err)
+			}
+		}
+	}
+	if want := []string{"s.example", "a.example", "o.example", "n.example", "o.example", "n.example"}; !slices.Equal(asked, want) {
+		t.Fatalf("asked %v, want %v", asked, want)
+	}
+	if q.asker(nil, nil) != nil {
+		t.Fatal("no asker: the policy must keep refusing without a question")
 	}
 }

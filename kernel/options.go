@@ -1,11 +1,11 @@
 package kernel
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -53,7 +53,7 @@ type Options struct {
 	Workspace string
 
 	// CustomTools are appended after the built-in tools (and are followed
-	// by the MCP servers' tools and the agent tool).
+	// by the Toolsets' tools and the agent tool).
 	CustomTools []*tools.Tool
 	// Tools narrows the set of tools the model sees, by name or wildcard
 	// ("mcp__orders__*"). Here and in every rule, matcher and subagent
@@ -117,9 +117,9 @@ type Options struct {
 	// empty, is the session's workspace. If the kernel cannot enforce the
 	// policy the run fails (fail closed) unless the policy says BestEffort.
 	Sandbox *sandbox.Policy
-	// HandlerCeiling is the most a custom tool's handler (and an
-	// in-process MCP server's tool, and an external stdio MCP server) may
-	// run with; nil means Sandbox — handlers get no more than commands.
+	// HandlerCeiling is the most a custom tool's handler (and a
+	// toolset's: an in-process MCP server's tool, an external stdio MCP
+	// server) may run with; nil means Sandbox — handlers get no more than commands.
 	// A tool's declared Security only narrows it (tools.HandlerPolicy):
 	// a declared network wider than the ceiling's gets the ceiling's, and
 	// Filesystem "unrestricted" reaches "/" only where the ceiling lists
@@ -129,6 +129,18 @@ type Options struct {
 	// network). Its Workspace must be empty or Sandbox's; changes are
 	// captured as for Sandbox.
 	HandlerCeiling *sandbox.Policy
+	// OnUnknownDomain is asked, in an interactive session with domains
+	// granted (Sandbox.AllowDomains, hence a proxy), about a host no
+	// allow or deny entry names, while the proxy holds the connection:
+	// allow once, for the session, always (the caller keeps that one,
+	// e.g. in a policy file's allow_domains), or refuse. A Query
+	// remembers "session" and "always" answers for all its sandboxes (a
+	// caller that continues a session over several Queries, as chat does,
+	// keeps them itself). nil (headless) refuses as
+	// before, the 403 naming the --allow-domain that would allow it.
+	// deny_domains wins and is never asked about. It replaces
+	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.
+	OnUnknownDomain func(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error)
 	// InProcessHandlers runs custom tool handlers in this process,
 	// unconfined, instead of in a sandboxed child. It is for tests and for
 	// handlers that need this process's state; the strict assembler refuses
@@ -146,24 +158,12 @@ type Options struct {
 	// recorders).
 	Snapshots tools.SnapshotRecorder
 
-	// MCPServers are the MCP servers of the session, by name (the {server}
-	// of mcp__{server}__{tool}); mcp.Config.Servers from mcp.LoadConfig
-	// fits here, and an in-process server is an entry {Server: srv}. They
-	// are connected before the first model call (see "MCP servers" in the
-	// package documentation).
-	MCPServers map[string]mcp.ServerConfig
-	// MCPMaxNetwork refuses, without starting them, external servers that
-	// declare a wider network (mcp.Options.MaxNetwork); empty: no cap.
-	// Stdio servers run under HandlerCeiling narrowed by their entries;
-	// when MCPMaxNetwork is set, its network is that ceiling's network
-	// for them (a named grant, as under the permissive preset, whose
-	// servers may reach what commands reach); when empty, a server gets
-	// at most HandlerCeiling's (or Sandbox's) network, whatever it
-	// declares.
-	MCPMaxNetwork tools.Network
-	// MCPConnectTimeout bounds connecting each server; zero means
-	// mcp.DefaultConnectTimeout.
-	MCPConnectTimeout time.Duration
+	// Toolsets are opened when the session starts and closed when it ends;
+	// their tools join the custom tools (see "Toolsets" in the package
+	// documentation). The session's MCP servers are one:
+	// mcp.NewToolset(&mcp.Options{Servers: cfg.Servers}), with cfg from
+	// mcp.LoadConfig, and an in-process server an entry {Server: srv}.
+	Toolsets []tools.Toolset
 
 	// Agents are the subagents the agent tool can start, by name (see
 	// "Subagents" in the package documentation). The agent tool exists

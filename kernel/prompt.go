@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -29,7 +30,11 @@ import (
 //go:embed prompt/system.md
 var systemTemplate string
 
-var systemTmpl = template.Must(template.New("system.md").Parse(systemTemplate))
+// Parsed on first use: a program that never builds a prompt (`lite-agent
+// sandbox run`) does not pay for it at start.
+var systemTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("system.md").Parse(systemTemplate))
+})
 
 // Instruction file limits: one file, and all of them together. A bigger
 // file is skipped (and reported), not cut: half an instruction can be
@@ -73,7 +78,7 @@ func gitInfo(workspace string) (root, branch string) {
 		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			root = dir
 			head := readHEAD(dir, fi)
-			if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && branchRE.MatchString(ref) {
+			if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && len(ref) <= 100 && branchRE.MatchString(ref) {
 				branch = ref
 			} else if head != "" {
 				branch = "(detached HEAD or unreadable)"
@@ -90,8 +95,10 @@ func gitInfo(workspace string) (root, branch string) {
 
 // branchRE is what a branch name may be to reach the system prompt: HEAD
 // is agent-writable, and a "branch" with a newline in it would be text
-// of the agent's choosing in the system prompt.
-var branchRE = regexp.MustCompile(`^[A-Za-z0-9._/+-]{1,100}$`)
+// of the agent's choosing in the system prompt. The length (at most 100)
+// is checked apart: a counted repetition such as {1,100} compiles to that
+// many copies (~0.4 ms at every program start).
+var branchRE = regexp.MustCompile(`^[A-Za-z0-9._/+-]+$`)
 
 // readHEAD reads .git/HEAD, or the HEAD of the gitdir a .git file points
 // to (a worktree). The workspace is agent-writable, so these are read
@@ -236,7 +243,7 @@ func (r *run) systemPrompt(created time.Time) (string, error) {
 			d.Mode = string(PermissionDefault)
 		}
 		var b bytes.Buffer
-		if err := systemTmpl.Execute(&b, d); err != nil {
+		if err := systemTmpl().Execute(&b, d); err != nil {
 			return "", fmt.Errorf("kernel: the system prompt template: %w", err)
 		}
 		parts = append(parts, strings.TrimSpace(b.String()))

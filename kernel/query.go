@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -63,9 +62,9 @@ func Query(ctx context.Context, opts Options) iter.Seq2[Event, error] {
 
 // session is what the main agent and its subagents share: one workspace
 // and root, one sandbox, one transcript, one checkpointer, one task
-// registry, one set of MCP servers, one token budget. A subagent gets none
-// of these afresh — it uses the parent's — so that nothing the parent
-// enforces is weaker inside it.
+// registry, one set of opened toolsets (MCP servers), one token budget. A
+// subagent gets none of these afresh — it uses the parent's — so that
+// nothing the parent enforces is weaker inside it.
 type session struct {
 	opts  *Options // the caller's
 	start time.Time
@@ -93,11 +92,14 @@ type session struct {
 	// iterates can yield them as network events (network.go).
 	network networkQueue
 
-	mcp        *mcp.Manager // nil without MCP servers
-	mcpStatus  []mcp.ServerStatus
-	mcpChanges lateRecorder // where MCP servers' changes are recorded
-	agentTool  *tools.Tool  // nil without Agents
-	output     *outputCheck
+	toolsets       []*openToolset // Options.Toolsets, opened
+	toolsetChanges lateRecorder   // where the toolsets' processes' changes are recorded
+	// forwards are the toolsets' tools that only forward a call to
+	// something confined elsewhere (tools.ToolTraits.Forwards): called in
+	// this process. Only a toolset's word about its own tools counts.
+	forwards  map[*tools.Tool]bool
+	agentTool *tools.Tool // nil without Agents
+	output    *outputCheck
 
 	// created is when the session began (the date the system prompt
 	// states); instructions are the project-instruction files loaded.
@@ -197,16 +199,17 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 			r.closeSandboxes()
 		}
 	}()
-	// MCP servers are connected before the tools are built, so that their
-	// tools are named in Tools, rules and hook matchers like any other.
-	if err := r.connectMCP(ctx); err != nil {
-		return nil, err
-	}
+	// Toolsets (MCP servers) are opened before the tools are built, so
+	// that their tools are named in Tools, rules and hook matchers like
+	// any other.
 	defer func() {
-		if err != nil && r.mcp != nil {
-			r.mcp.Close()
+		if err != nil {
+			r.closeToolsets()
 		}
 	}()
+	if err := r.openToolsets(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.buildTools(); err != nil {
 		return nil, err
 	}
@@ -244,7 +247,7 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 		r.checkpointer, r.snapshots = cp, cp
 	}
 	if r.snapshots != nil {
-		r.mcpChanges.set(r.snapshots)
+		r.toolsetChanges.set(r.snapshots)
 	}
 	r.tasks = tools.NewTasks()
 	r.gate.sessionID = r.sessionID
@@ -347,8 +350,8 @@ func resolveStateDir(dir, workspace string) (string, error) {
 }
 
 // buildTools computes the tools the model sees: built-ins, custom tools,
-// the connected MCP servers' tools and the agent tool, narrowed by
-// Options.Tools, minus the tools a deny rule denies whole.
+// the toolsets' tools (the connected MCP servers') and the agent tool,
+// narrowed by Options.Tools, minus the tools a deny rule denies whole.
 func (r *run) buildTools() error {
 	o := r.opts
 	r.builtins = map[*tools.Tool]bool{}
@@ -356,8 +359,22 @@ func (r *run) buildTools() error {
 		r.builtins[t] = true
 	}
 	all := append(builtin.All(), o.CustomTools...)
-	if r.mcp != nil {
-		all = append(all, r.mcp.Tools()...)
+	r.forwards = map[*tools.Tool]bool{}
+	for i, ot := range r.toolsets {
+		for _, t := range ot.tools {
+			if t == nil {
+				return fmt.Errorf("kernel: Toolsets[%d] offers a nil tool", i)
+			}
+			if ot.traits(t).Forwards {
+				r.forwards[t] = true
+			} else if err := checkConfinable(o, t); err != nil {
+				// It runs like a custom tool: a confined child must find
+				// it (for an in-process MCP server's tools,
+				// CheckConfinedTools has said so before anything opened).
+				return err
+			}
+		}
+		all = append(all, ot.tools...)
 	}
 	if len(o.Agents) > 0 {
 		t, err := newAgentTool(o.Agents)
@@ -373,7 +390,7 @@ func (r *run) buildTools() error {
 			return errors.New("kernel: Options.CustomTools contains a nil tool")
 		}
 		if _, dup := byName[t.Name()]; dup {
-			return fmt.Errorf("kernel: two tools are named %q; tool names must be unique (custom tools cannot replace built-ins, and an in-process MCP server's tools come either through MCPServers or through CustomTools, not both)", t.Name())
+			return fmt.Errorf("kernel: two tools are named %q; tool names must be unique (custom tools cannot replace built-ins, an in-process MCP server's tools come either through a toolset (mcp.NewToolset) or through CustomTools, not both, and two toolsets may not offer one name: put all MCP servers in one mcp.Toolset)", t.Name())
 		}
 		byName[t.Name()] = t
 	}
@@ -384,7 +401,7 @@ func (r *run) buildTools() error {
 	if err := checkCustomNames(o.CustomTools); err != nil {
 		return err
 	}
-	known := knownTools{names: map[string]bool{}, mayOffer: r.mcpMayOffer, agents: len(o.Agents) > 0, unchecked: r.noteUnchecked}
+	known := knownTools{names: map[string]bool{}, mayOffer: r.toolsetsMayOffer, agents: len(o.Agents) > 0, unchecked: r.noteUnchecked}
 	for n := range byName {
 		known.names[n] = true
 	}
@@ -484,9 +501,7 @@ func (r *run) close() {
 	// run, with nowhere to report to.
 	r.sessionEnd("stopped", func(Event) {})
 	r.tasks.KillAll(5 * time.Second)
-	if r.mcp != nil {
-		r.mcp.Close()
-	}
+	r.closeToolsets()
 	r.closeSandboxes()
 	if r.checkpointer != nil {
 		r.checkpointer.Close()
@@ -570,7 +585,7 @@ func (r *run) userTurn() int {
 }
 
 func (r *run) loop(yield func(Event, error) bool) {
-	start := &SessionStartEvent{Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.mcpStatus, Instructions: r.instructions}
+	start := &SessionStartEvent{Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.serverStatus(), Instructions: r.instructions}
 	for name := range r.opts.Agents {
 		start.Agents = append(start.Agents, name)
 	}
@@ -1097,11 +1112,13 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		EmitFunc:  emit,
 		Snapshots: r.snapshots,
 	}
-	// A tool of an external MCP server only forwards the call over its
-	// session (the server itself is confined): a confined re-execution
-	// would not have the session. Tools of in-process servers are not
-	// proxies; they run confined like any custom tool.
-	if r.builtins[p.tool] || r.opts.InProcessHandlers || mcp.IsProxy(p.tool) {
+	// A toolset's forwarding tool (an external MCP server's) only
+	// forwards the call over its connection (the server itself is
+	// confined): a confined re-execution would not have the connection.
+	// The toolset that offered it said so (buildTools); tools of
+	// in-process servers do not forward and run confined like any custom
+	// tool.
+	if r.builtins[p.tool] || r.opts.InProcessHandlers || r.forwards[p.tool] {
 		return p.tool.Call(tctx, p.call.Input)
 	}
 	sb, workspace, err := r.handlerSandbox(p.tool)

@@ -38,7 +38,9 @@ func TestQueryRefusesToolsTheChildCannotFind(t *testing.T) {
 	}{
 		{"custom tool not handed over", func(o *Options) { o.CustomTools = []*tools.Tool{notServed} },
 			"the not_served tool cannot run confined: it is not among the tools handed to tools.ServeConfinedCall"},
-		{"in-process MCP server's tool not handed over", func(o *Options) { o.MCPServers = map[string]mcp.ServerConfig{"late": {Server: srv}} },
+		{"in-process MCP server's tool not handed over", func(o *Options) {
+			o.Toolsets = mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"late": {Server: srv}}})
+		},
 			"the mcp__late__lookup tool cannot run confined: it is not among the tools handed to tools.ServeConfinedCall"},
 		{"two served tools of one name", func(o *Options) { o.CustomTools = []*tools.Tool{twinA} },
 			"two different tools named twin_tool were handed to tools.ServeConfinedCall"},

@@ -82,11 +82,13 @@ type Transcript struct {
 	ValidLen int64
 }
 
-var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+// The length is checked apart: a counted repetition such as {1,128}
+// compiles to that many copies (~0.6 ms at every program start).
+var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // SessionPath returns the transcript file of session id under stateDir.
 func SessionPath(stateDir, id string) (string, error) {
-	if !sessionIDRE.MatchString(id) {
+	if len(id) > 128 || !sessionIDRE.MatchString(id) {
 		return "", fmt.Errorf("invalid session id %q: use letters, digits, '-' and '_'", id)
 	}
 	return filepath.Join(stateDir, "sessions", id+".jsonl"), nil

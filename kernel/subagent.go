@@ -23,7 +23,9 @@ import (
 // matchers and Tools use.
 const AgentTool = "agent"
 
-var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// The length is checked apart: a counted repetition such as {1,128}
+// compiles to that many copies (~0.6 ms at every program start).
+var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // agentInput is the agent tool's input.
 type agentInput struct {
@@ -44,7 +46,7 @@ func checkAgents(o *Options) error {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("kernel: Agents[%q]: %s", name, fmt.Sprintf(format, args...))
 		}
-		if !agentNameRE.MatchString(name) {
+		if len(name) > 64 || !agentNameRE.MatchString(name) {
 			return bad("an agent name is 1-64 letters, digits, '_' and '-'")
 		}
 		if strings.TrimSpace(def.Description) == "" {

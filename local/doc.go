@@ -7,7 +7,10 @@
 // # Config is kernel.Options
 //
 // Config embeds kernel.Options and adds only what the assembler knows (the
-// preset, the policy files, NoCheckpoints). Every kernel option is
+// preset, the policy files, NoCheckpoints) and the MCP servers (MCPServers,
+// MCPConnectTimeout): the kernel is handed those as a toolset, which New
+// builds after checking them against the preset, so Toolsets itself is
+// New's to set. Every kernel option is
 // classified once, in optionFields: chosen by the caller (passed on as a
 // deep copy, checked against the preset where it could widen anything),
 // by the preset (New sets it and refuses a caller's value), or by a query
@@ -27,14 +30,15 @@
 //     or Security.SideEffects "external";
 //   - an MCP server beyond the preset (CheckMCPServers): the tools of an
 //     in-process server as custom tools; an external server declaring
-//     more network than MCPMaxNetwork (loopback under strict and
+//     more network than MCPMaxNetwork(preset) (loopback under strict and
 //     standard; what commands may reach under permissive), or, under
 //     strict, the whole filesystem;
 //   - a subagent definition with bypassPermissions where the preset
 //     forbids the mode;
 //   - InProcessHandlers (custom handlers always run confined), and the
 //     other kernel options New sets from the preset (Sandbox,
-//     HandlerCeiling, MCPMaxNetwork, Checkpoints, Snapshots) or a query
+//     HandlerCeiling, Toolsets — a toolset of the caller's own cannot be
+//     checked against the preset —, Checkpoints, Snapshots) or a query
 //     chooses (Prompt, Resume, SessionID), each naming the field;
 //   - bypassPermissions under a preset that forbids it (strict), or
 //     without AllowDangerouslySkipPermissions;
@@ -67,9 +71,11 @@
 //   - hooks: the policy files' command hooks (run in the sandbox, see
 //     CommandHook), then Config.Hooks;
 //   - checkpoints in the state directory, unless NoCheckpoints;
-//   - MCP servers (stdio servers in the preset's sandbox, narrowed per
-//     entry; the network cap passed on to the kernel too), subagents, the
-//     token budget and structured output, as kernel.Options.
+//   - MCP servers as one toolset (mcp.NewToolset, kernel.Options.Toolsets:
+//     stdio servers in the preset's handler ceiling, narrowed per entry,
+//     with MCPMaxNetwork(preset) as the cap the toolset enforces again
+//     before a server starts); subagents, the token budget and structured
+//     output as kernel.Options.
 //
 // # What cannot change after New
 //

@@ -140,6 +140,30 @@ func (h *MachineHost) WorkspaceCache(ws, profile string) (string, error) {
 	return filepath.Join(dir, profile), nil
 }
 
+// WriteFile writes a profile's generated configuration (Maven's
+// settings) through a temporary file and a rename, so a session starting
+// beside a running one never reads half a file.
+func (h *MachineHost) WriteFile(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
 var _ policies.Host = (*MachineHost)(nil)
 
 // RemoveWorkspaceCaches removes per-workspace caches under root (""

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
@@ -26,7 +27,7 @@ import (
 // one reaches the agent as soon as package local has classified it. New
 // checks them against the preset (see the package documentation) and
 // refuses, naming the field, those it sets itself from the preset —
-// Sandbox, HandlerCeiling, MCPMaxNetwork, InProcessHandlers, Checkpoints,
+// Sandbox, HandlerCeiling, Toolsets, InProcessHandlers, Checkpoints,
 // Snapshots — and those a query chooses (Prompt, Resume, SessionID: Query's
 // argument and its QueryOptions). Of the others:
 //
@@ -43,9 +44,11 @@ import (
 //   - PermissionMode overrides the mode the preset and the policy files
 //     chose; bypassPermissions needs AllowDangerouslySkipPermissions and
 //     a preset that allows it (not strict).
-//   - MCPServers are judged like custom tools (in-process servers) or by
-//     the network their entries declare (CheckMCPServers); Agents'
-//     bypassPermissions is refused where the preset refuses the mode.
+//   - MCPServers (Config's own) are judged like custom tools (in-process
+//     servers) or by the network their entries declare
+//     (CheckMCPServers), then handed to the kernel as one toolset;
+//     Agents' bypassPermissions is refused where the preset refuses the
+//     mode.
 //   - StateDir holds sessions and checkpoints ($XDG_STATE_HOME/lite-agent
 //     when empty); Workspace is the current directory when empty.
 //   - WebSearch is refused by the kernel unless the preset's network is
@@ -69,6 +72,15 @@ type Config struct {
 	// NoCheckpoints turns checkpointing off (it is on by default: every
 	// change the agent makes can be rewound).
 	NoCheckpoints bool
+	// MCPServers are the agent's MCP servers, by name (the {server} of
+	// mcp__{server}__{tool}): mcp.Config.Servers from mcp.LoadConfig, and
+	// an in-process server as an entry {Server: srv}. New checks them
+	// against the preset (CheckMCPServers) and hands them to the kernel
+	// as one toolset (mcp.NewToolset) capped at MCPMaxNetwork(preset).
+	MCPServers map[string]mcp.ServerConfig
+	// MCPConnectTimeout bounds connecting each server; zero means
+	// mcp.DefaultConnectTimeout.
+	MCPConnectTimeout time.Duration
 
 	kernel.Options
 }
@@ -77,10 +89,12 @@ type Config struct {
 // sandbox, the merged rules and hooks, and checkpoints wired in. An Agent
 // is immutable and safe for concurrent queries (each its own session).
 type Agent struct {
-	opts    kernel.Options
-	preset  policies.Preset
-	policy  *policies.Policy
-	sandbox *policies.SandboxReport
+	opts kernel.Options
+	// mcpServers are the names of Config.MCPServers.
+	mcpServers []string
+	preset     policies.Preset
+	policy     *policies.Policy
+	sandbox    *policies.SandboxReport
 }
 
 // New checks cfg against its preset and builds the agent. It refuses, with
@@ -108,18 +122,22 @@ func New(cfg Config) (*Agent, error) {
 	// field the caller may set is taken from it whole, so a new kernel
 	// option needs no line here (see optionFields).
 	opts := cloneOptions(cfg.Options)
+	servers := cloneServers(cfg.MCPServers)
 	if preset.TrustWorkspacePolicy {
 		// The preset trusts what the workspace says, like its policy file.
-		for name, sc := range opts.MCPServers {
+		for name, sc := range servers {
 			sc.FromWorkspace = false
-			opts.MCPServers[name] = sc
+			servers[name] = sc
 		}
 	}
 	if err := CheckTools(preset, opts.CustomTools); err != nil {
 		return nil, err
 	}
-	if err := CheckMCPServers(preset, opts.MCPServers); err != nil {
+	if err := CheckMCPServers(preset, servers); err != nil {
 		return nil, err
+	}
+	if cfg.MCPConnectTimeout < 0 {
+		return nil, errors.New("local: Config.MCPConnectTimeout is negative")
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Agents)) {
 		// Parsed, not compared as text: "yolo" is bypassPermissions too.
@@ -172,7 +190,17 @@ func New(cfg Config) (*Agent, error) {
 	opts.PermissionMode = mode
 	opts.Sandbox = &sb
 	opts.HandlerCeiling = HandlerCeiling(preset, ws)
-	opts.MCPMaxNetwork = MCPMaxNetwork(preset)
+	if len(servers) > 0 {
+		// The kernel is handed the servers as a toolset; the same network
+		// cap CheckMCPServers applied refuses, again, a server that
+		// slipped past before it starts, and is the network the handler
+		// ceiling gives them (mcp.NewToolset).
+		ts, err := mcp.NewToolset(&mcp.Options{Servers: servers, MaxNetwork: MCPMaxNetwork(preset), ConnectTimeout: cfg.MCPConnectTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+		opts.Toolsets = []tools.Toolset{ts}
+	}
 	if !cfg.NoCheckpoints {
 		opts.Checkpoints = Checkpoints(opts.StateDir)
 	}
@@ -184,7 +212,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := kernel.CheckConfinedTools(&opts); err != nil {
 		return nil, err
 	}
-	return &Agent{opts: cloneOptions(opts), preset: preset, policy: pol, sandbox: sbReport}, nil
+	return &Agent{opts: cloneOptions(opts), preset: preset, policy: pol, sandbox: sbReport, mcpServers: slices.Sorted(maps.Keys(servers))}, nil
 }
 
 // CheckTools checks custom tools against a preset, returning every
@@ -295,6 +323,10 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 	return errors.Join(errs...)
 }
 
+// MCPServers returns the names of the agent's MCP servers (Config.
+// MCPServers), sorted.
+func (a *Agent) MCPServers() []string { return slices.Clone(a.mcpServers) }
+
 // Preset returns the agent's preset.
 func (a *Agent) Preset() policies.Preset { return a.preset }
 
@@ -351,8 +383,9 @@ func (a *Agent) Query(ctx context.Context, prompt string, opts ...QueryOption) i
 // cloneOptions copies o so that it shares no slice, map or policy with
 // the original: an Agent's options cannot be changed through a copy
 // handed out (Options) or kept (a Config's slices and maps after New).
-// Tools, in-process MCP servers and the model are shared: they are the
-// caller's objects.
+// Tools, toolsets, in-process MCP servers and the model are shared: they
+// are the caller's objects (or, for the toolset, New's, which nothing
+// changes).
 func cloneOptions(o kernel.Options) kernel.Options {
 	o.CustomTools = slices.Clone(o.CustomTools)
 	o.Tools = slices.Clone(o.Tools)
@@ -363,7 +396,9 @@ func cloneOptions(o kernel.Options) kernel.Options {
 	o.Sandbox = clonePolicy(o.Sandbox)
 	o.HandlerCeiling = clonePolicy(o.HandlerCeiling)
 	o.WebSearch = cloneWebSearch(o.WebSearch)
-	o.MCPServers = cloneServers(o.MCPServers)
+	// A toolset is configuration the kernel opens per session; the
+	// agent's is built by New and never changed.
+	o.Toolsets = slices.Clone(o.Toolsets)
 	o.Agents = cloneAgents(o.Agents)
 	if o.OutputFormat != nil {
 		f := *o.OutputFormat

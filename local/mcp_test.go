@@ -57,12 +57,20 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 		{"strict", map[string]mcp.ServerConfig{"bad name__": {Command: "x"}}, []string{"MCP server name"}},
 	}
 	for _, c := range cases {
-		a, err := New(Config{Preset: c.preset, PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, MCPServers: c.servers}})
+		a, err := New(Config{Preset: c.preset, PolicyFiles: noFiles, MCPServers: c.servers, Options: kernel.Options{Model: m, Workspace: ws}})
 		if len(c.want) == 0 {
 			if err != nil {
 				t.Errorf("%s refused %v: %v", c.preset, c.servers, err)
-			} else if o := a.Options(); len(o.MCPServers) != len(c.servers) || o.MCPMaxNetwork != MCPMaxNetwork(a.Preset()) {
-				t.Errorf("%s: options %v, cap %q", c.preset, o.MCPServers, o.MCPMaxNetwork)
+				continue
+			}
+			// One toolset of those servers, capped at the preset's network.
+			o := a.Options()
+			if len(o.Toolsets) != 1 {
+				t.Errorf("%s: toolsets %v", c.preset, o.Toolsets)
+				continue
+			}
+			if ts, ok := o.Toolsets[0].(*mcp.Toolset); !ok || len(ts.Servers()) != len(c.servers) || ts.MaxNetwork() != MCPMaxNetwork(a.Preset()) || len(a.MCPServers()) != len(c.servers) {
+				t.Errorf("%s: toolset %v, servers %v", c.preset, o.Toolsets[0], a.MCPServers())
 			}
 			continue
 		}
@@ -96,10 +104,10 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 // server's tool is called by its full name and runs in a confined child.
 func TestInProcessMCPServerRunsConfined(t *testing.T) {
 	a, err := New(Config{PolicyFiles: noFiles,
+		MCPServers: map[string]mcp.ServerConfig{"probe": {Server: pidServer}},
 		Options: kernel.Options{
 			Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "mcp__probe__pid_probe", "input": {}}]}, {"text": "done"}]}`),
 			Workspace: t.TempDir(), StateDir: t.TempDir(),
-			MCPServers:   map[string]mcp.ServerConfig{"probe": {Server: pidServer}},
 			AllowedTools: []string{"mcp__probe__*"},
 		},
 	})

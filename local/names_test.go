@@ -22,7 +22,7 @@ func TestNewChecksNamesKeysAndPrefixes(t *testing.T) {
 	}{
 		{"deny list of nothing", Config{Options: kernel.Options{DisallowedTools: []string{"Bsah"}}}, `DisallowedTools names "Bsah", but there is no such tool (did you mean "bash"?)`},
 		{"hook matcher of nothing", Config{Options: kernel.Options{Hooks: []kernel.Hook{{Event: kernel.HookPreToolUse, Matcher: "Bsh", Func: noopHook}}}}, `matcher names "Bsh", but there is no such tool (did you mean "bash"?)`},
-		{"key is not the server's name", Config{Options: kernel.Options{MCPServers: map[string]mcp.ServerConfig{"order": {Server: pidServer}}}}, `the in-process server is named "probe"; its entry must have the same name`},
+		{"key is not the server's name", Config{MCPServers: map[string]mcp.ServerConfig{"order": {Server: pidServer}}}, `the in-process server is named "probe"; its entry must have the same name`},
 		{"yolo subagent under strict", Config{
 			Options: kernel.Options{AllowDangerouslySkipPermissions: true,
 				Agents: map[string]kernel.AgentDefinition{"a": {Description: "d", Prompt: "p", PermissionMode: "yolo"}},
@@ -46,7 +46,7 @@ func TestNewChecksNamesKeysAndPrefixes(t *testing.T) {
 	}
 	// One "local: " per message (it was "local: MCP server "wide": local:
 	// custom tool ...").
-	_, err = New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, MCPServers: map[string]mcp.ServerConfig{"wide": {Server: wideServer}}}})
+	_, err = New(Config{PolicyFiles: noFiles, MCPServers: map[string]mcp.ServerConfig{"wide": {Server: wideServer}}, Options: kernel.Options{Model: m, Workspace: ws}})
 	if err == nil || strings.Count(err.Error(), "local:") != 1 || !strings.Contains(err.Error(), `local: MCP server "wide": custom tool "mcp__wide__mail"`) {
 		t.Errorf("prefix: %v", err)
 	}

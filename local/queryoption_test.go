@@ -107,9 +107,9 @@ var okTool = tool("ok_tool", &tools.Security{Network: tools.NetworkNone, Filesys
 func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 	ws := t.TempDir()
 	cfg := Config{PolicyFiles: noFiles, NoCheckpoints: true,
+		MCPServers: map[string]mcp.ServerConfig{},
 		Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
 			CustomTools: []*tools.Tool{okTool},
-			MCPServers:  map[string]mcp.ServerConfig{},
 			Agents:      map[string]kernel.AgentDefinition{"helper": {Description: "d", Prompt: "p", Tools: []string{"read_file"}}},
 			Model:       model(t, `{"turns": [{"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": ".lite-agent/policy.toml", "content": "x"}}]}, {"text": "done"}]}`),
 		}}
@@ -140,8 +140,8 @@ func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 	if !reflect.DeepEqual(after.Rules, before.Rules) {
 		t.Errorf("the agent's rules changed: %v", after.Rules)
 	}
-	if after.CustomTools[0].Name() != "ok_tool" || len(after.MCPServers) != 0 || after.Agents["helper"].PermissionMode != "" {
-		t.Errorf("the Config's later changes reached the agent: %s, %v, %+v", after.CustomTools[0].Name(), after.MCPServers, after.Agents)
+	if after.CustomTools[0].Name() != "ok_tool" || len(after.Toolsets) != 0 || len(a.MCPServers()) != 0 || after.Agents["helper"].PermissionMode != "" {
+		t.Errorf("the Config's later changes reached the agent: %s, %v %v, %+v", after.CustomTools[0].Name(), after.Toolsets, a.MCPServers(), after.Agents)
 	}
 	// And the rules still hold in a query: the preset's deny on
 	// .lite-agent/ was not replaced by the allow written into the copy.

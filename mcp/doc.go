@@ -98,25 +98,46 @@
 // when its sandbox makes it true (stdio, network none, side effects none).
 // The other hints pass through.
 //
-// # The Manager and the kernel
+// # The toolset and the kernel
 //
-// Manager connects all servers concurrently, each bounded by
-// ConnectTimeout (default 30 s). The kernel:
+// The kernel does not import this package: it is handed the servers as a
+// tools.Toolset (kernel.Options.Toolsets), so that a program without MCP
+// servers links no MCP client. NewToolset checks the configuration and
+// builds it:
 //
-//   - calls Connect (or Start at session start and Wait before the first
-//     model call) and puts Status in the session_start event: per server,
+//	ts, err := mcp.NewToolset(&mcp.Options{Servers: cfg.Servers}) // cfg from LoadConfig
+//	...
+//	kernel.Query(ctx, kernel.Options{Toolsets: []tools.Toolset{ts}, ...})
+//
+// (package local does this itself from Config.MCPServers, with the
+// preset's MaxNetwork). For each session the kernel:
+//
+//   - opens the toolset, handing it its handler ceiling and, with
+//     checkpoints, its recorder: Open starts a Manager whose stdio
+//     servers run under that ceiling (with MaxNetwork's network when set)
+//     narrowed per entry, passes BeforeChange so that what a server that
+//     may write the workspace changes there is captured like a command's
+//     changes, and connects every server, concurrently, each bounded by
+//     ConnectTimeout (default 30 s);
+//   - puts the Manager's Status in the session_start event: per server,
 //     connected with its tools, or failed with the reason (the program
 //     not found, its exit code and the end of its stderr, a timeout, a
-//     refusal by MaxNetwork); a failed server never holds up the run;
-//   - passes Options.BeforeChange, so that what a stdio server that may
-//     write the workspace changes there is captured for checkpoints like
-//     a command's changes;
-//   - appends Tools to the custom tools, calling those for which IsProxy
-//     is true with Tool.Call in-process (their handler only forwards over
-//     the session; the server is confined, and a re-executed child would
-//     not have the session);
-//   - calls Close when the session ends: sessions are closed, stdio servers
-//     get a grace period to exit, then their whole process tree is killed.
+//     refusal by MaxNetwork); a failed server never holds up the run, and
+//     rules may name its tools (MayOffer);
+//   - adds Tools to the session's tools, calling those the Manager's
+//     Traits mark as forwarding — an external server's and the resource
+//     tools, whose handler only forwards over the session (the server is
+//     confined, and a re-executed child would not have the session) —
+//     with Tool.Call in this process. The mark is the Manager's, asked by
+//     the kernel of the toolset it was handed: a process-wide registry
+//     (IsProxy, before) let a marked tool run unconfined wherever it
+//     appeared;
+//   - closes the Manager when the session ends: sessions are closed,
+//     stdio servers get a grace period to exit, then their whole process
+//     tree is killed.
+//
+// A program may also drive a Manager itself (NewManager, Connect, Tools,
+// Close); it then calls the forwarding tools in-process itself.
 //
 // A stdio server that dies mid-session turns every call in flight and every
 // later call into an error result with the reason (its exit status and the

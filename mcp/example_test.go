@@ -66,7 +66,8 @@ func ExampleParseConfig() {
 }
 
 // A Manager connects a session's servers concurrently and reports each
-// one's status; Tools are what the kernel adds to the custom tools.
+// one's status; it is what Toolset.Open returns to the kernel, whose
+// session offers its Tools beside the custom tools.
 func ExampleManager() {
 	kb := mcp.NewServer("kb", "1")
 	mcp.AddTool(kb, tools.Must(tools.New("search_docs", "Search the product docs.",
@@ -100,4 +101,54 @@ func ExampleManager() {
 	// broken failed []
 	// kb connected [mcp__kb__search_docs]
 	// mcp__kb__search_docs 3 pages mention refunds
+}
+
+// A Toolset is how the kernel is handed MCP servers:
+// kernel.Options{Toolsets: []tools.Toolset{ts}}. Each session opens it —
+// here by hand, as the kernel does — which connects the servers under the
+// session's sandbox, and closes it at the end. Whether a tool runs in this
+// process is the open toolset's word (Traits), not a property any tool
+// carries elsewhere.
+func ExampleNewToolset() {
+	kb := mcp.NewServer("kb", "1")
+	mcp.AddTool(kb, tools.Must(tools.New("search_docs", "Search the product docs.",
+		func(ctx *tools.Context, in struct {
+			Query string `json:"query"`
+		}) (string, error) {
+			return "3 pages mention " + in.Query, nil
+		},
+		&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}})))
+	defer kb.Close()
+
+	ts, err := mcp.NewToolset(&mcp.Options{
+		Servers: map[string]mcp.ServerConfig{
+			"kb":     {Server: kb},
+			"broken": {Command: "/nonexistent/mcp-server"},
+		},
+		ConnectTimeout: 10 * time.Second,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Before it opens: the tools known already, and who may offer a name.
+	fmt.Println(len(ts.KnownTools()), ts.MayOffer("mcp__broken__anything"))
+
+	open, err := ts.Open(context.Background(), &tools.ToolsetEnv{Workspace: os.TempDir()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer open.Close()
+	for _, st := range open.(tools.ToolsetStatus).Status() {
+		fmt.Println(st.Name, st.State)
+	}
+	for _, t := range open.Tools() {
+		fmt.Println(t.Name(), "forwards:", open.(tools.ToolsetTraits).Traits(t).Forwards)
+	}
+	// Output:
+	// 1 [broken]
+	// broken failed
+	// kb connected
+	// mcp__kb__search_docs forwards: false
 }

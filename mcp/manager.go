@@ -18,19 +18,21 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// State is where a server's connection stands.
-type State string
+// State is where a server's connection stands (tools.ServerState: the
+// kernel reports it without importing this package).
+type State = tools.ServerState
 
+// The states of a server.
 const (
 	// StatePending: still starting or initialising.
-	StatePending State = "pending"
+	StatePending = tools.ServerPending
 	// StateConnected: initialised, tools listed.
-	StateConnected State = "connected"
+	StateConnected = tools.ServerConnected
 	// StateFailed: did not start, did not answer in time, was refused by
 	// the configuration, or died mid-session. Error says which.
-	StateFailed State = "failed"
+	StateFailed = tools.ServerFailed
 	// StateClosed: the manager was closed.
-	StateClosed State = "closed"
+	StateClosed = tools.ServerClosed
 )
 
 // Defaults of Options.
@@ -80,39 +82,19 @@ type Options struct {
 }
 
 // ServerStatus is one server's state, for the session_start event and for
-// logs.
-type ServerStatus struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	State State  `json:"status"`
-	// Error says why a server failed.
-	Error string `json:"error,omitempty"`
-	// ServerInfo is the name and version the server gave, if connected.
-	ServerInfo string `json:"server_info,omitempty"`
-	// Tools are the full names of the server's tools.
-	Tools []string `json:"tools,omitempty"`
-	// Skipped lists tools the server offered that are not exposed, each
-	// with the reason (an invalid name, a schema that cannot be used).
-	Skipped []string `json:"skipped,omitempty"`
-	// Unchecked lists the entries of the session's configuration (rules,
-	// Tools, hook matchers) that name a tool of this server, which failed:
-	// its tools are unknown, so whether they name a real tool could not
-	// be checked. Set by the kernel.
-	Unchecked []string `json:"unchecked,omitempty"`
-	// Security is what the server's tools declare (and, for stdio
-	// servers, what the sandbox enforces). Zero for in-process servers,
-	// whose tools declare their own.
-	Security tools.Security `json:"security,omitzero"`
-}
+// logs (tools.ServerStatus: the kernel reports it without importing this
+// package).
+type ServerStatus = tools.ServerStatus
 
 // Manager connects a session's MCP servers, exposes their tools as
 // mcp__{server}__{tool} *tools.Tool values, and shuts them down. Its
 // methods are safe for concurrent use.
 //
-// The kernel's part: Connect (or Start, then Wait) before the first turn,
-// report Status in session_start, add Tools to the custom tools — calling
-// those for which IsProxy is true in-process with Tool.Call — and Close
-// when the session ends.
+// A Manager is the tools.OpenToolset that Toolset.Open returns: the kernel
+// offers its Tools, reports its Status in session_start, calls the tools
+// its Traits mark as forwarding in this process, asks MayOffer about names
+// of failed servers' tools, and Closes it when the session ends. A program
+// that drives a Manager itself calls Connect (or Start, then Wait) first.
 type Manager struct {
 	opts   Options
 	names  []string
@@ -130,6 +112,10 @@ type Manager struct {
 	mu        sync.Mutex
 	closed    bool
 	resources []*tools.Tool // list_mcp_resources, read_mcp_resource
+	// forwards are the tools whose handler only talks to an MCP session
+	// (see Traits): this manager's, not a process-wide set, so that only
+	// the toolset the kernel was handed can say a tool runs unconfined.
+	forwards map[*tools.Tool]bool
 }
 
 // NewManager checks every server's configuration and returns a manager
@@ -151,10 +137,11 @@ func NewManager(opts *Options) (*Manager, error) {
 		}
 	}
 	m := &Manager{
-		opts:   o,
-		conns:  map[string]*conn{},
-		client: sdk.NewClient(clientImpl, nil),
-		done:   make(chan struct{}),
+		opts:     o,
+		conns:    map[string]*conn{},
+		client:   sdk.NewClient(clientImpl, nil),
+		done:     make(chan struct{}),
+		forwards: map[*tools.Tool]bool{},
 	}
 	for name, sc := range o.Servers {
 		if err := sc.Check(name); err != nil {
@@ -275,20 +262,12 @@ func (m *Manager) Close() error {
 		c := m.conns[name]
 		c.mu.Lock()
 		started := c.proc != nil
-		for _, t := range c.exposed {
-			proxies.Delete(t)
-		}
 		c.mu.Unlock()
 		if started {
 			<-c.exited
 		}
 		c.releaseSandbox()
 	}
-	m.mu.Lock()
-	for _, t := range m.resources {
-		proxies.Delete(t)
-	}
-	m.mu.Unlock()
 	return nil
 }
 
@@ -298,20 +277,59 @@ func (m *Manager) logf(level slog.Level, msg string, args ...any) {
 	}
 }
 
-// proxies holds the tools whose handler only talks to an MCP session; see
-// IsProxy.
-var proxies sync.Map // *tools.Tool → struct{}
-
-// IsProxy reports whether t is a tool of an external MCP server (or one of
-// the resource tools) made by a Manager. Its handler only forwards the call
-// over an MCP session — the server's own confinement is its sandbox (stdio)
-// or the network check on its connections (HTTP) — so the kernel must call
-// it in-process with Tool.Call: a confined re-execution of the program would
-// not have the session. Tools of in-process servers are not proxies: their
+// Traits says which of the manager's tools the kernel must call in this
+// process (tools.ToolTraits.Forwards): those of an external server and the
+// resource tools. Their handler only forwards the call over an MCP session
+// — the server's own confinement is its sandbox (stdio) or the network
+// check on its connections (HTTP) — and a confined re-execution of the
+// program would not have the session. The resource tools' read-only hint
+// is trusted (TrustedReadOnly): their code is this package's and only
+// lists and reads. Tools of in-process servers are neither: their
 // handlers are ordinary custom tools and run confined like any other.
-func IsProxy(t *tools.Tool) bool {
-	_, ok := proxies.Load(t)
-	return ok
+func (m *Manager) Traits(t *tools.Tool) tools.ToolTraits {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tr := tools.ToolTraits{Forwards: m.forwards[t]}
+	for _, r := range m.resources {
+		if r == t {
+			tr.TrustedReadOnly = true
+		}
+	}
+	return tr
+}
+
+// forward records that t forwards over an MCP session (see Traits).
+func (m *Manager) forward(t *tools.Tool) {
+	m.mu.Lock()
+	m.forwards[t] = true
+	m.mu.Unlock()
+}
+
+// MayOffer returns the servers that did not connect and whose unknown
+// tools could include one named name (tools.ToolOfferer).
+func (m *Manager) MayOffer(name string) []string {
+	return mayOffer(name, m.names, func(n string) bool {
+		c := m.conns[n]
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.state != StateConnected
+	})
+}
+
+// mayOffer returns those of servers whose tools are unknown and could
+// include one named name: the resource tools could be any server's, an
+// mcp__SERVER__TOOL name only SERVER's. One rule for a Toolset before it
+// opens and a Manager after.
+func mayOffer(name string, servers []string, unknown func(server string) bool) []string {
+	server, _, isMCP := ParseToolName(name)
+	resources := name == ListResourcesTool || name == ReadResourceTool
+	var out []string
+	for _, n := range servers {
+		if (resources || isMCP && server == n) && unknown(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // conn is one server's connection.
@@ -545,7 +563,7 @@ func (c *conn) expose(t *sdk.Tool) (*tools.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("its input schema cannot be used: %v", err)
 	}
-	proxies.Store(et, struct{}{})
+	c.m.forward(et)
 	return et, nil
 }
 

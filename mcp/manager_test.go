@@ -119,8 +119,8 @@ func checkTestServer(t *testing.T, m *Manager, name string) {
 		t.Errorf("skipped %q, want dotted.name with a reason", st.Skipped)
 	}
 	for _, tl := range m.Tools() {
-		if !IsProxy(tl) {
-			t.Errorf("%s is not marked as a proxy", tl.Name())
+		if !m.Traits(tl).Forwards {
+			t.Errorf("%s is not marked as forwarding", tl.Name())
 		}
 	}
 	if r := call(t, m, ToolName(name, "echo"), `{"text": "hi"}`); r.IsError || r.TextOf() != "echo: hi" {
@@ -195,8 +195,8 @@ func TestManagerStdioGoServer(t *testing.T) {
 	if r := echo.Call(nil, json.RawMessage(`{"text": "x"}`)); !r.IsError || !strings.Contains(r.TextOf(), "shut down") {
 		t.Errorf("call after Close: %+v", r)
 	}
-	if IsProxy(echo) {
-		t.Error("Close should forget its proxies")
+	if other := newManager(t, nil); other.Traits(echo).Forwards {
+		t.Error("another manager says echo forwards: the mark is its own manager's, not the process's")
 	}
 }
 
@@ -508,8 +508,11 @@ func TestManagerInProcessEntry(t *testing.T) {
 	if len(ts) != 3 || ts[0] != srv.Tools()[0] {
 		t.Fatalf("tools %v: the in-process server's own tool values must be returned", toolNames(ts))
 	}
-	if IsProxy(ts[0]) || !IsProxy(ts[1]) || !IsProxy(ts[2]) {
-		t.Error("proxy marks")
+	if m.Traits(ts[0]).Forwards || !m.Traits(ts[1]).Forwards || !m.Traits(ts[2]).Forwards {
+		t.Error("forwarding marks: the resource tools forward, the in-process server's own tool does not")
+	}
+	if m.Traits(ts[0]).TrustedReadOnly || !m.Traits(ts[1]).TrustedReadOnly || !m.Traits(ts[2]).TrustedReadOnly {
+		t.Error("only the resource tools' read-only hint is trusted")
 	}
 	if r := ts[0].Call(nil, json.RawMessage(`{"text": "one two three"}`)); r.TextOf() != "3" {
 		t.Errorf("count: %+v", r)

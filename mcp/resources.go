@@ -202,10 +202,9 @@ func (m *Manager) buildResourceTools() {
 			return &tools.Result{Content: blocks}, nil
 		},
 		&tools.Options{Security: &sec, Annotations: &tools.Annotations{Title: "Read an MCP resource", ReadOnlyHint: true}}))
-	proxies.Store(list, struct{}{})
-	proxies.Store(read, struct{}{})
 	m.mu.Lock()
 	m.resources = []*tools.Tool{list, read}
+	m.forwards[list], m.forwards[read] = true, true
 	m.mu.Unlock()
 }
 

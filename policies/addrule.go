@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 )
 
 // AddRule adds rule, with behavior b, to the policy file content data
@@ -31,7 +33,7 @@ func AddRule(path string, data []byte, b Behavior, rule string) ([]byte, error) 
 		return data, nil
 	}
 	quoted, _ := json.Marshal(rule) // a JSON string is a TOML basic string
-	out, err := insertRule(data, string(b), string(quoted))
+	out, err := insertValue(data, "permissions", string(b), string(quoted))
 	if err != nil {
 		return nil, err
 	}
@@ -46,30 +48,74 @@ func hasRule(path string, data []byte, b Behavior, rule string) bool {
 	return err == nil && slices.ContainsFunc(f.Rules, func(r Rule) bool { return r.Behavior == b && r.Text == rule })
 }
 
-// insertRule finds [permissions] KEY = [...] with the unstable parser
-// (the one ParseFile uses) and inserts quoted after its last value.
-func insertRule(data []byte, key, quoted string) ([]byte, error) {
+// AddAllowDomain adds domain to the [sandbox] allow_domains of the policy
+// file content data, as AddRule adds a rule: edited in place, comments
+// kept, the result parsed again and refused unless it holds the grant.
+// It is how an interactive "allow always" for a domain is kept.
+func AddAllowDomain(path string, data []byte, domain string) ([]byte, error) {
+	if _, err := netproxy.ParsePattern(domain); err != nil {
+		return nil, fmt.Errorf("%s: cannot add %q to allow_domains: %w", path, domain, err)
+	}
+	if _, err := ParseFile(path, data); err != nil {
+		return nil, fmt.Errorf("%w (fix the file before adding a domain to it)", err)
+	}
+	if hasAllowDomain(path, data, domain) {
+		return data, nil
+	}
+	quoted, _ := json.Marshal(domain)
+	out, err := insertValue(data, "sandbox", "allow_domains", string(quoted))
+	if err != nil {
+		return nil, err
+	}
+	if !hasAllowDomain(path, out, domain) {
+		return nil, fmt.Errorf("%s: could not add %s to its [sandbox] allow_domains safely; add it by hand", path, quoted)
+	}
+	return out, nil
+}
+
+func hasAllowDomain(path string, data []byte, domain string) bool {
+	f, err := ParseFile(path, data)
+	return err == nil && slices.ContainsFunc(f.Sandbox.AllowDomains, func(g Grant) bool { return g.Value == domain })
+}
+
+// AddAllowDomainToUserFile adds domain to the user's policy file
+// (UserFile), creating it (and its directory, mode 0700) if needed. Only
+// the user's file: a workspace's file may not widen the sandbox under
+// strict, and the agent can write it.
+func AddAllowDomainToUserFile(domain string) (string, error) {
+	return editUserFile(func(path string, data []byte) ([]byte, error) { return AddAllowDomain(path, data, domain) })
+}
+
+// insertValue finds [TABLE] KEY = [...] with the unstable parser (the one
+// ParseFile uses) and inserts quoted after its last value, or adds the
+// key (and the table) when the file has none.
+func insertValue(data []byte, tableName, key, quoted string) ([]byte, error) {
 	var p unstable.Parser
 	p.Reset(data)
 	table := ""
-	permEnd := -1 // the end of the [permissions] header's key
+	tableEnd := -1 // the end of the [TABLE] header's key
 	for p.NextExpression() {
 		n := p.Expression()
 		switch n.Kind {
 		case unstable.Table:
 			table = joinKey(n)
-			if table == "permissions" {
-				permEnd = int(n.Raw.Offset + n.Raw.Length)
+			if table == tableName {
+				// A table node's own Raw is empty: the end of its
+				// header's last key part is where the header ends.
+				it := n.Key()
+				for it.Next() {
+					tableEnd = int(it.Node().Raw.Offset + it.Node().Raw.Length)
+				}
 			}
 		case unstable.ArrayTable:
 			table = "[[" + joinKey(n) + "]]"
 		case unstable.KeyValue:
-			if table != "permissions" || joinKey(n) != key {
+			if table != tableName || joinKey(n) != key {
 				continue
 			}
 			arr := n.Value()
 			if arr.Kind != unstable.Array {
-				return nil, fmt.Errorf("[permissions] %s is not an array", key)
+				return nil, fmt.Errorf("[%s] %s is not an array", tableName, key)
 			}
 			end := int(n.Raw.Offset + n.Raw.Length) // just after "]"
 			last := -1
@@ -89,10 +135,10 @@ func insertRule(data []byte, key, quoted string) ([]byte, error) {
 		return nil, p.Error()
 	}
 	line := key + " = [" + quoted + "]\n"
-	if permEnd >= 0 {
-		// A [permissions] table without the key: the key on the line
-		// after its header (the header's Raw is its key only).
-		i := permEnd
+	if tableEnd >= 0 {
+		// A [TABLE] table without the key: the key on the line
+		// after its header.
+		i := tableEnd
 		for i < len(data) && data[i] != '\n' {
 			i++
 		}
@@ -108,7 +154,7 @@ func insertRule(data []byte, key, quoted string) ([]byte, error) {
 	if len(out) > 0 {
 		out = append(out, '\n')
 	}
-	return append(out, "[permissions]\n"+line...), nil
+	return append(out, "["+tableName+"]\n"+line...), nil
 }
 
 func joinKey(n *unstable.Node) string {
@@ -133,6 +179,11 @@ func splice(data []byte, at int, s string) []byte {
 // AddRuleToUserFile adds rule to the user's policy file (UserFile),
 // creating it (and its directory, mode 0700) if needed.
 func AddRuleToUserFile(b Behavior, rule string) (string, error) {
+	return editUserFile(func(path string, data []byte) ([]byte, error) { return AddRule(path, data, b, rule) })
+}
+
+// editUserFile rewrites the user's policy file with edit.
+func editUserFile(edit func(path string, data []byte) ([]byte, error)) (string, error) {
 	path, err := UserFile()
 	if err != nil {
 		return "", err
@@ -141,7 +192,7 @@ func AddRuleToUserFile(b Behavior, rule string) (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return path, err
 	}
-	out, err := AddRule(path, data, b, rule)
+	out, err := edit(path, data)
 	if err != nil {
 		return path, err
 	}

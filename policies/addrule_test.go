@@ -63,3 +63,72 @@ func TestAddRuleToWorkspaceFileRefusesSymlink(t *testing.T) {
 		t.Errorf("workspace file: %q %v", b, err)
 	}
 }
+
+// TestAddAllowDomain: "allow always" for a domain goes to [sandbox]
+// allow_domains, the file edited in place (comments and other tables
+// kept), and what it writes is read back as a grant with its file:line.
+func TestAddAllowDomain(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"empty file", "", "[sandbox]\nallow_domains = [\"pkg.example\"]\n"},
+		{"permissions only", "# mine\n[permissions]\nallow = [\"read_file\"]\n",
+			"# mine\n[permissions]\nallow = [\"read_file\"]\n\n[sandbox]\nallow_domains = [\"pkg.example\"]\n"},
+		{"sandbox without the key", "[sandbox]\nnetwork = \"none\" # off\n",
+			"[sandbox]\nallow_domains = [\"pkg.example\"]\nnetwork = \"none\" # off\n"},
+		{"append, comments kept", "[sandbox]\nallow_domains = [\n  \"@go\", # registries\n]\n[permissions]\nallow = [\"read_file\"]\n",
+			"[sandbox]\nallow_domains = [\n  \"@go\", \"pkg.example\", # registries\n]\n[permissions]\nallow = [\"read_file\"]\n"},
+		{"already there", "[sandbox]\nallow_domains = ['pkg.example']\n", "[sandbox]\nallow_domains = ['pkg.example']\n"},
+		{"a permissions key of the same name is not it", "[permissions]\nallow = []\n[sandbox]\ndeny_domains = [\"x.example\"]\n",
+			"[permissions]\nallow = []\n[sandbox]\nallow_domains = [\"pkg.example\"]\ndeny_domains = [\"x.example\"]\n"},
+	} {
+		got, err := AddAllowDomain("p.toml", []byte(c.in), "pkg.example")
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
+			continue
+		}
+		f, err := ParseFile("p.toml", got)
+		if err != nil {
+			t.Errorf("%s: the result does not parse: %v", c.name, err)
+			continue
+		}
+		var src string
+		for _, g := range f.Sandbox.AllowDomains {
+			if g.Value == "pkg.example" {
+				src = g.Source
+			}
+		}
+		if !strings.HasPrefix(src, "p.toml:") {
+			t.Errorf("%s: the grant's source is %q, want p.toml:LINE", c.name, src)
+		}
+	}
+	if _, err := AddAllowDomain("p.toml", nil, "bad host/"); err == nil {
+		t.Error("a malformed pattern was added")
+	}
+	if _, err := AddAllowDomain("p.toml", []byte("[sandbox]\nallow_domains = 3\n"), "pkg.example"); err == nil || !strings.Contains(err.Error(), "p.toml:2") {
+		t.Errorf("a broken file: %v, want an error at p.toml:2", err)
+	}
+	// The user's file: created, then appended to.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	path, err := AddAllowDomainToUserFile("127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddAllowDomainToUserFile("pkg.example"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != "[sandbox]\nallow_domains = [\"127.0.0.1:8080\", \"pkg.example\"]\n" {
+		t.Fatalf("user file: %q", data)
+	}
+}
+
+// TestAddRuleTableNotFirst: a [permissions] table after another table
+// gets the rule under it (the header's end was taken from the table
+// node's Raw, which is empty: the rule went under the first line's table,
+// and the re-parse refused the write).
+func TestAddRuleTableNotFirst(t *testing.T) {
+	in := "[sandbox]\nnetwork = \"none\"\n[permissions]\ndeny = [\"bash(curl:*)\"]\n"
+	want := "[sandbox]\nnetwork = \"none\"\n[permissions]\nallow = [\"read_file\"]\ndeny = [\"bash(curl:*)\"]\n"
+	if got, err := AddRule("p.toml", []byte(in), Allow, "read_file"); err != nil || string(got) != want {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
+}

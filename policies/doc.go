@@ -95,7 +95,20 @@
 // cache and variables it sets, the user settings it passes. The machine's
 // facts — PATH lookups, the tools' own queries such as `go env -json` and
 // `npm config get registry` — come through the Host interface that local
-// supplies, so this package still runs nothing. Every grant of a profile
+// supplies, so this package still runs nothing. Where a tool takes its
+// settings only from a file (Maven), the profile's config is written
+// through Host.WriteFile into a per-workspace directory the sandbox may
+// read and not write. Every grant of a profile
 // passes credentialClash: nothing that is, holds or lies inside a
 // credentials path (credentialPaths) is ever granted by a profile.
+//
+// # Offline, a refusal says why
+//
+// With the network none and no domain granted, every session points the
+// HTTP clients' proxy variables (sandbox.ProxyVariables, the same list the
+// domain proxy sets) at offlineProxy, an unresolvable .invalid name that
+// says what would allow the download; a profile's OfflineEnv turns its
+// tool's retries off, and goOfflineMarker and mavenOfflineMarker do the
+// same in the tool's own terms. A download fails at its first request
+// with a message that names the sandbox and --allow-domain.
 package policies

@@ -103,7 +103,7 @@ func UnknownTool(field, entry, name string, known []string) error {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	if strings.HasPrefix(name, "mcp__") {
-		msg += "; an MCP tool is named mcp__SERVER__TOOL after a server in MCPServers (mcp__SERVER__* names all its tools)"
+		msg += "; an MCP tool is named mcp__SERVER__TOOL after a configured MCP server (mcp__SERVER__* names all its tools)"
 	}
 	return fmt.Errorf("%s", msg)
 }

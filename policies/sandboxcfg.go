@@ -180,11 +180,17 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	if err != nil {
 		return sandbox.Policy{}, nil, err
 	}
+	// Offline: no network and no domain grant, so a tool that tries to
+	// download can be told to stop at once, and why.
+	offline := s.Network == sandbox.NetworkNone && len(s.AllowDomains) == 0
+	if offline {
+		for _, kv := range sandbox.ProxyVariables(offlineProxy) {
+			p.Env = append(withDefaultEnv(p.Env), kv[0]+"="+kv[1])
+			rep.Env = append(rep.Env, Grant{kv[0] + "=" + kv[1], "network none (a download fails at once, naming the grant)"})
+		}
+	}
 	var tcs []ToolchainGrant
 	for _, tc := range names {
-		// Offline: no network and no domain grant, so a tool that tries
-		// to download can be told to stop at once, and why.
-		offline := s.Network == sandbox.NetworkNone && len(s.AllowDomains) == 0
 		g, err := tc.resolve(ws, offline, h)
 		if err != nil {
 			return sandbox.Policy{}, nil, fmt.Errorf("toolchain %s: %w", tc.Name, err)
@@ -214,6 +220,17 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	}
 	return p, rep, nil
 }
+
+// offlineProxy is the proxy every HTTP client is pointed at when the
+// network is none and no domain is granted (sandbox.ProxyVariables: the
+// variables curl, wget, git, pip, npm, pnpm and yarn read). Its name is
+// in the reserved .invalid domain and DNS is refused in the sandbox, so
+// the client fails at its first request, before any retry loop has a
+// connection to retry, and its error — "Could not resolve proxy: ..." —
+// carries the explanation, as goOfflineMarker does for go. A tool's own
+// offline setting (OfflineEnv, Maven's marker repository) says it better
+// where the tool has one.
+const offlineProxy = "http://lite-agent-sandbox.network-is-none.grant-the-host-with--allow-domain.invalid:9"
 
 // withDefaultEnv is env, or the sandbox's default allowlist when env is
 // nil: a grant adds to the allowlist, it never replaces it.

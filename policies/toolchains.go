@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,11 @@ type Host interface {
 	// WorkspaceCache returns (creating it) the writable per-workspace
 	// cache directory of one profile.
 	WorkspaceCache(workspace, profile string) (string, error)
+	// WriteFile replaces (atomically: a concurrent session reads the old
+	// file or the new one) a configuration file that a profile generates,
+	// in a directory WorkspaceCache returned. Maven's settings: the tool
+	// takes them from no variable, only from a file.
+	WriteFile(path string, data []byte) error
 }
 
 // Toolchain is one profile, as data.
@@ -90,6 +96,12 @@ type Toolchain struct {
 	OfflineEnv []string
 	// settings reads the tool's own settings (go env -json).
 	settings func(h Host) map[string]string
+	// config is the configuration lite-agent writes for the tool, where
+	// no variable can say it (Maven's settings.xml): file names relative
+	// to {conf} — a per-workspace directory granted read-only, one per
+	// offline/online variant so that two sessions do not overwrite each
+	// other's — and their contents (templates like Env's).
+	config func(home, cache string, offline bool) map[string]string
 	// registries are the hosts of the registries its configuration
 	// names.
 	registries func(h Host) ([]string, error)
@@ -153,8 +165,12 @@ var toolchains = []Toolchain{
 			"npm_config_fund=false",
 			"npm_config_audit=false",
 		},
-		// npm retries a refused connection for minutes by default.
-		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000"},
+		// npm and pnpm retry a failed request twice with a 10-60 s
+		// back-off (fetch-retries: ~70 s before the error), yarn berry
+		// three times (httpRetry). With the retries off they fail at the
+		// first request, and their error names the offline proxy
+		// (offlineProxy) that says what would allow it.
+		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000", "YARN_HTTP_RETRY=0"},
 		registries: npmRegistries,
 	},
 	{
@@ -208,18 +224,37 @@ var toolchains = []Toolchain{
 		Roots:    []string{"$JAVA_HOME", "{home}/.sdkman/candidates"},
 		// Debian's JDK keeps its security and logging configuration in
 		// /etc/java-N-openjdk (the JDK's conf/ links there), Maven its
-		// m2.conf and settings in /etc/maven.
-		Etc:        []string{"/etc/java-*", "/etc/maven", "/etc/gradle"},
+		// m2.conf, logging and global settings in /etc/maven (Maven's
+		// conf/ links there), Gradle its init scripts in /etc/gradle.
+		Etc: []string{"/etc/java-*", "/etc/maven", "/etc/gradle"},
+		// Debian's packaged artifacts (/usr/share/maven-repo) are under
+		// /usr, readable already.
 		UserCaches: []string{"{home}/.m2/repository", "{home}/.gradle/caches"},
 		Env: []string{
-			// Maven 3.9 reads the user's repository read-only through
-			// maven.repo.local.tail; downloads go to the workspace's.
-			"MAVEN_OPTS=-Dmaven.repo.local={cache}/m2 -Dmaven.repo.local.tail={home}/.m2/repository",
+			// user.home is lite-agent's {conf}: Maven reads the user's
+			// settings from ${user.home}/.m2/settings.xml and dies when
+			// that file is unreadable ("Non-readable settings") — and the
+			// user's is, it may hold server passwords. Java's user.home
+			// comes from /etc/passwd, not HOME, so it is the user's real
+			// home unless set. The settings there (mavenSettings) name the
+			// machine's repositories. Maven 3.9 also reads the user's
+			// repository read-only through maven.repo.local.tail;
+			// downloads go to the workspace's. A file:// repository works
+			// in offline mode (-o) only when aether.offline.protocols says
+			// so.
+			"MAVEN_OPTS=-Duser.home={conf} -Dmaven.repo.local={cache}/m2 -Dmaven.repo.local.tail={home}/.m2/repository -Daether.offline.protocols=file",
 			"GRADLE_USER_HOME={cache}/gradle",
 			"GRADLE_RO_DEP_CACHE={home}/.gradle/caches",
+			// Java takes its temp dir from java.io.tmpdir (default /tmp,
+			// read-only in the sandbox), never from TMPDIR; Gradle dies
+			// at start ("Read-only file system": its case-sensitivity
+			// probe is a temp file). Its own JVM gets the writable cache;
+			// its test workers get build/tmp from Gradle itself.
+			"GRADLE_OPTS=-Djava.io.tmpdir={cache}",
 		},
 		Pass:       []string{"JAVA_HOME"},
-		OfflineEnv: []string{"GRADLE_OPTS=-Dorg.gradle.offline=true"},
+		OfflineEnv: []string{"GRADLE_OPTS=-Djava.io.tmpdir={cache} -Dorg.gradle.offline=true"},
+		config:     mavenSettings,
 		registries: mavenRegistries,
 	},
 }
@@ -333,7 +368,11 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		return nil, err
 	}
 	home := h.HomeDir()
-	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, set, h) }
+	conf, err := tc.writeConfig(ws, home, cache, offline, h)
+	if err != nil {
+		return nil, err
+	}
+	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, conf, set, h) }
 	src := "toolchain " + tc.Name
 	read := func(p, why string) {
 		p = filepath.Clean(p)
@@ -387,6 +426,10 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		}
 	}
 	g.Write = append(g.Write, Grant{cache, src + " (its per-workspace cache)"})
+	if conf != "" {
+		// Read-only: what lite-agent wrote is what the tool reads.
+		g.Read = append(g.Read, Grant{conf, src + " (the configuration lite-agent writes for it)"})
+	}
 	env := slices.Clone(tc.Env)
 	for _, n := range tc.Pass {
 		if v := set[n]; v != "" {
@@ -414,11 +457,43 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	return g, nil
 }
 
-// expandTemplate fills {home}, {cache} and $NAME (the tool's settings,
-// else the user's environment). ok is false when a $NAME is empty, or
-// the result is empty: the entry does not apply here.
-func expandTemplate(tmpl, home, cache string, set map[string]string, h Host) (string, bool) {
-	s := strings.NewReplacer("{home}", home, "{cache}", cache).Replace(tmpl)
+// writeConfig writes the profile's generated configuration (config) into
+// its per-workspace {conf} directory and returns that directory ("" for a
+// profile without one). The directory is a sibling of the writable cache,
+// never inside it: the sandbox can read it, not rewrite what the next
+// session's tool will trust. Online and offline get a directory each, so
+// that two sessions of one workspace with different networks do not
+// replace each other's files while the tool runs.
+func (tc selected) writeConfig(ws, home, cache string, offline bool, h Host) (string, error) {
+	if tc.config == nil {
+		return "", nil
+	}
+	variant := tc.Name + ".conf"
+	if offline {
+		variant += "-offline"
+	}
+	conf, err := h.WorkspaceCache(ws, variant)
+	if err != nil {
+		return "", err
+	}
+	files := tc.config(home, cache, offline)
+	names := slices.Sorted(maps.Keys(files))
+	for _, name := range names {
+		if err := h.WriteFile(filepath.Join(conf, name), []byte(files[name])); err != nil {
+			return "", fmt.Errorf("writing %s's configuration: %w", tc.Name, err)
+		}
+	}
+	return conf, nil
+}
+
+// expandTemplate fills {home}, {cache}, {conf} and $NAME (the tool's
+// settings, else the user's environment). ok is false when a $NAME is
+// empty, or the result is empty: the entry does not apply here.
+func expandTemplate(tmpl, home, cache, conf string, set map[string]string, h Host) (string, bool) {
+	if conf == "" && strings.Contains(tmpl, "{conf}") {
+		return "", false
+	}
+	s := strings.NewReplacer("{home}", home, "{cache}", cache, "{conf}", conf).Replace(tmpl)
 	ok := true
 	s = expandVars(s, func(name string) string {
 		v, found := set[name]

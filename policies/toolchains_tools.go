@@ -2,7 +2,9 @@ package policies
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"errors"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -213,6 +215,65 @@ func mavenRegistries(h Host) ([]string, error) {
 		return nil, errors.New("the Maven settings (~/.m2/settings.xml, /etc/maven/settings.xml) name no mirror or repository; Maven's built-in central is not printed by mvn offline, so grant it by name (--allow-domain repo.maven.apache.org)")
 	}
 	return hosts, nil
+}
+
+// mavenOfflineMarker is the first repository Maven is given when the
+// sandbox has no network — and the mirror of every remote one (Maven's
+// "external:*": all but file:// and localhost) — the way goOfflineMarker
+// is Go's: a file:// URL that does not exist, so an artifact that is not
+// on the machine fails at once, without a connection attempt, and
+// Maven's "Could not find artifact ... in <id> (<url>)" names the sandbox
+// and the grant.
+const mavenOfflineMarker = "file:///lite-agent-sandbox/network-is-none--an-artifact-not-on-this-machine-needs---allow-domain-@maven"
+
+// debianMavenRepo is where Debian's lib*-java packages install their
+// artifacts in Maven's layout (with the plugin versions Maven's default
+// lifecycle asks for): a project whose dependencies are packaged builds
+// offline from it.
+const debianMavenRepo = "/usr/share/maven-repo"
+
+// mavenSettings is the user settings file the sandbox's Maven reads
+// (${user.home}/.m2/settings.xml, user.home being {conf}): the
+// per-workspace local repository, and the repositories already on the
+// machine as file:// ones — the user's ~/.m2/repository (read-only;
+// Maven before 3.9 has no maven.repo.local.tail) and Debian's packaged
+// one. Each is looked up afresh every build (updatePolicy always: a
+// lookup is a stat), so a miss is never cached. Offline, the marker
+// comes first and mirrors the rest. The global settings
+// (/etc/maven/settings.xml) still apply: a company mirror there is kept.
+func mavenSettings(home, cache string, offline bool) map[string]string {
+	esc := func(s string) string {
+		var b strings.Builder
+		xml.EscapeText(&b, []byte(s))
+		return b.String()
+	}
+	fileURL := func(p string) string { return esc((&url.URL{Scheme: "file", Path: p}).String()) }
+	type repo struct{ id, url string }
+	var repos []repo
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+	b.WriteString("<!-- Written by lite-agent for Maven in its sandbox (the java toolchain profile); rewritten at every session start. -->\n")
+	b.WriteString("<settings>\n  <localRepository>" + esc(filepath.Join(cache, "m2")) + "</localRepository>\n")
+	if offline {
+		repos = append(repos, repo{"lite-agent-sandbox-network-is-none", esc(mavenOfflineMarker)})
+		b.WriteString("  <mirrors>\n    <mirror>\n      <id>lite-agent-sandbox-network-is-none</id>\n      <mirrorOf>external:*</mirrorOf>\n")
+		b.WriteString("      <url>" + esc(mavenOfflineMarker) + "</url>\n    </mirror>\n  </mirrors>\n")
+	}
+	repos = append(repos, repo{"lite-agent-user-repository", fileURL(filepath.Join(home, ".m2", "repository"))},
+		repo{"lite-agent-debian-repository", fileURL(debianMavenRepo)})
+	const policy = "<updatePolicy>always</updatePolicy><checksumPolicy>ignore</checksumPolicy>"
+	b.WriteString("  <profiles>\n    <profile>\n      <id>lite-agent-machine-repositories</id>\n")
+	for _, kind := range [][2]string{{"repository", "repositories"}, {"pluginRepository", "pluginRepositories"}} {
+		b.WriteString("      <" + kind[1] + ">\n")
+		for _, r := range repos {
+			b.WriteString("        <" + kind[0] + "><id>" + r.id + "</id><url>" + r.url + "</url>")
+			b.WriteString("<releases>" + policy + "</releases><snapshots>" + policy + "</snapshots></" + kind[0] + ">\n")
+		}
+		b.WriteString("      </" + kind[1] + ">\n")
+	}
+	b.WriteString("    </profile>\n  </profiles>\n")
+	b.WriteString("  <activeProfiles><activeProfile>lite-agent-machine-repositories</activeProfile></activeProfiles>\n</settings>\n")
+	return map[string]string{".m2/settings.xml": b.String()}
 }
 
 // credentialPaths are where tools keep credentials, relative to the

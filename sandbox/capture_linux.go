@@ -24,9 +24,9 @@ import (
 // rename, link, symlink, the chmod family and bind (a unix socket bound to
 // a pathname is a new file). openat2 is not among them: the main program
 // answers it ENOSYS (seccomp_linux.go), so callers use openat. The kernel allows one
-// listener per filter chain, so these share the listener of the network
-// mode's supervisor (the connect supervisor, or the network supervisor),
-// which hands them to the command's capturer: it resolves the paths the
+// listener per filter chain, so these share the listener of the
+// notification server (netsup_linux.go), which hands them to the
+// command's capturer: it resolves the paths the
 // call names, as the calling process would (its root, cwd or dirfd,
 // symlinks, /proc/self), calls BeforeChange with those inside the
 // workspace, and then makes the call itself on what it resolved and hands

@@ -202,6 +202,11 @@ type cgroupManager struct {
 	self   int // our pid: present in a slot's cgroup.procs (the spawner thread)
 	// per-Sandbox parents
 	v2Dir, v1PidsDir, v1MemDir string
+	// swept is closed when cleanStale has gone through the hierarchies'
+	// bases: it runs beside the first command (reading a base of a few
+	// hundred entries is a few hundred µs that `sandbox run -- CMD` would
+	// wait for), and close waits for it.
+	swept chan struct{}
 
 	mu     sync.Mutex
 	n      int
@@ -235,7 +240,7 @@ type slot struct {
 func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupManager, error) {
 	m := &cgroupManager{plan: plan, limits: limits, self: os.Getpid()}
 	name := fmt.Sprintf("lite-agent.%d.%d", os.Getpid(), sandboxSeq.Add(1))
-	var made []string
+	var made, bases []string
 	fail := func(err error) (*cgroupManager, error) {
 		for i := len(made) - 1; i >= 0; i-- {
 			unix.Rmdir(made[i])
@@ -243,7 +248,7 @@ func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupM
 		return nil, err
 	}
 	mk := func(base string) (string, error) {
-		cleanStale(base)
+		bases = append(bases, base)
 		d := filepath.Join(base, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return "", err
@@ -282,6 +287,14 @@ func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupM
 			return fail(err)
 		}
 	}
+	// Our own directories are made first: cleanStale skips this pid's.
+	m.swept = make(chan struct{})
+	go func() {
+		defer close(m.swept)
+		for _, b := range bases {
+			cleanStale(b)
+		}
+	}()
 	return m, nil
 }
 
@@ -504,6 +517,7 @@ func (m *cgroupManager) releaseSlot(sl *slot) {
 
 // close removes every directory; trees still in them are killed first.
 func (m *cgroupManager) close() error {
+	<-m.swept
 	m.mu.Lock()
 	v2, sls := m.v2All, m.allSl
 	m.v2All, m.v2Free, m.allSl, m.slots = nil, nil, nil, nil

@@ -161,10 +161,6 @@ struct la_spawn_args {
 	                       // (clone3 CLONE_INTO_CGROUP); -1 = none
 	int cgroup_procs;      // its cgroup.procs, written ("0") by the child
 	                       // only where clone3 is unavailable; -1 = none
-	int cgroup_tasks[2];   // v1 "tasks" files the child writes "0" into
-	                       // before it confines itself (a thread moving
-	                       // itself is the one migration without the
-	                       // kernel's global lock); -1 = none
 	const char *pid_max;   // with new_pid: written to the namespace's
 	                       // /proc/sys/kernel/pid_max (NULL = leave it)
 	struct { int resource; uint64_t cur, max; } rlimits[8];

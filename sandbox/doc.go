@@ -35,6 +35,15 @@
 // started through the same path (see tools.ServeConfinedCall): the program
 // is confined before its first instruction.
 //
+// The seccomp programs are compiled by libseccomp at `go generate` time
+// for every shape New can ask for, embedded (seccomp_programs.bin) and
+// looked up by a hash of every input of their compile; another shape is
+// compiled at run time. TestPrecompiledSeccompPrograms requires each
+// stored program to equal a fresh compile, so a rule changed without
+// `go generate ./sandbox` fails the tests rather than ship the old one
+// (seccomp_cache_linux.go). `lite-agent sandbox run` is this path too:
+// there is no second implementation of it.
+//
 // # What each layer stops
 //
 // Landlock (the highest ABI the kernel has): file access — system paths
@@ -50,7 +59,7 @@
 // through a read-only mount, ptys are made by devpts itself) except clones
 // of the read-write roots (workspace, TMPDIR, read-write paths), which keep
 // the mount flags they have outside; those calls fail with EROFS elsewhere
-// (TestMountNSMetadata, and the one-shot runner in TestPlanRunnerConfines).
+// (TestMountNSMetadata; through the CLI, TestSandboxRunConfines).
 // Each root is reached by a walk that follows no symlink and must end on
 // the inode recorded at New, or the spawn fails. Root: each spawner thread
 // unshares CLONE_NEWNS once, so no command pays for a namespace.
@@ -60,7 +69,7 @@
 // its teardown (an RCU grace period) is not on the exit path. Without user
 // namespaces New fails closed (BestEffort: Missing says so). Nothing
 // confined can undo it: no capabilities, and seccomp refuses every mount
-// call (below). In every network mode: the network supervisor resolves
+// call (below). In every network mode: the notification server resolves
 // unix socket paths in the child's root and accepts the sandbox's own
 // mount namespace for it (same mounts, bound onto themselves).
 //
@@ -86,7 +95,7 @@
 // creat with O_CREAT or O_TMPFILE, mknod/mknodat; no character or block
 // device nodes; openat2, whose mode lives in memory, answers ENOSYS so
 // that callers fall back to openat. The same rules are in every program:
-// commands, the one-shot runner's plans, custom Go handlers, root or not.
+// commands, custom Go handlers, root or not.
 // A confined command therefore cannot leave a setuid copy of a shell for
 // the next unconfined user or root's cron (TestEscapeSetID, the escape
 // suite's setid-planting). Setting or removing extended attributes answers
@@ -106,15 +115,16 @@
 // S_ISUID, or S_ISGID with group execute.
 //
 // Pathname unix sockets, which Landlock does not check on connect: every
-// connect is trapped by seccomp user notification; the supervisor copies
-// the address, resolves it as the child would, allows only sockets beneath
-// the read-write roots, and connects the child's socket (taken with
-// pidfd_getfd) itself — it never answers "continue", so the child cannot
-// swap the address after the check. /proc: no path rule names a
-// per-process entry (a rule on /proc/self made at New would name the
-// supervisor's own directory); /proc/self works on the sandbox's own /proc
-// (below), where no other process is even listed, so /proc/PID/cwd, root
-// and environ traversal are refused.
+// connect is trapped by seccomp user notification; the notification
+// server copies the address, resolves it as the child would
+// (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS in the calling thread's
+// root), allows only sockets beneath the read-write roots, and connects
+// the child's socket (taken with pidfd_getfd) itself — it never answers
+// "continue", so the child cannot swap the address after the check.
+// /proc: no path rule names a per-process entry (a rule on /proc/self
+// made at New would name the supervisor's own directory); /proc/self
+// works on the sandbox's own /proc (below), where no other process is
+// even listed, so /proc/PID/cwd, root and environ traversal are refused.
 //
 // What ordinary tools expect of a machine: pseudo-terminals (in
 // DefaultSystemPaths: /dev/ptmx and /dev/pts readable, writable and with
@@ -144,22 +154,19 @@
 // number does not (TestProcSelfFiles, with another process's argv and
 // environment shown readable unconfined). Without a mount namespace, or
 // unprivileged without a PID namespace, the host's /proc stays with only
-// the global files readable, and a note says so. The one-shot runner
-// (fastpath_linux.c) mounts neither this /proc nor the devpts: its
-// commands get the host's /proc global files and no ptys.
+// the global files readable, and a note says so.
 //
 // The workspace's parent directories are not listable: a Landlock rule
 // covers the whole hierarchy beneath it, so READ_DIR on a parent would let
 // every directory below be listed — ~/.ssh's names from a workspace in
 // $HOME, everything from / (the escape suite's list-home). Not taken
-// either: the
-// supervisor answering O_DIRECTORY opens of exactly those directories
-// with a descriptor of its own (ADDFD; Landlock would still check every
-// open beneath by path) lists names only, but seccomp cannot look at the
-// path, so every O_DIRECTORY open of every command would become a
-// notification (~30 µs each, as a supervised sendto costs in
-// BENCHMARKS.md, against ~3 µs: 49 of them in a git
-// status of a small repository, 203 in go vet of one package); a mount
+// either: the supervisor answering O_DIRECTORY opens of exactly those
+// directories with a descriptor of its own (ADDFD; Landlock would still
+// check every open beneath by path) lists names only, but seccomp cannot
+// look at the path, so every O_DIRECTORY open of every command would
+// become a notification (~30 µs each, as a supervised sendto costs in
+// BENCHMARKS.md, against ~3 µs: 49 of them in a git status of a small
+// repository, 203 in go vet of one package); a mount
 // skeleton of the parents (empty directories named like their entries,
 // the granted paths bound back) cannot cover /, goes stale, and would be
 // a second copy of the grants.
@@ -170,15 +177,36 @@
 // (NetworkMode.Within, Narrower, Wider: the only ordering of them; a tool's
 // declared network, tools.Network, is this type).
 //
-// none (default): no AF_INET/AF_INET6 sockets. unrestricted: no network
-// filter. loopback (127.0.0.0/8, ::1) and private (plus 10/8, 172.16/12,
-// 192.168/16, fc00::/7): connect, bind, listen, addressed sendto, sendmsg
-// and sendmmsg are trapped by seccomp user notification; the supervisor
-// (netsup_linux.go) copies the address and data from the child, checks the
-// notification is still pending, takes the child's socket with pidfd_getfd,
-// and performs the call itself on that socket with its own validated copy
-// — TCP, UDP and MPTCP alike, before any packet leaves. Unix sockets follow
-// the rule of the other modes (beneath the read-write roots only). What is
+// none (default): nothing but the tree's own loopback servers (below).
+// unrestricted: no network filter (connect is still trapped, for the unix
+// socket rule). loopback (127.0.0.0/8, ::1) and private (plus 10/8,
+// 172.16/12, 192.168/16, fc00::/7).
+//
+// # The notification server
+//
+// One seccomp user-notification server (netsup_linux.go) serves every
+// network mode and change capture: one receive loop, one address-length
+// bound, one way of naming the caller (a pidfd of the notifying thread, or
+// of its thread group before Linux 6.9: a connect from any thread works),
+// one path resolver (openChildPathAt, shared with capture), one AF_UNIX
+// rule (unixPathsUnder of the read-write roots), and handlers for connect,
+// bind, listen, addressed sendto, sendmsg and sendmmsg (the per-mode IP
+// decision: netsup_addr_linux.go, netsup_domains_linux.go) and for the
+// capture calls (capture_linux.go). Under every mode but unrestricted the
+// filter sends it each call that names an address; under unrestricted
+// only connect. It copies the address and data from the child, checks the
+// notification is still pending, takes the child's socket with
+// pidfd_getfd, and performs the call itself on that socket with its own
+// validated copy — TCP, UDP and MPTCP alike, before any packet leaves.
+// Where a spawner thread is sealed (root with v1 cgroups: no clone3, no
+// namespace flags) and capture is off, the thread's program carries the
+// trapped calls and one server per thread serves every command the
+// thread starts, so a command loads no program of its own and starts no
+// server (spawn under none costs what it did with the connect-only
+// supervisor this replaced); otherwise each command's child program has
+// its listener and the command its server. Without seccomp user
+// notification (Linux < 5.6) none refuses connect(2) outright and IP
+// sockets altogether; the other modes fail closed. What is
 // never trapped — write(2) or send() on a connected socket — can only reach
 // the checked peer because seccomp refuses the re-routing socket options
 // and other IP protocols (above). We chose this over
@@ -187,7 +215,7 @@
 // services, and unprivileged user namespaces are restricted on some
 // distributions.
 //
-// A wildcard bind (0.0.0.0, ::) in loopback and private mode is given
+// A wildcard bind (0.0.0.0, ::) in modes none, loopback and private is given
 // loopback instead of being refused — what node's listen(0) and python's
 // http.server mean — so test servers start: 127.0.0.1 for IPv4, the
 // v4-mapped ::ffff:127.0.0.1 for a dual-stack IPv6 socket (clients of
@@ -206,14 +234,19 @@
 // header, answers a refusal with 403 and a body naming the grant that
 // would allow it, and reports each connection to Policy.OnNetwork (see
 // that package's doc). DomainSources says where each grant came from.
+// With Policy.OnUnknownDomain (an interactive session) a host that no
+// entry names is not refused at once: the proxy holds the connection and
+// asks (DomainQuestion; once per host however many connections wait),
+// and the answer admits it once, for the sandbox's life, or refuses;
+// deny entries are never asked about, and the rebinding check still
+// applies to an admitted name.
 //
-// Enforcement is the network supervisor's (netsup_domains_linux.go):
-// under none, a policy with domains is served by the supervisor in mode
-// none, whose one extra destination is the proxy's exact address and
-// port; the seccomp filter lets TCP/UDP sockets exist (with loopback's
-// socket-type and re-routing rules), and Landlock still refuses every
-// TCP port to the child itself, since the supervisor performs the
-// connect on its own copy of the socket. So a program that ignores
+// Enforcement is the notification server's (netsup_domains_linux.go):
+// under none, its one extra destination with domains is the proxy's
+// exact address and port; the seccomp filter lets TCP/UDP sockets exist
+// (with loopback's socket-type and re-routing rules), and Landlock still
+// refuses every TCP port to the child itself, since the server performs
+// the connect on its own copy of the socket. So a program that ignores
 // HTTPS_PROXY, connects to an IP literal or sends a DNS query gets EPERM
 // at once (LITE_AGENT_NETWORK in its environment says why); raw and
 // packet sockets stay refused by seccomp. Under loopback and private the
@@ -235,16 +268,16 @@
 // the command has). Sandbox.HTTPProxy gives the URL to in-process tools
 // (web_fetch), so that they follow the same allowlist.
 //
-// Tests that open servers: in mode none with domains, a command may bind
-// loopback (a wildcard is given loopback, as above), listen, and connect
-// to the loopback ports the sandbox's commands bound (a dev server left
-// in the background by one is reachable from the next) — nothing else on
-// loopback, so the user's local services stay unreachable. A port a
-// command bound and released, then taken by something else, stays
-// reachable while the sandbox lives. Not done: mode none without domains still refuses IP
-// sockets outright: serving it with the network supervisor would end the
-// one-shot plans (built for the connect-only supervisor) and slow
-// `lite-agent sandbox run`.
+// Tests that open servers: in mode none (with or without domains), a
+// command may bind loopback (a wildcard is given loopback, as above),
+// listen, and connect or send to the loopback ports the sandbox's
+// commands bound (a dev server left in the background by one is
+// reachable from the next) — nothing else on loopback, so the user's
+// local services stay unreachable, and no other address (no DNS).
+// Landlock still refuses every TCP port to the child itself: the server
+// binds and connects on its own copy of the socket. A port a command
+// bound and released, then taken by something else, stays reachable
+// while the sandbox lives (TestOwnListenersEveryMode).
 //
 // # Process lifetime and limits
 //
@@ -309,9 +342,10 @@
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
 // after the process that made it (start: its start time in /proc, which
 // tells it from a later process with the same pid). The first New of a
-// process, and RemoveStaleTempDirs, remove those of owners that are gone:
-// a session killed with SIGKILL leaves its temp dir only until the next
-// start.
+// process (beside its first command; Close waits for it), and
+// RemoveStaleTempDirs, remove those of owners that are gone: a session
+// killed with SIGKILL leaves its temp dir only until the next start. Its
+// cgroups are removed the same way by the next New (cleanStale).
 //
 // # Fail closed
 //
@@ -320,45 +354,6 @@
 // explicit choice; then Enforcement().Missing lists what was not enforced.
 // Probe reports what this kernel and this user can enforce
 // (`lite-agent sandbox check`).
-//
-// # One-shot plans (`lite-agent sandbox run`)
-//
-// A Go program needs ~2 ms to reach main and the CLI ~6 ms to prepare a
-// sandbox; a confined spawn costs ~0.6 ms. So the CLI, after a run, stores
-// what it computed as a plan (Sandbox.OneShotPlan: Landlock rules, both
-// seccomp programs, the command's environment, cgroup limits, the connect
-// supervisor's roots, its own messages) in the user's kernel keyring, under
-// PlanKey — a SHA-256 of the binary (device, inode, size, mtime), the ids,
-// the effective capabilities, the cwd, /proc/self/cgroup and the flags
-// before the command. The plan lists the environment variables it was made
-// from (PATH, HOME, TMPDIR, PWD, the allowlist); any change takes the Go
-// path. The next identical invocation runs the plan from a cgo constructor
-// (fastpath_linux.c) before the Go runtime starts: it builds the ruleset,
-// makes the temp dir and the cgroups, spawns through la_spawn (the child
-// loads both programs itself), serves the connect notifications, forwards
-// the output within its budget, enforces the wall time and the signals,
-// kills what is left, reports and cleans up as the Go path does. Until the
-// command runs, any failure returns to the Go path, which redoes
-// everything and reports in its own words. Plans are stored only for
-// network none, nothing missing, and a process tree that is a per-command
-// v1 pids cgroup (root here) or a PID namespace under our init
-// (unprivileged users here); they expire after an hour.
-// LITE_AGENT_SANDBOX_PLANS=off disables them.
-//
-// Why the keyring: the plan decides the confinement, so nothing a sandbox
-// can write may hold it. A file under $HOME could be rewritten by a
-// command given --allow-write ~/.cache; the keyring is reachable only
-// through keyctl, add_key and request_key, which every lite-agent
-// sandbox's seccomp filter refuses (the escape suite and
-// TestPlanRunnerConfines check it). And a plan carries an HMAC under a
-// per-user secret ($XDG_RUNTIME_DIR/lite-agent/plan-secret, else
-// /tmp/lite-agent-UID/plan-secret; 0600 in a 0700 directory of the
-// user's) over the key and the plan, with a signed creation time, so that
-// a plan is good for one invocation and an hour, and what can write the
-// keyring but not the user's files — a container sharing the host's
-// keyring, a sandbox of another kind that lets keyctl through — cannot
-// plant or replay one (TestPlanRunnerRefusesATamperedPlan,
-// TestPlanRunnerRefusesAReplayedPlan).
 //
 // # Limits of this implementation
 //
@@ -370,8 +365,12 @@
 //     limits (RLIMIT_AS) and no MemoryExceeded/ProcessLimitHit reports.
 //   - Commands run at the same time under one Sandbox can see each
 //     other's TMPDIRs.
-//   - Unix servers reached through the supervisors see the agent's
-//     credentials, not the child's.
+//   - Unix servers reached through the notification server see the
+//     agent's credentials, not the child's.
+//   - A blocking connect still in progress when its command ends is
+//     ended by the server's stop (shutdown(2)) for a command's own
+//     server; a spawner thread's server lets it run to its timeout (the
+//     caller is gone; a loopback connect is answered at once anyway).
 //   - Change capture does not cover timestamps (utimensat is not
 //     captured), nor writes through descriptors opened before it started.
 //     An emulated open never gives the caller a controlling terminal
@@ -380,11 +379,6 @@
 //     base name to getsockname, as the network supervisor's binds do.
 //   - File capabilities (security.capability) are not refused by a rule
 //     of ours: setting them needs CAP_SETFCAP, which is dropped.
-//   - One-shot plans: a system path that appears after a plan was stored
-//     is not readable through it until the plan is renewed (an hour at
-//     most). What can both write the user's keyring and read the user's
-//     plan secret can plant a plan: the user's own unconfined processes,
-//     which can do anything anyway.
 //   - In the PID-namespace mode (users without a writable cgroup, or root
 //     with Landlock ABI < 6) the namespace's first process is an init —
 //     this program re-executed (/proc/self/exe, stopped in a C constructor

@@ -63,23 +63,11 @@ func (s *Sandbox) proxyEnv(env []string) []string {
 	u := s.proxy.URL()
 	a := s.proxy.Addr()
 	host, port := a.Addr().String(), strconv.Itoa(int(a.Port()))
-	// Loopback stays direct: the command's own test servers (and, under
-	// loopback/private, the local services the mode allows) are reached
-	// without the proxy, which would refuse them.
-	const noProxy = "localhost,127.0.0.1,::1"
-	for _, kv := range [][2]string{
-		{"HTTP_PROXY", u}, {"HTTPS_PROXY", u}, {"http_proxy", u}, {"https_proxy", u},
-		{"NO_PROXY", noProxy}, {"no_proxy", noProxy},
-		{"npm_config_proxy", u}, {"npm_config_https_proxy", u}, {"npm_config_noproxy", noProxy},
-		{"YARN_HTTP_PROXY", u}, {"YARN_HTTPS_PROXY", u},
-		{"PIP_PROXY", u},
-		{"CARGO_HTTP_PROXY", u},
-		// Node 24+: fetch and http(s) honour HTTP(S)_PROXY with it.
-		{"NODE_USE_ENV_PROXY", "1"},
+	for _, kv := range append(ProxyVariables(u),
 		// What a program that went around the proxy is told (its
 		// connect fails with EPERM at once).
-		{"LITE_AGENT_NETWORK", "sandboxed: only the allowed domains, through the proxy in HTTPS_PROXY; direct connections are refused (EPERM)"},
-	} {
+		[2]string{"LITE_AGENT_NETWORK", "sandboxed: only the allowed domains, through the proxy in HTTPS_PROXY; direct connections are refused (EPERM)"},
+	) {
 		env = envSet(env, kv[0], kv[1])
 	}
 	// Java ignores the variables above; its system properties, appended

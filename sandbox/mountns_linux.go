@@ -21,7 +21,7 @@ import (
 //     creates anyway; root when the child must first write its PID
 //     namespace's pid_max through a writable /proc): the clone gets
 //     CLONE_NEWNS and the child runs la_mount_setup before it confines
-//     itself. The one-shot runner (fastpath_linux.c) does the same;
+//     itself;
 //   - none: BestEffort without the kernel support (Enforcement.Missing
 //     says so), or a read-write root that is / itself (nothing outside
 //     the writable roots is left to protect).

@@ -216,8 +216,8 @@ type unixRequest struct {
 
 // unixPathsUnder returns a decision function for netSupervisorOptions.Unix
 // that allows pathname sockets at or below one of roots (typically the
-// policy's workspace, its read-write paths and its TMPDIR — the rule of the
-// connect supervisor) and refuses the abstract namespace. Roots are resolved once, here, so a symlinked
+// policy's workspace, its read-write paths and its TMPDIR: the one AF_UNIX
+// rule of every network mode) and refuses the abstract namespace. Roots are resolved once, here, so a symlinked
 // workspace works.
 func unixPathsUnder(roots ...string) func(unixRequest) bool {
 	var clean []string

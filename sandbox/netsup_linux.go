@@ -2,24 +2,32 @@
 
 package sandbox
 
-// The network supervisor: the parent's half of NetworkLoopback and
-// NetworkPrivate.
+// The notification server: the parent's half of every network mode and
+// of change capture. It is the only code that answers a confined tree's
+// seccomp notifications, so each decision it makes — the AF_UNIX rule,
+// the per-mode IP decision, the capture calls — exists once. (It replaced
+// a second, connect-only server of modes none and unrestricted, whose
+// copy of the AF_UNIX rule resolved paths in the supervisor's root and
+// named the caller by its thread id as if it were a process.)
 //
 // # What the spawn path provides
 //
-// The confined child loads a seccomp filter that answers
-// SECCOMP_RET_USER_NOTIF for connect, bind, listen, sendto (with a
-// destination: arg 4 != 0), sendmsg and sendmmsg of the native
-// architecture, with SECCOMP_FILTER_FLAG_NEW_LISTENER and
-// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (see "Signals" below). The parent takes the listener with
-// pidfd_getfd and calls netSupervisor(listenerFD, pidfd, pid, opts):
+// The confined child (or a sealed spawner thread, for all its children)
+// loads a seccomp filter that answers SECCOMP_RET_USER_NOTIF for connect,
+// bind, listen, sendto (with a destination: arg 4 != 0), sendmsg and
+// sendmmsg of the native architecture — connect only in mode
+// unrestricted — with SECCOMP_FILTER_FLAG_NEW_LISTENER and
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (see "Signals" below). The
+// parent takes the listener with pidfd_getfd and calls
+// netSupervisor(listenerFD, pidfd, pid, opts):
 //
 //   - listenerFD is the parent's copy of the listener. The supervisor owns
 //     it from the call on, also when it returns an error, and closes it in
 //     stop(). The child must close its own copy before it runs anything
 //     untrusted: a child holding the listener could receive its own
 //     notifications and answer CONTINUE to them.
-//   - pidfd and pid name the direct child. The supervisor only borrows
+//   - pidfd and pid name the direct child (-1 and 0 for a spawner
+//     thread's listener, which serves many commands). The supervisor only borrows
 //     pidfd (as a shortcut for notifications from that very task); the
 //     caller closes it after stop() has returned. Notifications from any
 //     other task of the tree (threads, forked children) are handled with a
@@ -164,8 +172,8 @@ func init() { netSupervisor = superviseNetwork }
 
 // superviseNetwork is the netSupervisor hook: AF_INET/AF_INET6 by
 // opts.Mode, AF_UNIX addresses by opts.Unix — Sandbox.Start passes
-// unixPathsUnder(the policy's read-write roots), so that loopback/private
-// allow the same unix sockets as the connect supervisor of the other modes.
+// unixPathsUnder(the policy's read-write roots), the one AF_UNIX rule of
+// every mode.
 func superviseNetwork(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error) {
 	s, err := startNetSupervisor(listenerFD, pidfd, pid, opts)
 	if err != nil {
@@ -177,8 +185,9 @@ func superviseNetwork(listenerFD, pidfd, pid int, opts netSupervisorOptions) (st
 // netSupervisorOptions configures startNetSupervisor.
 type netSupervisorOptions struct {
 	// Mode decides AF_INET/AF_INET6 destinations. NetworkNone refuses
-	// them all; NetworkUnrestricted allows them all (useful to supervise
-	// AF_UNIX only).
+	// them all but the tree's own loopback ports (and Proxy);
+	// NetworkUnrestricted allows them all (the filter then sends connect
+	// only, for the AF_UNIX rule).
 	Mode NetworkMode
 	// Unix decides AF_UNIX operations that name an address. nil refuses
 	// them (EACCES), except autobind. Called from several goroutines.
@@ -221,6 +230,29 @@ const (
 	// SECCOMP_IOCTL_NOTIF_SET_FLAGS = _IOW('!', 4, __u64), Linux 6.6.
 	seccompIoctlNotifSetFlags = 0x40082104
 )
+
+// seccompNotif and seccompNotifResp are struct seccomp_notif and
+// struct seccomp_notif_resp (include/uapi/linux/seccomp.h), as change
+// capture (capture_emulate_linux.go) takes and answers a call the loop
+// received.
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  struct {
+		Nr   int32
+		Arch uint32
+		IP   uint64
+		Args [6]uint64
+	}
+}
+
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
 
 // netSupervisorRun is one running supervisor.
 type netSupervisorRun struct {
@@ -285,7 +317,9 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts netSupervisorOptions) (
 	default:
 		return nil, fmt.Errorf("sandbox: network supervisor: unknown mode %q", opts.Mode)
 	}
-	if listenerFD < 0 || pid <= 0 {
+	// pid 0: a spawner thread's listener, shared by its commands (no
+	// direct child to take a shortcut for).
+	if listenerFD < 0 || pid < 0 {
 		return nil, fmt.Errorf("sandbox: network supervisor: bad listener fd %d or pid %d", listenerFD, pid)
 	}
 	if link, lerr := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", listenerFD)); lerr != nil || link != "anon_inode:seccomp notify" {
@@ -295,14 +329,9 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts netSupervisorOptions) (
 	if !ok {
 		return nil, fmt.Errorf("%w: network supervisor: architecture %s", ErrUnsupported, runtime.GOARCH)
 	}
-	// The kernel writes sizeof(struct seccomp_notif) bytes: if a future
-	// kernel grows it, our buffer must grow too.
-	var sizes struct{ notif, resp, data uint16 }
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sizes))); e != 0 {
-		return nil, fmt.Errorf("%w: network supervisor: SECCOMP_GET_NOTIF_SIZES: %v", ErrUnsupported, e)
-	}
-	if sizes.notif < notifSize || sizes.resp < notifRespSize {
-		return nil, fmt.Errorf("%w: network supervisor: unexpected seccomp_notif sizes %+v", ErrUnsupported, sizes)
+	sizes, err := notifSizes()
+	if err != nil {
+		return nil, err
 	}
 	stopFD, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -356,6 +385,19 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts netSupervisorOptions) (
 	go run.loop()
 	return run, nil
 }
+
+// notifSizes asks the kernel, once, how many bytes it writes of struct
+// seccomp_notif and reads of the response: if a future kernel grows them,
+// our buffers must grow too.
+var notifSizes = sync.OnceValues(func() (sizes struct{ notif, resp, data uint16 }, err error) {
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sizes))); e != 0 {
+		return sizes, fmt.Errorf("%w: network supervisor: SECCOMP_GET_NOTIF_SIZES: %v", ErrUnsupported, e)
+	}
+	if sizes.notif < notifSize || sizes.resp < notifRespSize {
+		return sizes, fmt.Errorf("%w: network supervisor: unexpected seccomp_notif sizes %+v", ErrUnsupported, sizes)
+	}
+	return sizes, nil
+})
 
 func nativeAuditArch() (uint32, bool) {
 	switch runtime.GOARCH {
@@ -1028,7 +1070,9 @@ func (c *netCall) handleConnect() outcome {
 		case verdictDeny, verdictInvalid:
 			return fail(errno)
 		case verdictAllow:
-			if sourceRouted(c.dup, c.sock.family) {
+			// A source route reaches the route's first hop, not sa: of
+			// no consequence where every address is allowed anyway.
+			if c.s.opts.Mode != NetworkUnrestricted && sourceRouted(c.dup, c.sock.family) {
 				return fail(unix.EPERM)
 			}
 		}

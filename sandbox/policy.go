@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -95,6 +96,15 @@ type Policy struct {
 	// decides (allowed or refused). It is called from the proxy's
 	// goroutines and must not block.
 	OnNetwork func(NetworkEvent) `json:"-"`
+	// OnUnknownDomain, if set, is asked (DomainQuestion) about a host
+	// that neither AllowDomains nor DenyDomains names, while the proxy
+	// holds the connection, instead of refusing it at once. DenyDomains
+	// is never asked about. Without AllowDomains there is no proxy and
+	// nothing to ask. It may be called from several goroutines at once
+	// (one question per host); its context ends after 2 minutes, or
+	// when every held connection gave up, and then the connection is
+	// refused whatever the answer.
+	OnUnknownDomain func(ctx context.Context, q DomainQuestion) (DomainDecision, error) `json:"-"`
 	// CaptureChanges prepares the sandbox for Command.BeforeChange (the
 	// pre-images checkpoints save of what commands change). It costs every
 	// command of the sandbox a seccomp listener of its own (~0.2 ms per

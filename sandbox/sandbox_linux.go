@@ -20,38 +20,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// netSupervisor is installed by the network supervisor (netsup_linux.go)
-// and serves network modes loopback and private. It receives:
+// netSupervisor is installed by the notification server (netsup_linux.go),
+// which serves every network mode: the one place that decides a confined
+// tree's socket calls (AF_UNIX addresses, IP destinations, binds and
+// listens) and, with change capture, its file changes. It receives:
 //
-//   - listenerFD: the seccomp user-notification listener of the command's
-//     tree (connect, bind, listen, sendto with an address, sendmsg,
-//     sendmmsg on any socket), already in this process's fd table (the
-//     child created it while sharing the table, CLONE_FILES, then took a
-//     private copy without it: it never holds its own listener); ownership
-//     passes to the supervisor, which closes it in stop, also on error;
+//   - listenerFD: a seccomp user-notification listener, already in this
+//     process's fd table — a command's own (the child created it while
+//     sharing the table, CLONE_FILES, then took a private copy without
+//     it: it never holds its own listener), or a sealed spawner thread's,
+//     shared by every command that thread starts; ownership passes to the
+//     server, which closes it in stop, also on error;
 //   - pidfd, pid: the command's main process — borrowed, valid until stop
-//     returns, never to be closed by the supervisor (notifications come from
-//     any process of the tree: use their own pid);
-//   - opts.Mode: NetworkLoopback or NetworkPrivate;
-//   - opts.Unix: the rule for AF_UNIX addresses, the connect supervisor's
-//     of the other modes (connectsup_linux.go): pathname sockets at or
-//     beneath a read-write root of the policy (workspace, temp dir,
-//     ReadWritePaths; Sandbox.unixRule), nothing else, and no abstract
-//     names.
+//     returns, never to be closed by the server (notifications come from
+//     any process of the tree: it uses their own ids) — or -1, 0 for a
+//     spawner thread's listener;
+//   - opts.Mode: the policy's network mode; opts.Unix: the rule for
+//     AF_UNIX addresses (Sandbox.unixRule: pathname sockets at or beneath
+//     a read-write root of the policy — workspace, temp dir,
+//     ReadWritePaths —, nothing else, and no abstract names).
 //
 // It must decide every notification itself without
-// SECCOMP_USER_NOTIF_FLAG_CONTINUE, including AF_UNIX connects and binds
-// (which, in these modes, only it sees): pathname sockets outside the
-// sandbox must be refused. stop is called once the whole tree is gone.
-// When netSupervisor is nil, policies with these modes fail closed.
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE (but for sendto without an address):
+// pathname sockets outside the sandbox must be refused. stop is called
+// once the whole tree is gone (a thread's listener: when the spawner
+// ends). When netSupervisor is nil (tests), policies that need it fail
+// closed.
 var netSupervisor func(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error)
 
 type notifyKind int
 
 const (
-	notifyNone    notifyKind = iota
-	notifyConnect            // connectsup_linux.go
-	notifyNet                // netSupervisor
+	notifyNone notifyKind = iota
+	notifyNet             // netSupervisor
 )
 
 // Sandbox is a policy prepared for this kernel: the Landlock ruleset, the
@@ -65,11 +66,15 @@ type Sandbox struct {
 	pieces    *cPieces
 	rawPieces confinePieces // what a child loads itself
 	notify    notifyKind
-	spec      filterSpec // network rules of the main program
-	sealed    bool       // the spawner threads carry every rule (seccomp_linux.go)
-	threadBPF []byte     // the spawner threads' program
-	// threadNotifies: the thread program sends connect to a per-thread
-	// supervisor, so children load no program of their own.
+	// notifyCalls are the calls sent to the notification server (with
+	// notifyNet): netSupervised, or connectOnly under unrestricted.
+	notifyCalls notifySpec
+	spec        filterSpec // network rules of the main program
+	sealed      bool       // the spawner threads carry every rule (seccomp_linux.go)
+	threadBPF   []byte     // the spawner threads' program
+	// threadNotifies: the thread program sends notifyCalls to a
+	// per-thread notification server, so children load no program of
+	// their own.
 	threadNotifies bool
 
 	cg     *cgroupManager
@@ -94,7 +99,7 @@ type Sandbox struct {
 	tmpMu       sync.Mutex
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
-	rwRoots     []string        // canonical read-write roots (connect supervisor)
+	rwRoots     []string        // canonical read-write roots (unix sockets, capture)
 	// mountNS: where the private read-only mount namespace is made
 	// (mountns_linux.go); mounts are its writable roots.
 	mountNS mountMode
@@ -103,8 +108,8 @@ type Sandbox struct {
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
 	devNull       *os.File
-	// unixRule decides AF_UNIX addresses for the network supervisor by
-	// rwRoots, as the connect supervisor does (nil unless notifyNet).
+	// unixRule decides AF_UNIX addresses for the notification server by
+	// rwRoots (nil unless notifyNet).
 	unixRule func(unixRequest) bool
 	// proxy is the domain proxy (domains_linux.go), nil without
 	// AllowDomains; stopped by Close.
@@ -152,50 +157,48 @@ func New(p Policy) (*Sandbox, error) {
 		miss("seccomp filters")
 	}
 
-	// Network. loopback/private need the network supervisor; none and
-	// unrestricted use this package's connect supervisor for pathname unix
-	// sockets. Both rest on seccomp user notification and pidfd_getfd.
+	// Network. Every mode is served by the one notification server
+	// (netsup_linux.go), which rests on seccomp user notification and
+	// pidfd_getfd. Under none it lets the tree bind loopback and reach
+	// the ports it bound itself, and nothing else (netsup_domains_linux.go);
+	// the seccomp filter then lets IP sockets exist (as for loopback), and
+	// Landlock still refuses every TCP port to the child itself: the
+	// server binds and connects on its own copy of the socket. Domain
+	// grants under none add the proxy's address as the one way out.
 	mode := q.Network
-	canNotify := h.seccomp && h.notify && h.pidfdGetfd
+	canNotify := h.seccomp && h.notify && h.pidfdGetfd && netSupervisor != nil
 	filterMode := mode
 	denyConnect := false
-	// Domain grants under none are served by the network supervisor in
-	// mode none with the proxy's address as the one way out
-	// (netsup_domains_linux.go); the seccomp filter then lets IP sockets
-	// exist (as for loopback), Landlock still refuses every TCP port to
-	// the child itself (the supervisor connects on its own copy).
 	domains := len(q.AllowDomains) > 0 && mode != NetworkUnrestricted
+	if canNotify {
+		s.notify = notifyNet
+		if mode == NetworkNone {
+			filterMode = NetworkLoopback
+		}
+	}
+	// unrestricted needs the server for connect only (the AF_UNIX rule);
+	// every other mode sends it each call that names an address.
+	s.notifyCalls = netSupervised
+	if mode == NetworkUnrestricted {
+		s.notifyCalls = connectOnly
+	}
 	switch {
+	case s.notify == notifyNet:
 	case mode == NetworkLoopback, mode == NetworkPrivate, domains:
 		what := "loopback/private networks"
 		if domains {
 			what = "domain grants (the proxy as the only destination)"
 		}
-		switch {
-		case netSupervisor == nil:
-			miss("address filtering for %s is not available", what)
-		case !canNotify:
-			miss("address filtering for %s needs seccomp user notification and pidfd_getfd (Linux 5.6+)", what)
-		default:
-			s.notify = notifyNet
-		}
-		if s.notify != notifyNet {
-			// Best effort gives less network, not more.
-			filterMode = NetworkNone
-			notes = append(notes, "network: none (no address filtering for "+string(mode)+")")
-		} else if mode == NetworkNone {
-			filterMode = NetworkLoopback
-		}
-	}
-	if s.notify == notifyNone {
-		if canNotify {
-			s.notify = notifyConnect
-		} else if filterMode == NetworkNone {
-			denyConnect = true // no unix connects at all rather than any
-			notes = append(notes, "connect(2) refused outright: no seccomp user notification")
-		} else {
-			miss("confinement of pathname unix sockets (needs seccomp user notification and pidfd_getfd)")
-		}
+		miss("address filtering for %s needs seccomp user notification and pidfd_getfd (Linux 5.6+)", what)
+		// Best effort gives less network, not more.
+		filterMode = NetworkNone
+		denyConnect = true
+		notes = append(notes, "network: none (no address filtering for "+string(mode)+"); connect(2) refused outright")
+	case mode == NetworkNone:
+		denyConnect = true // no unix connects at all rather than any
+		notes = append(notes, "connect(2) refused outright and no loopback listeners: no seccomp user notification")
+	default:
+		miss("confinement of pathname unix sockets (needs seccomp user notification and pidfd_getfd)")
 	}
 
 	if q.CaptureChanges && s.notify == notifyNone {
@@ -315,16 +318,16 @@ func New(p Policy) (*Sandbox, error) {
 	// seccomp: the main program goes on the spawner threads, the child
 	// program into each child (seccomp_linux.go). A spawner thread that
 	// needs neither clone3 (CLONE_INTO_CGROUP) nor namespace flags is
-	// sealed: everything is on the thread, including the connect
-	// supervisor's notification, served per thread.
+	// sealed: everything is on the thread, including the notification
+	// server's calls, with one listener and one server per thread (a
+	// process has at most one listener in its filter chain: with change
+	// capture they stay in the child program, whose per-command listener
+	// also carries the capture calls).
 	s.sealed = !s.newPID && !s.newUser && !plan.v2
 	s.spec = filterSpec{network: filterMode, denyConnect: denyConnect}
 	var childNotify notifySpec
-	switch s.notify {
-	case notifyConnect:
-		childNotify = connectOnly
-	case notifyNet:
-		childNotify = netSupervised
+	if s.notify == notifyNet {
+		childNotify = s.notifyCalls
 	}
 	var childBPF []byte
 	var childNotifies bool
@@ -337,11 +340,8 @@ func New(p Policy) (*Sandbox, error) {
 		spec := s.spec
 		if s.sealed {
 			spec.sealed = true
-			// A process has at most one listener in its filter chain: with
-			// change capture the connect notification stays in the child
-			// program, whose listener also carries the capture calls.
-			if s.notify == notifyConnect && !q.CaptureChanges {
-				spec.notify, childNotify = connectOnly, notifySpec{}
+			if s.notify == notifyNet && !q.CaptureChanges {
+				spec.notify, childNotify = s.notifyCalls, notifySpec{}
 				s.threadNotifies = true
 			}
 		}
@@ -380,7 +380,7 @@ func New(p Policy) (*Sandbox, error) {
 		if s.proxy, err = startDomainProxy(q); err != nil {
 			return nil, err
 		}
-		s.enf.Notes = append(s.enf.Notes, "network: allowed domains through lite-agent's proxy at "+s.proxy.URL()+" (every other destination refused by the connect supervisor)")
+		s.enf.Notes = append(s.enf.Notes, "network: allowed domains through lite-agent's proxy at "+s.proxy.URL()+" (every other destination refused by the notification server)")
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
@@ -441,9 +441,9 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 	if s.notify == notifyNet {
-		// The same roots as startConnectSup gets: a pathname unix socket
-		// is reachable (and may be created) in every network mode beneath
-		// them, and nowhere else.
+		// A pathname unix socket is reachable (and may be created) in
+		// every network mode beneath the read-write roots, and nowhere
+		// else: the one AF_UNIX rule (netsup_addr_linux.go).
 		s.unixRule = unixPathsUnder(s.rwRoots...)
 	}
 
@@ -572,17 +572,26 @@ func (s *Sandbox) acquireSpawner() (*spawner, error) {
 }
 
 // newSpawner starts a spawner thread in the v1 cgroup dirs (none: nil)
-// with this policy's thread program and, for a sealed thread, its connect
-// supervisor.
+// with this policy's thread program and, for a sealed thread, its
+// notification server: one for every command the thread starts (no direct
+// child to name, no capture), resolving paths in the thread's mount
+// namespace.
 func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 	var mounts *cMountRoots
 	if s.mountNS == mountThread {
 		mounts = s.mounts
 	}
 	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts}, dirs,
-		func(listener int) (func(), error) {
-			return startConnectSup(listener, s.pol.Network, s.rwRoots, nil)
+		func(listener int, mountNS uint64) (func(), error) {
+			return netSupervisor(listener, -1, 0, s.serverOptions(nil, mountNS))
 		})
+}
+
+// serverOptions configures the notification server of one command
+// (capt, its change capture, or nil) or of a spawner thread.
+func (s *Sandbox) serverOptions(capt *capturer, mountNS uint64) netSupervisorOptions {
+	return netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt,
+		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS}
 }
 
 func (s *Sandbox) releaseSpawner(sp *spawner) {
@@ -648,11 +657,8 @@ func (s *Sandbox) confinement() (confinePieces, error) {
 		return p, err
 	}
 	var ns notifySpec
-	switch s.notify {
-	case notifyConnect:
-		ns = connectOnly
-	case notifyNet:
-		ns = netSupervised
+	if s.notify == notifyNet {
+		ns = s.notifyCalls
 	}
 	if p.ChildBPF, err = buildChildFilter(true, ns); err != nil {
 		return p, err
@@ -707,6 +713,7 @@ func (s *Sandbox) release() error {
 		unix.Close(s.rawPieces.RulesetFD)
 		s.rawPieces.RulesetFD = -1
 	}
+	waitStaleSweep()
 	if s.tmpRoot != "" {
 		if err := removeAll(s.tmpRoot); err != nil && first == nil {
 			first = err
@@ -1016,7 +1023,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
-		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, s.notify != notifyNet, s.rwRoots, s.pol.SystemPaths); capt != nil {
+		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, !s.notifyCalls.has("bind"), s.rwRoots, s.pol.SystemPaths); capt != nil {
 			req.child = s.captureChild
 			// Before the spawn: the listener must be there before the
 			// command's first change.
@@ -1083,11 +1090,8 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	if res.listener >= 0 {
 		var stop func()
 		switch s.notify {
-		case notifyConnect:
-			stop, err = startConnectSup(res.listener, s.pol.Network, s.rwRoots, capt)
 		case notifyNet:
-			stop, err = netSupervisor(res.listener, p.pidfd, p.pid,
-				netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt, Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: s.commandMountNS(p.pid)})
+			stop, err = netSupervisor(res.listener, p.pidfd, p.pid, s.serverOptions(capt, s.commandMountNS(p.pid)))
 		default:
 			unix.Close(res.listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")

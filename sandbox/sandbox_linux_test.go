@@ -409,8 +409,18 @@ func TestLoopbackFailsClosedWithoutSupervisor(t *testing.T) {
 	netSupervisor = nil
 	defer func() { netSupervisor = saved }()
 	_, err := New(Policy{Workspace: t.TempDir(), Network: NetworkLoopback})
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "address filtering for loopback/private networks is not available") {
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "address filtering for loopback/private networks needs seccomp user notification") {
 		t.Errorf("New(loopback) without supervisor: %v", err)
+	}
+	// none without the server: less network, not more — connect(2) and
+	// IP sockets refused outright, no own listeners.
+	sbNone, err := New(Policy{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sbNone.Close()
+	if !sbNone.spec.denyConnect || !strings.Contains(strings.Join(sbNone.Enforcement().Notes, "\n"), "connect(2) refused outright") {
+		t.Errorf("none without the server: denyConnect %v, notes %q", sbNone.spec.denyConnect, sbNone.Enforcement().Notes)
 	}
 	sb, err := New(Policy{Workspace: t.TempDir(), Network: NetworkPrivate, BestEffort: true})
 	if err != nil {

@@ -26,9 +26,9 @@ import (
 //     when it notifies. Loading even a small program costs a child 50-150
 //     µs, so where the spawner thread needs neither clone3 nor namespace
 //     flags (v1 cgroup slots: the common case as root), it is "sealed": its
-//     main program carries these rules too, and the connect supervisor's
-//     notification with one listener for the thread (the network
-//     supervisor's contract is per command: it keeps a per-child program).
+//     main program carries these rules too, and the notification server's
+//     calls with one listener (and one server) for the thread — unless
+//     change capture needs a listener per command.
 //
 // Default action: allow. Denials return EPERM (clone3 and openat2: ENOSYS,
 // so that libc falls back to clone and openat, whose arguments a filter
@@ -122,8 +122,9 @@ type filterSpec struct {
 	notify notifySpec
 }
 
-// buildMainFilter compiles the policy's main seccomp program.
-func buildMainFilter(spec filterSpec) ([]byte, error) {
+// compileMainFilter compiles the policy's main seccomp program
+// (buildMainFilter: the precompiled copy, seccomp_cache_linux.go).
+func compileMainFilter(spec filterSpec) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
@@ -536,8 +537,9 @@ type notifyCall struct {
 	conds []seccomp.ScmpCondition
 }
 
-// connectOnly: the supervisor of this package (connectsup_linux.go) sees
-// every connect(2) and resolves AF_UNIX pathnames itself.
+// connectOnly: what mode unrestricted sends the notification server
+// (netsup_linux.go): every connect(2), for the AF_UNIX rule; IP
+// destinations are all allowed there, so nothing else needs it.
 var connectOnly = notifySpec{calls: []notifyCall{{name: "connect"}}}
 
 // netSupervised: the network supervisor decides every address a socket
@@ -555,11 +557,12 @@ var netSupervised = notifySpec{calls: []notifyCall{
 	{name: "sendmmsg"},
 }}
 
-// buildChildFilter compiles the program each child loads itself: the
+// compileChildFilter compiles the program each child loads itself: the
 // namespace rules (the spawner thread must create PID and user namespaces,
 // so they cannot be in the main program it carries) and, when a supervisor
-// serves this policy, the calls sent to it.
-func buildChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
+// serves this policy, the calls sent to it (buildChildFilter: the
+// precompiled copy).
+func compileChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)

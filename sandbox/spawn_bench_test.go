@@ -18,7 +18,7 @@ import (
 //	go run golang.org/x/perf/cmd/benchstat@latest spawn.txt
 //
 // BenchmarkSpawnConfinedTrue is the full Go API path (Sandbox.Run: Landlock,
-// seccomp, capabilities, cgroups or namespaces, the connect supervisor; nil
+// seccomp, capabilities, cgroups or namespaces, the notification server; nil
 // writers need no output pipes); BenchmarkSpawnPlainExecTrue is
 // exec.Command("/bin/true").Run(). On a shared machine the means of both
 // swing with the load; BenchmarkSpawnSideBySide alternates the two on every

@@ -518,15 +518,6 @@ static int la_child(void *arg)
 			LA_CHILD_FAIL(LA_STEP_CGROUP);
 	}
 
-	// v1 cgroups (the one-shot runner, fastpath_linux.c): join by moving
-	// this, the process's only thread ("0" in tasks), which the kernel
-	// does without its threadgroup rwsem: ~40 µs instead of an RCU grace
-	// period.
-	for (int i = 0; i < 2; i++) {
-		if (a->cgroup_tasks[i] >= 0 && write(a->cgroup_tasks[i], "0", 1) != 1)
-			LA_CHILD_FAIL(LA_STEP_CGROUP);
-	}
-
 	// Resource limits. Lowering needs no privilege; the parent never asks
 	// for more than the current hard limit.
 	for (int i = 0; i < a->n_rlimits; i++) {

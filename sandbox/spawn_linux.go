@@ -228,7 +228,6 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	}
 	a.cgroup_dir = C.int(r.cgroupDir)
 	a.cgroup_procs = C.int(r.cgroupProcs)
-	a.cgroup_tasks[0], a.cgroup_tasks[1] = -1, -1 // the spawner thread sits in v1 cgroups
 	for i, rl := range r.rlimits {
 		a.rlimits[i].resource = C.int(rl.resource)
 		a.rlimits[i].cur = C.uint64_t(rl.cur)

@@ -37,9 +37,11 @@ type spawner struct {
 	calls chan *spawnCall
 	done  chan struct{}
 	// listener is the seccomp listener of a sealed thread's program (its
-	// children's connect notifications), or -1; stopSup stops its
-	// supervisor.
+	// children's notifications), or -1; stopSup stops its server.
+	// mountNS is the inode of the thread's mount namespace, which its
+	// children inherit (the server resolves their paths in it).
 	listener int
+	mountNS  uint64
 	stopSup  func()
 }
 
@@ -62,7 +64,7 @@ type spawnCall struct {
 // startSpawner starts a spawner thread that joins the v1 cgroup
 // directories dirs (may be none) and loads prog. supervise, if the program
 // notifies, is started on the listener and stopped with the spawner.
-func startSpawner(prog threadProgram, dirs []string, supervise func(listener int) (func(), error)) (*spawner, error) {
+func startSpawner(prog threadProgram, dirs []string, supervise func(listener int, mountNS uint64) (func(), error)) (*spawner, error) {
 	sp := &spawner{calls: make(chan *spawnCall), done: make(chan struct{}), listener: -1}
 	ready := make(chan error, 1)
 	go sp.loop(prog, dirs, ready)
@@ -70,7 +72,7 @@ func startSpawner(prog threadProgram, dirs []string, supervise func(listener int
 		return nil, err
 	}
 	if sp.listener >= 0 {
-		stop, err := supervise(sp.listener)
+		stop, err := supervise(sp.listener, sp.mountNS)
 		if err != nil {
 			sp.stop()
 			return nil, err
@@ -97,6 +99,10 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 	if sp.listener, err = prepareSpawnerThread(prog, dirs); err != nil {
 		ready <- err
 		return
+	}
+	var st unix.Stat_t
+	if unix.Stat("/proc/thread-self/ns/mnt", &st) == nil {
+		sp.mountNS = st.Ino
 	}
 	ready <- nil
 	for c := range sp.calls {

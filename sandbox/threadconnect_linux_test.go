@@ -2,11 +2,15 @@ package sandbox
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // threadConnectPy connects from a thread that is not the thread-group
@@ -33,22 +37,60 @@ t.start(); t.join()
 print(out[0])
 `
 
-// TestConnectFromThreadInEveryMode: a seccomp notification names the
-// calling thread. The connect supervisor used to open its pidfd with that
-// id as if it were a process, which fails for any thread but the leader:
-// with the network granted, every connect a program made from a thread of
-// its own got EPERM (go mod download: "dial udp …:53: connect: operation
-// not permitted"), and a unix-socket connect from a thread failed in mode
-// none. Each mode must now give a thread what it gives the main thread.
-func TestConnectFromThreadInEveryMode(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed: would check connects from a non-main thread in every network mode")
+var (
+	goCallerOnce sync.Once
+	goCallerDir  string
+	goCallerErr  error
+)
+
+// goCallerEnv names a prebuilt Go caller (TestAsUnprivilegedUser's).
+const goCallerEnv = "LITE_AGENT_TEST_GO_CALLER"
+
+// goCaller builds testdata/threadconnect (the Go caller) once per test
+// binary and returns its path, or skips.
+func goCaller(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv(goCallerEnv); p != "" {
+		return p
 	}
+	goCallerOnce.Do(func() {
+		if _, err := exec.LookPath("go"); err != nil {
+			goCallerErr = err
+			return
+		}
+		if goCallerDir, goCallerErr = os.MkdirTemp("", "lite-agent-gocaller-"); goCallerErr != nil {
+			return
+		}
+		os.Chmod(goCallerDir, 0o755)
+		out, err := exec.Command("go", "build", "-o", filepath.Join(goCallerDir, "threadconnect"), "./testdata/threadconnect").CombinedOutput()
+		if err != nil {
+			goCallerErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if goCallerErr != nil {
+		t.Skipf("cannot build the Go caller (%v): would check connects and listeners from Go's own threads", goCallerErr)
+	}
+	return filepath.Join(goCallerDir, "threadconnect")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if goCallerDir != "" {
+		os.RemoveAll(goCallerDir)
+	}
+	os.Exit(code)
+}
+
+// outsideServers starts, outside any sandbox, a TCP listener and a UDP
+// socket on 127.0.0.1: the user's local services.
+func outsideServers(t *testing.T) (tcp, udp string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -58,31 +100,214 @@ func TestConnectFromThreadInEveryMode(t *testing.T) {
 			c.Close()
 		}
 	}()
-	tcp := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer udp.Close()
-	udpAddr := udp.LocalAddr().String()
+	t.Cleanup(func() { pc.Close() })
+	return ln.Addr().String(), pc.LocalAddr().String()
+}
 
-	forEachMode(t, func(t *testing.T, mode NetworkMode) {
-		e := newEscapeEnv(t, func(p *Policy) { p.Network = mode })
+// threadEnv is an escape env whose policy also lets the Go caller run.
+func threadEnv(t *testing.T, n netSetting, goBin string) *escapeEnv {
+	return newEscapeEnv(t, func(p *Policy) {
+		n.apply(p)
+		if goBin != "" {
+			p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(goBin))
+		}
+	})
+}
+
+// TestConnectFromThreadInEveryMode: a seccomp notification names the
+// calling thread. The connect supervisor used to open its pidfd with that
+// id as if it were a process, which fails for any thread but the leader:
+// with the network granted, every connect a program made from a thread of
+// its own got EPERM (go mod download: "dial udp …:53: connect: operation
+// not permitted"), and a unix-socket connect from a thread failed in mode
+// none. Each setting must give a thread what it gives the main thread —
+// to a C caller (pthreads), a Go caller (net.Dial from a goroutine kept
+// off the main thread) and a Python one — for TCP, UDP and unix sockets.
+// Under none the loopback servers here are the user's, not the
+// command's: refused (TestOwnListenersEveryMode has the command's own).
+func TestConnectFromThreadInEveryMode(t *testing.T) {
+	tcp, udp := outsideServers(t)
+	goBin := goCaller(t)
+	_, pyErr := exec.LookPath("python3")
+	forEachMode(t, func(t *testing.T, n netSetting) {
+		e := threadEnv(t, n, goBin)
 		sock := filepath.Join(e.ws, "app.sock")
 		unixServer(t, sock)
 		inet := "ok"
-		if mode == NetworkNone {
-			inet = "EPERM" // no inet sockets at all in mode none: socket() fails
+		if n.mode == NetworkNone {
+			inet = "EPERM"
 		}
-		for _, tc := range []struct{ kind, addr, want string }{
-			{"unix", sock, "ok"},
-			{"tcp", tcp, inet},
-			{"udp", udpAddr, inet},
-		} {
-			r := sh(t, e.sb, "python3 -c '"+threadConnectPy+"' "+tc.kind+" "+tc.addr)
-			if got := strings.TrimSpace(r.out); got != tc.want {
-				t.Errorf("network %s: %s connect to %s from a thread: %q (stderr %q), want %s", mode, tc.kind, tc.addr, got, r.err, tc.want)
+		callers := map[string]func(kind, addr string) string{
+			"c": func(kind, addr string) string {
+				out, _ := e.probe(t, "thread-connect", kind, addr)
+				return out
+			},
+			"go": func(kind, addr string) string {
+				return strings.TrimSpace(runConfined(t, e.sb, goBin, kind, addr))
+			},
+		}
+		if pyErr == nil {
+			callers["python"] = func(kind, addr string) string {
+				r := sh(t, e.sb, "python3 -c '"+threadConnectPy+"' "+kind+" "+addr)
+				return strings.TrimSpace(r.out)
+			}
+		}
+		for name, call := range callers {
+			for _, tc := range []struct{ kind, addr, want string }{
+				{"unix", sock, "ok"},
+				{"tcp", tcp, inet},
+				{"udp", udp, inet},
+			} {
+				if got := call(tc.kind, tc.addr); got != tc.want {
+					t.Errorf("network %s, %s caller: %s connect to %s from a thread: %q, want %s", n, name, tc.kind, tc.addr, got, tc.want)
+				}
 			}
 		}
 	})
+}
+
+// runConfined runs path with args in sb and returns its stdout.
+func runConfined(t *testing.T, sb *Sandbox, path string, args ...string) string {
+	t.Helper()
+	var out strings.Builder
+	if _, err := sb.Run(t.Context(), &Command{Path: path, Args: append([]string{filepath.Base(path)}, args...), Stdout: &out, Stderr: &out}); err != nil {
+		t.Fatalf("%s %v: %v", path, args, err)
+	}
+	return out.String()
+}
+
+// TestOwnListenersEveryMode: tests that open servers work under every
+// network setting, none included. A command's own server — bound to the
+// wildcard on port 0 as httptest, supertest and python's http.server do —
+// is given loopback instead (under unrestricted it keeps the wildcard)
+// and the command reaches it from another thread, over TCP and UDP, in C
+// and in Go. Under none that is all it reaches: the user's loopback
+// services (servers this test starts outside the sandbox), a resolver,
+// any other address are refused, while unconfined they are reachable.
+func TestOwnListenersEveryMode(t *testing.T) {
+	tcp, udp := outsideServers(t)
+	_, tcpPort, _ := net.SplitHostPort(tcp)
+	goBin := goCaller(t)
+	forEachMode(t, func(t *testing.T, n netSetting) {
+		e := threadEnv(t, n, goBin)
+		bound := "127.0.0.1"
+		// Go's ":0" is a dual-stack IPv6 socket: given ::ffff:127.0.0.1,
+		// which net.IP prints as 127.0.0.1.
+		goBound := "127.0.0.1"
+		if n.mode == NetworkUnrestricted {
+			bound, goBound = "0.0.0.0", "::"
+		}
+		for _, kind := range []string{"tcp", "udp"} {
+			if got, _ := e.probe(t, "own-server", kind); got != "ok bound="+bound {
+				t.Errorf("network %s: the command's own %s server (C): %q, want ok bound=%s", n, kind, got, bound)
+			}
+		}
+		if got := strings.TrimSpace(runConfined(t, e.sb, goBin, "serve")); got != "ok bound="+goBound {
+			t.Errorf("network %s: the command's own HTTP server (Go, net.Listen(\":0\")): %q, want ok bound=%s", n, got, goBound)
+		}
+		if n.mode != NetworkNone {
+			return
+		}
+		// The attacks: each works unconfined, and each is refused here.
+		for _, tc := range []struct{ what, kind, addr string }{
+			{"the user's loopback TCP service", "tcp", tcp},
+			{"the user's loopback UDP service", "udp", udp},
+			{"a resolver on loopback", "udp", "127.0.0.53:53"},
+			{"another loopback address", "tcp", "127.0.0.2:" + tcpPort},
+			{"a remote address", "udp", "192.0.2.1:53"},
+		} {
+			if got, _ := e.probe(t, "thread-connect", tc.kind, tc.addr); got != "EPERM" {
+				t.Errorf("network %s: %s (%s %s): %q, want EPERM", n, tc.what, tc.kind, tc.addr, got)
+			}
+			if free := e.free(t, "thread-connect", tc.kind, tc.addr); free == "EPERM" || (tc.addr == tcp || tc.addr == udp) && free != "ok" {
+				t.Errorf("unconfined %s (%s %s): %q: the refusal above proves nothing", tc.what, tc.kind, tc.addr, free)
+			}
+		}
+		r := sh(t, e.sb, "exec 3<>/dev/tcp/127.0.0.1/"+tcpPort+" && echo connected")
+		if r.st.Code == 0 {
+			t.Errorf("network %s: bash /dev/tcp to the user's service: %v", n, r)
+		}
+	})
+}
+
+// TestSealedThreadServesEveryCommand pins what keeps spawn under none as
+// cheap as it was with the connect-only supervisor: where the spawner
+// thread is sealed (root with v1 cgroups) and capture is off, the thread's
+// program carries the notification server's calls and one server per
+// thread serves its commands — a command loads no program of its own and
+// starts no server.
+func TestSealedThreadServesEveryCommand(t *testing.T) {
+	for _, n := range allSettings {
+		sb, _ := newTestSandbox(t, n.apply)
+		if !sb.sealed {
+			t.Logf("network %s: spawner threads not sealed here (namespaces or cgroup v2): each command has its own server", n)
+			continue
+		}
+		if !sb.threadNotifies || sb.rawPieces.ChildNotifies || len(sb.rawPieces.ChildBPF) != 0 {
+			t.Errorf("network %s, sealed: thread notifies %v, child program %d bytes (notifies %v): want the thread's listener only",
+				n, sb.threadNotifies, len(sb.rawPieces.ChildBPF), sb.rawPieces.ChildNotifies)
+		}
+		sb.spMu.Lock()
+		for _, sp := range sb.spAll {
+			if sp.stopSup == nil {
+				t.Errorf("network %s: a sealed spawner thread without its server", n)
+			}
+		}
+		sb.spMu.Unlock()
+	}
+}
+
+// TestPidfdOfThread: what the removed connect supervisor did — a pidfd
+// opened with the notification's thread id as if it named a process —
+// fails for any thread but the leader, which is why a connect
+// from a thread got EPERM; pidfdOfThread, the server's one way of naming
+// the caller, gives a pidfd through which that thread's descriptors are
+// taken.
+func TestPidfdOfThread(t *testing.T) {
+	tids := make(chan int)
+	release := make(chan struct{})
+	defer close(release)
+	tid := unix.Getpid()
+	// Each goroutine holds its thread until the end, so a second one
+	// cannot land where the first (perhaps the main thread) is.
+	for range 4 {
+		go func() {
+			runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
+			tids <- unix.Gettid()
+			<-release
+		}()
+		if tid = <-tids; tid != unix.Getpid() {
+			break
+		}
+	}
+	if tid == unix.Getpid() {
+		t.Skip("the goroutine landed on the main thread: would check pidfds of a non-leader thread")
+	}
+	if fd, err := unix.PidfdOpen(tid, 0); err == nil {
+		unix.Close(fd)
+		t.Errorf("pidfd_open(tid %d, 0) of a non-leader thread succeeded: the old bug cannot be shown here", tid)
+	} else {
+		// EINVAL before Linux 6.9, ENOENT since (measured on 6.18).
+		t.Logf("the removed supervisor's pidfd_open(tid, 0): %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	pidfd, err := pidfdOfThread(tid)
+	if err != nil {
+		t.Fatalf("pidfdOfThread(%d): %v", tid, err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, int(w.Fd()), 0)
+	if err != nil {
+		t.Fatalf("pidfd_getfd through the thread's pidfd: %v", err)
+	}
+	unix.Close(fd)
 }

@@ -21,18 +21,32 @@ import (
 // ticks since boot), which tells a live owner from a later process that
 // got the same pid. The first New of a process (and `lite-agent gc`
 // through RemoveStaleTempDirs) removes the directories of owners that are
-// gone. The one-shot runner (fastpath_linux.c, la_owner_tag) names its
-// directories the same way.
+// gone.
 
 const tmpPrefix = "lite-agent-sandbox-"
 
-var staleOnce sync.Once
+var (
+	staleOnce sync.Once
+	// staleDone is closed when the first New's sweep of stale directories
+	// has ended. The sweep runs beside the command rather than before it
+	// (a /tmp of a few hundred entries is a few hundred µs, which `sandbox
+	// run -- CMD` would otherwise wait for); waitStaleSweep, in release,
+	// lets it finish before the Sandbox is gone.
+	staleDone chan struct{}
+)
 
 // tmpRootDir makes the directory under which per-command temporary
 // directories are created; it is in the ruleset (read-write). The first
-// call of a process removes stale ones first.
+// call of a process starts the removal of stale ones (a directory of a
+// live owner, this process included, is never removed).
 func tmpRootDir() (string, error) {
-	staleOnce.Do(func() { removeStaleTempDirs(os.TempDir()) })
+	staleOnce.Do(func() {
+		staleDone = make(chan struct{})
+		go func() {
+			defer close(staleDone)
+			removeStaleTempDirs(os.TempDir())
+		}()
+	})
 	tag := "0.0" // no start time: never judged stale (see parseTmpOwner)
 	if start, err := procStartTime(os.Getpid()); err == nil {
 		tag = strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(start, 10)
@@ -45,7 +59,16 @@ func tmpRootDir() (string, error) {
 // returns their paths. Only directories of this user whose owner is
 // certainly gone are removed.
 func RemoveStaleTempDirs() ([]string, error) {
+	waitStaleSweep() // not two sweeps of one directory at once
 	return removeStaleTempDirs(os.TempDir())
+}
+
+// waitStaleSweep waits for the first New's sweep, if one was started.
+func waitStaleSweep() {
+	staleOnce.Do(func() {}) // staleDone is set inside the Once: read it after
+	if staleDone != nil {
+		<-staleDone
+	}
 }
 
 func removeStaleTempDirs(dir string) ([]string, error) {

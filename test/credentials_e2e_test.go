@@ -64,7 +64,7 @@ func probeScript(home string) string {
 func sandboxRunEnv(t *testing.T, env []string, args ...string) (string, string) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"sandbox", "run"}, args...)...)
-	cmd.Env = append(env, "LITE_AGENT_SANDBOX_PLANS=off")
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Run()

@@ -54,16 +54,11 @@ type mode string
 const (
 	unconfined mode = "unconfined"
 	sandboxRun mode = "sandbox run"
-	// sandboxRunPlan: `lite-agent sandbox run` through its one-shot runner
-	// (sandbox/fastpath_linux.c): a warm-up with the same flags stores the
-	// plan, and the attack runs without the Go runtime. Root only: the
-	// shapes the runner takes are those of root here.
-	sandboxRunPlan mode = "sandbox run (plan)"
-	bashTool       mode = "bash tool"
+	bashTool   mode = "bash tool"
 )
 
-// viaCLI reports whether m is `lite-agent sandbox run`, either way.
-func (m mode) viaCLI() bool { return m == sandboxRun || m == sandboxRunPlan }
+// viaCLI reports whether m is `lite-agent sandbox run`.
+func (m mode) viaCLI() bool { return m == sandboxRun }
 
 // via says which confined paths a scenario runs through.
 type via int
@@ -378,7 +373,7 @@ func clip(s string) string {
 // from a command that ran.
 func (r *result) failedClosed() bool {
 	switch r.mode {
-	case sandboxRun, sandboxRunPlan:
+	case sandboxRun:
 		return r.code == 125
 	case bashTool:
 		// The kernel prepares the sandbox before the first turn: a
@@ -401,25 +396,15 @@ func (s *suite) run(t *testing.T, fx *fixture, sc *scenario, m mode) *result {
 		script = prelude + sc.baseScript
 	}
 	script = fx.expand(t, script)
-	var argv, warmup []string
+	var argv []string
 	env := fx.env
-	trace := ""
 	switch m {
 	case unconfined:
 		argv = []string{"bash", "-c", script}
-	case sandboxRun, sandboxRunPlan:
+	case sandboxRun:
 		argv = []string{s.bin, "sandbox", "run", "--workspace", fx.ws}
 		for _, f := range sc.flags {
 			argv = append(argv, fx.expand(t, f))
-		}
-		if m == sandboxRun {
-			// The Go path, always: the runner has its own mode.
-			env = append(append([]string{}, fx.env...), "LITE_AGENT_SANDBOX_PLANS=off")
-		}
-		if m == sandboxRunPlan {
-			warmup = append(append([]string{}, argv...), "--", "true")
-			trace = filepath.Join(fx.agent, "plan-trace")
-			env = append(append([]string{}, fx.env...), "LITE_AGENT_SANDBOX_TRACE="+trace)
 		}
 		argv = append(argv, "--", "bash", "-c", script)
 	case bashTool:
@@ -440,25 +425,6 @@ func (s *suite) run(t *testing.T, fx *fixture, sc *scenario, m mode) *result {
 	}
 	if s.unpriv {
 		argv = append([]string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--"}, argv...)
-	}
-	planned := false
-	if warmup != nil {
-		w := exec.Command(warmup[0], warmup[1:]...)
-		w.Dir, w.Env = fx.ws, env
-		out, err := w.CombinedOutput()
-		tr, _ := os.ReadFile(trace)
-		if !s.unpriv {
-			forgetPlans(t, strings.Split(string(tr), "\n"))
-		}
-		switch {
-		case strings.Contains(string(tr), "\nstored "):
-			planned = true
-		case strings.Contains(string(tr), "not-stored: "):
-			t.Logf("%s: no plan for this shape, the Go path runs: %s", m, tr)
-		default:
-			t.Errorf("%s: warm-up: %v %s; trace %q", m, err, out, tr)
-		}
-		os.Remove(trace)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -492,11 +458,6 @@ func (s *suite) run(t *testing.T, fx *fixture, sc *scenario, m mode) *result {
 	}
 	if ctx.Err() != nil {
 		t.Errorf("%s: still running after 90s: killed", m)
-	}
-	if planned {
-		if tr, _ := os.ReadFile(trace); !strings.HasPrefix(string(tr), "fast\n") {
-			t.Errorf("%s: the stored plan was not what ran (trace %q)", m, tr)
-		}
 	}
 	r.out, r.all = r.stdout+r.stderr, r.stdout+r.stderr
 	if m == bashTool {

@@ -157,7 +157,7 @@ env | grep -E '^(FOO_API_KEY|GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY|DB_PASSWORD|ANTH
 			setup: func(t *testing.T, fx *fixture) {
 				// The bash tool has the default process limit (512):
 				// its bomb must outgrow that.
-				fx.vars["DEPTH"] = map[mode]string{sandboxRun: "7", sandboxRunPlan: "7", bashTool: "9"}[fx.mode]
+				fx.vars["DEPTH"] = map[mode]string{sandboxRun: "7", bashTool: "9"}[fx.mode]
 				fx.sampler = startSampler(t, "3."+fx.vars["NUM"], fx.s.bin)
 			},
 			escaped: func(fx *fixture) string {
@@ -192,7 +192,7 @@ for i in range({{CHUNKS}}):
     a.append(b"x" * (16 << 20))
 print("SUCC" + "EEDED: allocated", len(a) * 16, "MiB")'`,
 			setup: func(t *testing.T, fx *fixture) {
-				fx.vars["CHUNKS"] = map[mode]string{sandboxRun: "128", sandboxRunPlan: "128", bashTool: "320"}[fx.mode]
+				fx.vars["CHUNKS"] = map[mode]string{sandboxRun: "128", bashTool: "320"}[fx.mode]
 			},
 			check: func(t *testing.T, fx *fixture, r *result) {
 				if r.code == 0 {
@@ -534,9 +534,6 @@ func (s *suite) runScenario(t *testing.T, sc scenario) {
 		modes = append(modes, unconfined)
 	}
 	modes = append(modes, sc.via.modes()...)
-	if sc.via&viaSandboxRun != 0 && !s.unpriv && os.Geteuid() == 0 {
-		modes = append(modes, sandboxRunPlan)
-	}
 	jobs := make([]*job, len(modes))
 	for i, m := range modes {
 		fx := s.newFixture(t)

@@ -15,7 +15,7 @@ import (
 // leaves a live sandbox's alone.
 func TestGCRemovesAKilledSandboxTempDir(t *testing.T) {
 	tmp, ws := t.TempDir(), t.TempDir()
-	env := append(os.Environ(), "TMPDIR="+tmp, "LITE_AGENT_SANDBOX_PLANS=off")
+	env := append(os.Environ(), "TMPDIR="+tmp)
 	start := func() (*exec.Cmd, *os.File) {
 		t.Helper()
 		cmd := exec.Command(binary, "sandbox", "run", "--workspace", ws, "--", "sh", "-c", "echo started; read x")

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Real development work through `lite-agent run` and its bash tool, with
@@ -298,4 +300,228 @@ func TestPolicyShowSandboxSources(t *testing.T) {
 			}
 		}
 	}
+}
+
+// debianMavenPlugins are the packages whose artifacts in
+// /usr/share/maven-repo let Maven build, test and package offline (make
+// deps installs them); the paths are what the test looks for.
+var debianMavenPlugins = map[string]string{
+	"libmaven-resources-plugin-java": "/usr/share/maven-repo/org/apache/maven/plugins/maven-resources-plugin",
+	"libmaven-compiler-plugin-java":  "/usr/share/maven-repo/org/apache/maven/plugins/maven-compiler-plugin",
+	"libsurefire-java":               "/usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin",
+	"libmaven-jar-plugin-java":       "/usr/share/maven-repo/org/apache/maven/plugins/maven-jar-plugin",
+	"junit4":                         "/usr/share/maven-repo/junit/junit/4.13.2",
+}
+
+// TestMavenPackageOffline: `mvn package` — compile, a JUnit test, the jar
+// — of a project with a dependency from Debian's packaged repository
+// (junit) and one only in the user's ~/.m2/repository, through `lite-agent
+// run`, network none. The user's ~/.m2/settings.xml exists (with a
+// password, and a localRepository that would break the build): Maven
+// inside never reads it (it would die on "Non-readable settings"), the
+// command cannot either. An artifact that is on neither repository fails
+// at once naming the sandbox and --allow-domain @maven, with and without
+// -o.
+func TestMavenPackageOffline(t *testing.T) {
+	need(t, "Maven", "mvn", "javac", "jar")
+	for pkg, p := range debianMavenPlugins {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is not installed (run make deps): this test would build a Maven project offline from Debian's /usr/share/maven-repo", pkg)
+		}
+	}
+	u := newFakeUser(t)
+	settings := filepath.Join(u.home, ".m2", "settings.xml")
+	writeFile(t, settings, "<settings><localRepository>/nonexistent-m2</localRepository><servers><server><id>corp</id><password>SECRET-m2</password></server></servers></settings>\n")
+	// An artifact only the user's repository has, built here unconfined.
+	lib := t.TempDir()
+	writeFile(t, filepath.Join(lib, "greet", "Greet.java"), "package greet;\npublic class Greet { public static String hello() { return \"hello from the user's repository\"; } }\n")
+	repo := filepath.Join(u.home, ".m2", "repository", "example", "greet", "1.0")
+	if out, err := exec.Command("sh", "-c", "cd "+lib+" && javac -d classes greet/Greet.java && mkdir -p "+repo+" && jar cf "+repo+"/greet-1.0.jar -C classes .").CombinedOutput(); err != nil {
+		t.Fatalf("building the user's artifact: %v\n%s", err, out)
+	}
+	writeFile(t, filepath.Join(repo, "greet-1.0.pom"), `<project><modelVersion>4.0.0</modelVersion><groupId>example</groupId><artifactId>greet</artifactId><version>1.0</version></project>`+"\n")
+	ws := t.TempDir()
+	pom := func(junit string) string {
+		return `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId><artifactId>rw</artifactId><version>1.0</version>
+  <properties>
+    <maven.compiler.source>17</maven.compiler.source><maven.compiler.target>17</maven.compiler.target>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency><groupId>example</groupId><artifactId>greet</artifactId><version>1.0</version></dependency>
+    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>` + junit + `</version><scope>test</scope></dependency>
+  </dependencies>
+</project>
+`
+	}
+	writeFile(t, filepath.Join(ws, "pom.xml"), pom("4.13.2"))
+	writeFile(t, filepath.Join(ws, "src", "main", "java", "rw", "Add.java"), "package rw;\npublic class Add {\n  public static int add(int a, int b) { return a + b; }\n  public static String greet() { return greet.Greet.hello(); }\n}\n")
+	writeFile(t, filepath.Join(ws, "src", "test", "java", "rw", "AddTest.java"), `package rw;
+import static org.junit.Assert.assertEquals;
+import org.junit.Test;
+public class AddTest {
+  @Test public void adds() { assertEquals(3, Add.add(1, 2)); }
+  @Test public void greets() { assertEquals("hello from the user's repository", Add.greet()); }
+}
+`)
+	res, _ := u.bashSession(t, ws, nil,
+		"mvn -B package 2>&1 | grep -E 'Tests run:|BUILD|ERROR|FATAL'; ls target/rw-1.0.jar",
+		"cat "+settings+" || echo settings-unreadable",
+		// The settings Maven trusts are read-only (a build cannot
+		// rewrite what the next session's Maven reads); the local
+		// repository beside them is writable.
+		`c=${MAVEN_OPTS#-Duser.home=}; c=${c%% *}; grep -q lite-agent-machine-repositories $c/.m2/settings.xml && echo settings-seen; `+
+			`echo '<!-- poisoned -->' >> $c/.m2/settings.xml && echo settings-written; touch "$(dirname $c)/java/m2/probe" && echo repository-writable`)
+	if !strings.Contains(res[0].text, "Tests run: 2, Failures: 0, Errors: 0") || !strings.Contains(res[0].text, "BUILD SUCCESS") ||
+		!strings.Contains(res[0].text, "target/rw-1.0.jar") {
+		t.Fatalf("mvn package offline with the java profile:\n%s", res[0].text)
+	}
+	if strings.Contains(res[1].text, "SECRET") || !strings.Contains(res[1].text, "settings-unreadable") {
+		t.Errorf("~/.m2/settings.xml is readable with the java profile on:\n%s", res[1].text)
+	}
+	if !strings.Contains(res[2].text, "settings-seen") || strings.Contains(res[2].text, "settings-written") || !strings.Contains(res[2].text, "repository-writable") {
+		t.Errorf("the sandbox's Maven settings must be readable, not writable; its repository writable:\n%s", res[2].text)
+	}
+	// The user's repository stayed as it was: the build wrote to the
+	// workspace's own.
+	if ents, _ := os.ReadDir(filepath.Join(u.home, ".m2", "repository")); len(ents) != 1 {
+		t.Errorf("the user's ~/.m2/repository changed: %v", ents)
+	}
+	// An artifact on no repository of the machine: Maven without the
+	// profile's settings fails after ~6 s here ("Unknown host
+	// repo.maven.apache.org: Temporary failure in name resolution", three
+	// JVM-side attempts), naming neither the sandbox nor the grant. With
+	// them, the marker repository answers at once. The bound covers two
+	// Maven starts on a loaded machine.
+	writeFile(t, filepath.Join(ws, "pom.xml"), pom("4.13.3"))
+	start := time.Now()
+	res, _ = u.bashSession(t, ws, nil, "mvn -B package 2>&1 | grep -m1 ERROR", "mvn -o -B package 2>&1 | grep -m1 ERROR")
+	took := time.Since(start)
+	for i, r := range res {
+		if !strings.Contains(r.text, "junit:junit:jar:4.13.3") || !strings.Contains(r.text, "lite-agent-sandbox/network-is-none") ||
+			!strings.Contains(r.text, "allow-domain-@maven") {
+			t.Errorf("mvn %d with a missing artifact, network none:\n%s", i, r.text)
+		}
+	}
+	if took > 60*time.Second {
+		t.Errorf("two refused Maven builds took %v", took)
+	}
+}
+
+// TestGradleBuildOffline: `gradle build` — compile, a JUnit test from
+// Debian's packaged repository, the jar — through `lite-agent run`, network
+// none. Gradle 4.4 (Debian 12's) starts only with a writable
+// java.io.tmpdir (Java ignores TMPDIR and /tmp is read-only in the
+// sandbox): unconfigured it dies with "Read-only file system"; the java
+// profile points it at the workspace's cache. Its user home is lite-agent's
+// per-workspace one, so the user's ~/.gradle/gradle.properties (where
+// repository passwords live) is neither read nor readable.
+func TestGradleBuildOffline(t *testing.T) {
+	need(t, "Gradle", "gradle", "javac")
+	if _, err := os.Stat(debianMavenPlugins["junit4"]); err != nil {
+		t.Skip("junit4 is not installed (run make deps): this test would build a Gradle project offline against Debian's /usr/share/maven-repo")
+	}
+	u := newFakeUser(t)
+	props := filepath.Join(u.home, ".gradle", "gradle.properties")
+	writeFile(t, props, "repoPassword=SECRET-gradle\n")
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "build.gradle"), `apply plugin: 'java'
+repositories { maven { url 'file:///usr/share/maven-repo' } }
+dependencies { testCompile 'junit:junit:4.13.2' }
+`)
+	writeFile(t, filepath.Join(ws, "src", "main", "java", "rw", "Add.java"), "package rw;\npublic class Add { public static int add(int a, int b) { return a + b; } }\n")
+	writeFile(t, filepath.Join(ws, "src", "test", "java", "rw", "AddTest.java"), `package rw;
+import static org.junit.Assert.assertEquals;
+import org.junit.Test;
+public class AddTest { @Test public void adds() { assertEquals(3, Add.add(1, 2)); } }
+`)
+	res, _ := u.bashSession(t, ws, nil,
+		"gradle --no-daemon -q build 2>&1 | grep -E 'FAIL|rror|Exception'; ls build/libs/ build/test-results/test/",
+		"cat "+props+" || echo properties-unreadable",
+		// Without the profile's setting Gradle cannot start: what the
+		// setting is for.
+		"GRADLE_OPTS=-Dorg.gradle.offline=true gradle --no-daemon -q help 2>&1 | grep -m1 'Read-only file system'")
+	if !strings.Contains(res[0].text, ".jar") || !strings.Contains(res[0].text, "TEST-rw.AddTest.xml") || strings.Contains(res[0].text, "FAIL") {
+		t.Fatalf("gradle build offline with the java profile:\n%s", res[0].text)
+	}
+	if strings.Contains(res[1].text, "SECRET") || !strings.Contains(res[1].text, "properties-unreadable") {
+		t.Errorf("~/.gradle/gradle.properties is readable with the java profile on:\n%s", res[1].text)
+	}
+	if !strings.Contains(res[2].text, "Read-only file system") {
+		t.Errorf("gradle without a writable java.io.tmpdir started: the profile's setting is not what makes it work:\n%s", res[2].text)
+	}
+}
+
+// TestRefusedDownloadsFailFast: with the network none (lite-agent run's
+// default), a download by a tool that honours HTTP(S)_PROXY — or its
+// ecosystem's proxy setting — fails at its first request, and the error
+// names the sandbox and the grant (the offline proxy,
+// lite-agent-sandbox.network-is-none.grant-the-host-with--allow-domain.invalid),
+// where the tool's default would retry: npm and pnpm retry twice with a
+// 10-60 s back-off (72 s measured here), yarn berry three times (7.5 s).
+// Each is timed inside the sandbox. Without the mechanism (network
+// loopback: not offline, so no proxy variables) curl and git only say
+// "Could not resolve host", which names neither.
+func TestRefusedDownloadsFailFast(t *testing.T) {
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	// package.json turns the node profile on (its retries off).
+	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "rw", "version": "1.0.0", "dependencies": {"leftpad": "1.0.0"}}`)
+	const marker = "lite-agent-sandbox.network-is-none.grant-the-host-with--allow-domain.invalid"
+	timed := func(cmd string) string {
+		return "s=$(date +%s%N); " + cmd + " 2>&1 | grep -v '^npm error A complete log' | tail -20; echo took-ms=$(( ($(date +%s%N) - s) / 1000000 ))"
+	}
+	var args []string
+	if _, err := os.Stat("/etc/wgetrc"); err == nil {
+		// wget refuses to start when /etc/wgetrc is unreadable, which
+		// the sandbox's system paths do not grant (yet).
+		args = append(args, "--allow-read", "/etc/wgetrc")
+	}
+	for _, tc := range []struct {
+		prog, cmd string
+		bound     time.Duration
+	}{
+		{"curl", "curl -sS https://example.com/x", 10 * time.Second},
+		{"wget", "wget https://example.com/x", 10 * time.Second},
+		{"git", "git ls-remote https://example.com/x.git", 10 * time.Second},
+		{"npm", "npm view leftpad", 20 * time.Second},
+		{"pnpm", "pnpm install", 20 * time.Second},
+		{"yarn", "yarn install", 5 * time.Second}, // berry; classic cannot start in the sandbox (/proc/self/stat)
+	} {
+		t.Run(tc.prog, func(t *testing.T) {
+			bin, err := exec.LookPath(tc.prog)
+			if err != nil {
+				t.Skipf("%s is not installed: this would check that its download, network none, fails within %v naming %s", tc.prog, tc.bound, marker)
+			}
+			args := args
+			if real, err := filepath.EvalSymlinks(bin); err == nil && !strings.HasPrefix(real, "/usr/") {
+				// A package installed by hand (npm install --prefix):
+				// the profile grants the directory on PATH, the test the
+				// package it links to.
+				args = append(slices.Clone(args), "--allow-read", filepath.Dir(filepath.Dir(real)))
+			}
+			res, _ := u.bashSession(t, ws, args, timed(tc.cmd))
+			if !strings.Contains(res[0].text, marker) {
+				t.Errorf("%s, network none: the error does not name the sandbox's grant:\n%s", tc.cmd, res[0].text)
+			}
+			var ms int
+			if i := strings.LastIndex(res[0].text, "took-ms="); i < 0 {
+				t.Fatalf("no timing:\n%s", res[0].text)
+			} else {
+				fmt.Sscanf(res[0].text[i:], "took-ms=%d", &ms)
+			}
+			if took := time.Duration(ms) * time.Millisecond; took > tc.bound {
+				t.Errorf("%s took %v to fail (bound %v)", tc.cmd, took, tc.bound)
+			}
+		})
+	}
+	t.Run("without", func(t *testing.T) {
+		need(t, "curl and git", "curl", "git")
+		res, _ := u.bashSession(t, ws, []string{"--network", "loopback"}, "curl -sS https://example.com/x; git ls-remote https://example.com/x.git")
+		if strings.Contains(res[0].text, marker) || !strings.Contains(res[0].text, "Could not resolve host") {
+			t.Errorf("network loopback (no offline proxy): curl and git should fail naming only the host:\n%s", res[0].text)
+		}
+	})
 }

@@ -54,6 +54,19 @@
 // word nobody knows fails closed: within no limit, a limit that contains
 // nothing, never the narrower.
 //
+// # Toolsets
+//
+// A Toolset is a source of tools that lives as long as a session (the
+// session's MCP servers: package mcp's Toolset). The kernel is handed
+// toolsets rather than importing what makes them, opens each per session
+// (ToolsetEnv: the workspace, the handler ceiling, the checkpoint
+// recorder) and closes it at the end. Optional abilities are type
+// assertions: ToolsetTraits (which tools forward and run in this process,
+// whose read-only hint is trusted — asked of the toolset that offered the
+// tool, never of a registry), ToolsetStatus (its servers for
+// session_start), ToolOfferer (names of tools not known yet) and
+// ToolsetPreview (tools known before opening).
+//
 // # Per-call services
 //
 // Context carries the session id, cancellation, Emit for custom events, the

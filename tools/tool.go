@@ -49,7 +49,9 @@ type Tool struct {
 	invoke func(ctx *Context, input []byte) (*Result, error)
 }
 
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// The length is checked apart: a counted repetition such as {1,128}
+// compiles to that many copies (~0.6 ms at every program start).
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // New builds a typed tool. The JSON Schema of its input is inferred from In
 // (a struct: `json` tags name the fields, `jsonschema` tags describe them,
@@ -138,7 +140,7 @@ func Must(t *Tool, err error) *Tool {
 }
 
 func newTool(name, description string, schema *jsonschema.Schema, o *Options) (*Tool, error) {
-	if !toolNameRE.MatchString(name) {
+	if len(name) > 64 || !toolNameRE.MatchString(name) {
 		return nil, fmt.Errorf("tools.New %q: a tool name is 1-64 characters of letters, digits, '_' and '-'", name)
 	}
 	if description == "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // The interactive mode (issue 16): `lite-agent` with no command, or
@@ -56,6 +57,10 @@ type chatApp struct {
 	// approveMu makes approvals one at a time: parallel calls would
 	// otherwise answer each other's questions.
 	approveMu sync.Mutex
+	// sessionDomains are the unknown domains allowed for the session or
+	// always (chat_domains.go), by grant.
+	domainMu       sync.Mutex
+	sessionDomains map[string]sandbox.DomainDecision
 }
 
 func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -176,6 +181,7 @@ func workspaceSessions(stateDir, ws string) []kernel.Record {
 // checks the flags of run: there is one path to a hardened agent.
 func (a *chatApp) rebuild() error {
 	a.f.canUseTool = a.approve
+	a.f.onUnknownDomain = a.askDomain
 	agent, err := buildAgent(&a.f, a.set, a.model, a.modelName, nil, io.Discard)
 	if err != nil {
 		return err

@@ -90,7 +90,11 @@ type chatModel struct {
 
 	approval   *approvalMsg
 	approvalAt string // "" choosing, "message": typing a denial's message
-	denyText   []rune
+	// domainAsk is a question about an unknown domain (chat_domains.go);
+	// domainAskAt is "always" while choosing the file.
+	domainAsk   *domainAskMsg
+	domainAskAt string
+	denyText    []rune
 
 	picker *picker
 
@@ -188,6 +192,10 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.approval, m.approvalAt, m.denyText = &msg, "", nil
 		return m, nil
+	case domainAskMsg:
+		return m, m.showDomainAsk(msg)
+	case domainAskGone:
+		return m, m.domainAskGoneMsg(msg)
 	case tea.KeyMsg:
 		return m.onKey(msg)
 	}
@@ -199,6 +207,9 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.approval != nil {
 		return m, m.approvalKey(k)
+	}
+	if m.domainAsk != nil {
+		return m, m.domainKey(k)
 	}
 	if m.picker != nil {
 		return m, m.pickerKey(k)

@@ -101,8 +101,7 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 		return say("subagents: " + field(strings.Join(m.agents, ", "), 2000))
 	case "/mcp":
-		if len(m.mcp) == 0 && len(m.app.opts.MCPServers) > 0 {
-			names := slices.Sorted(maps.Keys(m.app.opts.MCPServers))
+		if names := m.app.agent.MCPServers(); len(m.mcp) == 0 && len(names) > 0 {
 			return say("MCP servers (they connect with the first prompt): " + field(strings.Join(names, ", "), 2000))
 		}
 		if len(m.mcp) == 0 {

@@ -69,6 +69,9 @@ func (m *chatModel) View() string {
 	if m.approval != nil {
 		b.WriteString(m.approvalView())
 		b.WriteString("\n")
+	} else if m.domainAsk != nil {
+		b.WriteString(m.domainAskView())
+		b.WriteString("\n")
 	} else {
 		b.WriteString(m.input.View())
 		b.WriteString("\n")

@@ -131,11 +131,4 @@
 // start (the reason on stderr: fail closed), 126 when the command could not
 // be executed and 127 when it was not found.
 //
-// # Environment
-//
-// LITE_AGENT_SANDBOX_PLANS=off: sandbox run neither stores nor runs
-// one-shot plans (see package sandbox, "One-shot plans"): every run takes
-// the full Go path. LITE_AGENT_SANDBOX_TRACE=FILE: sandbox run appends to
-// FILE which path ran ("fast", or "go" and whether a plan was stored) —
-// for tests.
 package main

@@ -91,6 +91,7 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 		return nil, err
 	}
 	applyModelFlags(&f.modelSettings, &cfg)
+	cfg.OnUnknownDomain = f.onUnknownDomain
 	if f.canUseTool != nil {
 		cfg.CanUseTool = f.canUseTool
 	} else if isTerminal(stdin) {

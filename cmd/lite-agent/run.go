@@ -22,6 +22,7 @@ import (
 	"github.com/lite-agent/lite-agent/provider/anthropic"
 	"github.com/lite-agent/lite-agent/provider/openai"
 	"github.com/lite-agent/lite-agent/provider/scripted"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 const defaultAnthropicModel = "claude-sonnet-4-6"
@@ -62,6 +63,10 @@ type runFlags struct {
 	// canUseTool, when set, answers the calls that ask instead of the
 	// line prompt (the interactive mode's approvals, chat.go).
 	canUseTool kernel.CanUseToolFunc
+	// onUnknownDomain, when set, is asked about a domain no grant names
+	// (the interactive mode, chat_domains.go); without it such a domain
+	// is refused.
+	onUnknownDomain func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error)
 }
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,12 +44,6 @@ const sandboxRunUsageText = `usage: lite-agent sandbox run [flags] -- CMD [ARGS.
 Runs CMD confined to the workspace: Landlock, seccomp, no capabilities, no
 network unless asked, a private TMPDIR, resource limits, and the whole
 process tree killed when it ends. Stdin, stdout and stderr pass through.
-
-Repeated runs are fast: a run stores what it prepared as a plan in your
-kernel keyring, and the next run with the same binary, user, directory,
-flags and relevant environment executes that plan before the Go runtime
-starts, under the same confinement (network none; an hour at most).
-LITE_AGENT_SANDBOX_PLANS=off turns this off.
 
 Exit status: the command's own; 128+N when signal N killed it; 124 on
 --timeout; 125 when the sandbox could not start (the reason is on stderr);
@@ -128,26 +121,11 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	// The key of this invocation's one-shot plan (sandbox/plan.go), taken
-	// before the sandbox exists: it covers the flags before the command.
-	sandbox.PlanTrace("go")
-	planKey := ""
-	// Only for the process's own command line: the key covers what the
-	// C runner will see in argv (not an in-process call, as in tests).
-	// Toolchain grants come from the machine (go env, PATH), not the
-	// flags alone, so a plan keyed by the flags could replay stale ones.
-	if !sandbox.PlansDisabled() && (!set["toolchains"] || f.grants.toolchains == "none") && len(os.Args) >= 3 && os.Args[1] == "sandbox" && os.Args[2] == "run" && slices.Equal(os.Args[3:], args) {
-		if planKey, err = sandbox.PlanKey(args[:len(args)-len(argv)]); err != nil {
-			sandbox.PlanTrace("no-key: " + err.Error())
-		}
-	}
-	var preamble strings.Builder
 	for _, e := range f.grants.env {
 		if !strings.Contains(e, "=") && sandbox.LooksSecret(e) {
-			fmt.Fprintf(&preamble, "lite-agent: sandbox: --env %s looks like a secret and is not passed by name; give --env %s=VALUE to pass it on purpose\n", e, e)
+			fmt.Fprintf(stderr, "lite-agent: sandbox: --env %s looks like a secret and is not passed by name; give --env %s=VALUE to pass it on purpose\n", e, e)
 		}
 	}
-	io.WriteString(stderr, preamble.String())
 	// The command runs where the user is when that is inside the
 	// workspace (sandbox run -- make, from a subdirectory), else at the
 	// workspace's top.
@@ -165,9 +143,6 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 		if missing := sb.Enforcement().Missing; len(missing) > 0 {
 			fmt.Fprintf(stderr, "lite-agent: sandbox: best effort: NOT enforced here: %s\n", strings.Join(missing, "; "))
 		}
-	}
-	if planKey != "" {
-		storePlan(sb, planKey, dir, preamble.String(), pol.Limits)
 	}
 
 	// An interrupt or a termination of lite-agent ends the confined tree
@@ -239,7 +214,7 @@ func sandboxPolicy(f *sandboxRunFlags, set map[string]bool) (sandbox.Policy, err
 	}
 	if grants.Toolchains == nil {
 		// sandbox run grants no toolchain unless asked: it runs one
-		// command as the flags say (and its one-shot plans stay valid).
+		// command as the flags say.
 		grants.Toolchains, grants.ToolchainsSource = []string{"none"}, "sandbox run's default"
 	}
 	// No policy files: sandbox run is the flags and the preset. The
@@ -314,7 +289,6 @@ func startFailure(name string, err error) error {
 
 // sandboxExit turns how the command ended into the CLI's exit code, with a
 // line on stderr for what the sandbox did (a limit hit, output dropped).
-// The one-shot runner prints the same lines (storePlan).
 func sandboxExit(st *sandbox.ExitStatus, sig syscall.Signal, lim sandbox.Limits, stderr io.Writer) error {
 	if st.OutputTruncated {
 		fmt.Fprintf(stderr, "%s%d%s", truncatedBefore, st.DroppedBytes, truncatedAfter)
@@ -355,33 +329,6 @@ func signalledMsg(sig syscall.Signal) string {
 
 func timedOutMsg(lim sandbox.Limits) string {
 	return fmt.Sprintf("sandbox: timed out after %v: the command and every process it started were killed", lim.WallTime)
-}
-
-// storePlan stores the one-shot plan of this invocation, so that the next
-// identical one runs without starting Go (sandbox/fastpath_linux.c). Its
-// messages are the ones this path prints; exitError messages go out as
-// runCLI prints them.
-func storePlan(sb *sandbox.Sandbox, key, dir, preamble string, lim sandbox.Limits) {
-	line := func(msg string) string { return "lite-agent: " + msg + "\n" }
-	plan, err := sb.OneShotPlan(dir, sandbox.PlanMessages{
-		Preamble:       preamble,
-		Timeout:        line(timedOutMsg(lim)),
-		MemoryExceeded: memoryExceededLine(lim),
-		ProcessLimit:   processLimitLine(lim),
-		TruncatedA:     truncatedBefore,
-		TruncatedB:     truncatedAfter,
-		Interrupt:      line(signalledMsg(syscall.SIGINT)),
-		Terminate:      line(signalledMsg(syscall.SIGTERM)),
-		Hangup:         line(signalledMsg(syscall.SIGHUP)),
-	})
-	if err == nil {
-		err = sandbox.StorePlan(key, plan)
-	}
-	if err != nil {
-		sandbox.PlanTrace("not-stored: " + err.Error())
-		return
-	}
-	sandbox.PlanTrace("stored " + key)
 }
 
 func limitNote(n int64, format func(int64) string) string {
@@ -500,9 +447,6 @@ type presetReport struct {
 	// BestEffortError: even best effort cannot run here.
 	BestEffortError string               `json:"best_effort_error,omitempty"`
 	Enforcement     *sandbox.Enforcement `json:"enforcement,omitempty"`
-	// OneShot says whether `sandbox run` with this preset stores a plan
-	// for its one-shot runner ("yes"), or why not.
-	OneShot string `json:"one_shot,omitempty"`
 }
 
 type checkReport struct {
@@ -581,10 +525,6 @@ func checkPreset(p policies.Preset, ws string) presetReport {
 	sb, err := sandbox.New(pol)
 	if err == nil {
 		e := sb.Enforcement()
-		r.OneShot = "yes"
-		if _, err := sb.OneShotPlan(ws, sandbox.PlanMessages{}); err != nil {
-			r.OneShot = strings.TrimPrefix(err.Error(), "sandbox: no one-shot plan for this sandbox: ")
-		}
 		sb.Close()
 		r.Enforced, r.Enforcement = len(e.Missing) == 0, &e
 		return r
@@ -670,9 +610,6 @@ func printCheck(w io.Writer, rep *checkReport) {
 			fmt.Fprintf(w, "%s fully enforced\n", head)
 			if p.Enforcement != nil && len(p.Enforcement.Notes) > 0 {
 				fmt.Fprintf(w, "%13s how: %s\n", "", strings.Join(p.Enforcement.Notes, "; "))
-			}
-			if p.OneShot != "" {
-				fmt.Fprintf(w, "%13s sandbox run on repeat (one-shot runner, see 'sandbox run -h'): %s\n", "", p.OneShot)
 			}
 		case p.Refused == "" && len(p.Lost) > 0:
 			fmt.Fprintf(w, "%s loses: %s\n", head, strings.Join(p.Lost, "; "))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,8 +126,16 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pol.Network != sandbox.NetworkNone || pol.BestEffort || pol.Env != nil || pol.Limits != (sandbox.Limits{}) || pol.ReadOnlyPaths != nil {
+	if pol.Network != sandbox.NetworkNone || pol.BestEffort || pol.Limits != (sandbox.Limits{}) || pol.ReadOnlyPaths != nil {
 		t.Errorf("default policy = %+v", pol)
+	}
+	// The env: the defaults, and (network none) the proxy variables that
+	// make a refused download name the sandbox.
+	for _, e := range pol.Env {
+		name, _, _ := strings.Cut(e, "=")
+		if !slices.Contains(sandbox.DefaultEnv(), e) && !slices.ContainsFunc(sandbox.ProxyVariables(""), func(kv [2]string) bool { return kv[0] == name }) {
+			t.Errorf("default policy env has %q", e)
+		}
 	}
 	// A relative --allow-read is taken from the current directory.
 	pol, err = sandboxPolicy(&sandboxRunFlags{workspace: ws, preset: "strict", grants: sandboxGrantFlags{allowRead: []string{"testdata"}}}, map[string]bool{})

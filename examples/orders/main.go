@@ -87,12 +87,18 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(ws)
+	// The kernel is handed MCP servers as a toolset: it opens them for
+	// the session and closes them at its end.
+	orders, err := mcp.NewToolset(&mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: orderTools}}})
+	if err != nil {
+		return err
+	}
 	for ev, err := range kernel.Query(ctx, kernel.Options{
-		Prompt:     "Use the order-support agent to check order O-1001.",
-		Model:      model,
-		ModelName:  modelName,
-		Workspace:  ws,
-		MCPServers: map[string]mcp.ServerConfig{"orders": {Server: orderTools}},
+		Prompt:    "Use the order-support agent to check order O-1001.",
+		Model:     model,
+		ModelName: modelName,
+		Workspace: ws,
+		Toolsets:  []tools.Toolset{orders},
 		// The full name, and Claude Code's name of the agent tool.
 		AllowedTools: []string{"mcp__orders__lookup_order", "Agent"},
 		CanUseTool: func(_ context.Context, toolName string, input json.RawMessage, info kernel.ToolUseInfo) (kernel.PermissionResult, error) {

@@ -78,6 +78,11 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(ws)
+	// The kernel is handed MCP servers as a toolset (opened per session).
+	kb, err := mcp.NewToolset(&mcp.Options{Servers: map[string]mcp.ServerConfig{"kb": {Server: kbTools}}})
+	if err != nil {
+		return err
+	}
 	for _, allowed := range [][]string{{"mcp__kb__search_docs"}, nil} {
 		fmt.Fprintf(out, "== allowedTools %q\n", allowed)
 		model, modelName, err := example.Model(script)
@@ -89,7 +94,7 @@ func run(ctx context.Context, out io.Writer) error {
 			Model:        model,
 			ModelName:    modelName,
 			Workspace:    ws,
-			MCPServers:   map[string]mcp.ServerConfig{"kb": {Server: kbTools}},
+			Toolsets:     []tools.Toolset{kb},
 			AllowedTools: allowed,
 		}) {
 			if err != nil {

@@ -37,6 +37,26 @@
 // that routes by Host would otherwise serve a host we never checked. A
 // CONNECT tunnel is decided once: what flows inside is end-to-end TLS.
 //
+// # Asking about an unknown host
+//
+// With Options.Ask (an interactive session), a host that no allow or deny
+// entry names is not refused at once: its connection is held and the
+// asker is asked, once per host however many connections arrive while the
+// question is open (they share the answer). AllowOnce admits the held
+// connections, AllowSession and AllowAlways add the grant (the name, every
+// port; IP:PORT for an IP literal) to these Rules, and a refusal, an error,
+// no answer within AskTimeout (DefaultAskTimeout, 2 minutes) or every
+// waiter leaving refuses with the usual 403 naming the flag; so does a
+// new host while eight questions are open already (a command that tries
+// host after host must not bury the person under questions). Deny entries
+// win and are never asked about. A yes admits a name, not what it
+// resolves to, so the rebinding check still applies; a yes to an IP
+// literal is an explicit IP:PORT grant, so a question about a non-public
+// one carries a Note saying what it is (a loopback address...).
+// The event's Rule says "asked: allowed once", "asked: allowed for the
+// session", "asked: allowed always", "asked: denied" or "asked: no answer
+// (...)". Keeping an "always" answer (a policy file) is the asker's job.
+//
 // # Refusals and events
 //
 // A refusal is HTTP 403 with a plain-text body that names the host and

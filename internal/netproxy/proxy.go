@@ -221,11 +221,22 @@ func (p *Proxy) tunnel(c *counter, br *bufio.Reader, req *http.Request) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer closeWrite(upc)
 		// Bytes the client sent after the CONNECT head (a TLS
-		// ClientHello sent eagerly) are in br: send them first.
-		n, _ := io.Copy(upc, io.MultiReader(io.LimitReader(br, int64(br.Buffered())), c.Conn))
-		up = n
-		closeWrite(upc)
+		// ClientHello sent eagerly) are in br: send them first, then
+		// copy socket to socket. (A MultiReader over both would hide
+		// the *net.TCPConn from ReadFrom, and every byte uploaded
+		// would go through a 32 KiB user-space buffer.)
+		if k := br.Buffered(); k > 0 {
+			b, _ := br.Peek(k)
+			n, err := upc.Write(b)
+			up += int64(n)
+			if err != nil {
+				return
+			}
+		}
+		n, _ := io.Copy(upc, c.Conn)
+		up += n
 	}()
 	// Copy straight between the sockets (splice on Linux), counting the
 	// result rather than every chunk.
@@ -308,8 +319,15 @@ func (p *Proxy) forward(c *counter, br *bufio.Reader, req *http.Request, hostHea
 		return nil, false
 	}
 	keep := !req.Close && !resp.Close
-	werr := writeResponse(c, up, resp)
-	p.emit(Event{Host: up.host, Port: port, Allow: true, Rule: up.rule, BytesUp: c.in.Load() - int64(br.Buffered()) - in0, BytesDown: c.out.Load() - out0})
+	reported := false
+	report := func(pending int64) {
+		reported = true
+		p.emit(Event{Host: up.host, Port: port, Allow: true, Rule: up.rule, BytesUp: c.in.Load() - int64(br.Buffered()) - in0, BytesDown: c.out.Load() - out0 + pending})
+	}
+	werr := writeResponse(c, up, resp, report)
+	if !reported {
+		report(0)
+	}
 	if werr != nil || !keep {
 		up.conn.Close()
 		return nil, false
@@ -322,12 +340,31 @@ func (p *Proxy) forward(c *counter, br *bufio.Reader, req *http.Request, hostHea
 // already buffered: a download through the proxy then costs about what a
 // CONNECT tunnel costs. Other bodies (chunked, until close) go through
 // net/http's writer.
-func writeResponse(c *counter, up *upstream, resp *http.Response) error {
+//
+// report is called before the response's last bytes are written, with
+// their number: a client that waits for the whole response — the kernel,
+// yielding a call's network events before its result — then has the
+// exchange's event already. On an error before that point it is not
+// called, and the caller reports what was written.
+func writeResponse(c *counter, up *upstream, resp *http.Response, report func(pending int64)) error {
 	tcp, ok := c.Conn.(*net.TCPConn)
 	n := resp.ContentLength
 	if !ok || n <= 0 || len(resp.TransferEncoding) > 0 || resp.Request.Method == http.MethodHead {
-		err := resp.Write(c)
+		// net/http's writer, with its last write held back until it has
+		// returned: that is when the exchange is known to be complete
+		// (the chunked body's terminator, or the head of a body-less
+		// response), and the event goes out before it.
+		hw := &holdLast{w: c}
+		err := resp.Write(hw)
 		resp.Body.Close()
+		if err == nil {
+			err = hw.err
+		}
+		if err != nil {
+			return err
+		}
+		report(int64(len(hw.held)))
+		_, err = c.Write(hw.held)
 		return err
 	}
 	// The head as net/http would write it, without the body.
@@ -344,9 +381,10 @@ func writeResponse(c *counter, up *upstream, resp *http.Response) error {
 		return err
 	}
 	// resp.Body reads from up.br: take its buffered bytes, then the rest
-	// straight from the socket. resp.Body is left unread (and not
-	// closed: Close would drain from up.br the bytes we took here).
-	buffered := min(int64(up.br.Buffered()), n)
+	// straight from the socket, all but the last byte. resp.Body is left
+	// unread (and not closed: Close would drain from up.br the bytes we
+	// took here).
+	buffered := min(int64(up.br.Buffered()), n-1)
 	if buffered > 0 {
 		b, _ := up.br.Peek(int(buffered))
 		if _, err := c.Write(b); err != nil {
@@ -354,7 +392,8 @@ func writeResponse(c *counter, up *upstream, resp *http.Response) error {
 		}
 		up.br.Discard(int(buffered))
 	}
-	if rest := n - buffered; rest > 0 {
+	if rest := n - 1 - buffered; rest > 0 {
+		// up.br is empty here: straight from the socket.
 		m, err := tcp.ReadFrom(io.LimitReader(up.conn, rest))
 		c.out.Add(m)
 		if err == nil && m < rest {
@@ -364,7 +403,37 @@ func writeResponse(c *counter, up *upstream, resp *http.Response) error {
 			return err
 		}
 	}
-	return nil
+	last, err := up.br.ReadByte()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	report(1)
+	_, err = c.Write([]byte{last})
+	return err
+}
+
+// holdLast passes writes on one behind: the last one stays in held until
+// the caller sends it.
+type holdLast struct {
+	w    io.Writer
+	held []byte
+	err  error
+}
+
+func (h *holdLast) Write(b []byte) (int, error) {
+	if h.err != nil {
+		return 0, h.err
+	}
+	if len(h.held) > 0 {
+		if _, h.err = h.w.Write(h.held); h.err != nil {
+			return 0, h.err
+		}
+	}
+	h.held = append(h.held[:0], b...)
+	return len(b), nil
 }
 
 // refuse answers a refused or failed connection: 403 with the reason for
@@ -375,13 +444,16 @@ func (p *Proxy) refuse(c *counter, host string, port int, d Decision, err error)
 		p.refuseMsg(c, re.Host, port, re.Rule, re.Msg+"\n")
 		return
 	}
-	writeError(c, http.StatusBadGateway, "lite-agent sandbox proxy: "+hostPort(host, port)+" is allowed ("+d.Rule+") but could not be reached: "+err.Error()+"\n")
+	// Reported before the client is answered: an observer that waits
+	// for the answer (the kernel, yielding events before the tool's
+	// result) then has the event already.
 	p.emit(Event{Host: canonicalName(host), Port: port, Allow: true, Rule: d.Rule})
+	writeError(c, http.StatusBadGateway, "lite-agent sandbox proxy: "+hostPort(host, port)+" is allowed ("+d.Rule+") but could not be reached: "+err.Error()+"\n")
 }
 
 func (p *Proxy) refuseMsg(c *counter, host string, port int, rule, msg string) {
+	p.emit(Event{Host: canonicalName(strings.Trim(host, "[]")), Port: port, Allow: false, Rule: rule}) // before the answer, as above
 	writeError(c, http.StatusForbidden, msg)
-	p.emit(Event{Host: canonicalName(strings.Trim(host, "[]")), Port: port, Allow: false, Rule: rule})
 }
 
 // writeError writes a complete response that ends the exchange. The

@@ -363,3 +363,41 @@ func TestProxyCloseEndsTunnels(t *testing.T) {
 		t.Fatal("tunnel still open after Close")
 	}
 }
+
+// TestEventBeforeLastByte: a plain-HTTP exchange's event is out before
+// the client has the body's last byte, so an observer that waits for the
+// response (the kernel yields a call's events before its result) never
+// misses it; the byte counts are the whole exchange's. Bodies small
+// enough to arrive with the head and large enough to be spliced, and a
+// chunked one (size -N: N bytes, no Content-Length).
+func TestEventBeforeLastByte(t *testing.T) {
+	for _, size := range []int{1, 64, 3 << 20, -100000} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if size < 0 {
+				for range 4 {
+					w.Write(make([]byte, -size/4))
+					w.(http.Flusher).Flush()
+				}
+				return
+			}
+			w.Header().Set("Content-Length", fmt.Sprint(size))
+			w.Write(make([]byte, size))
+		}))
+		h := newHarness(t, Options{Allow: []Grant{{Pattern: srv.Listener.Addr().String()}}})
+		c := h.client()
+		for i := range 3 { // kept alive: each request its own event
+			code, body := get(t, c, srv.URL+"/")
+			if code != 200 || len(body) != max(size, -size) {
+				t.Fatalf("size %d: %d, %d bytes", size, code, len(body))
+			}
+			ev := h.snapshot()
+			if len(ev) != i+1 {
+				t.Fatalf("size %d, request %d: %d events when the body was read, want %d", size, i, len(ev), i+1)
+			}
+			if e := ev[i]; e.BytesDown < int64(max(size, -size)) || e.BytesUp == 0 {
+				t.Fatalf("size %d: event %+v", size, e)
+			}
+		}
+		srv.Close()
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Grant is one entry of an allow or deny list, with where it came from.
@@ -38,6 +39,7 @@ type Rules struct {
 	allow, deny []rule
 	resolve     func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	asking      *asking // nil: an unknown host is refused without asking
 }
 
 // Decision is the outcome of Rules.Check.
@@ -139,11 +141,27 @@ type Options struct {
 	// Dial replaces net.Dialer.DialContext for the upstream connections
 	// (tests). It is given a checked IP:PORT, never a name.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Ask, when set, is asked about a host that no allow or deny entry
+	// names, instead of refusing it at once (an interactive session);
+	// the connection is held until the answer. Deny entries still win
+	// and are never asked about, and an allowed name is still refused if
+	// it resolves to a non-public address. nil refuses, as without a
+	// person to ask.
+	Ask Asker
+	// AskTimeout bounds the wait for an answer (DefaultAskTimeout when
+	// zero); no answer refuses.
+	AskTimeout time.Duration
 }
 
 // NewRules parses the grants. A malformed pattern is an error naming it.
 func NewRules(opts Options) (*Rules, error) {
 	r := &Rules{resolve: opts.Resolve, dial: opts.Dial}
+	if opts.Ask != nil {
+		r.asking = &asking{ask: opts.Ask, timeout: opts.AskTimeout, flights: map[string]*flight{}}
+		if r.asking.timeout <= 0 {
+			r.asking.timeout = DefaultAskTimeout
+		}
+	}
 	for _, g := range opts.Allow {
 		x, err := parseRule(g)
 		if err != nil {
@@ -215,6 +233,13 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 			break
 		}
 	}
+	if grant == nil && r.asking != nil {
+		var d Decision
+		var err error
+		if grant, d, err = r.ask(ctx, h, ip, port); grant == nil {
+			return d, err
+		}
+	}
 	if grant == nil {
 		// The event's rule says what would allow it, as the 403 body does.
 		return r.refuse(h, port, "not allowed (--allow-domain "+suggest(h, ip, port)+" would allow it)", fmt.Sprintf("%s is not in the sandbox's allowed domains; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), suggest(h, ip, port)))
@@ -241,6 +266,35 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 		return Decision{Rule: grant.g.Source}, fmt.Errorf("resolving %s: no addresses", h)
 	}
 	return Decision{Allow: true, Rule: grant.g.Source, Addrs: ok}, nil
+}
+
+// ask decides a host no entry names by an earlier answer of this session
+// or by asking, and returns the grant that admits it, or nil and the
+// refusal. The refusal's text still names the flag that would allow it
+// without asking.
+func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*rule, Decision, error) {
+	if x := r.asking.sessionGrant(h, ip, port); x != nil {
+		return x, Decision{}, nil
+	}
+	q := Question{Host: h, Port: port, Grant: suggest(h, ip, port)}
+	if ip.IsValid() {
+		// A yes to a non-public IP:PORT is the explicit grant that
+		// reaches it: the person is told what the address is.
+		q.Note = nonPublic(ip)
+	}
+	ans, err := r.asking.decide(ctx, q)
+	if ans != Refuse {
+		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, Decision{}, nil
+	}
+	rl, why := answerRule(Refuse), "you refused it when asked"
+	switch {
+	case errors.Is(err, errTooManyQuestions):
+		rl, why = "not asked: "+err.Error(), "it was not asked about ("+err.Error()+")"
+	case err != nil:
+		rl, why = "asked: no answer ("+err.Error()+")", "it was asked about and got no answer ("+err.Error()+")"
+	}
+	d, rerr := r.refuse(h, port, rl, fmt.Sprintf("%s is not in the sandbox's allowed domains and %s; allow it with --allow-domain %s (or allow_domains in the [sandbox] table of a policy file)", hostPort(h, port), why, q.Grant))
+	return nil, d, rerr
 }
 
 func (r *Rules) refuse(host string, port int, rule, why string) (Decision, error) {

@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #ifndef IPV6_2292RTHDR
@@ -234,6 +235,129 @@ static int setid(const char *way, const char *path)
 	return report(r);
 }
 
+// thread_connect: connect(2) from a thread that is not the thread-group
+// leader (as Go's dialer, libuv's pool and glibc's resolver threads do).
+// kind is unix (addr a path; the peer writes "y"), tcp or udp (addr
+// IPv4:PORT).
+struct tc_args { const char *kind, *addr; long r; int err; };
+
+static int inet_addr_port(const char *addr, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	if (!colon || colon - addr >= (long)sizeof host)
+		return -1;
+	memcpy(host, addr, colon - addr);
+	host[colon - addr] = 0;
+	memset(sa, 0, sizeof *sa);
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(atoi(colon + 1));
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+static void *thread_connect_fn(void *p)
+{
+	struct tc_args *a = p;
+	int fd;
+	a->r = -1;
+	if (!strcmp(a->kind, "unix")) {
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		strncpy(sa.sun_path, a->addr, sizeof sa.sun_path - 1);
+		if (fd >= 0 && (a->r = connect(fd, (struct sockaddr *)&sa, sizeof sa)) == 0) {
+			char c = 0;
+			if (read(fd, &c, 1) != 1 || c != 'y')
+				errno = EPROTO, a->r = -1;
+		}
+	} else {
+		struct sockaddr_in sa;
+		if (inet_addr_port(a->addr, &sa) < 0) {
+			a->err = EINVAL;
+			return NULL;
+		}
+		fd = socket(AF_INET, !strcmp(a->kind, "udp") ? SOCK_DGRAM : SOCK_STREAM, 0);
+		if (fd >= 0)
+			a->r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	}
+	if (fd < 0)
+		a->r = -1;
+	a->err = errno;
+	return NULL;
+}
+
+static int thread_connect(const char *kind, const char *addr)
+{
+	struct tc_args a = { kind, addr, -1, 0 };
+	pthread_t th;
+	if (pthread_create(&th, NULL, thread_connect_fn, &a) != 0)
+		return printf("pthread_create failed\n"), 1;
+	pthread_join(th, NULL);
+	errno = a.err;
+	return report(a.r);
+}
+
+// own_server: a test's own server, as httptest or supertest makes one. It
+// binds the wildcard address on port 0 (kind tcp, udp) and, from a
+// thread, connects to 127.0.0.1:that port and exchanges a byte with
+// itself. It prints "ok bound=ADDR" or the failing step and errno.
+struct os_args { int udp, port; long r; int err; };
+
+static void *own_client_fn(void *p)
+{
+	struct os_args *a = p;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(a->port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, a->udp ? SOCK_DGRAM : SOCK_STREAM, 0);
+	a->r = -1;
+	if (fd >= 0) {
+		if (a->udp)
+			a->r = sendto(fd, "y", 1, 0, (struct sockaddr *)&sa, sizeof sa);
+		else if ((a->r = connect(fd, (struct sockaddr *)&sa, sizeof sa)) == 0) {
+			char c = 0;
+			if (read(fd, &c, 1) != 1 || c != 'y')
+				errno = EPROTO, a->r = -1;
+		}
+	}
+	a->err = errno;
+	return NULL;
+}
+
+static int own_server(const char *kind)
+{
+	int udp = !strcmp(kind, "udp");
+	int fd = socket(AF_INET, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
+	if (fd < 0)
+		return printf("socket %s\n", strerrorname_np(errno)), 0;
+	struct sockaddr_in sa = { .sin_family = AF_INET }; // 0.0.0.0:0
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		return printf("bind %s\n", strerrorname_np(errno)), 0;
+	if (!udp && listen(fd, 4) < 0)
+		return printf("listen %s\n", strerrorname_np(errno)), 0;
+	socklen_t len = sizeof sa;
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	char bound[32];
+	inet_ntop(AF_INET, &sa.sin_addr, bound, sizeof bound);
+	struct os_args a = { udp, ntohs(sa.sin_port), -1, 0 };
+	pthread_t th;
+	if (pthread_create(&th, NULL, own_client_fn, &a) != 0)
+		return printf("pthread_create failed\n"), 1;
+	char c = 0;
+	int served = 0;
+	if (udp)
+		served = recv(fd, &c, 1, 0) == 1 && c == 'y';
+	else {
+		int conn = accept(fd, NULL, NULL);
+		served = conn >= 0 && write(conn, "y", 1) == 1;
+	}
+	int serr = errno;
+	pthread_join(th, NULL);
+	if (a.r < 0)
+		return printf("client %s\n", strerrorname_np(a.err)), 0;
+	if (!served)
+		return printf("server %s\n", strerrorname_np(serr)), 0;
+	return printf("ok bound=%s\n", bound), 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -343,6 +467,10 @@ int main(int argc, char **argv)
 		return report(socket(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */));
 	if (!strcmp(what, "unix-dgram"))
 		return report(socket(AF_UNIX, SOCK_DGRAM, 0));
+	if (!strcmp(what, "thread-connect"))
+		return thread_connect(arg, argc > 3 ? argv[3] : "");
+	if (!strcmp(what, "own-server"))
+		return own_server(arg);
 	if (!strcmp(what, "tcp-connect")) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (fd < 0)

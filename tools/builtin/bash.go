@@ -50,22 +50,24 @@ const bashDescription = `Run a shell command with bash -c in the workspace direc
 // resource limits, and a kill of the whole process tree. Its declaration is
 // what the default sandbox policy allows — the workspace, no network; a
 // session that widens its sandbox policy widens what bash can reach.
-var Bash = tools.Must(tools.New("bash", bashDescription, bashHandler, &tools.Options{
-	Security: &tools.Security{
-		Network:     tools.NetworkNone,
-		Filesystem:  tools.FilesystemWorkspace,
-		SideEffects: tools.SideEffectsWorkspace,
-	},
-	InputSchema: bashInputSchema(),
-	// The command's own timeout (at most bashMaxTimeout) always fires
-	// first, so that the result says what happened.
-	Timeout: bashMaxTimeout + 30*time.Second,
-	Annotations: &tools.Annotations{
-		Title:           "Run shell command",
-		DestructiveHint: tools.Bool(true),
-		OpenWorldHint:   tools.Bool(true),
-	},
-}))
+var Bash = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("bash", bashDescription, bashHandler, &tools.Options{
+		Security: &tools.Security{
+			Network:     tools.NetworkNone,
+			Filesystem:  tools.FilesystemWorkspace,
+			SideEffects: tools.SideEffectsWorkspace,
+		},
+		InputSchema: bashInputSchema(),
+		// The command's own timeout (at most bashMaxTimeout) always fires
+		// first, so that the result says what happened.
+		Timeout: bashMaxTimeout + 30*time.Second,
+		Annotations: &tools.Annotations{
+			Title:           "Run shell command",
+			DestructiveHint: tools.Bool(true),
+			OpenWorldHint:   tools.Bool(true),
+		},
+	}))
+})
 
 // bashInputSchema is the schema inferred from bashInput with the bounds and
 // the default that struct tags cannot state.

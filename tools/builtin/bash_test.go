@@ -39,26 +39,26 @@ func bashRunTool(t *testing.T, ctx *tools.Context, input map[string]any) (*tools
 		t.Fatal(err)
 	}
 	start := time.Now()
-	r := Bash.Call(ctx, raw)
+	r := Bash().Call(ctx, raw)
 	return r, time.Since(start)
 }
 
 func TestBashDeclaration(t *testing.T) {
-	if Bash.Name() != "bash" || Bash.ReadOnly() {
-		t.Fatalf("name %q, read-only %v", Bash.Name(), Bash.ReadOnly())
+	if Bash().Name() != "bash" || Bash().ReadOnly() {
+		t.Fatalf("name %q, read-only %v", Bash().Name(), Bash().ReadOnly())
 	}
-	sec := Bash.Security()
+	sec := Bash().Security()
 	if sec == nil || sec.Network != tools.NetworkNone || sec.Filesystem != tools.FilesystemWorkspace || sec.SideEffects != tools.SideEffectsWorkspace {
 		t.Fatalf("security = %+v, want what the default sandbox allows (workspace, no network)", sec)
 	}
-	a := Bash.Annotations()
+	a := Bash().Annotations()
 	if a.Title != "Run shell command" || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
 		t.Fatalf("annotations = %+v", a)
 	}
-	if Bash.Timeout() <= bashMaxTimeout {
-		t.Errorf("tool timeout %v would cut the command's own %v timeout short", Bash.Timeout(), bashMaxTimeout)
+	if Bash().Timeout() <= bashMaxTimeout {
+		t.Errorf("tool timeout %v would cut the command's own %v timeout short", Bash().Timeout(), bashMaxTimeout)
 	}
-	schema := string(Bash.InputSchemaJSON())
+	schema := string(Bash().InputSchemaJSON())
 	// No schema default for timeout_ms: absent means 2 minutes for a
 	// command but no limit for a background task.
 	if strings.Contains(schema, `"default"`) {

@@ -4,7 +4,7 @@ import "github.com/lite-agent/lite-agent/tools"
 
 // All returns the built-in tools in the order the model sees them.
 func All() []*tools.Tool {
-	return []*tools.Tool{ReadFile, WriteFile, EditFile, Glob, Grep, ListDir, Bash, BashOutput, KillTask, WebFetch}
+	return []*tools.Tool{ReadFile(), WriteFile(), EditFile(), Glob(), Grep(), ListDir(), Bash(), BashOutput(), KillTask(), WebFetch()}
 }
 
 // Names returns the names of the built-in tools, in order.

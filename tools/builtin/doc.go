@@ -1,6 +1,12 @@
 // Package builtin holds the tools every agent gets: read_file, write_file,
 // edit_file, glob, grep, list_dir and bash.
 //
+// Each tool is a function (Bash(), ReadFile(), ...) that builds it on first
+// use and returns the same *tools.Tool after: inferring and resolving the
+// schemas of all of them costs ~2 ms, which every start of a program that
+// links this package — `lite-agent sandbox run` among them — would pay at
+// package initialisation otherwise.
+//
 // # Confinement of the file tools
 //
 // The file tools never open a path directly. The kernel opens an os.Root on

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -49,8 +50,9 @@ const (
 )
 
 // ReadFile reads a text file with line numbers, or returns an image.
-var ReadFile = tools.Must(tools.New("read_file",
-	`Read a file from the workspace.
+var ReadFile = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("read_file",
+		`Read a file from the workspace.
 
 Text files are returned with line numbers, like "cat -n": each line is the line number right-aligned in 6 columns, a tab, then the line's text. The line number and tab are not part of the file; leave them out of any old_string you pass to edit_file.
 
@@ -61,30 +63,34 @@ Text files are returned with line numbers, like "cat -n": each line is the line 
 By default up to 2000 lines are shown from the start. When more remains, the output ends with a note giving the offset to pass next. Lines longer than 2000 bytes are cut and marked. Output also stops at about 256 KiB, again with a note telling you how to continue. Prefer reading a whole file (or a large range) over many small reads.
 
 PNG, JPEG, GIF and WebP images up to 5 MiB are returned as images you can see. Other binary files are refused. For a directory use list_dir; to find files by name use glob.`,
-	unprivileged(runReadFile),
-	&tools.Options{
-		Security:    readOnlySecurity,
-		Annotations: &tools.Annotations{Title: "Read file", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
-		InputSchema: fileToolSchema[readFileInput](map[string]any{"offset": 1, "limit": readFileDefaultLimit}, []string{"offset", "limit"}),
-	}))
+		unprivileged(runReadFile),
+		&tools.Options{
+			Security:    readOnlySecurity,
+			Annotations: &tools.Annotations{Title: "Read file", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
+			InputSchema: fileToolSchema[readFileInput](map[string]any{"offset": 1, "limit": readFileDefaultLimit}, []string{"offset", "limit"}),
+		}))
+})
 
 // WriteFile creates or overwrites a file.
-var WriteFile = tools.Must(tools.New("write_file",
-	`Write a file in the workspace, replacing its whole content.
+var WriteFile = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("write_file",
+		`Write a file in the workspace, replacing its whole content.
 
 - path: the file, relative to the workspace root or absolute inside it. Missing parent directories are created.
 - content: the complete new content of the file, exactly as it should be on disk.
 
 If the file exists it is overwritten in place and keeps its permissions; otherwise it is created. Use this to create new files or to rewrite a file completely. To change part of an existing file, use edit_file instead: it is safer and cheaper. Read an existing file with read_file before overwriting it so that nothing is lost by accident.`,
-	unprivileged(runWriteFile),
-	&tools.Options{
-		Security:    workspaceSecurity,
-		Annotations: &tools.Annotations{Title: "Write file", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
-	}))
+		unprivileged(runWriteFile),
+		&tools.Options{
+			Security:    workspaceSecurity,
+			Annotations: &tools.Annotations{Title: "Write file", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
+		}))
+})
 
 // EditFile replaces exact text in a file.
-var EditFile = tools.Must(tools.New("edit_file",
-	`Edit a text file in the workspace by replacing an exact string.
+var EditFile = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("edit_file",
+		`Edit a text file in the workspace by replacing an exact string.
 
 - path: the file, relative to the workspace root or absolute inside it. It must exist (use write_file to create a file).
 - old_string: the exact text to replace, including all whitespace, indentation and line breaks. Copy it from read_file output without the line-number prefix (the number, then a tab).
@@ -92,28 +98,31 @@ var EditFile = tools.Must(tools.New("edit_file",
 - replace_all: replace every occurrence (default false).
 
 Without replace_all, old_string must occur exactly once in the file; if it occurs several times, include more surrounding lines to make it unique, or set replace_all to true to change them all. Read the file with read_file before editing it. The result shows the edited lines with their new line numbers.`,
-	unprivileged(runEditFile),
-	&tools.Options{
-		Security: workspaceSecurity,
-		// An edit overwrites existing text: a destructive update in MCP's
-		// sense, even though a checkpoint can undo it.
-		Annotations: &tools.Annotations{Title: "Edit file", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
-		InputSchema: fileToolSchema[editFileInput](map[string]any{"replace_all": false}, nil),
-	}))
+		unprivileged(runEditFile),
+		&tools.Options{
+			Security: workspaceSecurity,
+			// An edit overwrites existing text: a destructive update in MCP's
+			// sense, even though a checkpoint can undo it.
+			Annotations: &tools.Annotations{Title: "Edit file", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
+			InputSchema: fileToolSchema[editFileInput](map[string]any{"replace_all": false}, nil),
+		}))
+})
 
 // ListDir lists the entries of a directory.
-var ListDir = tools.Must(tools.New("list_dir",
-	`List the entries of a directory in the workspace, sorted by name.
+var ListDir = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("list_dir",
+		`List the entries of a directory in the workspace, sorted by name.
 
 - path: the directory, relative to the workspace root or absolute inside it (default ".", the workspace root).
 
 Each line is one entry: directories end with "/", symbolic links are shown as "name -> target", and files are followed by their size in bytes. Only the directory itself is listed, not its subdirectories; to find files anywhere below a directory use glob (for example "**/*.go"). At most 1000 entries are shown.`,
-	unprivileged(runListDir),
-	&tools.Options{
-		Security:    readOnlySecurity,
-		Annotations: &tools.Annotations{Title: "List directory", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
-		InputSchema: fileToolSchema[listDirInput](map[string]any{"path": "."}, nil),
-	}))
+		unprivileged(runListDir),
+		&tools.Options{
+			Security:    readOnlySecurity,
+			Annotations: &tools.Annotations{Title: "List directory", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
+			InputSchema: fileToolSchema[listDirInput](map[string]any{"path": "."}, nil),
+		}))
+})
 
 type readFileInput struct {
 	Path   string `json:"path" jsonschema:"the file to read, relative to the workspace root or absolute inside it"`

@@ -134,8 +134,8 @@ func TestFileToolsDeclarations(t *testing.T) {
 		tool     *tools.Tool
 		readOnly bool
 	}{
-		{ReadFile, true}, {ListDir, true}, {Glob, true},
-		{WriteFile, false}, {EditFile, false},
+		{ReadFile(), true}, {ListDir(), true}, {Glob(), true},
+		{WriteFile(), false}, {EditFile(), false},
 	} {
 		if tc.tool.ReadOnly() != tc.readOnly {
 			t.Errorf("%s: ReadOnly() = %v, want %v", tc.tool.Name(), tc.tool.ReadOnly(), tc.readOnly)
@@ -163,9 +163,9 @@ func TestFileToolsDeclarations(t *testing.T) {
 
 func TestFileToolsSchemaViolation(t *testing.T) {
 	e := newFilesTestEnv(t)
-	filesMustFail(t, e.ctx, ReadFile, filesObj{}, "path")
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "x", "offset": 0}, "offset")
-	filesMustFail(t, e.ctx, EditFile, filesObj{"path": "x", "old_string": "a"}, "new_string")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{}, "path")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "x", "offset": 0}, "offset")
+	filesMustFail(t, e.ctx, EditFile(), filesObj{"path": "x", "old_string": "a"}, "new_string")
 }
 
 func TestFileToolsPathsInside(t *testing.T) {
@@ -174,20 +174,20 @@ func TestFileToolsPathsInside(t *testing.T) {
 	abs := filepath.Join(e.ws, "dir/hello.txt")
 
 	for _, p := range []string{"dir/hello.txt", "./dir/../dir/hello.txt", abs} {
-		if got := filesMustOK(t, e.ctx, ReadFile, filesObj{"path": p}); got != "     1\thello" {
+		if got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": p}); got != "     1\thello" {
 			t.Errorf("read_file %s = %q", p, got)
 		}
 	}
 	for _, p := range []string{"dir", abs[:len(abs)-len("/hello.txt")]} {
-		if got := filesMustOK(t, e.ctx, ListDir, filesObj{"path": p}); got != "hello.txt (6 bytes)" {
+		if got := filesMustOK(t, e.ctx, ListDir(), filesObj{"path": p}); got != "hello.txt (6 bytes)" {
 			t.Errorf("list_dir %s = %q", p, got)
 		}
 	}
-	filesMustOK(t, e.ctx, WriteFile, filesObj{"path": filepath.Join(e.ws, "dir/new.txt"), "content": "new"})
+	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": filepath.Join(e.ws, "dir/new.txt"), "content": "new"})
 	if got := e.read(t, "dir/new.txt"); got != "new" {
 		t.Errorf("write_file with an absolute path wrote %q", got)
 	}
-	filesMustOK(t, e.ctx, EditFile, filesObj{"path": abs, "old_string": "hello", "new_string": "bye"})
+	filesMustOK(t, e.ctx, EditFile(), filesObj{"path": abs, "old_string": "hello", "new_string": "bye"})
 	if got := e.read(t, "dir/hello.txt"); got != "bye\n" {
 		t.Errorf("edit_file with an absolute path left %q", got)
 	}
@@ -195,7 +195,7 @@ func TestFileToolsPathsInside(t *testing.T) {
 	if err := os.Symlink("dir/hello.txt", filepath.Join(e.ws, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if got := filesMustOK(t, e.ctx, ReadFile, filesObj{"path": "link.txt"}); got != "     1\tbye" {
+	if got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "link.txt"}); got != "     1\tbye" {
 		t.Errorf("read_file through an inside symlink = %q", got)
 	}
 }
@@ -236,9 +236,9 @@ func TestFileToolsPathsOutsideRefused(t *testing.T) {
 				tool  *tools.Tool
 				input filesObj
 			}{
-				{ReadFile, filesObj{"path": p}},
-				{WriteFile, filesObj{"path": p, "content": "pwned"}},
-				{EditFile, filesObj{"path": p, "old_string": "TOP SECRET", "new_string": "pwned"}},
+				{ReadFile(), filesObj{"path": p}},
+				{WriteFile(), filesObj{"path": p, "content": "pwned"}},
+				{EditFile(), filesObj{"path": p, "old_string": "TOP SECRET", "new_string": "pwned"}},
 			} {
 				text := filesMustFail(t, e.ctx, tc.tool, tc.input)
 				if strings.Contains(text, "TOP SECRET outside") {
@@ -255,12 +255,12 @@ func TestFileToolsPathsOutsideRefused(t *testing.T) {
 		})
 	}
 	for _, p := range []string{"..", e.outside, "outdir", "/"} {
-		filesMustFail(t, e.ctx, ListDir, filesObj{"path": p}, "outside the workspace")
-		filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "*", "path": p}, "outside the workspace")
+		filesMustFail(t, e.ctx, ListDir(), filesObj{"path": p}, "outside the workspace")
+		filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "*", "path": p}, "outside the workspace")
 	}
 	// Walking the workspace neither follows outdir nor lists the links
 	// that lead outside.
-	got := filesMustOK(t, e.ctx, Glob, filesObj{"pattern": "**/*"})
+	got := filesMustOK(t, e.ctx, Glob(), filesObj{"pattern": "**/*"})
 	if got != "inside.txt" {
 		t.Errorf("glob ** in a workspace with outside links = %q, want only inside.txt", got)
 	}
@@ -302,13 +302,13 @@ func TestReadFileOffsetLimit(t *testing.T) {
 		{"one blank line", filesObj{"path": "blank.txt"}, "     1\t"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := filesMustOK(t, e.ctx, ReadFile, tc.input); got != tc.want {
+			if got := filesMustOK(t, e.ctx, ReadFile(), tc.input); got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "ten.txt", "offset": 11}, "offset 11", "has 10 lines")
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "nonl.txt", "offset": 3}, "has 2 lines")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "ten.txt", "offset": 11}, "offset 11", "has 10 lines")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "nonl.txt", "offset": 3}, "has 2 lines")
 }
 
 func TestReadFileLongLinesAndSizeCap(t *testing.T) {
@@ -317,7 +317,7 @@ func TestReadFileLongLinesAndSizeCap(t *testing.T) {
 	// A long line is cut at readFileMaxLineBytes, on a rune boundary.
 	long := strings.Repeat("a", readFileMaxLineBytes-1) + strings.Repeat("é", 100)
 	e.write(t, "long.txt", "short\n"+long+"\nafter\n", 0o644)
-	got := filesMustOK(t, e.ctx, ReadFile, filesObj{"path": "long.txt"})
+	got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "long.txt"})
 	parts := strings.Split(got, "\n")
 	if len(parts) != 3 || parts[0] != "     1\tshort" || parts[2] != "     3\tafter" {
 		t.Fatalf("unexpected output around a long line: %.200q", got)
@@ -338,7 +338,7 @@ func TestReadFileLongLinesAndSizeCap(t *testing.T) {
 		fmt.Fprintf(&b, "%04d%s\n", i, strings.Repeat("x", width-4))
 	}
 	e.write(t, "big.txt", b.String(), 0o644)
-	got = filesMustOK(t, e.ctx, ReadFile, filesObj{"path": "big.txt"})
+	got = filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "big.txt"})
 	if len(got) > readFileMaxOutputBytes+500 {
 		t.Errorf("output is %d bytes, over the cap", len(got))
 	}
@@ -354,7 +354,7 @@ func TestReadFileLongLinesAndSizeCap(t *testing.T) {
 	if shown < 150 || shown >= n {
 		t.Errorf("showed %d lines of %d", shown, n)
 	}
-	next := filesMustOK(t, e.ctx, ReadFile, filesObj{"path": "big.txt", "offset": shown + 1, "limit": 1})
+	next := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "big.txt", "offset": shown + 1, "limit": 1})
 	if want := fmt.Sprintf("%6d\t%04d", shown+1, shown+1); !strings.HasPrefix(next, want) {
 		t.Errorf("continuing at offset %d gave %.30q, want prefix %q", shown+1, next, want)
 	}
@@ -388,7 +388,7 @@ func TestReadFileKinds(t *testing.T) {
 		{"pic.gif", "image/gif", gif},
 		{"pic.webp", "image/webp", webp},
 	} {
-		r, _ := filesCall(t, e.ctx, ReadFile, filesObj{"path": tc.file})
+		r, _ := filesCall(t, e.ctx, ReadFile(), filesObj{"path": tc.file})
 		if r.IsError {
 			t.Errorf("%s: %s", tc.file, r.TextOf())
 			continue
@@ -406,21 +406,21 @@ func TestReadFileKinds(t *testing.T) {
 
 	// Image magic under another extension is just binary; an image
 	// extension on text is just text.
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "png-named.bin"}, fmt.Sprintf("png-named.bin is a binary file (%d bytes)", len(png)))
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "prog.bin"}, "prog.bin is a binary file (7 bytes)")
-	if got := filesMustOK(t, e.ctx, ReadFile, filesObj{"path": "text.png"}); got != "     1\tnot an image" {
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "png-named.bin"}, fmt.Sprintf("png-named.bin is a binary file (%d bytes)", len(png)))
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "prog.bin"}, "prog.bin is a binary file (7 bytes)")
+	if got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "text.png"}); got != "     1\tnot an image" {
 		t.Errorf("text.png = %q", got)
 	}
-	if got := filesMustOK(t, e.ctx, ReadFile, filesObj{"path": "empty.txt"}); got != "(empty file)" {
+	if got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "empty.txt"}); got != "(empty file)" {
 		t.Errorf("empty file = %q", got)
 	}
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "sub"}, "directory", "list_dir")
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "nope.txt"}, "nope.txt does not exist")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "sub"}, "directory", "list_dir")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "nope.txt"}, "nope.txt does not exist")
 
 	// An image over the limit is refused, not sent.
 	big := append(append([]byte{}, png...), make([]byte, readFileMaxImageBytes)...)
 	e.write(t, "huge.png", string(big), 0o644)
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "huge.png"}, "image/png", "5 MiB")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "huge.png"}, "image/png", "5 MiB")
 }
 
 // filesRecorder is a fake SnapshotRecorder: it notes each path and whether
@@ -460,7 +460,7 @@ func TestWriteFile(t *testing.T) {
 
 	// New file with missing parents: the parents, then the file, are
 	// recorded before any of them exists.
-	got := filesMustOK(t, e.ctx, WriteFile, filesObj{"path": "a/b/c.txt", "content": "hello\n"})
+	got := filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "a/b/c.txt", "content": "hello\n"})
 	if want := "Created a/b/c.txt with 6 bytes. Created directories: a/, a/b/."; got != want {
 		t.Errorf("result = %q, want %q", got, want)
 	}
@@ -490,7 +490,7 @@ func TestWriteFile(t *testing.T) {
 	// Overwriting keeps the mode and records the old content first.
 	e.write(t, "run.sh", "#!/bin/sh\necho old\n", 0o755)
 	rec.calls = nil
-	got = filesMustOK(t, e.ctx, WriteFile, filesObj{"path": "run.sh", "content": "#!/bin/sh\necho new\n"})
+	got = filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "run.sh", "content": "#!/bin/sh\necho new\n"})
 	if !strings.HasPrefix(got, "Overwrote run.sh with 19 bytes") {
 		t.Errorf("result = %q", got)
 	}
@@ -506,20 +506,20 @@ func TestWriteFile(t *testing.T) {
 
 	// Only the directories that were missing are recorded.
 	rec.calls = nil
-	filesMustOK(t, e.ctx, WriteFile, filesObj{"path": "a/x/y.txt", "content": ""})
+	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "a/x/y.txt", "content": ""})
 	wantCalls = []filesSnap{{path: "a/x"}, {path: "a/x/y.txt"}}
 	if fmt.Sprint(rec.calls) != fmt.Sprint(wantCalls) {
 		t.Errorf("snapshots = %+v, want %+v", rec.calls, wantCalls)
 	}
 
 	// Refusals.
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": "a", "content": "x"}, "a is a directory")
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": ".", "content": "x"}, "workspace directory")
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": "run.sh/x.txt", "content": "x"}, "run.sh is not a directory")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": "a", "content": "x"}, "a is a directory")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": ".", "content": "x"}, "workspace directory")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": "run.sh/x.txt", "content": "x"}, "run.sh is not a directory")
 	if err := os.Symlink("nowhere.txt", filepath.Join(e.ws, "dangling")); err != nil {
 		t.Fatal(err)
 	}
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": "dangling", "content": "x"}, "does not exist")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": "dangling", "content": "x"}, "does not exist")
 	if _, err := os.Lstat(filepath.Join(e.ws, "nowhere.txt")); err == nil {
 		t.Error("write_file created the target of a dangling symlink")
 	}
@@ -530,15 +530,15 @@ func TestWriteFileRecorderErrorBlocksWrite(t *testing.T) {
 	e.write(t, "old.txt", "old", 0o644)
 	e.ctx.Snapshots = &filesRecorder{ws: e.ws, err: errors.New("disk full")}
 
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": "new/dir/f.txt", "content": "x"}, "disk full", "nothing was written")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": "new/dir/f.txt", "content": "x"}, "disk full", "nothing was written")
 	if _, err := os.Lstat(filepath.Join(e.ws, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a parent directory was created although its snapshot failed: %v", err)
 	}
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": "old.txt", "content": "new"}, "disk full")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": "old.txt", "content": "new"}, "disk full")
 	if got := e.read(t, "old.txt"); got != "old" {
 		t.Errorf("file changed although its snapshot failed: %q", got)
 	}
-	filesMustFail(t, e.ctx, EditFile, filesObj{"path": "old.txt", "old_string": "old", "new_string": "new"}, "disk full", "nothing was changed")
+	filesMustFail(t, e.ctx, EditFile(), filesObj{"path": "old.txt", "old_string": "old", "new_string": "new"}, "disk full", "nothing was changed")
 	if got := e.read(t, "old.txt"); got != "old" {
 		t.Errorf("file edited although its snapshot failed: %q", got)
 	}
@@ -598,7 +598,7 @@ func TestEditFile(t *testing.T) {
 				in[k] = v
 			}
 			if tc.fail {
-				filesMustFail(t, e.ctx, EditFile, in, tc.wantText...)
+				filesMustFail(t, e.ctx, EditFile(), in, tc.wantText...)
 				if got := e.read(t, "main.go"); got != src {
 					t.Errorf("a failed edit changed the file to %q", got)
 				}
@@ -607,7 +607,7 @@ func TestEditFile(t *testing.T) {
 				}
 				return
 			}
-			text := filesMustOK(t, e.ctx, EditFile, in)
+			text := filesMustOK(t, e.ctx, EditFile(), in)
 			for _, w := range tc.wantText {
 				if !strings.Contains(text, w) {
 					t.Errorf("result %q does not contain %q", text, w)
@@ -633,16 +633,16 @@ func TestEditFileRefusals(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(e.ws, "dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	filesMustFail(t, e.ctx, EditFile, filesObj{"path": "missing.txt", "old_string": "a", "new_string": "b"}, "does not exist", "write_file")
-	filesMustFail(t, e.ctx, EditFile, filesObj{"path": "data.bin", "old_string": "abc", "new_string": "x"}, "binary")
-	filesMustFail(t, e.ctx, EditFile, filesObj{"path": "dir", "old_string": "a", "new_string": "b"}, "directory")
+	filesMustFail(t, e.ctx, EditFile(), filesObj{"path": "missing.txt", "old_string": "a", "new_string": "b"}, "does not exist", "write_file")
+	filesMustFail(t, e.ctx, EditFile(), filesObj{"path": "data.bin", "old_string": "abc", "new_string": "x"}, "binary")
+	filesMustFail(t, e.ctx, EditFile(), filesObj{"path": "dir", "old_string": "a", "new_string": "b"}, "directory")
 	if _, err := os.Lstat(filepath.Join(e.ws, "missing.txt")); err == nil {
 		t.Error("edit_file created a missing file")
 	}
 
 	// Text copied from read_file has bare newlines; a CRLF file still
 	// matches and keeps its line endings.
-	got := filesMustOK(t, e.ctx, EditFile, filesObj{"path": "crlf.txt", "old_string": "one\ntwo", "new_string": "1\n2"})
+	got := filesMustOK(t, e.ctx, EditFile(), filesObj{"path": "crlf.txt", "old_string": "one\ntwo", "new_string": "1\n2"})
 	if !strings.Contains(got, "CRLF") || !strings.Contains(got, "     1\t1\n     2\t2\n     3\tthree") {
 		t.Errorf("result = %q", got)
 	}
@@ -676,22 +676,22 @@ func TestListDir(t *testing.T) {
 		"z-out -> " + e.outside,
 	}, "\n")
 	for _, in := range []filesObj{{}, {"path": "."}, {"path": ""}, {"path": e.ws}} {
-		if got := filesMustOK(t, e.ctx, ListDir, in); got != want {
+		if got := filesMustOK(t, e.ctx, ListDir(), in); got != want {
 			t.Errorf("list_dir %v =\n%s\nwant\n%s", in, got, want)
 		}
 	}
-	if got := filesMustOK(t, e.ctx, ListDir, filesObj{"path": "empty"}); got != "(empty is an empty directory)" {
+	if got := filesMustOK(t, e.ctx, ListDir(), filesObj{"path": "empty"}); got != "(empty is an empty directory)" {
 		t.Errorf("empty dir = %q", got)
 	}
-	filesMustFail(t, e.ctx, ListDir, filesObj{"path": "b.txt"}, "not a directory", "read_file")
-	filesMustFail(t, e.ctx, ListDir, filesObj{"path": "nope"}, "nope does not exist")
+	filesMustFail(t, e.ctx, ListDir(), filesObj{"path": "b.txt"}, "not a directory", "read_file")
+	filesMustFail(t, e.ctx, ListDir(), filesObj{"path": "nope"}, "nope does not exist")
 
 	// The cap.
 	const total = listDirMaxEntries + 5
 	for i := range total {
 		e.write(t, fmt.Sprintf("many/f%04d", i), "", 0o644)
 	}
-	got := filesMustOK(t, e.ctx, ListDir, filesObj{"path": "many"})
+	got := filesMustOK(t, e.ctx, ListDir(), filesObj{"path": "many"})
 	body, note, ok := strings.Cut(got, "\n\n")
 	if !ok || !strings.Contains(note, fmt.Sprintf("first %d of %d entries", listDirMaxEntries, total)) {
 		t.Errorf("cap note = %q", note)
@@ -720,9 +720,9 @@ func TestFileToolsRecordEveryHardLink(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tool == "write_file" {
-				filesMustOK(t, e.ctx, WriteFile, filesObj{"path": "a.txt", "content": "new\n"})
+				filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "a.txt", "content": "new\n"})
 			} else {
-				filesMustOK(t, e.ctx, EditFile, filesObj{"path": "a.txt", "old_string": "old", "new_string": "new"})
+				filesMustOK(t, e.ctx, EditFile(), filesObj{"path": "a.txt", "old_string": "old", "new_string": "new"})
 			}
 			var paths []string
 			for _, c := range rec.calls {

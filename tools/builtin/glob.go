@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -18,18 +19,20 @@ import (
 const globMaxResults = 1000
 
 // Glob finds files by name pattern.
-var Glob = tools.Must(tools.New("glob",
-	`Find files in the workspace whose paths match a glob pattern.
+var Glob = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("glob",
+		`Find files in the workspace whose paths match a glob pattern.
 
 - pattern: a glob relative to the search directory. "*" matches any characters except "/", "?" one character, "[abc]" one of a set, "{a,b}" either alternative, and "**" any number of directories. Examples: "**/*.go" (every Go file at any depth), "src/**/*_test.ts", "*.{yml,yaml}" (only the top level), "cmd/*/main.go".
 - path: the directory to search in, relative to the workspace root or absolute inside it (default: the workspace root).
 
 Returns matching files (not directories), one per line, as paths relative to the workspace root, sorted alphabetically; at most 1000, with a note saying how many more matched. ".git" directories are never searched, and symbolic links to directories are not followed. Use this to locate files by name; to search inside files use grep, and to see one directory use list_dir.`,
-	unprivileged(runGlob),
-	&tools.Options{
-		Security:    readOnlySecurity,
-		Annotations: &tools.Annotations{Title: "Find files", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
-	}))
+		unprivileged(runGlob),
+		&tools.Options{
+			Security:    readOnlySecurity,
+			Annotations: &tools.Annotations{Title: "Find files", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
+		}))
+})
 
 type globInput struct {
 	Pattern string `json:"pattern" jsonschema:"the glob pattern to match, relative to path, e.g. '**/*.go'"`

@@ -50,7 +50,7 @@ func TestGlob(t *testing.T) {
 		{"everything", filesObj{"pattern": "**", "path": "b"}, []string{"b/c.go", "b/d/e.go", "b/x.txt"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := filesMustOK(t, e.ctx, Glob, tc.input)
+			got := filesMustOK(t, e.ctx, Glob(), tc.input)
 			want := strings.Join(tc.want, "\n")
 			if tc.want == nil {
 				want = fmt.Sprintf("No files match %q in the workspace.", tc.input["pattern"])
@@ -61,15 +61,15 @@ func TestGlob(t *testing.T) {
 		})
 	}
 
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "[abc"}, "invalid glob pattern")
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "{a,b"}, "invalid glob pattern")
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "../*"}, `".."`)
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "/etc/*"}, "absolute")
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": ""}, "pattern is empty")
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "*", "path": "main.go"}, "not a directory")
-	filesMustFail(t, e.ctx, Glob, filesObj{"pattern": "*", "path": "nope"}, "nope does not exist")
-	filesMustFail(t, e.ctx, Glob, filesObj{}, "pattern")
-	if got := filesMustOK(t, e.ctx, Glob, filesObj{"pattern": "**/*.rs", "path": "b"}); got != `No files match "**/*.rs" under b.` {
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "[abc"}, "invalid glob pattern")
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "{a,b"}, "invalid glob pattern")
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "../*"}, `".."`)
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "/etc/*"}, "absolute")
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": ""}, "pattern is empty")
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "*", "path": "main.go"}, "not a directory")
+	filesMustFail(t, e.ctx, Glob(), filesObj{"pattern": "*", "path": "nope"}, "nope does not exist")
+	filesMustFail(t, e.ctx, Glob(), filesObj{}, "pattern")
+	if got := filesMustOK(t, e.ctx, Glob(), filesObj{"pattern": "**/*.rs", "path": "b"}); got != `No files match "**/*.rs" under b.` {
 		t.Errorf("no match = %q", got)
 	}
 }
@@ -80,7 +80,7 @@ func TestGlobCap(t *testing.T) {
 	for i := range total {
 		e.write(t, fmt.Sprintf("d%d/f%04d.txt", i%3, i), "", 0o644)
 	}
-	got := filesMustOK(t, e.ctx, Glob, filesObj{"pattern": "**/*.txt"})
+	got := filesMustOK(t, e.ctx, Glob(), filesObj{"pattern": "**/*.txt"})
 	body, note, ok := strings.Cut(got, "\n\n")
 	if !ok || !strings.Contains(note, fmt.Sprintf("first %d of %d matching files; 7 more matched", globMaxResults, total)) {
 		t.Errorf("cap note = %q", note)

@@ -73,15 +73,17 @@ Files ignored by .gitignore, the .git directory and binary files are skipped, an
 
 // Grep searches file contents under the workspace. It reads only through
 // the call's os.Root, so nothing outside the workspace is read.
-var Grep = tools.Must(tools.New("grep", grepDescription, unprivileged(grepHandler), &tools.Options{
-	Security:    readOnlySecurity,
-	InputSchema: grepInputSchema(),
-	Annotations: &tools.Annotations{
-		Title:         "Search file contents",
-		ReadOnlyHint:  true,
-		OpenWorldHint: tools.Bool(false),
-	},
-}))
+var Grep = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("grep", grepDescription, unprivileged(grepHandler), &tools.Options{
+		Security:    readOnlySecurity,
+		InputSchema: grepInputSchema(),
+		Annotations: &tools.Annotations{
+			Title:         "Search file contents",
+			ReadOnlyHint:  true,
+			OpenWorldHint: tools.Bool(false),
+		},
+	}))
+})
 
 // grepInputSchema is the schema inferred from grepInput, with what struct
 // tags cannot say: the output_mode enum and default, and the lower bounds.

@@ -174,7 +174,7 @@ func grepBenchSetup(b *testing.B) string {
 
 func grepBenchTool(b *testing.B, ctx *tools.Context, mode string) string {
 	in, _ := json.Marshal(map[string]any{"pattern": grepBenchPattern, "output_mode": mode})
-	r := Grep.Call(ctx, in)
+	r := Grep().Call(ctx, in)
 	if r.IsError {
 		b.Fatalf("grep tool: %s", r.TextOf())
 	}

@@ -44,7 +44,7 @@ func grepRun(t *testing.T, ctx *tools.Context, wantErr bool, input map[string]an
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Grep.Call(ctx, raw)
+	r := Grep().Call(ctx, raw)
 	text := r.TextOf()
 	if r.IsError != wantErr {
 		t.Fatalf("grep %s: IsError = %v, want %v; text:\n%s", raw, r.IsError, wantErr, text)
@@ -68,18 +68,18 @@ var grepTestFiles = map[string]string{
 }
 
 func TestGrepDeclaration(t *testing.T) {
-	if Grep.Name() != "grep" || !Grep.ReadOnly() {
-		t.Fatalf("name %q, read-only %v", Grep.Name(), Grep.ReadOnly())
+	if Grep().Name() != "grep" || !Grep().ReadOnly() {
+		t.Fatalf("name %q, read-only %v", Grep().Name(), Grep().ReadOnly())
 	}
-	sec := Grep.Security()
+	sec := Grep().Security()
 	if sec == nil || sec.Network != tools.NetworkNone || sec.Filesystem != tools.FilesystemWorkspace || sec.SideEffects != tools.SideEffectsNone {
 		t.Fatalf("security = %+v", sec)
 	}
-	a := Grep.Annotations()
+	a := Grep().Annotations()
 	if a.Title != "Search file contents" || a.OpenWorldHint == nil || *a.OpenWorldHint {
 		t.Fatalf("annotations = %+v", a)
 	}
-	schema := string(Grep.InputSchemaJSON())
+	schema := string(Grep().InputSchemaJSON())
 	for _, want := range []string{`"pattern"`, `"path"`, `"glob"`, `"output_mode"`, `"context"`, `"case_insensitive"`, `"enum":["files_with_matches","content","count"]`, `"required":["pattern"]`} {
 		if !strings.Contains(schema, want) {
 			t.Errorf("schema lacks %s: %s", want, schema)
@@ -323,7 +323,7 @@ func TestGrepSymlinkOutsideNotFollowed(t *testing.T) {
 		{"pattern": "OUTSIDE_MARKER", "output_mode": "content", "path": "link-dir/secret.txt"},
 	} {
 		raw, _ := json.Marshal(in)
-		r := Grep.Call(ctx, raw)
+		r := Grep().Call(ctx, raw)
 		if text := r.TextOf(); strings.Contains(text, marker) {
 			t.Errorf("grep %s read outside the workspace:\n%s", raw, text)
 		}
@@ -342,8 +342,8 @@ func TestGrepSpecialFilesDoNotBlock(t *testing.T) {
 	}
 	done := make(chan *tools.Result, 2)
 	go func() {
-		done <- Grep.Call(ctx, json.RawMessage(`{"pattern":"hit"}`))
-		done <- Grep.Call(ctx, json.RawMessage(`{"pattern":"hit","path":"fifo"}`))
+		done <- Grep().Call(ctx, json.RawMessage(`{"pattern":"hit"}`))
+		done <- Grep().Call(ctx, json.RawMessage(`{"pattern":"hit","path":"fifo"}`))
 	}()
 	for _, want := range []string{"a.txt", "fifo is neither a regular file nor a directory"} {
 		select {
@@ -428,7 +428,7 @@ func TestGrepCancelled(t *testing.T) {
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
 	ctx.Ctx = c
-	r := Grep.Call(ctx, json.RawMessage(`{"pattern":"hit"}`))
+	r := Grep().Call(ctx, json.RawMessage(`{"pattern":"hit"}`))
 	if !r.IsError || !strings.Contains(r.TextOf(), "cancel") {
 		t.Errorf("cancelled search: %+v", r)
 	}
@@ -523,8 +523,8 @@ func TestGrepPlantedIgnoreFiles(t *testing.T) {
 	}
 	done := make(chan string, 2)
 	go func() {
-		done <- Grep.Call(ctx, json.RawMessage(`{"pattern":"hit"}`)).TextOf()
-		done <- Grep.Call(ctx, json.RawMessage(`{"pattern":"hit","path":"src"}`)).TextOf()
+		done <- Grep().Call(ctx, json.RawMessage(`{"pattern":"hit"}`)).TextOf()
+		done <- Grep().Call(ctx, json.RawMessage(`{"pattern":"hit","path":"src"}`)).TextOf()
 	}()
 	for range 2 {
 		select {

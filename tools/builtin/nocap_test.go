@@ -38,25 +38,25 @@ func TestFileToolsHaveNoRootOverride(t *testing.T) {
 		t.Fatalf("the raw handler cannot list the directory: %v", err)
 	}
 
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "theirs.txt"}, "permission denied")
-	filesMustFail(t, e.ctx, ListDir, filesObj{"path": "locked"}, "permission denied")
-	filesMustFail(t, e.ctx, ReadFile, filesObj{"path": "locked/inner.txt"}, "permission denied")
-	filesMustFail(t, e.ctx, WriteFile, filesObj{"path": "readonly.txt", "content": "changed\n"}, "permission denied")
-	filesMustFail(t, e.ctx, EditFile, filesObj{"path": "theirs.txt", "old_string": "private", "new_string": "public"}, "permission denied")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "theirs.txt"}, "permission denied")
+	filesMustFail(t, e.ctx, ListDir(), filesObj{"path": "locked"}, "permission denied")
+	filesMustFail(t, e.ctx, ReadFile(), filesObj{"path": "locked/inner.txt"}, "permission denied")
+	filesMustFail(t, e.ctx, WriteFile(), filesObj{"path": "readonly.txt", "content": "changed\n"}, "permission denied")
+	filesMustFail(t, e.ctx, EditFile(), filesObj{"path": "theirs.txt", "old_string": "private", "new_string": "public"}, "permission denied")
 	if got := e.read(t, "readonly.txt"); got != "keep\n" {
 		t.Errorf("readonly.txt = %q after a refused write", got)
 	}
 	// grep reads with its workers: none of them may find the needles.
-	if out := filesMustOK(t, e.ctx, Grep, filesObj{"pattern": "needle", "output_mode": "content"}); strings.Contains(out, "private needle") || strings.Contains(out, "inner needle") {
+	if out := filesMustOK(t, e.ctx, Grep(), filesObj{"pattern": "needle", "output_mode": "content"}); strings.Contains(out, "private needle") || strings.Contains(out, "inner needle") {
 		t.Errorf("grep read another user's files as root:\n%s", out)
 	}
-	if out := filesMustOK(t, e.ctx, Glob, filesObj{"pattern": "**/*.txt"}); strings.Contains(out, "inner.txt") {
+	if out := filesMustOK(t, e.ctx, Glob(), filesObj{"pattern": "**/*.txt"}); strings.Contains(out, "inner.txt") {
 		t.Errorf("glob listed a directory only root's override can read:\n%s", out)
 	}
 	// What the user can reach stays reachable.
 	e.write(t, "mine.txt", "mine needle\n", 0o644)
-	if out := filesMustOK(t, e.ctx, Grep, filesObj{"pattern": "needle", "output_mode": "content"}); !strings.Contains(out, "mine needle") {
+	if out := filesMustOK(t, e.ctx, Grep(), filesObj{"pattern": "needle", "output_mode": "content"}); !strings.Contains(out, "mine needle") {
 		t.Errorf("grep lost the readable file:\n%s", out)
 	}
-	filesMustOK(t, e.ctx, WriteFile, filesObj{"path": "mine.txt", "content": "new\n"})
+	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "mine.txt", "content": "new\n"})
 }

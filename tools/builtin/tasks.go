@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lite-agent/lite-agent/tools"
@@ -59,40 +60,44 @@ type taskInput struct {
 }
 
 // BashOutput returns what a background task wrote since the last call.
-var BashOutput = tools.Must(tools.New("bash_output",
-	`Read the output a background task (started with bash run_in_background) wrote since the last bash_output call for it, and its status: running, or how it ended. A task keeps at most 512 KiB of output (the rest is dropped, and the result says how much); one call returns at most the last 30000 bytes of the new output.`,
-	func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
-		t, err := lookupTask(ctx, in.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		return tools.Text(taskReport(t)), nil
-	},
-	&tools.Options{
-		Security:    &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone},
-		Annotations: &tools.Annotations{Title: "Read background task output", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
-	}))
+var BashOutput = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("bash_output",
+		`Read the output a background task (started with bash run_in_background) wrote since the last bash_output call for it, and its status: running, or how it ended. A task keeps at most 512 KiB of output (the rest is dropped, and the result says how much); one call returns at most the last 30000 bytes of the new output.`,
+		func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
+			t, err := lookupTask(ctx, in.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			return tools.Text(taskReport(t)), nil
+		},
+		&tools.Options{
+			Security:    &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone},
+			Annotations: &tools.Annotations{Title: "Read background task output", ReadOnlyHint: true, OpenWorldHint: tools.Bool(false)},
+		}))
+})
 
 // KillTask stops a background task and every process it started.
-var KillTask = tools.Must(tools.New("kill_task",
-	`Stop a background task (started with bash run_in_background) and every process it started, and return the output it wrote since the last bash_output.`,
-	func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
-		t, err := lookupTask(ctx, in.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		if !t.Running() {
-			return tools.Text("The task had already finished.\n" + taskReport(t)), nil
-		}
-		if err := ctx.Tasks.Kill(t.ID, taskKillWait); err != nil {
-			return nil, err
-		}
-		return tools.Text(taskReport(t)), nil
-	},
-	&tools.Options{
-		Security:    &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsWorkspace},
-		Annotations: &tools.Annotations{Title: "Stop background task", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
-	}))
+var KillTask = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("kill_task",
+		`Stop a background task (started with bash run_in_background) and every process it started, and return the output it wrote since the last bash_output.`,
+		func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
+			t, err := lookupTask(ctx, in.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			if !t.Running() {
+				return tools.Text("The task had already finished.\n" + taskReport(t)), nil
+			}
+			if err := ctx.Tasks.Kill(t.ID, taskKillWait); err != nil {
+				return nil, err
+			}
+			return tools.Text(taskReport(t)), nil
+		},
+		&tools.Options{
+			Security:    &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsWorkspace},
+			Annotations: &tools.Annotations{Title: "Stop background task", DestructiveHint: tools.Bool(true), OpenWorldHint: tools.Bool(false)},
+		}))
+})
 
 func lookupTask(ctx *tools.Context, id string) (*tools.Task, error) {
 	if ctx.Tasks == nil {

@@ -25,7 +25,7 @@ func callTool(t *testing.T, tool *tools.Tool, ctx *tools.Context, input map[stri
 func TestBackgroundTaskStartPollKill(t *testing.T) {
 	ctx := bashTestContext(t)
 	ctx.Tasks = tools.NewTasks()
-	r := callTool(t, Bash, ctx, map[string]any{"command": "sleep 300 & echo $! > child.pid; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.05; done",
+	r := callTool(t, Bash(), ctx, map[string]any{"command": "sleep 300 & echo $! > child.pid; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.05; done",
 		"run_in_background": true, "description": "ticker"})
 	if r.IsError || !strings.Contains(r.TextOf(), "task-1") {
 		t.Fatalf("start: %s", r.TextOf())
@@ -36,7 +36,7 @@ func TestBackgroundTaskStartPollKill(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			r := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-1"})
+			r := callTool(t, BashOutput(), ctx, map[string]any{"task_id": "task-1"})
 			if r.IsError || !strings.Contains(r.TextOf(), "is running") {
 				t.Fatalf("%s: %s", what, r.TextOf())
 			}
@@ -64,7 +64,7 @@ func TestBackgroundTaskStartPollKill(t *testing.T) {
 	if child <= 0 || syscall.Kill(child, 0) != nil {
 		t.Fatalf("the task's child %d is not running: the test proves nothing", child)
 	}
-	k := callTool(t, KillTask, ctx, map[string]any{"task_id": "task-1"})
+	k := callTool(t, KillTask(), ctx, map[string]any{"task_id": "task-1"})
 	if k.IsError || !strings.Contains(k.TextOf(), "has ended: killed") {
 		t.Fatalf("kill_task: %s", k.TextOf())
 	}
@@ -75,7 +75,7 @@ func TestBackgroundTaskStartPollKill(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if miss := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-9"}); !miss.IsError || !strings.Contains(miss.TextOf(), "task-1") {
+	if miss := callTool(t, BashOutput(), ctx, map[string]any{"task_id": "task-9"}); !miss.IsError || !strings.Contains(miss.TextOf(), "task-1") {
 		t.Errorf("unknown task id: %s", miss.TextOf())
 	}
 }
@@ -86,12 +86,12 @@ func TestBackgroundTaskStartPollKill(t *testing.T) {
 func TestBackgroundTasksEndWithTheSession(t *testing.T) {
 	ctx := bashTestContext(t)
 	ctx.Tasks = tools.NewTasks()
-	callTool(t, Bash, ctx, map[string]any{"command": "exit 3", "run_in_background": true})
-	callTool(t, Bash, ctx, map[string]any{"command": "head -c 3000000 /dev/zero | tr '\\0' x; sleep 300", "run_in_background": true})
-	callTool(t, Bash, ctx, map[string]any{"command": "sleep 300", "run_in_background": true})
+	callTool(t, Bash(), ctx, map[string]any{"command": "exit 3", "run_in_background": true})
+	callTool(t, Bash(), ctx, map[string]any{"command": "head -c 3000000 /dev/zero | tr '\\0' x; sleep 300", "run_in_background": true})
+	callTool(t, Bash(), ctx, map[string]any{"command": "sleep 300", "run_in_background": true})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-1"})
+		r := callTool(t, BashOutput(), ctx, map[string]any{"task_id": "task-1"})
 		if strings.Contains(r.TextOf(), "has ended: exit code 3") {
 			break
 		}
@@ -101,7 +101,7 @@ func TestBackgroundTasksEndWithTheSession(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for {
-		r := callTool(t, BashOutput, ctx, map[string]any{"task_id": "task-2"})
+		r := callTool(t, BashOutput(), ctx, map[string]any{"task_id": "task-2"})
 		if strings.Contains(r.TextOf(), "dropped over the 512 KiB cap") {
 			if len(r.TextOf()) > bashMaxOutputBytes+500 {
 				t.Errorf("bash_output returned %d bytes; the model gets at most %d", len(r.TextOf()), bashMaxOutputBytes)
@@ -121,7 +121,7 @@ func TestBackgroundTasksEndWithTheSession(t *testing.T) {
 			t.Errorf("%s still running after KillAll", task.ID)
 		}
 	}
-	if r := callTool(t, Bash, ctx, map[string]any{"command": "true", "run_in_background": true}); !r.IsError {
+	if r := callTool(t, Bash(), ctx, map[string]any{"command": "true", "run_in_background": true}); !r.IsError {
 		t.Errorf("a task started after the session ended: %s", r.TextOf())
 	}
 }

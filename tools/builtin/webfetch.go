@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,18 +33,20 @@ const (
 // — and returns HTML as Markdown. Without granted domains it fetches
 // nothing unless the sandbox's network is unrestricted (the permissive
 // preset): under strict and standard it reaches only allowed domains.
-var WebFetch = tools.Must(tools.New("web_fetch",
-	`Fetch a web page (HTTP GET) and return its content; HTML is converted to Markdown.
+var WebFetch = sync.OnceValue(func() *tools.Tool {
+	return tools.Must(tools.New("web_fetch",
+		`Fetch a web page (HTTP GET) and return its content; HTML is converted to Markdown.
 
 - url: an absolute http:// or https:// URL.
 
 Only domains the sandbox allows can be fetched (the user grants them with --allow-domain or allow_domains in a policy file); a refused domain returns an error that names the grant that would allow it. Redirects are followed (at most 5), each checked the same way. At most 5 MB is read and 100000 characters returned. Non-text content (images, archives) is refused. Use this to read documentation or an API reference; to download files into the workspace use bash (curl) — it follows the same allowlist.`,
-	runWebFetch,
-	&tools.Options{
-		Security:    &tools.Security{Network: tools.NetworkUnrestricted, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone},
-		Timeout:     webFetchTimeout + 10*time.Second,
-		Annotations: &tools.Annotations{Title: "Fetch web page", ReadOnlyHint: true, OpenWorldHint: tools.Bool(true)},
-	}))
+		runWebFetch,
+		&tools.Options{
+			Security:    &tools.Security{Network: tools.NetworkUnrestricted, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone},
+			Timeout:     webFetchTimeout + 10*time.Second,
+			Annotations: &tools.Annotations{Title: "Fetch web page", ReadOnlyHint: true, OpenWorldHint: tools.Bool(true)},
+		}))
+})
 
 type webFetchInput struct {
 	URL string `json:"url" jsonschema:"the absolute http:// or https:// URL to fetch"`

@@ -30,7 +30,7 @@ func webFetchContext(t *testing.T, allow ...string) *tools.Context {
 func fetch(t *testing.T, ctx *tools.Context, u string) *tools.Result {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]string{"url": u})
-	return WebFetch.Call(ctx, raw)
+	return WebFetch().Call(ctx, raw)
 }
 
 func TestWebFetch(t *testing.T) {
@@ -103,7 +103,7 @@ func TestWebFetchWithoutDomains(t *testing.T) {
 	if !r.IsError || strings.Contains(r.TextOf(), "LOCAL-SECRET") || !strings.Contains(r.TextOf(), "--allow-domain") {
 		t.Fatalf("no domains: IsError=%v %q", r.IsError, r.TextOf())
 	}
-	if sec := WebFetch.Security(); sec == nil || sec.Network != tools.NetworkUnrestricted {
+	if sec := WebFetch().Security(); sec == nil || sec.Network != tools.NetworkUnrestricted {
 		t.Errorf("web_fetch must declare the network: %+v", sec)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lite-agent/lite-agent/mcp"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -71,6 +72,17 @@ func stdioOrders(t *testing.T) mcp.ServerConfig {
 	return mcp.ServerConfig{Command: exe, Env: map[string]string{mcpServerEnv: "1"}}
 }
 
+// mcpToolsets is Options.Toolsets with the MCP servers of opts
+// (mcp.NewToolset), as a kernel user writes it.
+func mcpToolsets(t testing.TB, opts *mcp.Options) []tools.Toolset {
+	t.Helper()
+	ts, err := mcp.NewToolset(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []tools.Toolset{ts}
+}
+
 // TestInProcessMCPToolGatedByItsFullName: the tools of an in-process server
 // are named mcp__orders__* in rules, hook matchers and Tools; an allowed
 // call runs confined like any custom tool; session_start reports the
@@ -85,7 +97,7 @@ func TestInProcessMCPToolGatedByItsFullName(t *testing.T) {
 		t.Helper()
 		o := e.opts(nil)
 		o.InProcessHandlers = false
-		o.MCPServers = map[string]mcp.ServerConfig{"orders": {Server: orders}}
+		o.Toolsets = mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: orders}}})
 		o.Tools = []string{"read_file", "mcp__orders__*"}
 		mod(&o)
 		return runCalls(t, o, calls...)
@@ -139,7 +151,7 @@ func TestInProcessMCPToolGatedByItsFullName(t *testing.T) {
 }
 
 // TestExternalMCPServerThroughTheKernel: a stdio server (this binary) runs
-// in the sandbox; its tools are proxies called in this process; a server
+// in the sandbox; its tools forward and are called in this process; a server
 // that cannot start and one that never answers are reported in
 // session_start without holding up the run; a server that dies
 // mid-session turns its calls into error results.
@@ -148,12 +160,14 @@ func TestExternalMCPServerThroughTheKernel(t *testing.T) {
 	hang := mcp.ServerConfig{Command: "sleep", Args: []string{"600"}}
 	o := e.opts(nil)
 	o.InProcessHandlers = false // proxies run in-process anyway
-	o.MCPServers = map[string]mcp.ServerConfig{
-		"ext":     stdioOrders(t),
-		"missing": {Command: "/nonexistent/mcp-server"},
-		"hang":    hang,
-	}
-	o.MCPConnectTimeout = 2 * time.Second
+	o.Toolsets = mcpToolsets(t, &mcp.Options{
+		Servers: map[string]mcp.ServerConfig{
+			"ext":     stdioOrders(t),
+			"missing": {Command: "/nonexistent/mcp-server"},
+			"hang":    hang,
+		},
+		ConnectTimeout: 2 * time.Second,
+	})
 	o.AllowedTools = []string{"mcp__ext__*"}
 	began := time.Now()
 	out, evs := runCalls(t, o,
@@ -196,7 +210,7 @@ func TestExternalMCPServerThroughTheKernel(t *testing.T) {
 	// Tools may name a tool of a server that failed: the failure is
 	// reported, not fatal. A tool a connected server lacks is a mistake.
 	o = e.opts(script(t, `{"turns": [{"text": "ok"}]}`))
-	o.MCPServers = map[string]mcp.ServerConfig{"missing": {Command: "/nonexistent/mcp-server"}, "ext": stdioOrders(t)}
+	o.Toolsets = mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"missing": {Command: "/nonexistent/mcp-server"}, "ext": stdioOrders(t)}})
 	o.Tools = []string{"mcp__missing__x", "mcp__ext__lookup"}
 	o.DisallowedTools = []string{"mcp__missing__drop"}
 	if evs, err := collect(t, context.Background(), o); err != nil {
@@ -230,7 +244,7 @@ func TestMCPServerChangesAreRecorded(t *testing.T) {
 	writer := stdioOrders(t)
 	writer.Filesystem = tools.FilesystemWorkspace
 	o := e.opts(nil)
-	o.MCPServers = map[string]mcp.ServerConfig{"w": writer, "ro": stdioOrders(t)}
+	o.Toolsets = mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"w": writer, "ro": stdioOrders(t)}})
 	o.AllowedTools = []string{"mcp__*"}
 	snaps := &snapshotLog{}
 	o.Snapshots = snaps
@@ -256,5 +270,139 @@ func TestSessionStartJSONWithMCPAndAgents(t *testing.T) {
 	want := `{"type":"session_start","session_id":"s","model":"m","workspace":"/w","tools":["agent"],"mcp_servers":[{"name":"fs","type":"stdio","status":"failed","error":"boom"}],"agents":["researcher"]}`
 	if err != nil || string(b) != want {
 		t.Errorf("got  %s (%v)\nwant %s", b, err, want)
+	}
+}
+
+// fakeToolset is a toolset of no particular kind: what the kernel does
+// with it is all the kernel knows of toolsets.
+type fakeToolset struct {
+	tools   []*tools.Tool
+	traits  map[*tools.Tool]tools.ToolTraits
+	openErr error
+	opened  *int // how many sessions opened it
+	closed  *int // how many of those were closed
+	env     *tools.ToolsetEnv
+}
+
+func (f *fakeToolset) Open(_ context.Context, env *tools.ToolsetEnv) (tools.OpenToolset, error) {
+	if f.openErr != nil {
+		return nil, f.openErr
+	}
+	*f.opened++
+	f.env = env
+	return f, nil
+}
+
+func (f *fakeToolset) Tools() []*tools.Tool { return f.tools }
+
+func (f *fakeToolset) Close() error {
+	*f.closed++
+	return nil
+}
+
+func (f *fakeToolset) Traits(t *tools.Tool) tools.ToolTraits { return f.traits[t] }
+
+// pidTool says which process ran it. It is not handed to
+// ServeConfinedCall: a confined child could not run it.
+var pidTool = tools.Must(tools.New("where", "Say which process runs this.",
+	func(*tools.Context, struct{}) (string, error) { return fmt.Sprintf("pid %d", os.Getpid()), nil },
+	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}, Annotations: &tools.Annotations{ReadOnlyHint: true}}))
+
+// TestToolsetTraitsAreTheToolsetsOwn: whether a tool runs in this process
+// (it forwards to something confined elsewhere) and whether its read-only
+// hint is trusted is said by the toolset that offers it, and by nothing
+// else. Under mcp.IsProxy, a process-wide registry, a tool once marked
+// ran unconfined wherever it appeared — in CustomTools, or in a toolset
+// that never vouched for it; here the same *tools.Tool is confined (and,
+// not handed to ServeConfinedCall, refused before the first model call)
+// everywhere but in the toolset that says it forwards.
+func TestToolsetTraitsAreTheToolsetsOwn(t *testing.T) {
+	e := newEnv(t)
+	var opened, closed int
+	vouching := func() *fakeToolset {
+		return &fakeToolset{tools: []*tools.Tool{pidTool}, opened: &opened, closed: &closed,
+			traits: map[*tools.Tool]tools.ToolTraits{pidTool: {Forwards: true, TrustedReadOnly: true}}}
+	}
+	o := e.opts(nil)
+	o.InProcessHandlers = false
+	o.Toolsets = []tools.Toolset{vouching()}
+	// Nothing pre-approves it: it runs by default because its toolset
+	// vouches for its read-only hint, and in this process because its
+	// toolset says it forwards.
+	out, _ := runCalls(t, o, call("w", "where", `{}`))
+	out["w"].want(t, "w", "allow", byDefault, fmt.Sprintf("pid %d", os.Getpid()))
+	if opened != 1 || closed != 1 {
+		t.Errorf("opened %d, closed %d times; want once each", opened, closed)
+	}
+
+	for _, c := range []struct {
+		name string
+		mod  func(*Options)
+	}{
+		{"as a custom tool", func(o *Options) { o.CustomTools = []*tools.Tool{pidTool} }},
+		{"in a toolset that does not vouch for it", func(o *Options) {
+			o.Toolsets = []tools.Toolset{&fakeToolset{tools: []*tools.Tool{pidTool}, opened: &opened, closed: &closed}}
+		}},
+	} {
+		o := e.opts(script(t, `{"turns": [{"text": "ok"}]}`))
+		o.InProcessHandlers = false
+		c.mod(&o)
+		if _, err := collect(t, context.Background(), o); err == nil || !strings.Contains(err.Error(), "the where tool cannot run confined") {
+			t.Errorf("%s: %v; want the tool refused as one a confined child cannot find", c.name, err)
+		}
+	}
+	if opened != closed {
+		t.Errorf("opened %d, closed %d: a session that failed left a toolset open", opened, closed)
+	}
+
+	// The read-only hint of a tool its toolset does not vouch for is a
+	// hint: with handlers in this process, it asks (headless: denied).
+	o = e.opts(nil)
+	o.Toolsets = []tools.Toolset{&fakeToolset{tools: []*tools.Tool{pidTool}, opened: &opened, closed: &closed}}
+	out, _ = runCalls(t, o, call("w", "where", `{}`))
+	out["w"].want(t, "w", "deny", byHeadless, "needs approval")
+}
+
+// TestToolsetOpenFailure: a toolset that cannot open fails the session
+// with its index, and the toolsets opened before it are closed.
+func TestToolsetOpenFailure(t *testing.T) {
+	e := newEnv(t)
+	var opened, closed int
+	o := e.opts(script(t, `{"turns": [{"text": "ok"}]}`))
+	o.Toolsets = []tools.Toolset{
+		&fakeToolset{opened: &opened, closed: &closed},
+		&fakeToolset{openErr: fmt.Errorf("no such server"), opened: &opened, closed: &closed},
+	}
+	if _, err := collect(t, context.Background(), o); err == nil || err.Error() != "kernel: Toolsets[1]: no such server" {
+		t.Errorf("error %v", err)
+	}
+	if opened != 1 || closed != 1 {
+		t.Errorf("opened %d, closed %d: the first toolset must be closed", opened, closed)
+	}
+	o.Toolsets = []tools.Toolset{nil}
+	if _, err := collect(t, context.Background(), o); err == nil || err.Error() != "kernel: Toolsets[0] is nil" {
+		t.Errorf("a nil toolset: %v", err)
+	}
+}
+
+// TestToolsetEnv: a toolset is handed the handler ceiling without change
+// capture, and a recorder only when the session keeps checkpoints.
+func TestToolsetEnv(t *testing.T) {
+	e := newEnv(t)
+	var opened, closed int
+	for _, snaps := range []bool{false, true} {
+		ts := &fakeToolset{opened: &opened, closed: &closed}
+		o := e.opts(script(t, `{"turns": [{"text": "ok"}]}`))
+		o.HandlerCeiling = &sandbox.Policy{Network: sandbox.NetworkLoopback, CaptureChanges: true}
+		o.Toolsets = []tools.Toolset{ts}
+		if snaps {
+			o.Snapshots = &snapshotLog{}
+		}
+		if _, err := collect(t, context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if ts.env == nil || ts.env.Workspace == "" || ts.env.Sandbox.Network != sandbox.NetworkLoopback || ts.env.Sandbox.CaptureChanges || (ts.env.Snapshots != nil) != snaps {
+			t.Errorf("snapshots %v: env %+v", snaps, ts.env)
+		}
 	}
 }

@@ -1,0 +1,183 @@
+package netproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Answer is what the person said about a host no grant names.
+type Answer int
+
+const (
+	// Refuse: this connection is refused (403), like a host never asked
+	// about; the next connection to it asks again.
+	Refuse Answer = iota
+	// AllowOnce admits the connections waiting on this question, nothing
+	// after them.
+	AllowOnce
+	// AllowSession adds the grant to these Rules for as long as they live.
+	AllowSession
+	// AllowAlways is AllowSession for the proxy; the asker also keeps the
+	// grant (a policy file's allow_domains) for later sessions.
+	AllowAlways
+)
+
+// Question is one ask about a host no allow or deny entry names.
+type Question struct {
+	Host string // canonical: a lower-case name or an IP literal
+	Port int
+	// Grant is the pattern that AllowSession/AllowAlways adds, and that a
+	// policy file's allow_domains would hold: the name (every port), or
+	// IP:PORT for an IP literal (as the refusal suggests).
+	Grant string
+	// Note, for an IP literal that is not a public address, says what it
+	// is ("a loopback address", "a link-local address (cloud metadata
+	// services live there)"): a yes reaches it as an explicit IP:PORT
+	// grant would, so the person must be told. Empty otherwise.
+	Note string
+}
+
+// Asker asks about an unknown host. It is called with a context that ends
+// when AskTimeout passes or the proxy closes; an error or the context's end
+// refuses. It may be called from many goroutines at once (for different
+// hosts).
+type Asker func(ctx context.Context, q Question) (Answer, error)
+
+// DefaultAskTimeout bounds how long a connection is held for an answer:
+// long enough for a person to read the question, short enough that a
+// command waiting on it fails while someone is still watching.
+const DefaultAskTimeout = 2 * time.Minute
+
+// maxOpenQuestions bounds the questions open at once: a command that
+// connects to host after host must not bury the person under questions
+// (or hold a goroutine per host for minutes). Beyond it a new host is
+// refused at once, with the flag named as without asking.
+const maxOpenQuestions = 8
+
+// errTooManyQuestions refuses a host while maxOpenQuestions are open.
+var errTooManyQuestions = fmt.Errorf("%d other hosts are being asked about already", maxOpenQuestions)
+
+// asking deduplicates questions: one flight per Grant, so that the ten
+// connections a package manager opens at once to one registry ask once and
+// share the answer.
+type asking struct {
+	ask     Asker
+	timeout time.Duration
+	mu      sync.Mutex
+	flights map[string]*flight
+	session []rule // grants added by AllowSession/AllowAlways
+}
+
+type flight struct {
+	done    chan struct{}
+	answer  Answer
+	err     error
+	waiters int                // connections waiting (under asking.mu)
+	cancel  context.CancelFunc // ends the question when no one waits
+}
+
+// answerRule is what an event's Rule says about a decision taken by asking.
+func answerRule(a Answer) string {
+	switch a {
+	case AllowOnce:
+		return "asked: allowed once"
+	case AllowSession:
+		return "asked: allowed for the session"
+	case AllowAlways:
+		return "asked: allowed always"
+	}
+	return "asked: denied"
+}
+
+// sessionGrant returns the grant an earlier answer added that covers the
+// host, if any.
+func (a *asking) sessionGrant(h string, ip netip.Addr, port int) *rule {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.session {
+		if a.session[i].matches(h, ip, port) {
+			x := a.session[i]
+			return &x
+		}
+	}
+	return nil
+}
+
+// decide asks about q (or joins the flight already asking) and returns the
+// answer. A rule for AllowSession/AllowAlways is added before the flight
+// ends, so a connection that comes after the answer matches it and is not
+// asked about again.
+func (a *asking) decide(ctx context.Context, q Question) (Answer, error) {
+	a.mu.Lock()
+	f, ok := a.flights[q.Grant]
+	if !ok && len(a.flights) >= maxOpenQuestions {
+		a.mu.Unlock()
+		return Refuse, errTooManyQuestions
+	}
+	if !ok {
+		// The question has a context of its own: the first connection
+		// going away must not cancel what the others wait on. It ends
+		// when its timeout passes or the last waiter leaves (the client
+		// gave up, or the proxy closed).
+		fctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		a.flights[q.Grant] = f
+		go a.fly(fctx, q, f)
+	}
+	f.waiters++
+	a.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.answer, f.err
+	case <-ctx.Done():
+		a.mu.Lock()
+		f.waiters--
+		if f.waiters == 0 {
+			f.cancel()
+		}
+		a.mu.Unlock()
+		return Refuse, ctx.Err()
+	}
+}
+
+// fly asks once and publishes the answer to every waiter.
+func (a *asking) fly(ctx context.Context, q Question, f *flight) {
+	defer f.cancel()
+	ans, err := a.call(ctx, q)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err() // an answer after the deadline is no answer
+	}
+	if err != nil {
+		ans = Refuse
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", a.timeout)
+		}
+	}
+	a.mu.Lock()
+	if ans == AllowSession || ans == AllowAlways {
+		// q.Grant came from suggest(), so it parses; were it not to,
+		// the grant is simply not kept and the next connection asks.
+		if x, perr := parseRule(Grant{Pattern: q.Grant, Source: answerRule(ans)}); perr == nil {
+			a.session = append(a.session, x)
+		}
+	}
+	delete(a.flights, q.Grant)
+	f.answer, f.err = ans, err
+	a.mu.Unlock()
+	close(f.done)
+}
+
+// call runs the asker, turning its panic into a refusal: a broken UI must
+// not take the proxy (and every held connection) down with it.
+func (a *asking) call(ctx context.Context, q Question) (ans Answer, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ans, err = Refuse, fmt.Errorf("asking failed: %v", v)
+		}
+	}()
+	return a.ask(ctx, q)
+}
