@@ -129,6 +129,10 @@ func DefaultSystemPaths() []string {
 		"/etc/ssl/openssl.cnf",
 		"/etc/ca-certificates", "/etc/alternatives", "/etc/gitconfig",
 		"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
+		// What the system is (pip reads /etc/debian_version for its user
+		// agent and dies without it) and wget's global settings (wget
+		// exits at start when it cannot read them).
+		"/etc/debian_version", "/etc/os-release", "/etc/wgetrc",
 		"/usr/share/zoneinfo",
 		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
 		// Pseudo-terminals, on a devpts of the sandbox's own (see
