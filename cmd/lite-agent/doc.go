@@ -130,5 +130,4 @@
 // N killed it, 124 when --timeout killed it, 125 when the sandbox could not
 // start (the reason on stderr: fail closed), 126 when the command could not
 // be executed and 127 when it was not found.
-//
 package main
