@@ -270,7 +270,15 @@
 // that is not valid JSON is written as a JSON string, and a missing
 // payload as its zero value, so that no producer's mistake breaks the
 // stream. A network event reports a connection the sandbox's domain proxy
-// allowed or refused (sandbox.NetworkEvent, field for field).
+// allowed or refused (sandbox.NetworkEvent, field for field). With
+// Options.OnUnknownDomain set (lite-agent chat sets it), a connection to a
+// domain that no allow or deny rule names is held while the callback
+// answers: once, for the rest of the Query (every sandbox of it shares
+// the answer), always (the caller writes the grant: chat writes
+// allow_domains to the user's policy file), or no; the event's rule says
+// which ("asked: allowed once"...). deny_domains is never asked about;
+// without the callback (headless run) such a connection is refused with a
+// 403 naming the --allow-domain that would allow it.
 //
 // The typed payloads replaced one flat struct without changing a byte of
 // the stream: the golden transcript was recorded with the flat struct and
