@@ -21,10 +21,11 @@ import (
 // exactly those bytes.
 
 // extraDestination says whether an address the mode refuses is still
-// allowed: the proxy (exact address and port), or in mode none a loopback
-// port bound by this tree. ok is false when sa is not an AF_INET/AF_INET6
-// address with a port.
-func (s *netSupervisorRun) extraDestination(sa []byte) bool {
+// allowed to a socket of type typ (SOCK_STREAM, SOCK_DGRAM): the proxy
+// (exact address and port), or in mode none an address the tree's own
+// socket of the same type is bound to. ok is false when sa is not an
+// AF_INET/AF_INET6 address with a port.
+func (s *netSupervisorRun) extraDestination(sa []byte, typ int) bool {
 	ap, ok := sockaddrAddrPort(sa)
 	if !ok {
 		return false
@@ -33,32 +34,42 @@ func (s *netSupervisorRun) extraDestination(sa []byte) bool {
 		return true
 	}
 	if s.opts.Mode == NetworkNone && ap.Addr().IsLoopback() {
-		return s.ports().has(ap.Port())
+		return s.ports().has(ownAddr{typ, ap})
 	}
 	return false
 }
 
-// portSet is the loopback ports a sandbox's commands bound (mode none).
-// One set per Sandbox, shared by the supervisors of all its commands: a
-// dev server started in the background by one command is reachable from
-// the next.
+// ownAddr is one address a socket of the sandbox is bound to: its type
+// and its exact (unmapped) address and port. The kernel tells sockets
+// apart by all three, so must the rule: keyed on the port alone, a UDP
+// bind of 127.0.0.1:P (free while the user's TCP service holds P), or a
+// bind of 127.0.0.2:P or [::1]:P, made the user's 127.0.0.1:P reachable.
+type ownAddr struct {
+	typ int
+	ap  netip.AddrPort
+}
+
+// portSet is the loopback addresses a sandbox's commands bound (mode
+// none). One set per Sandbox, shared by the supervisors of all its
+// commands: a dev server started in the background by one command is
+// reachable from the next.
 type portSet struct {
 	mu    sync.Mutex
-	ports map[uint16]bool
+	addrs map[ownAddr]bool
 }
 
-func (p *portSet) has(port uint16) bool {
+func (p *portSet) has(a ownAddr) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ports[port]
+	return p.addrs[a]
 }
 
-func (p *portSet) add(port uint16) {
+func (p *portSet) add(a ownAddr) {
 	p.mu.Lock()
-	if p.ports == nil {
-		p.ports = map[uint16]bool{}
+	if p.addrs == nil {
+		p.addrs = map[ownAddr]bool{}
 	}
-	p.ports[port] = true
+	p.addrs[a] = true
 	p.mu.Unlock()
 }
 
@@ -72,9 +83,9 @@ func (s *netSupervisorRun) ports() *portSet {
 }
 
 // judgeConnect is judgeInetConnect plus extraDestination.
-func (s *netSupervisorRun) judgeConnect(sa []byte) (inetVerdict, unix.Errno) {
+func (s *netSupervisorRun) judgeConnect(sa []byte, typ int) (inetVerdict, unix.Errno) {
 	v, errno := judgeInetConnect(s.opts.Mode, sa)
-	if v == verdictDeny && s.extraDestination(sa) {
+	if v == verdictDeny && s.extraDestination(sa, typ) {
 		return verdictAllow, 0
 	}
 	return v, errno
@@ -82,9 +93,9 @@ func (s *netSupervisorRun) judgeConnect(sa []byte) (inetVerdict, unix.Errno) {
 
 // judgeSend is judgeInetSend plus extraDestination (datagrams to the
 // tree's own loopback ports; nothing listens for them on the proxy).
-func (s *netSupervisorRun) judgeSend(sa []byte) (inetVerdict, unix.Errno) {
+func (s *netSupervisorRun) judgeSend(sa []byte, typ int) (inetVerdict, unix.Errno) {
 	v, errno := judgeInetSend(s.opts.Mode, sa)
-	if v == verdictDeny && s.extraDestination(sa) {
+	if v == verdictDeny && s.extraDestination(sa, typ) {
 		return verdictAllow, 0
 	}
 	return v, errno
@@ -142,13 +153,13 @@ func loopbackForWildcard(fd int, sa []byte) []byte {
 	return out
 }
 
-// recordBind remembers the port a socket of the sandbox is bound to,
-// after a successful bind, in mode none (where only these ports are
-// reachable on loopback). A port stays recorded for the sandbox's life: a
-// port a command released and something else then took stays reachable —
-// the one gap of this rule, accepted (a test server's ephemeral port is
-// rarely reused by a service of the user's).
-func (s *netSupervisorRun) recordBind(fd int) {
+// recordBind remembers the address a socket of the sandbox (of type
+// typ) is bound to, after a successful bind, in mode none (where only
+// these are reachable on loopback). An address stays recorded for the
+// sandbox's life: one a command released and something else then took
+// stays reachable — the one gap of this rule, accepted (a test server's
+// ephemeral port is rarely reused by a service of the user's).
+func (s *netSupervisorRun) recordBind(fd, typ int) {
 	if s.opts.Mode != NetworkNone {
 		return
 	}
@@ -156,16 +167,19 @@ func (s *netSupervisorRun) recordBind(fd int) {
 	if err != nil {
 		return
 	}
-	var port int
+	var ap netip.AddrPort
 	switch a := sa.(type) {
 	case *unix.SockaddrInet4:
-		port = a.Port
+		ap = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
 	case *unix.SockaddrInet6:
-		port = a.Port
+		// A dual-stack socket given ::ffff:127.0.0.1 serves IPv4
+		// clients of 127.0.0.1: recorded unmapped, as destinations are
+		// judged (sockaddrAddrPort).
+		ap = netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
 	default:
 		return
 	}
-	s.ports().add(uint16(port))
+	s.ports().add(ownAddr{typ, ap})
 }
 
 // sockaddrAddrPort reads an AF_INET/AF_INET6 sockaddr's address (unmapped,

@@ -1065,7 +1065,7 @@ func (c *netCall) handleConnect() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := c.s.judgeConnect(sa)
+		v, errno := c.s.judgeConnect(sa, c.sock.typ)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno)
@@ -1151,7 +1151,7 @@ func (c *netCall) handleBind() outcome {
 		}
 		out := c.doBind(sa)
 		if out.errno == 0 && !out.abandon {
-			c.s.recordBind(c.dup)
+			c.s.recordBind(c.dup, c.sock.typ)
 		}
 		return out
 	case c.sock.family == unix.AF_UNIX:
@@ -1215,7 +1215,7 @@ func (c *netCall) handleListen() outcome {
 			if out := c.doBind(bound); out.errno != 0 || out.abandon {
 				return out
 			}
-			c.s.recordBind(c.dup)
+			c.s.recordBind(c.dup, c.sock.typ)
 		}
 	}
 	if err := c.confirm(); err != nil {
@@ -1276,7 +1276,7 @@ func (c *netCall) checkName(sa []byte) (outcome, []byte, bool) {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := c.s.judgeSend(sa)
+		v, errno := c.s.judgeSend(sa, c.sock.typ)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno), nil, false

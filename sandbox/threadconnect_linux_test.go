@@ -234,6 +234,74 @@ func TestOwnListenersEveryMode(t *testing.T) {
 	})
 }
 
+// ownAddrProbe binds, in one process, a socket of its own where the
+// user's service is not — same port number, another protocol or another
+// loopback address — and then reaches for the user's service. Each line
+// is "NAME ok" or "NAME <errno name>".
+const ownAddrProbe = `
+import socket, sys, errno
+tcp_port, udp_port = int(sys.argv[1]), int(sys.argv[2])
+def attempt(name, bind_family, bind_type, bind_addr, reach):
+    b = socket.socket(bind_family, bind_type)
+    try:
+        b.bind(bind_addr)
+    except OSError as e:
+        print(name, "bind", errno.errorcode.get(e.errno, e.errno)); return
+    try:
+        reach()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+    finally:
+        b.close()
+def tcp_connect():
+    c = socket.create_connection(("127.0.0.1", tcp_port), timeout=5); c.close()
+def udp_send():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"x", ("127.0.0.1", udp_port)); u.close()
+def mapped_send():
+    u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.sendto(b"x", ("::ffff:127.0.0.1", udp_port)); u.close()
+attempt("udp-bind-then-tcp", socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", tcp_port), tcp_connect)
+attempt("other-loopback-bind", socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.2", tcp_port), tcp_connect)
+attempt("ipv6-loopback-bind", socket.AF_INET6, socket.SOCK_STREAM, ("::1", tcp_port), tcp_connect)
+attempt("tcp-bind-then-udp", socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", udp_port), udp_send)
+attempt("tcp-bind-then-mapped-udp", socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", udp_port), mapped_send)
+`
+
+// TestOwnAddressIsTheWholeAddress: under none, what a command bound opens
+// exactly that address (type, address, port) to it, not the port number:
+// keyed on the port alone, each probe below reached the user's service
+// (a security review's finding). Unconfined each reaches it; confined
+// each is refused.
+func TestOwnAddressIsTheWholeAddress(t *testing.T) {
+	const py = "/usr/bin/python3" // under the default system paths
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("python3 not found: this test would check that binding another protocol or loopback address at the port of a user's service does not open it")
+	}
+	tcp, udp := outsideServers(t)
+	_, tcpPort, _ := net.SplitHostPort(tcp)
+	_, udpPort, _ := net.SplitHostPort(udp)
+	probes := []string{"udp-bind-then-tcp", "other-loopback-bind", "ipv6-loopback-bind", "tcp-bind-then-udp", "tcp-bind-then-mapped-udp"}
+	free, err := exec.Command(py, "-c", ownAddrProbe, tcpPort, udpPort).CombinedOutput()
+	if err != nil {
+		t.Fatalf("unconfined probe: %v\n%s", err, free)
+	}
+	for _, p := range probes {
+		if !strings.Contains(string(free), p+" ok\n") {
+			t.Fatalf("unconfined, %s did not reach the user's service, so the confined run would prove nothing:\n%s", p, free)
+		}
+	}
+	sb, _ := newTestSandbox(t, func(p *Policy) { p.Network = NetworkNone })
+	if sb.notify != notifyNet {
+		t.Skip("no seccomp user notification: under none IP sockets are refused outright, so no own listener exists to widen")
+	}
+	got := runConfined(t, sb, py, "-c", ownAddrProbe, tcpPort, udpPort)
+	for _, p := range probes {
+		if !strings.Contains(got, p+" EPERM\n") {
+			t.Errorf("network none: %s: want the bind to work and the user's service refused (EPERM):\n%s", p, got)
+		}
+	}
+}
+
 // TestSealedThreadServesEveryCommand pins what keeps spawn under none as
 // cheap as it was with the connect-only supervisor: where the spawner
 // thread is sealed (root with v1 cgroups) and capture is off, the thread's
