@@ -469,7 +469,16 @@ var inetProtosDenied = []maskedValue{
 //     path, not the path (and they want CAP_NET_RAW);
 //   - TCP_REPAIR (CAP_NET_ADMIN), TCP_FASTOPEN_CONNECT (the SYN goes to
 //     the address connect(2) gave, which was supervised).
+//
+// Not a route but the same harm in the other direction, refused with
+// them: SO_REUSEPORT. A socket with it binds the very address a listener
+// of the same uid with it holds (the user's own service: the sandbox runs
+// as the user), and the kernel then hands it a share of that service's
+// connections and datagrams — the user's clients talk to the sandbox (a
+// security review hijacked a client's bytes under none and loopback;
+// TestReusePortRefused). A build or test server does not need it.
 var routingSockopts = []struct{ level, name uint64 }{
+	{unix.SOL_SOCKET, unix.SO_REUSEPORT},
 	{unix.IPPROTO_IP, unix.IP_OPTIONS},
 	{unix.IPPROTO_IPV6, unix.IPV6_RTHDR},
 	{unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR},

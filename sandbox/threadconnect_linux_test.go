@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -298,6 +299,59 @@ func TestOwnAddressIsTheWholeAddress(t *testing.T) {
 	for _, p := range probes {
 		if !strings.Contains(got, p+" EPERM\n") {
 			t.Errorf("network none: %s: want the bind to work and the user's service refused (EPERM):\n%s", p, got)
+		}
+	}
+}
+
+// reusePortProbe binds the user's listener's address with SO_REUSEPORT:
+// "bound" when the kernel accepted the second listener (it would then get
+// a share of the user's connections), else the failing step and errno.
+const reusePortProbe = `
+import socket, sys, errno
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+except OSError as e:
+    print("setsockopt", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+    print("bound")
+except OSError as e:
+    print("bind", errno.errorcode.get(e.errno, e.errno))
+`
+
+// TestReusePortRefused: a listener of the user's with SO_REUSEPORT (same
+// uid) shares its address with any socket of that uid that sets it too;
+// the kernel then splits the user's incoming connections between them.
+// Unconfined the probe binds beside it; confined, in every mode but
+// unrestricted, SO_REUSEPORT itself is refused.
+func TestReusePortRefused(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("python3 not found: this test would check that SO_REUSEPORT, which shares a user's listener's address, is refused")
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	if out, err := exec.Command(py, "-c", reusePortProbe, port).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "bound" {
+		t.Fatalf("unconfined, the probe did not bind beside the user's listener (%v): %s — the refusal below would prove nothing", err, out)
+	}
+	for _, mode := range []NetworkMode{NetworkNone, NetworkLoopback, NetworkPrivate} {
+		sb, _ := newTestSandbox(t, func(p *Policy) { p.Network = mode })
+		if got := strings.TrimSpace(runConfined(t, sb, py, "-c", reusePortProbe, port)); got != "setsockopt EPERM" {
+			t.Errorf("network %s: SO_REUSEPORT beside the user's listener: %q, want setsockopt EPERM", mode, got)
 		}
 	}
 }
