@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +50,18 @@ static void la_init_report(int fd, char kind, long v)
 static void la_init_main(int argc, char **argv, char **envp)
 {
 	int status_fd = atoi(argv[1]);
+	// Not dumpable: the command shares this process's Landlock domain and
+	// uid, so it would pass the ptrace access check against it — see it
+	// in the sandbox's /proc (hidepid=ptraceable) and open the status
+	// pipe through /proc/pid/1/fd/N, forging its own exit status ("X0"
+	// after a failure: a security review did). A non-dumpable process
+	// needs CAP_SYS_PTRACE in its user namespace, which the command does
+	// not have and the agent (the namespace's owner, or root) does, for
+	// the /proc/PID/ns links it reads. The command's execve resets it.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		la_init_report(status_fd, 'E', errno);
+		_exit(127);
+	}
 	// The command must not inherit the pipe.
 	fcntl(status_fd, F_SETFD, FD_CLOEXEC);
 	if (strcmp(argv[2], "-") != 0) {

@@ -448,6 +448,13 @@ func TestSandboxRunUnprivileged(t *testing.T) {
 	if run := r.run("", "--timeout", "1s", "--", "./no-such-program"); run.code != 127 {
 		t.Errorf("a missing program: %v; want 127", run)
 	}
+	// The namespace's init reports the command's exit status through a
+	// pipe; the command must not reach that pipe (through the init's
+	// /proc/pid/1/fd links) and forge "X0" after failing.
+	forge := `for f in /proc/pid/1/fd/*; do printf 'X0\n' 2>/dev/null > "$f" && echo forged-through-$f; done; exit 3`
+	if run := r.run("", "--timeout", "5s", "--", "bash", "-c", forge); run.code != 3 || strings.Contains(run.stdout, "forged") {
+		t.Errorf("a command writing to its init's descriptors: %v; want exit 3 and no descriptor written", run)
+	}
 }
 
 // TestSandboxRunProcSelfRoot: --allow-write /proc/self/root does not make
