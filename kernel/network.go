@@ -76,7 +76,10 @@ func (q *networkQueue) asker(opt, policy func(context.Context, sandbox.DomainQue
 			return d, nil
 		}
 		d, err := ask(ctx, dq)
-		if err == nil && (d == sandbox.DomainAllowSession || d == sandbox.DomainAllowAlways) {
+		// An answer that came after the connection stopped waiting is
+		// not kept: the proxy refused that connection, and the person
+		// answered a question that was gone.
+		if err == nil && ctx.Err() == nil && (d == sandbox.DomainAllowSession || d == sandbox.DomainAllowAlways) {
 			q.askMu.Lock()
 			if q.allowed == nil {
 				q.allowed = map[string]sandbox.DomainDecision{}

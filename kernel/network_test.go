@@ -205,3 +205,29 @@ func TestDomainAnswersKeptForTheQuery(t *testing.T) {
 		t.Fatal("no asker: the policy must keep refusing without a question")
 	}
 }
+
+// TestLateDomainAnswerNotKept: a "session" answer that arrives after the
+// connection stopped waiting (the proxy's timeout, the command gone) is
+// not kept for the Query: the next connection to that host asks again.
+func TestLateDomainAnswerNotKept(t *testing.T) {
+	var q networkQueue
+	calls := 0
+	ask := q.asker(func(ctx context.Context, dq sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		calls++
+		if calls == 1 {
+			<-ctx.Done() // the proxy gave up; then the person pressed 'a'
+		}
+		return sandbox.DomainAllowSession, nil
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ask(ctx, sandbox.DomainQuestion{Host: "late.example", Port: 443, Grant: "late.example"})
+	if d, _ := ask(context.Background(), sandbox.DomainQuestion{Host: "late.example", Port: 443, Grant: "late.example"}); d != sandbox.DomainAllowSession || calls != 2 {
+		t.Errorf("after a late answer: decision %v, asked %d times; want the second connection asked again (2)", d, calls)
+	}
+	// An answer in time is kept: a third connection is not asked.
+	ask(context.Background(), sandbox.DomainQuestion{Host: "late.example", Port: 443, Grant: "late.example"})
+	if calls != 2 {
+		t.Errorf("an answer given in time was not kept: asked %d times", calls)
+	}
+}

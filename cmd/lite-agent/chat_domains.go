@@ -33,6 +33,15 @@ type domainAskGone struct{ ask *domainAskMsg }
 // askDomain is the agent's OnUnknownDomain. Each prompt of the session is
 // a Query of its own, with a proxy of its own: the answers "session" and
 // "always" are kept here, for the whole chat session.
+// forgetSessionDomains drops the "session" answers when the chat moves to
+// another session (/clear, /resume): they were given for the one before.
+// "always" answers are in the policy file by then.
+func (a *chatApp) forgetSessionDomains() {
+	a.domainMu.Lock()
+	a.sessionDomains = nil
+	a.domainMu.Unlock()
+}
+
 func (a *chatApp) askDomain(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
 	a.domainMu.Lock()
 	d, ok := a.sessionDomains[q.Grant]

@@ -72,3 +72,19 @@ func TestDomainAsk(t *testing.T) {
 		t.Fatal("the question stayed after the proxy stopped waiting")
 	}
 }
+
+// TestSessionDomainsEndWithTheSession: a "session" answer belongs to the
+// session it was given in; /clear starts another one, which asks again.
+func TestSessionDomainsEndWithTheSession(t *testing.T) {
+	ws := t.TempDir()
+	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "m", sessionID: "s1",
+		sessionDomains: map[string]sandbox.DomainDecision{"evil.example": sandbox.DomainAllowSession}}
+	m := newChatModel(app, false)
+	m.slash("/clear")
+	app.domainMu.Lock()
+	left := len(app.sessionDomains)
+	app.domainMu.Unlock()
+	if left != 0 {
+		t.Errorf("after /clear the new session still has %d domain answers of the old one", left)
+	}
+}

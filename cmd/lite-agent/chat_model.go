@@ -709,6 +709,7 @@ func sessionPicker(app *chatApp) *picker {
 	}
 	p.pick = func(m *chatModel, id string) tea.Cmd {
 		m.app.sessionID = id
+		m.app.forgetSessionDomains()
 		return tea.Println(styleDim("resuming session " + esc(id)))
 	}
 	return p

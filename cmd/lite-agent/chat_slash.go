@@ -110,6 +110,7 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		return say(strings.Join(m.mcp, "\n"))
 	case "/clear":
 		m.app.sessionID = ""
+		m.app.forgetSessionDomains()
 		m.contextUsed = 0
 		m.notice = "a new session starts with the next prompt"
 		return tea.ClearScreen

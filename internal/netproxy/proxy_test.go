@@ -101,6 +101,14 @@ func TestRulesCheck(t *testing.T) {
 		{"203.0.113.7", 443, false, "not in the sandbox's allowed domains"},
 		{"ex ample.com", 443, false, "not a host name"},
 		{"example.com", 0, false, "not valid"},
+		// Names that end in a number are addresses to the C resolver
+		// (01.2.3.4 is 1.2.3.4, 2130706433 and 0x7f000001 127.0.0.1):
+		// refused as names, so no grant or question covers them.
+		{"01.2.3.4", 443, false, "not a host name"},
+		{"2130706433", 80, false, "not a host name"},
+		{"0x7f000001", 80, false, "not a host name"},
+		{"a.0x7f", 80, false, "not a host name"},
+		{"123.example.com", 443, false, "resolving 123.example.com"}, // a name: resolved, not refused as a number
 	} {
 		d, err := r.Check(context.Background(), tc.host, tc.port)
 		got := d.Rule
@@ -117,7 +125,7 @@ func TestRulesCheck(t *testing.T) {
 }
 
 func TestNewRulesRefusesBadPatterns(t *testing.T) {
-	for _, p := range []string{"", "*", "*.", "exa*mple.com", "a..b", "example.com:0", "example.com:http", "1.2.3.4:0", "ex ample.com", "*.*.example.com"} {
+	for _, p := range []string{"", "*", "*.", "01.2.3.4", "2130706433", "0x7f000001", "exa*mple.com", "a..b", "example.com:0", "example.com:http", "1.2.3.4:0", "ex ample.com", "*.*.example.com"} {
 		if _, err := NewRules(Options{Allow: []Grant{{Pattern: p}}}); err == nil {
 			t.Errorf("NewRules(%q) accepted", p)
 		}

@@ -119,7 +119,16 @@ func validName(s string) bool {
 	if s == "" || len(s) > 253 {
 		return false
 	}
-	for _, label := range strings.Split(s, ".") {
+	labels := strings.Split(s, ".")
+	// A name that ends in a number is an address to the C resolver
+	// (glibc's inet_aton: 01.2.3.4 is 1.2.3.4, 010.0.0.1 is 8.0.0.1,
+	// 2130706433 and 0x7f000001 are 127.0.0.1) while it is a name to the
+	// rules — an IP deny entry would not match it. Refused, as the URL
+	// standard refuses such hosts; no top-level domain is numeric.
+	if endsInNumber(labels[len(labels)-1]) {
+		return false
+	}
+	for _, label := range labels {
 		if label == "" || len(label) > 63 {
 			return false
 		}
@@ -130,6 +139,15 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// endsInNumber says whether a last label is a number to inet_aton:
+// decimal digits, or 0x followed by hex digits (or nothing).
+func endsInNumber(label string) bool {
+	if h, ok := strings.CutPrefix(label, "0x"); ok {
+		return strings.Trim(h, "0123456789abcdef") == ""
+	}
+	return label != "" && strings.Trim(label, "0123456789") == ""
 }
 
 // Options configure NewRules.
@@ -346,7 +364,7 @@ func nonPublic(a netip.Addr) string {
 	case a.IsLoopback():
 		return "a loopback address"
 	case a.IsUnspecified() || thisNet.Contains(a):
-		return "an unspecified address"
+		return "an unspecified address (it reaches this machine's own services)"
 	case a.IsLinkLocalUnicast():
 		return "a link-local address (cloud metadata services live there)"
 	case a.IsMulticast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast():
