@@ -112,6 +112,10 @@ type Manager struct {
 	mu        sync.Mutex
 	closed    bool
 	resources []*tools.Tool // list_mcp_resources, read_mcp_resource
+	// resourcesInProcess: an in-process server offers resources, so a
+	// read runs that server's own Go handler here, unconfined — the
+	// resource tools' read-only hint is then not trusted (Traits).
+	resourcesInProcess bool
 	// forwards are the tools whose handler only talks to an MCP session
 	// (see Traits): this manager's, not a process-wide set, so that only
 	// the toolset the kernel was handed can say a tool runs unconfined.
@@ -283,16 +287,20 @@ func (m *Manager) logf(level slog.Level, msg string, args ...any) {
 // — the server's own confinement is its sandbox (stdio) or the network
 // check on its connections (HTTP) — and a confined re-execution of the
 // program would not have the session. The resource tools' read-only hint
-// is trusted (TrustedReadOnly): their code is this package's and only
-// lists and reads. Tools of in-process servers are neither: their
-// handlers are ordinary custom tools and run confined like any other.
+// is trusted (TrustedReadOnly) when every server with resources is
+// external: their code is then this package's and only lists and reads.
+// With an in-process server among them a read runs that server's own
+// handler in this process, so the hint is not trusted and the permission
+// rules decide (default mode asks). Tools of in-process servers are
+// neither: their handlers are ordinary custom tools and run confined like
+// any other.
 func (m *Manager) Traits(t *tools.Tool) tools.ToolTraits {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tr := tools.ToolTraits{Forwards: m.forwards[t]}
 	for _, r := range m.resources {
 		if r == t {
-			tr.TrustedReadOnly = true
+			tr.TrustedReadOnly = !m.resourcesInProcess
 		}
 	}
 	return tr

@@ -166,10 +166,12 @@ func (m *Manager) buildResourceTools() {
 	}
 	sec := tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemNone, SideEffects: tools.SideEffectsNone}
 	var names []string
+	inProcess := false
 	for _, c := range servers {
 		names = append(names, c.name)
 		s := c.sec
 		if c.kind == TypeSDK {
+			inProcess = true
 			// An in-process server reads its resources in this process,
 			// with the reach of its own code; its tools' declarations
 			// are the best account of that reach.
@@ -205,6 +207,7 @@ func (m *Manager) buildResourceTools() {
 	m.mu.Lock()
 	m.resources = []*tools.Tool{list, read}
 	m.forwards[list], m.forwards[read] = true, true
+	m.resourcesInProcess = inProcess
 	m.mu.Unlock()
 }
 
