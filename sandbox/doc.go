@@ -86,7 +86,9 @@
 // socket options that would send a socket's traffic elsewhere than its
 // checked address: source routes (IP_OPTIONS, IPV6_RTHDR, ...) and a
 // forced egress interface (SO_BINDTODEVICE, IP_UNICAST_IF, sticky
-// IPV6_PKTINFO, ...; level and name compared on the low 32 bits). Only the
+// IPV6_PKTINFO, ...; level and name compared on the low 32 bits), and
+// SO_REUSEPORT, which would let a socket share the address of a user's own
+// listener and take some of its clients. Only the
 // native architecture is allowed: the i386 table through int 0x80 and x32
 // kill the process.
 //

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -85,11 +86,15 @@ func encodePrograms(keys []string, progs map[string][]byte) []byte {
 	return b.Bytes()
 }
 
-// The keys name every input of a compile: a SHA-256 of its %#v, which
-// prints every field, nested conditions included.
-func mainFilterKey(spec filterSpec) string { return programKey(fmt.Sprintf("main %#v", spec)) }
+// The keys name every input of a compile: the architecture the programs
+// are for (a build for another one must not find amd64's) and a SHA-256
+// of the spec's %#v, which prints every field, nested conditions
+// included.
+func mainFilterKey(spec filterSpec) string {
+	return programKey(fmt.Sprintf("%s main %#v", runtime.GOARCH, spec))
+}
 func childFilterKey(nsRules bool, notify notifySpec) string {
-	return programKey(fmt.Sprintf("child %v %#v", nsRules, notify))
+	return programKey(fmt.Sprintf("%s child %v %#v", runtime.GOARCH, nsRules, notify))
 }
 
 func programKey(desc string) string {
