@@ -9,6 +9,7 @@
 // command exists, names the very directory the commands' ptys live in.
 #define _GNU_SOURCE
 #include "confine.h"
+#include "mountapi.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,30 +22,6 @@
 #include <unistd.h>
 #include <pthread.h>
 
-#ifndef SYS_fsopen
-#define SYS_fsopen 430
-#endif
-#ifndef SYS_fsconfig
-#define SYS_fsconfig 431
-#endif
-#ifndef SYS_fsmount
-#define SYS_fsmount 432
-#endif
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#endif
-#ifndef SYS_move_mount
-#define SYS_move_mount 429
-#endif
-#define LA_FSOPEN_CLOEXEC 0x00000001
-#define LA_FSCONFIG_SET_STRING 1
-#define LA_FSCONFIG_CMD_CREATE 6
-#define LA_FSMOUNT_CLOEXEC 0x00000001
-#define LA_MOUNT_ATTR_NOSUID 0x00000002
-#define LA_MOUNT_ATTR_NOEXEC 0x00000008
-#define LA_OPEN_TREE_CLONE 1
-#define LA_MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-
 // The instance: ptmx usable by anyone who can reach it (0666: the opener
 // needs no group of the host's), each new pts 0620 and owned by its
 // opener (no gid=: the tty group need not exist in a user namespace).
@@ -55,25 +32,8 @@ static int la_devpts_fsmount(void)
 	static const char *const opts[][2] = {
 		{ "ptmxmode", "0666" }, { "mode", "0620" }, { "max", "256" },
 	};
-	int fs = (int)syscall(SYS_fsopen, "devpts", LA_FSOPEN_CLOEXEC);
-	if (fs < 0)
-		return -errno;
-	int e = 0;
-	for (unsigned i = 0; i < sizeof opts / sizeof opts[0] && !e; i++)
-		if (syscall(SYS_fsconfig, fs, LA_FSCONFIG_SET_STRING, opts[i][0], opts[i][1], 0) < 0)
-			e = errno;
-	if (!e && syscall(SYS_fsconfig, fs, LA_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		e = errno;
-	int m = -1;
-	if (!e) {
-		// nosuid, noexec: nothing on a devpts is a program anyway.
-		m = (int)syscall(SYS_fsmount, fs, LA_FSMOUNT_CLOEXEC,
-				 LA_MOUNT_ATTR_NOSUID | LA_MOUNT_ATTR_NOEXEC);
-		if (m < 0)
-			e = errno;
-	}
-	close(fs);
-	return e ? -e : m;
+	// nosuid, noexec: nothing on a devpts is a program anyway.
+	return la_fs_fsmount("devpts", opts, 3, LA_MOUNT_ATTR_NOSUID | LA_MOUNT_ATTR_NOEXEC);
 }
 
 struct la_userns_args {
