@@ -154,21 +154,7 @@ func TestSandboxRunConfines(t *testing.T) {
 	}
 	outSock, inSock := filepath.Join(r.outside, "agent.sock"), filepath.Join(r.ws, "app.sock")
 	for _, p := range []string{outSock, inSock} {
-		l, err := net.Listen("unix", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Write([]byte("hi"))
-				c.Close()
-			}
-		}()
+		serveHi(t, p)
 	}
 	port := tcp.Addr().(*net.TCPAddr).Port
 	escapeTarget := filepath.Join(r.outside, "written")
@@ -462,21 +448,7 @@ func TestSandboxRunUnprivileged(t *testing.T) {
 func TestSandboxRunProcSelfRoot(t *testing.T) {
 	r := newSBRig(t)
 	sock := filepath.Join(r.outside, "outside.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("hi"))
-			c.Close()
-		}
-	}()
+	serveHi(t, sock)
 	script := fmt.Sprintf(`import socket
 s = socket.socket(socket.AF_UNIX)
 try:
@@ -491,4 +463,25 @@ except OSError as e:
 	if strings.Contains(run.stdout, "CONNECTED") || !strings.Contains(run.stdout, "refused") {
 		t.Errorf("a socket outside the workspace was reached through /proc/self/root (or the script did not run): %v", run)
 	}
+}
+
+// serveHi listens on the unix socket path and answers every connection
+// with "hi", until the test ends.
+func serveHi(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
 }
