@@ -896,6 +896,24 @@ func (c *capturer) inodeNames(t *target, paths []string) ([]string, unix.Errno) 
 	return append(paths, names...), 0
 }
 
+// recordInodeOf records every name of the file t names (its path, its
+// links, the inode's other names) before a change to that inode, then
+// requires the name to still be the inode st the caller checked: a swap
+// while the hook ran is refused (EPERM) rather than changed unrecorded.
+func (c *capturer) recordInodeOf(t *target, st unix.Stat_t) unix.Errno {
+	paths, e := c.inodeNames(t, append(append([]string(nil), t.links...), t.path))
+	if e != 0 {
+		return e
+	}
+	if e := c.record(paths); e != 0 {
+		return e
+	}
+	if t.dir >= 0 && !sameInode(t, st) {
+		return unix.EPERM
+	}
+	return 0
+}
+
 // errNotRun is the error of a call the worker could not run.
 var errNotRun error = unix.EPERM
 
@@ -1180,15 +1198,8 @@ func (c *capturer) truncate(w *credWorker, n notifier, tid int, p string, length
 	if unix.Fstat(fd, &got) != nil || got.Dev != st.Dev || got.Ino != st.Ino {
 		return 0, unix.EPERM, false, false
 	}
-	paths, e := c.inodeNames(&t, append(append([]string(nil), t.links...), t.path))
-	if e != 0 {
+	if e := c.recordInodeOf(&t, got); e != 0 {
 		return 0, e, false, false
-	}
-	if e := c.record(paths); e != 0 {
-		return 0, e, false, false
-	}
-	if t.dir >= 0 && !sameInode(&t, got) {
-		return 0, unix.EPERM, false, false
 	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() { err = unix.Ftruncate(fd, length) })
@@ -1240,15 +1251,8 @@ func (c *capturer) chmod(w *credWorker, n notifier, tid int, dirfd int32, p stri
 		defer unix.Close(pin)
 	}
 	if named {
-		paths, e := c.inodeNames(&t, append(append([]string(nil), t.links...), t.path))
-		if e != 0 {
+		if e := c.recordInodeOf(&t, st); e != 0 {
 			return 0, e, false, false
-		}
-		if e := c.record(paths); e != 0 {
-			return 0, e, false, false
-		}
-		if t.dir >= 0 && !sameInode(&t, st) {
-			return 0, unix.EPERM, false, false
 		}
 	}
 	// Through /proc/self/fd: the very inode pinned above.
