@@ -268,6 +268,55 @@ attempt("tcp-bind-then-udp", socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", u
 attempt("tcp-bind-then-mapped-udp", socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", udp_port), mapped_send)
 `
 
+// outsideServersCrossFree is outsideServers where the TCP service's port
+// is free for UDP and the UDP service's port free for TCP, as the probe
+// needs (each binds the other protocol at the service's port). Ports are
+// taken by tests running beside this one: a few tries.
+func outsideServersCrossFree(t *testing.T) (tcp, udp string) {
+	t.Helper()
+	free := func(network, addr string) bool {
+		if network == "udp" {
+			c, err := net.ListenPacket(network, addr)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}
+		l, err := net.Listen(network, addr)
+		if err == nil {
+			l.Close()
+		}
+		return err == nil
+	}
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if free("udp", ln.Addr().String()) && free("tcp", pc.LocalAddr().String()) {
+			t.Cleanup(func() { ln.Close(); pc.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			return ln.Addr().String(), pc.LocalAddr().String()
+		}
+		ln.Close()
+		pc.Close()
+	}
+	t.Fatal("no pair of loopback ports free for the other protocol in 20 tries")
+	return "", ""
+}
+
 // TestOwnAddressIsTheWholeAddress: under none, what a command bound opens
 // exactly that address (type, address, port) to it, not the port number:
 // keyed on the port alone, each probe below reached the user's service
@@ -278,7 +327,7 @@ func TestOwnAddressIsTheWholeAddress(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("python3 not found: this test would check that binding another protocol or loopback address at the port of a user's service does not open it")
 	}
-	tcp, udp := outsideServers(t)
+	tcp, udp := outsideServersCrossFree(t)
 	_, tcpPort, _ := net.SplitHostPort(tcp)
 	_, udpPort, _ := net.SplitHostPort(udp)
 	probes := []string{"udp-bind-then-tcp", "other-loopback-bind", "ipv6-loopback-bind", "tcp-bind-then-udp", "tcp-bind-then-mapped-udp"}
