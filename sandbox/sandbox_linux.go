@@ -1368,6 +1368,9 @@ func (p *Process) cleanup() {
 		p.initPipe.Close()
 		p.initPipe, p.initStatus = nil, nil
 	}
+	// Under killMu: a Kill (the Sandbox's Close, a caller) reads these
+	// while the command's own goroutine releases them.
+	p.killMu.Lock()
 	if p.v2 != nil {
 		p.s.cg.releaseV2(p.v2)
 		p.v2 = nil
@@ -1376,13 +1379,14 @@ func (p *Process) cleanup() {
 		p.s.cg.releaseSlot(p.slot)
 		p.slot = nil
 	}
-	if p.tmpDir != "" {
-		p.s.releaseTmp(p.tmpDir)
-		p.tmpDir = ""
-	}
 	if p.pidfd >= 0 {
 		unix.Close(p.pidfd)
 		p.pidfd = -1
+	}
+	p.killMu.Unlock()
+	if p.tmpDir != "" {
+		p.s.releaseTmp(p.tmpDir)
+		p.tmpDir = ""
 	}
 	releaseMountNS(p.mntNS)
 	p.mntNS = -1
