@@ -141,6 +141,8 @@ int la_attach_devpts(int fd);
 // la_write_file writes data to path (open, one write, close): 0 or -1
 // with errno set. Async-signal-safe.
 int la_write_file(const char *path, const char *data);
+// la_write_file_at is la_write_file with path relative to dir.
+int la_write_file_at(int dir, const char *path, const char *data);
 
 // la_probe_mountns reports whether a child can get a private mount
 // namespace and la_mount_setup(no roots) works in it (0), or -errno:
@@ -183,6 +185,8 @@ struct la_spawn_args {
 	                       // mounts of its own there (NULL: nothing)
 	struct la_confine_args confine;
 
+	int proc_dir;          // set by la_spawn: the parent's /proc, which the
+	                       // child writes its maps and pid_max through; -1
 	int parent_pid;        // set by la_spawn: our pid, for the child's check
 	                       // that its parent still lives (PDEATHSIG)
 

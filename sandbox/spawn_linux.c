@@ -425,7 +425,12 @@ int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_
 
 int la_write_file(const char *path, const char *data)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	return la_write_file_at(AT_FDCWD, path, data);
+}
+
+int la_write_file_at(int dir, const char *path, const char *data)
+{
+	int fd = openat(dir, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	size_t n = strlen(data);
@@ -468,10 +473,18 @@ static int la_child(void *arg)
 	// A fresh user namespace (unprivileged users: it carries the PID
 	// namespace and a per-sandbox RLIMIT_NPROC count). Map only ourselves:
 	// the one mapping an unprivileged process may write for itself.
+	//
+	// These writes, and pid_max's below, go through the parent's /proc
+	// (a->proc_dir), not our copy of it: a file open for writing holds
+	// write access on its mount until its last reference goes, and a
+	// concurrent spawn's clone or execve copying the shared descriptor
+	// table can hold that reference past our close. On our copy that
+	// made mount_setattr(MOUNT_ATTR_RDONLY) in la_mount_setup fail with
+	// EBUSY; the parent's mount is never made read-only.
 	if (a->new_user) {
-		if (la_write_file("/proc/self/setgroups", "deny") < 0 ||
-		    la_write_file("/proc/self/uid_map", a->uid_map) < 0 ||
-		    la_write_file("/proc/self/gid_map", a->gid_map) < 0)
+		if (la_write_file_at(a->proc_dir, "self/setgroups", "deny") < 0 ||
+		    la_write_file_at(a->proc_dir, "self/uid_map", a->uid_map) < 0 ||
+		    la_write_file_at(a->proc_dir, "self/gid_map", a->gid_map) < 0)
 			LA_CHILD_FAIL(LA_STEP_USERNS);
 	}
 
@@ -480,7 +493,7 @@ static int la_child(void *arg)
 	// can exist in it. Written by PID 1 while it still has CAP_SYS_ADMIN
 	// over the namespace; the parent only asks for it on kernels that
 	// have per-namespace pid_max (elsewhere the value is global).
-	if (a->new_pid && a->pid_max && la_write_file("/proc/sys/kernel/pid_max", a->pid_max) < 0)
+	if (a->new_pid && a->pid_max && la_write_file_at(a->proc_dir, "sys/kernel/pid_max", a->pid_max) < 0)
 		LA_CHILD_FAIL(LA_STEP_PID_MAX);
 
 	// The private mount namespace (CLONE_NEWNS), read-only but the
@@ -662,6 +675,7 @@ int la_spawn(struct la_spawn_args *a)
 	a->cleared_sighand = 0;
 	a->born_in_cgroup = 0;
 	a->mount_failed_root = -1;
+	a->proc_dir = -1;
 
 	char *base = la_stack_base();
 	if (!base) {
@@ -686,6 +700,18 @@ int la_spawn(struct la_spawn_args *a)
 		flags |= CLONE_NEWUSER;
 	if (a->new_ns)
 		flags |= CLONE_NEWNS;
+
+	// The /proc the child writes its maps and pid_max through (la_child).
+	int proc_dir = -1;
+	if (a->new_user || (a->new_pid && a->pid_max)) {
+		proc_dir = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (proc_dir < 0) {
+			a->err_step = a->new_user ? LA_STEP_USERNS : LA_STEP_PID_MAX;
+			a->err_errno = errno;
+			return -1;
+		}
+		a->proc_dir = proc_dir;
+	}
 
 	sigset_t all, old;
 	sigfillset(&all);
@@ -733,6 +759,10 @@ int la_spawn(struct la_spawn_args *a)
 done:
 #endif
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (proc_dir >= 0) {
+		close(proc_dir);
+		a->proc_dir = -1;
+	}
 
 	if (pid < 0) {
 		a->err_step = LA_STEP_CLONE;
