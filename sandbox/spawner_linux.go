@@ -43,6 +43,11 @@ type spawner struct {
 	listener int
 	mountNS  uint64
 	stopSup  func()
+	// exited is a pidfd of the thread itself (PIDFD_THREAD, Linux 6.9+;
+	// -1 without): readable once the thread has exited, and so has left
+	// its cgroups, which stop waits for so that their directories can be
+	// removed at once rather than after EBUSY and a sleep.
+	exited int
 }
 
 // threadProgram is what a spawner thread loads.
@@ -65,7 +70,7 @@ type spawnCall struct {
 // directories dirs (may be none) and loads prog. supervise, if the program
 // notifies, is started on the listener and stopped with the spawner.
 func startSpawner(prog threadProgram, dirs []string, supervise func(listener int, mountNS uint64) (func(), error)) (*spawner, error) {
-	sp := &spawner{calls: make(chan *spawnCall), done: make(chan struct{}), listener: -1}
+	sp := &spawner{calls: make(chan *spawnCall), done: make(chan struct{}), listener: -1, exited: -1}
 	ready := make(chan error, 1)
 	go sp.loop(prog, dirs, ready)
 	if err := <-ready; err != nil {
@@ -105,6 +110,9 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 		return
 	}
 	defer close(sp.done)
+	if fd, err := unix.PidfdOpen(unix.Gettid(), unix.PIDFD_THREAD); err == nil {
+		sp.exited = fd
+	}
 	var err error
 	if sp.listener, err = prepareSpawnerThread(prog, dirs); err != nil {
 		ready <- err
@@ -189,6 +197,18 @@ func (sp *spawner) spawn(r *spawnRequest) (spawnResult, error) {
 func (sp *spawner) stop() {
 	close(sp.calls)
 	<-sp.done
+	// done is closed before the goroutine returns and the runtime ends
+	// the thread; the thread's own pidfd says when that has happened.
+	if sp.exited >= 0 {
+		pfd := []unix.PollFd{{Fd: int32(sp.exited), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(pfd, 2000); err != unix.EINTR {
+				break
+			}
+		}
+		unix.Close(sp.exited)
+		sp.exited = -1
+	}
 	if sp.stopSup != nil {
 		sp.stopSup()
 	} else if sp.listener >= 0 {
