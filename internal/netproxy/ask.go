@@ -16,8 +16,9 @@ const (
 	// Refuse: this connection is refused (403), like a host never asked
 	// about; the next connection to it asks again.
 	Refuse Answer = iota
-	// AllowOnce admits the connections waiting on this question, nothing
-	// after them.
+	// AllowOnce admits the connections waiting on this question — to the
+	// host and port it showed, not another port of the host — and
+	// nothing after them.
 	AllowOnce
 	// AllowSession adds the grant to these Rules for as long as they live.
 	AllowSession
@@ -41,6 +42,9 @@ type Question struct {
 	Note string
 }
 
+// key is what a question is about, as shown: host and port.
+func (q Question) key() string { return hostPort(q.Host, q.Port) }
+
 // Asker asks about an unknown host. It is called with a context that ends
 // when AskTimeout passes or the proxy closes; an error or the context's end
 // refuses. It may be called from many goroutines at once (for different
@@ -61,9 +65,15 @@ const maxOpenQuestions = 8
 // errTooManyQuestions refuses a host while maxOpenQuestions are open.
 var errTooManyQuestions = fmt.Errorf("%d other hosts are being asked about already", maxOpenQuestions)
 
-// asking deduplicates questions: one flight per Grant, so that the ten
-// connections a package manager opens at once to one registry ask once and
-// share the answer.
+// asking deduplicates questions: one flight per host:port, so that the
+// ten connections a package manager opens at once to one registry ask once
+// and share the answer. The key is what the question shows (host and
+// port), not the Grant (the name, every port): an answer covers exactly
+// what the person read. Grouping by Grant let "allow once" for
+// pkg.example:443 admit a connection to pkg.example:22 that happened to
+// be waiting. A connection to another port of the host waits for a
+// question of its own; a "session" answer to the first (which grants the
+// name, every port) answers the second too, since the asker keeps it.
 type asking struct {
 	ask     Asker
 	timeout time.Duration
@@ -113,7 +123,7 @@ func (a *asking) sessionGrant(h string, ip netip.Addr, port int) *rule {
 // asked about again.
 func (a *asking) decide(ctx context.Context, q Question) (Answer, error) {
 	a.mu.Lock()
-	f, ok := a.flights[q.Grant]
+	f, ok := a.flights[q.key()]
 	if !ok && len(a.flights) >= maxOpenQuestions {
 		a.mu.Unlock()
 		return Refuse, errTooManyQuestions
@@ -125,7 +135,7 @@ func (a *asking) decide(ctx context.Context, q Question) (Answer, error) {
 		// gave up, or the proxy closed).
 		fctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 		f = &flight{done: make(chan struct{}), cancel: cancel}
-		a.flights[q.Grant] = f
+		a.flights[q.key()] = f
 		go a.fly(fctx, q, f)
 	}
 	f.waiters++
@@ -165,7 +175,7 @@ func (a *asking) fly(ctx context.Context, q Question, f *flight) {
 			a.session = append(a.session, x)
 		}
 	}
-	delete(a.flights, q.Grant)
+	delete(a.flights, q.key())
 	f.answer, f.err = ans, err
 	a.mu.Unlock()
 	close(f.done)

@@ -183,7 +183,7 @@ func TestAskConcurrentOnce(t *testing.T) {
 	waitUntil(t, func() bool {
 		r.asking.mu.Lock()
 		defer r.asking.mu.Unlock()
-		f := r.asking.flights["pkg.example"]
+		f := r.asking.flights["pkg.example:443"]
 		return f != nil && f.waiters == n
 	})
 	close(release)
@@ -230,7 +230,7 @@ func TestAskTimeoutAndGoneWaiters(t *testing.T) {
 	waitUntil(t, func() bool {
 		r.asking.mu.Lock()
 		defer r.asking.mu.Unlock()
-		return r.asking.flights["pkg.example"] != nil
+		return r.asking.flights["pkg.example:443"] != nil
 	})
 	cancel()
 	if err := <-done; err == nil {
@@ -299,5 +299,58 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAskOnceCoversThePortAsked: "allow once" admits the connection to
+// the host:port the question showed, not a connection to another port of
+// the same host that was waiting at the same time. (Before, questions
+// were grouped by Grant — the name, every port — so the connection to
+// :22 joined the question about :443 and was let through by its "once":
+// this test then never sees a second question and fails.)
+func TestAskOnceCoversThePortAsked(t *testing.T) {
+	fn, _ := askNet(t)
+	questions := make(chan Question, 2)
+	answers := map[int]chan Answer{443: make(chan Answer, 1), 22: make(chan Answer, 1)}
+	r, err := NewRules(Options{Resolve: fn.resolve, Ask: func(ctx context.Context, q Question) (Answer, error) {
+		questions <- q
+		select {
+		case a := <-answers[q.Port]:
+			return a, nil
+		case <-ctx.Done():
+			return Refuse, ctx.Err()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[int]chan error{443: make(chan error, 1), 22: make(chan error, 1)}
+	for port, ch := range done {
+		go func() { _, err := r.Check(context.Background(), "pkg.example", port); ch <- err }()
+	}
+	// Both connections are held, each with a question of its own.
+	asked := map[int]bool{}
+	for range 2 {
+		select {
+		case q := <-questions:
+			asked[q.Port] = true
+		case err := <-done[22]:
+			t.Fatalf("pkg.example:22 decided before its own question: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("asked only about %v: the connections share one question", asked)
+		}
+	}
+	answers[443] <- AllowOnce
+	if err := <-done[443]; err != nil {
+		t.Fatalf("pkg.example:443 after 'once': %v", err)
+	}
+	select {
+	case err := <-done[22]:
+		t.Fatalf("pkg.example:22 was decided by the answer about :443: %v", err)
+	default:
+	}
+	answers[22] <- Refuse
+	if err := <-done[22]; err == nil {
+		t.Fatal("pkg.example:22 was admitted though its question was refused")
 	}
 }

@@ -41,9 +41,10 @@
 //
 // With Options.Ask (an interactive session), a host that no allow or deny
 // entry names is not refused at once: its connection is held and the
-// asker is asked, once per host however many connections arrive while the
-// question is open (they share the answer). AllowOnce admits the held
-// connections, AllowSession and AllowAlways add the grant (the name, every
+// asker is asked, once per host and port however many connections arrive
+// while the question is open (they share the answer). AllowOnce admits the
+// held connections to the host:port the question showed — a connection to
+// another port of the host has a question of its own — AllowSession and AllowAlways add the grant (the name, every
 // port; IP:PORT for an IP literal) to these Rules, and a refusal, an error,
 // no answer within AskTimeout (DefaultAskTimeout, 2 minutes) or every
 // waiter leaving refuses with the usual 403 naming the flag; so does a
