@@ -448,3 +448,27 @@ func TestAskBudget(t *testing.T) {
 		t.Fatalf("after the window: %d, asked %d", code, a.calls.Load())
 	}
 }
+
+// TestAskerOutOfBudget: an asker that refuses for want of budget (the
+// kernel's, shared by a session's proxies) returns an error wrapping
+// ErrTooManyQuestions; the 403 says the host was not asked about and
+// why, names the flag, and the refusal is not remembered as a "no".
+func TestAskerOutOfBudget(t *testing.T) {
+	fn, _ := askNet(t)
+	calls := 0
+	r, _ := NewRules(Options{Resolve: fn.resolve, Ask: func(context.Context, Question) (Answer, error) {
+		calls++
+		if calls == 1 {
+			return Refuse, fmt.Errorf("session: %w", &tooMany{"12 hosts were asked about in the last 10m0s"})
+		}
+		return AllowOnce, nil
+	}})
+	d, err := r.Check(context.Background(), "pkg.example", 443)
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "it was not asked about (session: 12 hosts") || !strings.Contains(re.Msg, "--allow-domain pkg.example") || !strings.HasPrefix(d.Rule, "not asked: ") {
+		t.Fatalf("out of budget: %+v %v", d, err)
+	}
+	if d, err := r.Check(context.Background(), "pkg.example", 443); err != nil || !d.Allow {
+		t.Fatalf("after a refusal for want of budget, the host is asked again: %+v %v", d, err)
+	}
+}
