@@ -4,12 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
@@ -30,7 +37,7 @@ func TestMain(m *testing.M) {
 // confined; a test that runs another one confined is refused at Query
 // (CheckConfinedTools) with the tool's name.
 func confinedTestTools() []*tools.Tool {
-	ts := []*tools.Tool{benchNoop, benchPlainTool, probeWorkspace, probeNoFS, probeLoopback, probeRoot, twinA, twinB}
+	ts := []*tools.Tool{benchNoop, benchPlainTool, probeWorkspace, probeNoFS, probeLoopback, probeRoot, probeNet, twinA, twinB}
 	ts = append(ts, ExternalConfinedTools...)
 	ts = append(ts, benchMCPServer.Tools()...)
 	return append(ts, orders.Tools()...)
@@ -43,6 +50,9 @@ type probeIn struct {
 	// SetID: make this workspace file setuid (chmod 4755 through the
 	// workspace root), the privilege-planting attack of issue 11.
 	SetID string `json:"setid,omitempty"`
+	// ProxyGet: GET these URLs through the domain proxy the handler's
+	// environment names (HTTP_PROXY), or directly when it names none.
+	ProxyGet []string `json:"proxy_get,omitempty"`
 }
 
 // probe tries what a handler might: read a file, dial an address, write a
@@ -78,6 +88,29 @@ func probe(c *tools.Context, in probeIn) (map[string]string, error) {
 			out["setid"] = "err: " + err.Error()
 		} else if err := c.Root.Chmod(in.SetID, 0o755|os.ModeSetuid); err != nil {
 			out["setid"] = "err: " + err.Error()
+		}
+	}
+	for i, u := range in.ProxyGet {
+		tr := &http.Transport{}
+		if p := os.Getenv("HTTP_PROXY"); p != "" {
+			pu, err := url.Parse(p)
+			if err != nil {
+				return nil, err
+			}
+			tr.Proxy = http.ProxyURL(pu)
+		}
+		key := "proxy_get" + strconv.Itoa(i)
+		resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get(u)
+		switch {
+		case err != nil:
+			out[key] = "err: " + err.Error()
+		case resp.StatusCode != http.StatusOK:
+			out[key] = "err: " + resp.Status
+		default:
+			out[key] = "ok"
+		}
+		if resp != nil {
+			resp.Body.Close()
 		}
 	}
 	c.Emit("probed", map[string]int{"checks": len(out)})
@@ -281,5 +314,71 @@ func TestHandlerDeclarationOnlyNarrows(t *testing.T) {
 	// A tool declaring the workspace does not get the session's "/".
 	if got := run("probe_ws", rootReadable, nil, read); !strings.Contains(got["read"], "permission denied") {
 		t.Errorf("a tool declaring filesystem workspace read outside it: %v", got)
+	}
+}
+
+var probeNet = tools.Must(tools.New("probe_net", "probes its confinement", probe, &tools.Options{
+	Security: &tools.Security{Network: tools.NetworkUnrestricted, Filesystem: tools.FilesystemNone}}))
+
+// TestHandlerNetworkNoneGetsNoProxy: a session that grants a domain (so
+// its sandboxes run the domain proxy) and asks about unknown ones. A
+// handler declaring unrestricted network reaches the granted server and
+// asks about another through the proxy: the route works, so the test
+// proves something. A handler declaring network none reaches neither and
+// never puts a question to the person. (Before, HandlerPolicy kept the
+// ceiling's domains and asker for every handler: probe_nofs got the
+// proxy, fetched the granted server and asked about the other.)
+func TestHandlerNetworkNoneGetsNoProxy(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	go http.Serve(other, srv.Config.Handler)
+	granted, unknown := srv.Listener.Addr().String(), other.Addr().String()
+
+	var asked atomic.Int32
+	run := func(tool string) map[string]string {
+		t.Helper()
+		e := newEnv(t)
+		b, _ := json.Marshal(probeIn{ProxyGet: []string{"http://" + granted + "/", "http://" + unknown + "/"}})
+		o := e.opts(script(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "`+tool+`", "input": `+string(b)+`}]}, {"text": "done"}]}`))
+		o.InProcessHandlers = false
+		o.CustomTools = []*tools.Tool{probeNet, probeNoFS}
+		o.AllowedTools = []string{"probe_*"}
+		o.Sandbox = &sandbox.Policy{Network: sandbox.NetworkNone, AllowDomains: []string{granted}}
+		o.OnUnknownDomain = func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+			asked.Add(1)
+			return sandbox.DomainRefuse, nil
+		}
+		evs, err := collect(t, context.Background(), o)
+		if errors.Is(err, sandbox.ErrUnsupported) {
+			t.Skipf("the sandbox cannot run here (%v); this test would have checked that a handler declaring network none gets no domain proxy", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := byType(evs, EventToolResult)[0]
+		var out map[string]string
+		if err := json.Unmarshal([]byte(resultText(res)), &out); err != nil {
+			t.Fatalf("%s: result %q: %v", tool, resultText(res), err)
+		}
+		return out
+	}
+	if got := run("probe_net"); got["proxy_get0"] != "ok" || hits.Load() != 1 || asked.Load() != 1 {
+		t.Fatalf("a handler declaring unrestricted network must reach the granted server and be asked about the other through the proxy, or this test proves nothing: %v (server hit %d times, asked %d)", got, hits.Load(), asked.Load())
+	}
+	got := run("probe_nofs")
+	if !strings.HasPrefix(got["proxy_get0"], "err:") || !strings.HasPrefix(got["proxy_get1"], "err:") || hits.Load() != 1 {
+		t.Errorf("a handler declaring network none reached a server: %v (server hit %d times)", got, hits.Load())
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("a handler declaring network none put %d questions to the person", n-1)
 	}
 }

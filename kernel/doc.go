@@ -273,10 +273,16 @@
 // allowed or refused (sandbox.NetworkEvent, field for field). With
 // Options.OnUnknownDomain set (lite-agent chat sets it), a connection to a
 // domain that no allow or deny rule names is held while the callback
-// answers: once, for the rest of the Query (every sandbox of it shares
-// the answer), always (the caller writes the grant: chat writes
-// allow_domains to the user's policy file), or no; the event's rule says
-// which ("asked: allowed once"...). deny_domains is never asked about;
+// answers: once (the host:port asked about), for the rest of the Query
+// (every sandbox of it shares the answer), always (the caller writes the
+// grant: chat writes allow_domains to the user's policy file), or no —
+// kept for the Query too, for that host:port, so that a command cannot
+// ask about one host again and again; the event's rule says which
+// ("asked: allowed once"...). At most netproxy.MaxRecentQuestions
+// questions per netproxy.QuestionWindow reach the callback for the whole
+// Query (one budget over all its sandboxes' proxies); past that a new
+// host is refused without a question, the 403 saying so and naming the
+// flag. deny_domains is never asked about;
 // without the callback (headless run) such a connection is refused with a
 // 403 naming the --allow-domain that would allow it.
 //

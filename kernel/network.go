@@ -2,9 +2,11 @@ package kernel
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"sync"
 
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -30,6 +32,16 @@ type networkQueue struct {
 	// by another.
 	askMu   sync.Mutex
 	allowed map[string]sandbox.DomainDecision
+	// refused are the host:ports a person said no to in this session:
+	// refused again without a question by every sandbox of the session,
+	// so that a command cannot ask about one host again and again (each
+	// proxy remembers its own "no" as well, for as long as it lives). A
+	// "no" is for the host and port the question showed, as "once" is.
+	refused map[string]bool
+	// budget bounds the questions the whole session raises (each proxy
+	// has a budget of its own; a session with several sandboxes must not
+	// get several times as many).
+	budget netproxy.QuestionBudget
 }
 
 func (q *networkQueue) init() { q.once.Do(func() { q.notify = make(chan struct{}, 1) }) }
@@ -59,7 +71,10 @@ func (q *networkQueue) observer(callers func(sandbox.NetworkEvent)) func(sandbox
 // asker returns the OnUnknownDomain the session's sandboxes get: the
 // kernel option when set, else the policy's own; nil stays nil (refuse
 // without asking). Answers "session" and "always" are kept for the
-// session and given again without asking.
+// session and given again without asking, and so is a refusal (for the
+// host:port asked about); at most netproxy.MaxRecentQuestions questions
+// reach the person per netproxy.QuestionWindow, the rest are refused
+// without asking.
 func (q *networkQueue) asker(opt, policy func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error)) func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
 	ask := opt
 	if ask == nil {
@@ -69,25 +84,48 @@ func (q *networkQueue) asker(opt, policy func(context.Context, sandbox.DomainQue
 		return nil
 	}
 	return func(ctx context.Context, dq sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		key := net.JoinHostPort(dq.Host, strconv.Itoa(dq.Port))
 		q.askMu.Lock()
+		// The "no" first: it wins over a "session" yes to the name
+		// given since, as in the proxy.
+		refused := q.refused[key]
 		d, ok := q.allowed[dq.Grant]
 		q.askMu.Unlock()
+		if refused {
+			return sandbox.DomainRefuse, nil
+		}
 		if ok {
 			return d, nil
+		}
+		// Only a question that reaches the person spends the budget;
+		// the proxy shows the error as "not asked about", with the flag.
+		if err := q.budget.Take(); err != nil {
+			return sandbox.DomainRefuse, err
 		}
 		d, err := ask(ctx, dq)
 		// An answer that came after the connection stopped waiting is
 		// not kept: the proxy refused that connection, and the person
-		// answered a question that was gone.
-		if err == nil && ctx.Err() == nil && (d == sandbox.DomainAllowSession || d == sandbox.DomainAllowAlways) {
-			q.askMu.Lock()
+		// answered a question that was gone. Nor is an error kept as a
+		// "no": no one may have read the question.
+		if err != nil || ctx.Err() != nil {
+			return d, err
+		}
+		q.askMu.Lock()
+		switch d {
+		case sandbox.DomainAllowSession, sandbox.DomainAllowAlways:
 			if q.allowed == nil {
 				q.allowed = map[string]sandbox.DomainDecision{}
 			}
 			q.allowed[dq.Grant] = d
-			q.askMu.Unlock()
+		case sandbox.DomainAllowOnce:
+		default: // DomainRefuse, and any value the proxy reads as it
+			if q.refused == nil {
+				q.refused = map[string]bool{}
+			}
+			q.refused[key] = true
 		}
-		return d, err
+		q.askMu.Unlock()
+		return d, nil
 	}
 }
 

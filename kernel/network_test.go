@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -90,8 +92,8 @@ func TestNetworkEventsReachTheStream(t *testing.T) {
 // TestUnknownDomainAsked: with OnUnknownDomain, a host no grant names is
 // asked about while its connection is held: "once" admits that fetch and
 // the next one asks again, "session" is asked once for the rest of the
-// session, a refusal is the usual 403 naming the flag, and a deny_domains
-// entry is never asked about. Each network event's rule says how it was
+// session, a refusal is the usual 403 naming the flag (and is not asked
+// about again), and a deny_domains entry is never asked about. Each network event's rule says how it was
 // decided. (The hosts are loopback servers named by IP:PORT: a yes to a
 // non-public literal is the explicit grant, with a note saying so.)
 func TestUnknownDomainAsked(t *testing.T) {
@@ -116,7 +118,7 @@ func TestUnknownDomainAsked(t *testing.T) {
 	}
 	e := newEnv(t)
 	m := script(t, `{"turns": [`+fetch("f1", once)+`,`+fetch("f2", once)+`,`+fetch("f3", session)+`,`+fetch("f4", session)+`,`+
-		fetch("f5", refused)+`,`+fetch("f6", denied)+`, {"text": "done"}]}`)
+		fetch("f5", refused)+`,`+fetch("f5b", refused)+`,`+fetch("f6", denied)+`, {"text": "done"}]}`)
 	o := e.opts(m)
 	o.AllowedTools = []string{"web_fetch"}
 	heard := make(chan sandbox.NetworkEvent, 16)
@@ -131,7 +133,7 @@ func TestUnknownDomainAsked(t *testing.T) {
 		t.Fatalf("run failed: %v", err)
 	}
 	results := byType(evs, EventToolResult)
-	wantErr := []bool{false, false, false, false, true, true}
+	wantErr := []bool{false, false, false, false, true, true, true}
 	if len(results) != len(wantErr) {
 		t.Fatalf("results = %+v", results)
 	}
@@ -143,6 +145,9 @@ func TestUnknownDomainAsked(t *testing.T) {
 	if txt := fmt.Sprint(results[4].ToolResult); !strings.Contains(txt, "--allow-domain "+refused) {
 		t.Errorf("the refused fetch does not name the flag: %s", txt)
 	}
+	if txt := fmt.Sprint(results[5].ToolResult); !strings.Contains(txt, "refused it when asked earlier") || !strings.Contains(txt, "--allow-domain "+refused) {
+		t.Errorf("the second fetch of the refused host does not say it was refused before: %s", txt)
+	}
 	var grants []string
 	for _, q := range asked {
 		grants = append(grants, q.Grant)
@@ -151,14 +156,14 @@ func TestUnknownDomainAsked(t *testing.T) {
 		}
 	}
 	if want := []string{once, once, session, refused}; !slices.Equal(grants, want) {
-		t.Fatalf("asked about %v, want %v (once twice, session once, the denied host never)", grants, want)
+		t.Fatalf("asked about %v, want %v (once twice, session once, the refused host once, the denied host never)", grants, want)
 	}
 	// An allowed plain-HTTP request is reported after its response is
 	// relayed, so its event may trail the fetch's result (and the run's
 	// end): the caller's OnNetwork hears every one; the stream carries
 	// the refusals, reported before the 403, in order.
 	rules := map[string]int{}
-	for range 6 {
+	for range 7 {
 		select {
 		case n := <-heard:
 			rules[n.Rule]++
@@ -166,7 +171,7 @@ func TestUnknownDomainAsked(t *testing.T) {
 			t.Fatalf("heard only %v", rules)
 		}
 	}
-	if want := map[string]int{"asked: allowed once": 2, "asked: allowed for the session": 2, "asked: denied": 1, denied: 1}; !maps.Equal(rules, want) {
+	if want := map[string]int{"asked: allowed once": 2, "asked: allowed for the session": 2, "asked: denied": 1, "asked earlier: denied": 1, denied: 1}; !maps.Equal(rules, want) {
 		t.Fatalf("network event rules = %v, want %v", rules, want)
 	}
 	var streamed []string
@@ -175,14 +180,15 @@ func TestUnknownDomainAsked(t *testing.T) {
 			streamed = append(streamed, ev.Network.Rule)
 		}
 	}
-	if want := []string{"asked: denied", denied}; !slices.Equal(streamed, want) {
+	if want := []string{"asked: denied", "asked earlier: denied", denied}; !slices.Equal(streamed, want) {
 		t.Fatalf("refusals in the stream = %q, want %q", streamed, want)
 	}
 }
 
 // TestDomainAnswersKeptForTheQuery: the session's sandboxes each run a
 // proxy of their own; an answer "session" or "always" given to one is
-// given again to the others without asking, "once" and refusals are not.
+// given again to the others without asking, and so is a refusal (for that
+// host:port: the same host on another port is asked about); "once" is not.
 func TestDomainAnswersKeptForTheQuery(t *testing.T) {
 	var q networkQueue
 	var asked []string
@@ -198,8 +204,11 @@ func TestDomainAnswersKeptForTheQuery(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"s.example", "a.example", "o.example", "n.example", "o.example", "n.example"}; !slices.Equal(asked, want) {
+	if want := []string{"s.example", "a.example", "o.example", "n.example", "o.example"}; !slices.Equal(asked, want) {
 		t.Fatalf("asked %v, want %v", asked, want)
+	}
+	if d, _ := ask(context.Background(), sandbox.DomainQuestion{Host: "n.example", Port: 80, Grant: "n.example"}); d != sandbox.DomainRefuse || len(asked) != 6 {
+		t.Fatalf("n.example:80 after a no to :443: %v, asked %v; want a question of its own", d, asked)
 	}
 	if q.asker(nil, nil) != nil {
 		t.Fatal("no asker: the policy must keep refusing without a question")
@@ -229,5 +238,38 @@ func TestLateDomainAnswerNotKept(t *testing.T) {
 	ask(context.Background(), sandbox.DomainQuestion{Host: "late.example", Port: 443, Grant: "late.example"})
 	if calls != 2 {
 		t.Errorf("an answer given in time was not kept: asked %d times", calls)
+	}
+}
+
+// TestDomainQuestionsBudgetedForTheQuery: a flood of fresh hosts (a
+// random subdomain each time, every one refused) reaches the person at
+// most netproxy.MaxRecentQuestions times for the whole session — however
+// many sandboxes (proxies) ask — and the rest are refused without asking,
+// with the error the proxy shows as "not asked about". A refused host
+// asked again is refused at once and spends nothing.
+func TestDomainQuestionsBudgetedForTheQuery(t *testing.T) {
+	var q networkQueue
+	asked := 0
+	person := func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+		asked++
+		return sandbox.DomainRefuse, nil
+	}
+	// Two sandboxes' askers, as prepareSandbox makes for the commands and
+	// the handlers.
+	askers := []func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error){q.asker(person, nil), q.asker(person, nil)}
+	var last error
+	for i := range 40 {
+		h := fmt.Sprintf("x%d.evil.example", i)
+		d, err := askers[i%2](context.Background(), sandbox.DomainQuestion{Host: h, Port: 443, Grant: h})
+		if d != sandbox.DomainRefuse {
+			t.Fatalf("%s: %v", h, d)
+		}
+		last = err
+	}
+	if asked != netproxy.MaxRecentQuestions || !errors.Is(last, netproxy.ErrTooManyQuestions) {
+		t.Fatalf("a flood of 40 hosts asked the person %d times (want %d), last error %v", asked, netproxy.MaxRecentQuestions, last)
+	}
+	if d, err := askers[1](context.Background(), sandbox.DomainQuestion{Host: "x0.evil.example", Port: 443, Grant: "x0.evil.example"}); d != sandbox.DomainRefuse || err != nil || asked != netproxy.MaxRecentQuestions {
+		t.Fatalf("a host refused before: %v %v (asked %d)", d, err, asked)
 	}
 }

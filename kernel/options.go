@@ -132,11 +132,14 @@ type Options struct {
 	// OnUnknownDomain is asked, in an interactive session with domains
 	// granted (Sandbox.AllowDomains, hence a proxy), about a host no
 	// allow or deny entry names, while the proxy holds the connection:
-	// allow once, for the session, always (the caller keeps that one,
-	// e.g. in a policy file's allow_domains), or refuse. A Query
-	// remembers "session" and "always" answers for all its sandboxes (a
-	// caller that continues a session over several Queries, as chat does,
-	// keeps them itself). nil (headless) refuses as
+	// allow once (the host:port asked about), for the session, always
+	// (the caller keeps that one, e.g. in a policy file's allow_domains),
+	// or refuse. A Query remembers "session" and "always" answers, and
+	// refusals (by host:port), for all its sandboxes (a caller that
+	// continues a session over several Queries, as chat does, keeps them
+	// itself), and calls it at most netproxy.MaxRecentQuestions (12)
+	// times in any ten minutes: past that a new host is refused without a
+	// question. nil (headless) refuses as
 	// before, the 403 naming the --allow-domain that would allow it.
 	// deny_domains wins and is never asked about. It replaces
 	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.

@@ -406,3 +406,33 @@ func TestToolsetEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceToolRuleWithoutResources: DisallowedTools naming the MCP
+// resource tools, in a session whose servers have no resources (orders
+// has tools only), passes the check before anything connects
+// (CheckToolNames, as local.New runs it) and the Query alike: one
+// decision. (Before, the pre-open check let "read_mcp_resource" through
+// as "any server may offer it" and the Query, with every server
+// connected and no resource tool offered, refused it as unknown.)
+func TestResourceToolRuleWithoutResources(t *testing.T) {
+	e := newEnv(t)
+	o := e.opts(script(t, `{"turns": [{"text": "done"}]}`))
+	o.InProcessHandlers = false
+	o.Toolsets = mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: orders}}})
+	o.DisallowedTools = []string{mcp.ReadResourceTool, mcp.ListResourcesTool}
+	if err := CheckToolNames(&o); err != nil {
+		t.Fatalf("before opening: %v", err)
+	}
+	evs, err := collect(t, context.Background(), o)
+	if err != nil {
+		t.Fatalf("the Query refused what the check before it let through: %v", err)
+	}
+	if tools := evs[0].SessionStart.Tools; slices.Contains(tools, mcp.ReadResourceTool) || len(tools) == 0 {
+		t.Errorf("visible tools %v", tools)
+	}
+	// A misspelt name is still a mistake, before and after.
+	o.DisallowedTools = []string{"read_mcp_resources"}
+	if err := CheckToolNames(&o); err == nil {
+		t.Error("a misspelt resource tool passed the check")
+	}
+}

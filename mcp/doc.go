@@ -154,7 +154,10 @@
 // text as embedded resources, images and audio as image and audio blocks so
 // a model can see them). They are read-only and declare the widest Security
 // of the servers they reach. Resources an in-process server offers (added
-// through Server.SDK) are read in this process, not confined.
+// through Server.SDK) are read in this process, not confined. Their names
+// are valid in rules and tool lists whenever there is a server, before it
+// connects and after, resources or not (MayOffer): a deny rule for
+// read_mcp_resource is no mistake in a session whose servers have none.
 //
 // # Cost
 //

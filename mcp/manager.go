@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -314,7 +315,8 @@ func (m *Manager) forward(t *tools.Tool) {
 }
 
 // MayOffer returns the servers that did not connect and whose unknown
-// tools could include one named name (tools.ToolOfferer).
+// tools could include one named name (tools.ToolOfferer); for the
+// resource tools, every server (mayOffer).
 func (m *Manager) MayOffer(name string) []string {
 	return mayOffer(name, m.names, func(n string) bool {
 		c := m.conns[n]
@@ -324,16 +326,26 @@ func (m *Manager) MayOffer(name string) []string {
 	})
 }
 
-// mayOffer returns those of servers whose tools are unknown and could
-// include one named name: the resource tools could be any server's, an
-// mcp__SERVER__TOOL name only SERVER's. One rule for a Toolset before it
-// opens and a Manager after.
+// mayOffer returns those of servers that could offer a tool named name:
+// an mcp__SERVER__TOOL name only SERVER's, and only while SERVER's tools
+// are unknown (unknown: before an external server connects, or after it
+// failed to); the resource tools (list_mcp_resources, read_mcp_resource)
+// every server's, whatever is known of it. The resource tools are this
+// package's own names: a rule naming them (DisallowedTools:
+// ["read_mcp_resource"]) is no misspelling when, once connected, no
+// server turns out to have resources — denying what is not there denies
+// nothing. Before, a Toolset said "any server" and a Manager "any server
+// that did not connect", so such a rule passed kernel.CheckToolNames and
+// then failed the Query. One rule for a Toolset before it opens and a
+// Manager after.
 func mayOffer(name string, servers []string, unknown func(server string) bool) []string {
+	if name == ListResourcesTool || name == ReadResourceTool {
+		return slices.Clone(servers)
+	}
 	server, _, isMCP := ParseToolName(name)
-	resources := name == ListResourcesTool || name == ReadResourceTool
 	var out []string
 	for _, n := range servers {
-		if (resources || isMCP && server == n) && unknown(n) {
+		if isMCP && server == n && unknown(n) {
 			out = append(out, n)
 		}
 	}

@@ -141,7 +141,7 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 		p = *m.opts.Sandbox
 	}
 	ws := p.Workspace
-	p.Network = tools.NarrowerNetwork(p.Network, sandbox.NetworkMode(sec.Network))
+	tools.NarrowNetwork(&p, sec.Network)
 	p.ReadOnlyPaths = append([]string(nil), p.ReadOnlyPaths...)
 	p.ReadWritePaths = append([]string(nil), p.ReadWritePaths...)
 	if sec.Filesystem != tools.FilesystemUnrestricted {

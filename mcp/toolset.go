@@ -105,12 +105,8 @@ func (ts *Toolset) KnownTools() []*tools.Tool {
 
 // MayOffer returns the external servers whose tools could include one
 // named name (tools.ToolOfferer): their tools are only listed once they
-// connect.
+// connect. For the resource tools, every server (mayOffer).
 func (ts *Toolset) MayOffer(name string) []string {
-	if name == ListResourcesTool || name == ReadResourceTool {
-		// Any server may offer resources, an in-process one too.
-		return mayOffer(name, ts.names, func(string) bool { return true })
-	}
 	return mayOffer(name, ts.names, func(n string) bool { return ts.opts.Servers[n].Server == nil })
 }
 

@@ -68,7 +68,10 @@ type wireMsg struct {
 // either.
 //
 //   - Network: the narrower of ceiling's and the declared mode (a tool
-//     declaring loopback under a ceiling of none gets none);
+//     declaring loopback under a ceiling of none gets none); ceiling's
+//     domain grants (the proxy) and its OnUnknownDomain only for a tool
+//     declaring unrestricted: the proxy reaches the internet, and its
+//     questions reach the person;
 //   - Filesystem none: no workspace at all (the child works in an empty
 //     private directory), no extra paths;
 //   - Filesystem workspace: the workspace, read-only when SideEffects is
@@ -95,7 +98,7 @@ func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error
 		return p, nil
 	}
 	s := sec.Normalized()
-	p.Network = NarrowerNetwork(ceiling.Network, sandbox.NetworkMode(s.Network))
+	NarrowNetwork(&p, s.Network)
 	switch s.Filesystem {
 	case FilesystemNone:
 		p.Workspace = ""
@@ -112,6 +115,23 @@ func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error
 		// Nothing is added: ceiling decides how much of "/" there is.
 	}
 	return p, nil
+}
+
+// NarrowNetwork narrows p's network to what declared allows, the one
+// rule for custom handlers (HandlerPolicy) and sandboxed MCP servers:
+// the narrower of the two modes, and the domain proxy (AllowDomains, and
+// OnUnknownDomain, which asks the person about other hosts) only for a
+// declaration of unrestricted network — the proxy is a way to the
+// internet. Kept, a policy's grants gave a handler declaring none (or
+// loopback, or private) a proxy to the allowed domains, and the asker let
+// it put questions to the person about any other host. A mode this
+// package does not know is not unrestricted (Within fails closed).
+func NarrowNetwork(p *sandbox.Policy, declared Network) {
+	p.Network = NarrowerNetwork(p.Network, declared)
+	if !NetworkUnrestricted.Within(declared) {
+		p.AllowDomains, p.DenyDomains, p.DomainSources = nil, nil, nil
+		p.OnUnknownDomain = nil
+	}
 }
 
 // NarrowerNetwork returns the narrower of two network modes (none <

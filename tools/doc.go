@@ -44,7 +44,9 @@
 // declaration is missing or too broad, and the sandbox runs each handler
 // under the profile its declaration allows. A declaration only narrows
 // the policy it runs under (HandlerPolicy): a tool declaring loopback in
-// a session without network gets none, and one declaring the whole
+// a session without network gets none, one declaring anything narrower
+// than unrestricted network gets neither the policy's domain proxy nor
+// its questions about unknown domains, and one declaring the whole
 // filesystem reaches "/" only where that policy already grants it.
 //
 // Each field is a ladder of words, narrowest first, compared by one

@@ -101,9 +101,12 @@ type ToolsetStatus interface {
 // toolset whose tools are not all known: MayOffer returns the servers
 // (ServerStatus.Name) whose tools, not known, could include one named
 // name — before opening, the servers whose tools are only listed when
-// they connect; once open, those that failed to. A rule or tool list may
-// name such a tool without error; the kernel records the entry in the
-// failed server's ServerStatus.Unchecked.
+// they connect; once open, those that failed to. A name the toolset owns
+// whatever its servers turn out to offer (mcp's resource tools) is
+// offered by every server, before and after opening, so that a rule
+// naming it passes the check before opening and the Query alike. A rule
+// or tool list may name such a tool without error; the kernel records
+// the entry in the failed server's ServerStatus.Unchecked.
 type ToolOfferer interface {
 	MayOffer(name string) []string
 }

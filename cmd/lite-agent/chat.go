@@ -58,9 +58,11 @@ type chatApp struct {
 	// otherwise answer each other's questions.
 	approveMu sync.Mutex
 	// sessionDomains are the unknown domains allowed for the session or
-	// always (chat_domains.go), by grant.
+	// always (chat_domains.go), by grant; refusedDomains the host:ports
+	// refused, refused again without a question for the session.
 	domainMu       sync.Mutex
 	sessionDomains map[string]sandbox.DomainDecision
+	refusedDomains map[string]bool
 }
 
 func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -32,21 +32,33 @@ type domainAskGone struct{ ask *domainAskMsg }
 
 // askDomain is the agent's OnUnknownDomain. Each prompt of the session is
 // a Query of its own, with a proxy of its own: the answers "session" and
-// "always" are kept here, for the whole chat session.
-// forgetSessionDomains drops the "session" answers when the chat moves to
-// another session (/clear, /resume): they were given for the one before.
-// "always" answers are in the policy file by then.
+// "always" are kept here, for the whole chat session, and so are the
+// refusals (by host:port, what the question showed), so that a command
+// cannot ask about one host again in the next turn. The kernel bounds how
+// many questions one Query raises (netproxy.QuestionBudget).
+// forgetSessionDomains drops the "session" answers and the refusals when
+// the chat moves to another session (/clear, /resume): they were given
+// for the one before. "always" answers are in the policy file by then.
 func (a *chatApp) forgetSessionDomains() {
 	a.domainMu.Lock()
-	a.sessionDomains = nil
+	a.sessionDomains, a.refusedDomains = nil, nil
 	a.domainMu.Unlock()
 }
 
-func (a *chatApp) askDomain(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+// knownDomain is an earlier answer of this chat session to q, if any; a
+// refusal of its host:port wins over a "session" yes to the name.
+func (a *chatApp) knownDomain(q sandbox.DomainQuestion) (sandbox.DomainDecision, bool) {
 	a.domainMu.Lock()
+	defer a.domainMu.Unlock()
+	if a.refusedDomains[hostPortOf(q)] {
+		return sandbox.DomainRefuse, true
+	}
 	d, ok := a.sessionDomains[q.Grant]
-	a.domainMu.Unlock()
-	if ok {
+	return d, ok
+}
+
+func (a *chatApp) askDomain(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
+	if d, ok := a.knownDomain(q); ok {
 		return d, nil
 	}
 	// One question on the screen at a time, a call's approval included.
@@ -55,24 +67,27 @@ func (a *chatApp) askDomain(ctx context.Context, q sandbox.DomainQuestion) (sand
 	if err := ctx.Err(); err != nil {
 		return sandbox.DomainRefuse, err
 	}
-	a.domainMu.Lock()
-	d, ok = a.sessionDomains[q.Grant] // answered while we waited
-	a.domainMu.Unlock()
-	if ok {
+	if d, ok := a.knownDomain(q); ok { // answered while we waited
 		return d, nil
 	}
 	reply := make(chan sandbox.DomainDecision, 1)
 	a.prog.Send(domainAskMsg{q: q, reply: reply, cancel: ctx.Done()})
 	select {
 	case d := <-reply:
-		if d == sandbox.DomainAllowSession || d == sandbox.DomainAllowAlways {
-			a.domainMu.Lock()
+		a.domainMu.Lock()
+		switch d {
+		case sandbox.DomainAllowSession, sandbox.DomainAllowAlways:
 			if a.sessionDomains == nil {
 				a.sessionDomains = map[string]sandbox.DomainDecision{}
 			}
 			a.sessionDomains[q.Grant] = d
-			a.domainMu.Unlock()
+		case sandbox.DomainRefuse: // n, Esc, or Ctrl+C on the question
+			if a.refusedDomains == nil {
+				a.refusedDomains = map[string]bool{}
+			}
+			a.refusedDomains[hostPortOf(q)] = true
 		}
+		a.domainMu.Unlock()
 		return d, nil
 	case <-ctx.Done():
 		return sandbox.DomainRefuse, ctx.Err()

@@ -73,16 +73,21 @@ func TestDomainAsk(t *testing.T) {
 	}
 }
 
-// TestSessionDomainsEndWithTheSession: a "session" answer belongs to the
-// session it was given in; /clear starts another one, which asks again.
+// TestSessionDomainsEndWithTheSession: a "session" answer and a refusal
+// belong to the session they were given in; /clear starts another one,
+// which asks again.
 func TestSessionDomainsEndWithTheSession(t *testing.T) {
 	ws := t.TempDir()
 	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "m", sessionID: "s1",
-		sessionDomains: map[string]sandbox.DomainDecision{"evil.example": sandbox.DomainAllowSession}}
+		sessionDomains: map[string]sandbox.DomainDecision{"evil.example": sandbox.DomainAllowSession},
+		refusedDomains: map[string]bool{"pkg.example:443": true}}
+	if d, ok := app.knownDomain(sandbox.DomainQuestion{Host: "pkg.example", Port: 443, Grant: "pkg.example"}); !ok || d != sandbox.DomainRefuse {
+		t.Fatalf("a refused host:port is not refused without a question: %v %v", d, ok)
+	}
 	m := newChatModel(app, false)
 	m.slash("/clear")
 	app.domainMu.Lock()
-	left := len(app.sessionDomains)
+	left := len(app.sessionDomains) + len(app.refusedDomains)
 	app.domainMu.Unlock()
 	if left != 0 {
 		t.Errorf("after /clear the new session still has %d domain answers of the old one", left)

@@ -252,23 +252,33 @@ func terminalPrompt(in *bufio.Reader, out io.Writer) kernel.CanUseToolFunc {
 }
 
 // showInput renders a call's input for a person: a bash command as is,
-// anything else as JSON; escaped (termsafe.Text: lines stay lines, indented
-// under the question) and bounded. warn says what the person must know
-// to read it right: that it held characters now shown as escapes, or that
-// its end is not shown.
+// escaped (termsafe.Text: lines stay lines, indented under the question),
+// anything else as its JSON (termsafe.JSON: on one line, with JSON's own
+// escapes); bounded. warn says what the person must know to read it
+// right: that it held characters now shown as escapes, that a backslash
+// of its own is shown doubled (where it could pass for an escape), or
+// that its end is not shown.
 func showInput(name string, input json.RawMessage) (shown, warn string) {
 	s := string(input)
+	render := termsafe.JSON
 	if name == policies.ShellTool {
 		var v struct {
 			Command string `json:"command"`
 		}
 		if json.Unmarshal(input, &v) == nil && v.Command != "" {
-			s = "$ " + v.Command
+			s, render = "$ "+v.Command, termsafe.Text
 		}
 	}
 	var warns []string
-	if !termsafe.Safe(strings.NewReplacer("\n", "", "\t", "").Replace(s)) {
+	plain := termsafe.Safe(strings.NewReplacer("\n", "", "\t", "").Replace(s))
+	switch {
+	case !plain:
 		warns = append(warns, "it holds control or invisible characters, shown as \\x.. and \\u.. escapes")
+	case strings.Count(render(s), `\`) > strings.Count(s, `\`):
+		// Nothing to hide, yet changed: termsafe doubled a backslash
+		// followed by x, u, U or r, so that it cannot pass for an
+		// escape. The person must not read it as two.
+		warns = append(warns, `a backslash before x, u, U or r is shown doubled (\\x), so that it cannot pass for an escape`)
 	}
 	if len(s) > maxShownInput {
 		cut := maxShownInput
@@ -278,7 +288,7 @@ func showInput(name string, input json.RawMessage) (shown, warn string) {
 		warns = append(warns, fmt.Sprintf("%d more bytes are not shown", len(s)-cut))
 		s = s[:cut] + "…"
 	}
-	return strings.ReplaceAll(termsafe.Text(s), "\n", "\n  "), strings.Join(warns, "; ")
+	return strings.ReplaceAll(render(s), "\n", "\n  "), strings.Join(warns, "; ")
 }
 
 // renderPermission shows the gate at work in text output: denials and

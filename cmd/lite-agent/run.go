@@ -314,9 +314,9 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 	case kernel.EventToolCall:
 		if verbose {
 			out.Flush()
-			fmt.Fprintf(stderr, "→ %s %s\n", termsafe.Escape(ev.ToolCall.Name), field(string(ev.ToolCall.Input), 200))
+			fmt.Fprintf(stderr, "→ %s %s\n", termsafe.Escape(ev.ToolCall.Name), jsonField(ev.ToolCall.Input, 200))
 			if len(ev.ToolCall.EffectiveInput) > 0 {
-				fmt.Fprintf(stderr, "  ran with (a hook or CanUseTool changed the input): %s\n", field(string(ev.ToolCall.EffectiveInput), 200))
+				fmt.Fprintf(stderr, "  ran with (a hook or CanUseTool changed the input): %s\n", jsonField(ev.ToolCall.EffectiveInput, 200))
 			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
@@ -369,9 +369,9 @@ func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.
 		}
 	case kernel.EventToolCall:
 		if verbose {
-			fmt.Fprintf(stderr, "%s→ %s %s\n", who, termsafe.Escape(ev.ToolCall.Name), field(string(ev.ToolCall.Input), 200))
+			fmt.Fprintf(stderr, "%s→ %s %s\n", who, termsafe.Escape(ev.ToolCall.Name), jsonField(ev.ToolCall.Input, 200))
 			if len(ev.ToolCall.EffectiveInput) > 0 {
-				fmt.Fprintf(stderr, "%s  ran with (a hook or CanUseTool changed the input): %s\n", who, field(string(ev.ToolCall.EffectiveInput), 200))
+				fmt.Fprintf(stderr, "%s  ran with (a hook or CanUseTool changed the input): %s\n", who, jsonField(ev.ToolCall.EffectiveInput, 200))
 			}
 		}
 	case kernel.EventPermission, kernel.EventHook:
@@ -404,6 +404,11 @@ func truncate(s string, n int) string {
 // then escaped, so that no cut can leave half an escape sequence or half a
 // character raw.
 func field(s string, n int) string { return termsafe.Escape(truncate(s, n)) }
+
+// jsonField is field for JSON text (a tool call's input): escaped as
+// JSON (termsafe.JSON), so that its own \n and \u escapes read as they
+// are instead of shown doubled.
+func jsonField(raw []byte, n int) string { return termsafe.JSON(truncate(string(raw), n)) }
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -84,6 +84,11 @@ func TestShowInput(t *testing.T) {
 		{"CR and CSI are shown", `{"command":"rm -rf ~ #\u001b[2K\rls -la"}`, `$ rm -rf ~ #\x1b[2K\rls -la`, "control or invisible"},
 		{"bidi override", `{"command":"echo \u202eabc"}`, `$ echo \u202eabc`, "control or invisible"},
 		{"other tools as JSON", `{"path":"a\u001b.txt"}`, `{"path":"a\u001b.txt"}`, ""},
+		// The two characters \r (harmless to bash) must not look like
+		// the carriage return of the case above: shown doubled, and said.
+		{"a literal backslash-r is not a CR", `{"command":"ls #\\rrm -rf ~"}`, `$ ls #\\rrm -rf ~`, "shown doubled"},
+		{"regular expressions read as written", `{"command":"grep -E '\\d+\\.go' \\\\"}`, `$ grep -E '\d+\.go' \\`, ""},
+		{"JSON keeps its escapes, hides raw ones", "{\"content\":\"a\\nb\u202e\"}", `{"content":"a\nb\u202e"}`, "control or invisible"},
 		{"long input says how much is hidden", `{"command":"` + strings.Repeat("é", 1500) + `"}`, "$ " + strings.Repeat("é", 999) + "…", "1002 more bytes"},
 	} {
 		name := "bash"

@@ -47,7 +47,8 @@ func askNet(t *testing.T) (*fakeNet, *httptest.Server) {
 
 // TestAskAnswers: each answer decides as it says — once admits that
 // connection and asks again next time, session and always ask once, a
-// refusal names the flag — and the event's rule says it was asked.
+// refusal names the flag and is not asked about again — and the event's
+// rule says it was asked.
 func TestAskAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		answer     Answer
@@ -59,7 +60,9 @@ func TestAskAnswers(t *testing.T) {
 		{AllowOnce, 200, "asked: allowed once", 2, "asked: allowed once"},
 		{AllowSession, 200, "asked: allowed for the session", 1, "asked: allowed for the session"},
 		{AllowAlways, 200, "asked: allowed always", 1, "asked: allowed always"},
-		{Refuse, 403, "asked: denied", 2, "asked: denied"},
+		// A "no" is remembered: the second connection is refused
+		// without a question.
+		{Refuse, 403, "asked: denied", 1, "asked earlier: denied"},
 	} {
 		t.Run(answerRule(tc.answer), func(t *testing.T) {
 			fn, _ := askNet(t)
@@ -183,7 +186,7 @@ func TestAskConcurrentOnce(t *testing.T) {
 	waitUntil(t, func() bool {
 		r.asking.mu.Lock()
 		defer r.asking.mu.Unlock()
-		f := r.asking.flights["pkg.example"]
+		f := r.asking.flights["pkg.example:443"]
 		return f != nil && f.waiters == n
 	})
 	close(release)
@@ -230,7 +233,7 @@ func TestAskTimeoutAndGoneWaiters(t *testing.T) {
 	waitUntil(t, func() bool {
 		r.asking.mu.Lock()
 		defer r.asking.mu.Unlock()
-		return r.asking.flights["pkg.example"] != nil
+		return r.asking.flights["pkg.example:443"] != nil
 	})
 	cancel()
 	if err := <-done; err == nil {
@@ -299,5 +302,173 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAskOnceCoversThePortAsked: "allow once" admits the connection to
+// the host:port the question showed, not a connection to another port of
+// the same host that was waiting at the same time. (Before, questions
+// were grouped by Grant — the name, every port — so the connection to
+// :22 joined the question about :443 and was let through by its "once":
+// this test then never sees a second question and fails.)
+func TestAskOnceCoversThePortAsked(t *testing.T) {
+	fn, _ := askNet(t)
+	questions := make(chan Question, 2)
+	answers := map[int]chan Answer{443: make(chan Answer, 1), 22: make(chan Answer, 1)}
+	r, err := NewRules(Options{Resolve: fn.resolve, Ask: func(ctx context.Context, q Question) (Answer, error) {
+		questions <- q
+		select {
+		case a := <-answers[q.Port]:
+			return a, nil
+		case <-ctx.Done():
+			return Refuse, ctx.Err()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[int]chan error{443: make(chan error, 1), 22: make(chan error, 1)}
+	for port, ch := range done {
+		go func() { _, err := r.Check(context.Background(), "pkg.example", port); ch <- err }()
+	}
+	// Both connections are held, each with a question of its own.
+	asked := map[int]bool{}
+	for range 2 {
+		select {
+		case q := <-questions:
+			asked[q.Port] = true
+		case err := <-done[22]:
+			t.Fatalf("pkg.example:22 decided before its own question: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("asked only about %v: the connections share one question", asked)
+		}
+	}
+	answers[443] <- AllowOnce
+	if err := <-done[443]; err != nil {
+		t.Fatalf("pkg.example:443 after 'once': %v", err)
+	}
+	select {
+	case err := <-done[22]:
+		t.Fatalf("pkg.example:22 was decided by the answer about :443: %v", err)
+	default:
+	}
+	answers[22] <- Refuse
+	if err := <-done[22]; err == nil {
+		t.Fatal("pkg.example:22 was admitted though its question was refused")
+	}
+}
+
+// TestAskRefusalRemembered: a "no" refuses that host:port at once for as
+// long as the Rules live (no new question however often the command
+// retries), wins over a later "session" yes to the name, and covers only
+// the port asked about. A timeout is not a "no": no one may have read
+// the question. (Without the memory, each retry was a new question: the
+// asker is called three times and the test fails.)
+func TestAskRefusalRemembered(t *testing.T) {
+	fn, _ := askNet(t)
+	var mu sync.Mutex
+	answer := map[string]Answer{"pkg.example:443": Refuse, "pkg.example:80": AllowSession}
+	var asked []string
+	r, err := NewRules(Options{Resolve: fn.resolve, Ask: func(ctx context.Context, q Question) (Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, q.key())
+		if q.Host == "slow.example" {
+			<-ctx.Done()
+			return Refuse, ctx.Err()
+		}
+		return answer[q.key()], nil
+	}, AskTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_, err := r.Check(context.Background(), "pkg.example", 443)
+		var re *RefusedError
+		if !errors.As(err, &re) || !strings.Contains(re.Msg, "--allow-domain pkg.example") {
+			t.Fatalf("try %d: %v", i, err)
+		}
+		if i > 0 && (re.Rule != "asked earlier: denied" || !strings.Contains(re.Msg, "refused it when asked earlier")) {
+			t.Fatalf("try %d: %+v", i, re)
+		}
+	}
+	// "session" for the name, through another port: every port but the
+	// one refused.
+	if d, err := r.Check(context.Background(), "pkg.example", 80); err != nil || !d.Allow {
+		t.Fatalf("pkg.example:80: %+v %v", d, err)
+	}
+	if d, err := r.Check(context.Background(), "pkg.example", 8443); err != nil || !d.Allow {
+		t.Fatalf("pkg.example:8443 after the session yes: %+v %v", d, err)
+	}
+	if _, err := r.Check(context.Background(), "pkg.example", 443); err == nil {
+		t.Fatal("pkg.example:443 admitted by the session yes after the person refused it")
+	}
+	// No answer twice: asked twice.
+	for range 2 {
+		if _, err := r.Check(context.Background(), "slow.example", 443); err == nil {
+			t.Fatal("slow.example admitted without an answer")
+		}
+	}
+	want := []string{"pkg.example:443", "pkg.example:80", "slow.example:443", "slow.example:443"}
+	if fmt.Sprint(asked) != fmt.Sprint(want) {
+		t.Fatalf("asked %v, want %v", asked, want)
+	}
+}
+
+// TestAskBudget: a command that tries a fresh random subdomain each time
+// (every one refused) gets MaxRecentQuestions questions, then 403s that
+// say why and name the flag, without a question; the budget comes back as
+// the window passes. (Without the budget, the flood asks all 40.)
+func TestAskBudget(t *testing.T) {
+	fn, _ := askNet(t)
+	a := &scriptedAsker{answer: Refuse}
+	h := newHarness(t, Options{Resolve: fn.resolve, Dial: fn.dial, Ask: a.ask})
+	now := time.Unix(1e9, 0)
+	h.r.asking.budget.now = func() time.Time { return now }
+	c := h.client()
+	var last string
+	for i := range 40 {
+		code, body := get(t, c, fmt.Sprintf("http://x%d.pkg.example/", i))
+		if code != 403 {
+			t.Fatalf("request %d: %d %q", i, code, body)
+		}
+		last = body
+		now = now.Add(time.Second)
+	}
+	if n := a.calls.Load(); n != MaxRecentQuestions {
+		t.Fatalf("a flood of 40 hosts asked %d questions, want %d", n, MaxRecentQuestions)
+	}
+	for _, want := range []string{"not asked about", "asked about in the last 10m0s", "--allow-domain x39.pkg.example"} {
+		if !strings.Contains(last, want) {
+			t.Fatalf("refusal without a question %q does not say %q", last, want)
+		}
+	}
+	now = now.Add(QuestionWindow)
+	if code, _ := get(t, c, "http://later.pkg.example/"); code != 403 || a.calls.Load() != MaxRecentQuestions+1 {
+		t.Fatalf("after the window: %d, asked %d", code, a.calls.Load())
+	}
+}
+
+// TestAskerOutOfBudget: an asker that refuses for want of budget (the
+// kernel's, shared by a session's proxies) returns an error wrapping
+// ErrTooManyQuestions; the 403 says the host was not asked about and
+// why, names the flag, and the refusal is not remembered as a "no".
+func TestAskerOutOfBudget(t *testing.T) {
+	fn, _ := askNet(t)
+	calls := 0
+	r, _ := NewRules(Options{Resolve: fn.resolve, Ask: func(context.Context, Question) (Answer, error) {
+		calls++
+		if calls == 1 {
+			return Refuse, fmt.Errorf("session: %w", &tooMany{"12 hosts were asked about in the last 10m0s"})
+		}
+		return AllowOnce, nil
+	}})
+	d, err := r.Check(context.Background(), "pkg.example", 443)
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "it was not asked about (session: 12 hosts") || !strings.Contains(re.Msg, "--allow-domain pkg.example") || !strings.HasPrefix(d.Rule, "not asked: ") {
+		t.Fatalf("out of budget: %+v %v", d, err)
+	}
+	if d, err := r.Check(context.Background(), "pkg.example", 443); err != nil || !d.Allow {
+		t.Fatalf("after a refusal for want of budget, the host is asked again: %+v %v", d, err)
 	}
 }

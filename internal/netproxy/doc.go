@@ -41,21 +41,29 @@
 //
 // With Options.Ask (an interactive session), a host that no allow or deny
 // entry names is not refused at once: its connection is held and the
-// asker is asked, once per host however many connections arrive while the
-// question is open (they share the answer). AllowOnce admits the held
-// connections, AllowSession and AllowAlways add the grant (the name, every
+// asker is asked, once per host and port however many connections arrive
+// while the question is open (they share the answer). AllowOnce admits the
+// held connections to the host:port the question showed — a connection to
+// another port of the host has a question of its own — AllowSession and AllowAlways add the grant (the name, every
 // port; IP:PORT for an IP literal) to these Rules, and a refusal, an error,
 // no answer within AskTimeout (DefaultAskTimeout, 2 minutes) or every
-// waiter leaving refuses with the usual 403 naming the flag; so does a
-// new host while eight questions are open already (a command that tries
-// host after host must not bury the person under questions). Deny entries
+// waiter leaving refuses with the usual 403 naming the flag. A refusal by
+// the person is remembered for that host:port as long as the session
+// grants are (these Rules), and wins over a later "session" yes to the
+// name; a timeout or an error is not a "no" and asks again. A new host is
+// refused without a question while eight questions are open already, or
+// once MaxRecentQuestions were raised within QuestionWindow
+// (QuestionBudget): a command that tries host after host — a random
+// subdomain each time — must not bury the person under questions until
+// a tired yes. The 403 then says it was not asked about, and why. Deny entries
 // win and are never asked about. A yes admits a name, not what it
 // resolves to, so the rebinding check still applies; a yes to an IP
 // literal is an explicit IP:PORT grant, so a question about a non-public
 // one carries a Note saying what it is (a loopback address...).
 // The event's Rule says "asked: allowed once", "asked: allowed for the
-// session", "asked: allowed always", "asked: denied" or "asked: no answer
-// (...)". Keeping an "always" answer (a policy file) is the asker's job.
+// session", "asked: allowed always", "asked: denied", "asked earlier:
+// denied", "not asked: ..." or "asked: no answer (...)". Keeping an
+// "always" answer (a policy file) is the asker's job.
 //
 // # Refusals and events
 //

@@ -135,6 +135,7 @@ func TestNewRulesRefusesBadPatterns(t *testing.T) {
 // harness is a proxy in front of local servers, with the events it sent.
 type harness struct {
 	p      *Proxy
+	r      *Rules
 	mu     sync.Mutex
 	events []Event
 }
@@ -145,7 +146,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{}
+	h := &harness{r: r}
 	h.p, err = Start(r, func(e Event) { h.mu.Lock(); h.events = append(h.events, e); h.mu.Unlock() })
 	if err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ type Options struct {
 func NewRules(opts Options) (*Rules, error) {
 	r := &Rules{resolve: opts.Resolve, dial: opts.Dial}
 	if opts.Ask != nil {
-		r.asking = &asking{ask: opts.Ask, timeout: opts.AskTimeout, flights: map[string]*flight{}}
+		r.asking = &asking{ask: opts.Ask, timeout: opts.AskTimeout, flights: map[string]*flight{}, refused: map[string]bool{}}
 		if r.asking.timeout <= 0 {
 			r.asking.timeout = DefaultAskTimeout
 		}
@@ -291,22 +291,30 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 // refusal. The refusal's text still names the flag that would allow it
 // without asking.
 func (r *Rules) ask(ctx context.Context, h string, ip netip.Addr, port int) (*rule, Decision, error) {
-	if x := r.asking.sessionGrant(h, ip, port); x != nil {
-		return x, Decision{}, nil
-	}
 	q := Question{Host: h, Port: port, Grant: suggest(h, ip, port)}
 	if ip.IsValid() {
 		// A yes to a non-public IP:PORT is the explicit grant that
 		// reaches it: the person is told what the address is.
 		q.Note = nonPublic(ip)
 	}
-	ans, err := r.asking.decide(ctx, q)
-	if ans != Refuse {
-		return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, Decision{}, nil
-	}
+	// A "no" to this very host:port wins over a "session" yes to the
+	// name given since: the person refused what they were shown.
+	var ans Answer
+	var err error
 	rl, why := answerRule(Refuse), "you refused it when asked"
+	if r.asking.refusedBefore(q) {
+		rl, why = "asked earlier: denied", "you refused it when asked earlier in this session"
+	} else {
+		if x := r.asking.sessionGrant(h, ip, port); x != nil {
+			return x, Decision{}, nil
+		}
+		ans, err = r.asking.decide(ctx, q)
+		if ans != Refuse {
+			return &rule{g: Grant{Pattern: q.Grant, Source: answerRule(ans)}}, Decision{}, nil
+		}
+	}
 	switch {
-	case errors.Is(err, errTooManyQuestions):
+	case errors.Is(err, ErrTooManyQuestions):
 		rl, why = "not asked: "+err.Error(), "it was not asked about ("+err.Error()+")"
 	case err != nil:
 		rl, why = "asked: no answer ("+err.Error()+")", "it was asked about and got no answer ("+err.Error()+")"

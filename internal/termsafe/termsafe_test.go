@@ -2,6 +2,9 @@ package termsafe
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -38,6 +41,17 @@ func TestEscape(t *testing.T) {
 		{"truncated rune", "a\xe2\x80", `a\xe2\x80`, `a\xe2\x80`},
 		{"surrogate half", "\xed\xa0\x80", `\xed\xa0\x80`, `\xed\xa0\x80`},
 		{"CRLF", "a\r\nb", `a\r\nb`, "a\\r\nb"},
+		// A literal backslash sequence must not read as an escape: it is
+		// shown doubled where it could (and only there).
+		{"literal \\x1b is not an ESC", `x\x1b[2K`, `x\\x1b[2K`, `x\\x1b[2K`},
+		{"literal \\r is not a CR", `ls\rrm`, `ls\\rrm`, `ls\\rrm`},
+		{"literal \\n: an escape on one line, text in Text", `printf 'a\n'`, `printf 'a\\n'`, `printf 'a\n'`},
+		{"literal \\u202e", `\u202e`, `\\u202e`, `\\u202e`},
+		{"backslash before a real ESC", "\\\x1b", `\\\x1b`, `\\\x1b`},
+		{"two backslashes before a real CR", "\\\\\r", `\\\\\r`, `\\\\\r`},
+		{"backslash run before a letter", `a\\x`, `a\\\\x`, `a\\\\x`},
+		{"backslash run before other text passes", `a\\d \ b\`, `a\\d \ b\`, `a\\d \ b\`},
+		{"backslash before a bidi override", "\\\u202e", `\\\u202e`, `\\\u202e`},
 	} {
 		if got := Escape(c.in); got != c.escape {
 			t.Errorf("%s: Escape(%q) = %q, want %q", c.name, c.in, got, c.escape)
@@ -45,8 +59,13 @@ func TestEscape(t *testing.T) {
 		if got := Text(c.in); got != c.text {
 			t.Errorf("%s: Text(%q) = %q, want %q", c.name, c.in, got, c.text)
 		}
-		if Safe(c.in) != (c.in == c.escape) {
+		if Safe(c.in) != (c.in == c.escape || !strings.ContainsFunc(c.in, func(r rune) bool { return unsafe(r) || r == utf8.RuneError })) {
 			t.Errorf("%s: Safe(%q) = %v", c.name, c.in, Safe(c.in))
+		}
+		for _, keep := range []bool{false, true} {
+			if got, err := unescape(escape(c.in, keep), keep); err != nil || got != c.in {
+				t.Errorf("%s: escape(keepLines=%v) %q decodes to %q (%v)", c.name, keep, escape(c.in, keep), got, err)
+			}
 		}
 		assertShowable(t, c.name, Escape(c.in), false)
 		assertShowable(t, c.name, Text(c.in), true)
@@ -94,7 +113,7 @@ func assertShowable(t *testing.T, name, out string, keepLines bool) {
 // character in two; the Writer shows it whole, and still escapes an escape
 // sequence cut in two.
 func TestWriterKeepsSplitRunes(t *testing.T) {
-	in := "日本\u202eé\x1b[2J end\n"
+	in := "日本\u202eé\x1b[2J \\x1b \\\\\u202e end\\\n\\"
 	for cut := 0; cut <= len(in); cut++ {
 		for cut2 := cut; cut2 <= len(in); cut2++ {
 			var b bytes.Buffer
@@ -135,5 +154,109 @@ func TestCleanTextIsNotCopied(t *testing.T) {
 	s := strings.Repeat("plain text, nothing to do ", 100)
 	if n := testing.AllocsPerRun(100, func() { _ = Escape(s); _ = Text(s) }); n != 0 {
 		t.Errorf("Escape of clean text allocates %v times", n)
+	}
+}
+
+// unescape is the reading a person (or this test) gives escape's output:
+// a run of backslashes before a letter that starts an escape is, when
+// odd, half of it (rounded down) as backslashes and then the escape, and
+// when even, half of it as backslashes and the letter; any other
+// backslash is itself. It fails on an escape escape never writes.
+func unescape(s string, keepLines bool) (string, error) {
+	var b []byte
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			b = append(b, s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '\\' {
+			j++
+		}
+		run := j - i
+		if j == len(s) || !escapeLetter(s[j], keepLines) {
+			b = append(b, s[i:j]...)
+			i = j
+			continue
+		}
+		b = append(b, strings.Repeat(`\`, run/2)...)
+		i = j
+		if run%2 == 0 {
+			continue // the letter is itself
+		}
+		width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[s[j]]
+		if width == 0 {
+			b = append(b, map[byte]byte{'n': '\n', 'r': '\r', 't': '\t'}[s[j]])
+			i = j + 1
+			continue
+		}
+		if j+1+width > len(s) {
+			return "", fmt.Errorf("a cut escape at %d", j)
+		}
+		v, err := strconv.ParseUint(s[j+1:j+1+width], 16, 32)
+		if err != nil {
+			return "", err
+		}
+		if s[j] == 'x' {
+			b = append(b, byte(v))
+		} else {
+			b = utf8.AppendRune(b, rune(v))
+		}
+		i = j + 1 + width
+	}
+	return string(b), nil
+}
+
+// TestEscapeIsUnambiguous: over every string of a small alphabet built
+// to collide — backslashes, the escapes' letters, and characters shown as
+// escapes — each output reads back as its input, so no two inputs look
+// the same and untrusted text cannot pass for an escape. (With
+// backslashes never doubled, the four bytes \x1b and an ESC both showed
+// as \x1b: this test fails at once.)
+func TestEscapeIsUnambiguous(t *testing.T) {
+	alphabet := []string{`\`, "x", "1", "b", "n", "r", "t", "u", "\x1b", "\r", "\n", "\t", "\u202e", "\xff", "a"}
+	var gen func(prefix string, depth int)
+	gen = func(prefix string, depth int) {
+		for _, keep := range []bool{false, true} {
+			out := escape(prefix, keep)
+			if got, err := unescape(out, keep); err != nil || got != prefix {
+				t.Fatalf("escape(%q, keepLines=%v) = %q reads back as %q (%v)", prefix, keep, out, got, err)
+			}
+		}
+		if depth == 0 {
+			return
+		}
+		for _, a := range alphabet {
+			gen(prefix+a, depth-1)
+		}
+	}
+	gen("", 4)
+}
+
+// TestJSON: JSON text stays JSON — its escapes are not doubled — while a
+// raw character to hide becomes a JSON escape, spacing newlines a space
+// and invalid bytes \xNN; what is left decodes to the same value.
+func TestJSON(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"command":"cat <<EOF\nx\u001b\\d\nEOF"}`, `{"command":"cat <<EOF\nx\u001b\\d\nEOF"}`},
+		{"{\"a\":\"x\u202ey\U000E0041\"}", `{"a":"x\u202ey\udb40\udc41"}`},
+		{"{\n\t\"a\": \"\x1b[2J\"\r\n}", `{  "a": "\u001b[2J"  }`},
+		{`{"a":"\"\u202e"}`, `{"a":"\"\u202e"}`},
+		{"{\"a\":\"\\\"\u202e\"}", `{"a":"\"\u202e"}`},
+		{"\"\xff\"", `"\xff"`},
+		{`{"cut":"abc\`, `{"cut":"abc\`},
+	} {
+		got := JSON(c.in)
+		if got != c.want {
+			t.Errorf("JSON(%q) = %q, want %q", c.in, got, c.want)
+		}
+		assertShowable(t, c.in, got, false)
+		var a, b any
+		if utf8.ValidString(c.in) && json.Unmarshal([]byte(c.in), &a) == nil {
+			if err := json.Unmarshal([]byte(got), &b); err != nil || fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("JSON(%q) = %q decodes to %v (%v), want %v", c.in, got, b, err, a)
+			}
+		}
 	}
 }
