@@ -17,10 +17,11 @@ import (
 	"unsafe"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"golang.org/x/sys/unix"
 )
 
-// netSupervisor is installed by the notification server (netsup_linux.go),
+// netSupervisor starts the notification server (sandbox/internal/notify),
 // which serves every network mode: the one place that decides a confined
 // tree's socket calls (AF_UNIX addresses, IP destinations, binds and
 // listens) and, with change capture, its file changes. It receives:
@@ -46,7 +47,7 @@ import (
 // once the whole tree is gone (a thread's listener: when the spawner
 // ends). When netSupervisor is nil (tests), policies that need it fail
 // closed.
-var netSupervisor func(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error)
+var netSupervisor = startServer
 
 type notifyKind int
 
@@ -110,13 +111,13 @@ type Sandbox struct {
 	devNull       *os.File
 	// unixRule decides AF_UNIX addresses for the notification server by
 	// rwRoots (nil unless notifyNet).
-	unixRule func(unixRequest) bool
+	unixRule func(notify.UnixRequest) bool
 	// proxy is the domain proxy (domains_linux.go), nil without
 	// AllowDomains; stopped by Close.
 	proxy *netproxy.Proxy
 	// ownPorts: loopback ports its commands bound (network none with
 	// domains: the only loopback ports they may connect to).
-	ownPorts portSet
+	ownPorts notify.PortSet
 
 	pathMu  sync.Mutex
 	pathIn  string
@@ -125,7 +126,7 @@ type Sandbox struct {
 	homeOK  bool
 
 	// captureChild is the child program with the change-capture calls
-	// (capture_linux.go), for commands with BeforeChange; nil unless
+	// (withCapture, notify_linux.go), for commands with BeforeChange; nil unless
 	// Policy.CaptureChanges.
 	captureChild *cProgram
 
@@ -158,9 +159,9 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	// Network. Every mode is served by the one notification server
-	// (netsup_linux.go), which rests on seccomp user notification and
+	// (sandbox/internal/notify), which rests on seccomp user notification and
 	// pidfd_getfd. Under none it lets the tree bind loopback and reach
-	// the ports it bound itself, and nothing else (netsup_domains_linux.go);
+	// the ports it bound itself, and nothing else (notify/ownports_linux.go);
 	// the seccomp filter then lets IP sockets exist (as for loopback), and
 	// Landlock still refuses every TCP port to the child itself: the
 	// server binds and connects on its own copy of the socket. Domain
@@ -443,8 +444,8 @@ func New(p Policy) (*Sandbox, error) {
 	if s.notify == notifyNet {
 		// A pathname unix socket is reachable (and may be created) in
 		// every network mode beneath the read-write roots, and nowhere
-		// else: the one AF_UNIX rule (netsup_addr_linux.go).
-		s.unixRule = unixPathsUnder(s.rwRoots...)
+		// else: the one AF_UNIX rule (notify/addr_linux.go).
+		s.unixRule = notify.UnixPathsUnder(s.rwRoots...)
 	}
 
 	// In a PID namespace the command's parent is our init, which is this
@@ -589,8 +590,8 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 
 // serverOptions configures the notification server of one command
 // (capt, its change capture, or nil) or of a spawner thread.
-func (s *Sandbox) serverOptions(capt *capturer, mountNS uint64) netSupervisorOptions {
-	return netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt,
+func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
+	return notify.Options{Mode: serverMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
 		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS}
 }
 
@@ -1018,17 +1019,15 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		req.path, req.rlimits, req.initFD = "/proc/self/exe", s.initRlimits, int(w.Fd())
 		req.argv = append([]string{initMarker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
 	}
-	var capt *capturer
+	var capt *notify.Capture
 	if cmd.BeforeChange != nil {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
-		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, !s.notifyCalls.has("bind"), s.rwRoots, s.pol.SystemPaths); capt != nil {
+		// Before the spawn: the writer watch must be there before the
+		// command's first change.
+		if capt, p.foreign = s.newCapture(cmd); capt != nil {
 			req.child = s.captureChild
-			// Before the spawn: the listener must be there before the
-			// command's first change.
-			capt.foreign = newForeignWatch(cmd.ForeignChange)
-			p.foreign = capt.foreign
 		}
 	}
 	if s.plan.v2 {
@@ -1083,9 +1082,6 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		// the tree's identity is known.
 		id := p.identity()
 		p.foreign.start(id.has)
-	}
-	if capt != nil {
-		capt.mountNS = s.commandMountNS(p.pid) // before its supervisor starts
 	}
 	if res.listener >= 0 {
 		var stop func()

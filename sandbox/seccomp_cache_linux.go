@@ -15,7 +15,7 @@ import (
 // Precompiled seccomp programs. libseccomp takes ~0.5 ms (more on a busy
 // machine) to build and export the programs of one policy, and a
 // `lite-agent sandbox run` pays that at every start. The programs depend
-// only on the rules in seccomp_linux.go and capture_linux.go and on the
+// only on the rules in seccomp_linux.go and notify.CaptureCalls and on the
 // few inputs in their key (network mode, sealed thread, notified calls),
 // not on the machine: so the programs every shape of New can ask for are
 // compiled at `go generate` time (seccomp_programs.bin) and looked up

@@ -236,7 +236,7 @@ func compileMainFilter(spec filterSpec) ([]byte, error) {
 // either; here it is also a rule on registers, for every mode).
 //
 // The mode is a register value, so these are race-free seccomp rules: the
-// change capture (capture_linux.go) answers CONTINUE and could not enforce
+// change capture (internal/notify) answers CONTINUE and could not enforce
 // anything a process can change in its memory. Each rule tests one bit of
 // one argument (libseccomp ANDs the conditions of one rule and compares an
 // argument once per rule); only the low bits are looked at, and the kernel
@@ -335,7 +335,7 @@ func addModeRules(b *ruleBuilder) {
 // The network rules of modes loopback and private (addInetSocketRules,
 // addRoutingSockoptRules; mode none gets the latter too).
 //
-// The network supervisor (netsup_linux.go) sees connect, bind, listen,
+// The network supervisor (internal/notify) sees connect, bind, listen,
 // sendto with an address, sendmsg and sendmmsg, and checks the address
 // each names. It never sees what carries no address: write(2), send(),
 // sendto(..., NULL, 0), splice, sendfile on a connected socket, which go to
@@ -547,7 +547,7 @@ type notifyCall struct {
 }
 
 // connectOnly: what mode unrestricted sends the notification server
-// (netsup_linux.go): every connect(2), for the AF_UNIX rule; IP
+// (internal/notify): every connect(2), for the AF_UNIX rule; IP
 // destinations are all allowed there, so nothing else needs it.
 var connectOnly = notifySpec{calls: []notifyCall{{name: "connect"}}}
 
