@@ -6,13 +6,12 @@ import (
 	"io/fs"
 
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
-	seccomp "github.com/seccomp/libseccomp-golang"
 )
 
 // The sandbox's side of the notification server (sandbox/internal/notify):
-// starting it, mapping this package's vocabulary onto its options, and the
-// child program's capture calls. Every decision the server makes is its
-// own; nothing here decides a call.
+// starting it and mapping this package's vocabulary onto its options
+// (the child program's capture calls are seccomp.WithCapture). Every
+// decision the server makes is its own; nothing here decides a call.
 
 // startServer is netSupervisor: notify.Start, with an unsupported kernel
 // or architecture reported as this package's ErrUnsupported.
@@ -24,11 +23,13 @@ func startServer(listenerFD, pidfd, pid int, opts notify.Options) (stop func(), 
 	return stop, err
 }
 
-// serverMode is the server's name for a network mode. An unknown mode
-// maps to one the server refuses to start with.
-func serverMode(m NetworkMode) notify.Mode {
+// internalMode is the name the notification server and the seccomp
+// programs give a network mode: empty is none, as Policy.Network says,
+// and an unknown mode maps to one that both refuse (the server to start,
+// the programs to compile).
+func internalMode(m NetworkMode) notify.Mode {
 	switch m {
-	case NetworkNone:
+	case NetworkNone, "":
 		return notify.ModeNone
 	case NetworkLoopback:
 		return notify.ModeLoopback
@@ -55,40 +56,12 @@ func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
 		}
 	}
 	opts := notify.CaptureOptions{Workspace: s.workspaceReal, Hook: cmd.BeforeChange,
-		Binds: !s.notifyCalls.has("bind"), Roots: s.rwRoots, Devices: devices}
+		Binds: !s.notifyCalls.Has("bind"), Roots: s.rwRoots, Devices: devices}
 	fw := newForeignWatch(cmd.ForeignChange)
 	if fw != nil {
 		opts.Watch = fw // not a nil *foreignWatch in the interface
 	}
 	return notify.NewCapture(opts), fw
-}
-
-// withCapture adds the capture calls (notify.CaptureCalls) to a child
-// program's notifications. They share its listener: the kernel allows one
-// listener per process's filter chain, so the server of the policy's
-// network mode receives them and hands them to the command's Capture.
-//
-// With exits, exit_group is notified too (foreign_linux.go says why).
-func withCapture(n notifySpec, exits bool) notifySpec {
-	out := notifySpec{calls: append([]notifyCall(nil), n.calls...)}
-	for _, c := range notify.CaptureCalls {
-		if c.Name == "bind" && n.has("bind") {
-			continue // the network rules': the server reports binds itself
-		}
-		if c.Name == "exit_group" && !exits {
-			continue
-		}
-		if c.FlagArg == 0 {
-			out.calls = append(out.calls, notifyCall{name: c.Name})
-			continue
-		}
-		// libseccomp compares an argument once per rule: one rule per flag.
-		for _, fl := range notify.OpenWriteFlags {
-			out.calls = append(out.calls, notifyCall{name: c.Name,
-				conds: []seccomp.ScmpCondition{cond(c.FlagArg, seccomp.CompareMaskedEqual, fl, fl)}})
-		}
-	}
-	return out
 }
 
 // HardLinkNames returns every name in fsys (a workspace) of the inode that

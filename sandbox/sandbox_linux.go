@@ -18,6 +18,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,11 +69,11 @@ type Sandbox struct {
 	rawPieces confinePieces // what a child loads itself
 	notify    notifyKind
 	// notifyCalls are the calls sent to the notification server (with
-	// notifyNet): netSupervised, or connectOnly under unrestricted.
-	notifyCalls notifySpec
-	spec        filterSpec // network rules of the main program
-	sealed      bool       // the spawner threads carry every rule (seccomp_linux.go)
-	threadBPF   []byte     // the spawner threads' program
+	// notifyNet): NetSupervised, or ConnectOnly under unrestricted.
+	notifyCalls seccomp.NotifySpec
+	spec        seccomp.MainSpec // network rules of the main program
+	sealed      bool             // the spawner threads carry every rule (internal/seccomp)
+	threadBPF   []byte           // the spawner threads' program
 	// threadNotifies: the thread program sends notifyCalls to a
 	// per-thread notification server, so children load no program of
 	// their own.
@@ -126,7 +127,7 @@ type Sandbox struct {
 	homeOK  bool
 
 	// captureChild is the child program with the change-capture calls
-	// (withCapture, notify_linux.go), for commands with BeforeChange; nil unless
+	// (seccomp.WithCapture), for commands with BeforeChange; nil unless
 	// Policy.CaptureChanges.
 	captureChild *cProgram
 
@@ -179,9 +180,9 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	// unrestricted needs the server for connect only (the AF_UNIX rule);
 	// every other mode sends it each call that names an address.
-	s.notifyCalls = netSupervised
+	s.notifyCalls = seccomp.NetSupervised
 	if mode == NetworkUnrestricted {
-		s.notifyCalls = connectOnly
+		s.notifyCalls = seccomp.ConnectOnly
 	}
 	switch {
 	case s.notify == notifyNet:
@@ -317,7 +318,7 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	// seccomp: the main program goes on the spawner threads, the child
-	// program into each child (seccomp_linux.go). A spawner thread that
+	// program into each child (internal/seccomp). A spawner thread that
 	// needs neither clone3 (CLONE_INTO_CGROUP) nor namespace flags is
 	// sealed: everything is on the thread, including the notification
 	// server's calls, with one listener and one server per thread (a
@@ -325,8 +326,8 @@ func New(p Policy) (*Sandbox, error) {
 	// capture they stay in the child program, whose per-command listener
 	// also carries the capture calls).
 	s.sealed = !s.newPID && !s.newUser && !plan.v2
-	s.spec = filterSpec{network: filterMode, denyConnect: denyConnect}
-	var childNotify notifySpec
+	s.spec = seccomp.MainSpec{Network: internalMode(filterMode), DenyConnect: denyConnect}
+	var childNotify seccomp.NotifySpec
 	if s.notify == notifyNet {
 		childNotify = s.notifyCalls
 	}
@@ -340,26 +341,26 @@ func New(p Policy) (*Sandbox, error) {
 		}
 		spec := s.spec
 		if s.sealed {
-			spec.sealed = true
+			spec.Sealed = true
 			if s.notify == notifyNet && !q.CaptureChanges {
-				spec.notify, childNotify = s.notifyCalls, notifySpec{}
+				spec.Notify, childNotify = s.notifyCalls, seccomp.NotifySpec{}
 				s.threadNotifies = true
 			}
 		}
 		var err error
-		if s.threadBPF, err = buildMainFilter(spec); err != nil {
+		if s.threadBPF, err = seccomp.Main(spec); err != nil {
 			filtersDone <- err
 			return
 		}
-		if !s.sealed || len(childNotify.calls) > 0 {
-			if childBPF, err = buildChildFilter(!s.sealed, childNotify); err != nil {
+		if !s.sealed || !childNotify.Empty() {
+			if childBPF, err = seccomp.Child(!s.sealed, childNotify); err != nil {
 				filtersDone <- err
 				return
 			}
-			childNotifies = len(childNotify.calls) > 0
+			childNotifies = !childNotify.Empty()
 		}
 		if q.CaptureChanges && s.notify != notifyNone {
-			bpf, err := buildChildFilter(!s.sealed, withCapture(childNotify, foreignOK))
+			bpf, err := seccomp.Child(!s.sealed, seccomp.WithCapture(childNotify, foreignOK))
 			if err != nil {
 				filtersDone <- err
 				return
@@ -591,7 +592,7 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 // serverOptions configures the notification server of one command
 // (capt, its change capture, or nil) or of a spawner thread.
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
-	return notify.Options{Mode: serverMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
+	return notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
 		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS}
 }
 
@@ -654,17 +655,17 @@ func (s *Sandbox) confinement() (confinePieces, error) {
 		return p, nil
 	}
 	var err error
-	if p.MainBPF, err = buildMainFilter(s.spec); err != nil {
+	if p.MainBPF, err = seccomp.Main(s.spec); err != nil {
 		return p, err
 	}
-	var ns notifySpec
+	var ns seccomp.NotifySpec
 	if s.notify == notifyNet {
 		ns = s.notifyCalls
 	}
-	if p.ChildBPF, err = buildChildFilter(true, ns); err != nil {
+	if p.ChildBPF, err = seccomp.Child(true, ns); err != nil {
 		return p, err
 	}
-	p.ChildNotifies = len(ns.calls) > 0
+	p.ChildNotifies = !ns.Empty()
 	return p, nil
 }
 
