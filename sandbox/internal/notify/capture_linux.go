@@ -131,7 +131,7 @@ type Capture struct {
 	roots   []string
 	devices map[string]bool
 	// mountNS is the inode of the command's own mount namespace, or 0
-	// (sameRoot): Start sets it from Options.MountNS before the first
+	// (sameRoot): set once the command is started, before its first
 	// call is served.
 	mountNS uint64
 	// cred runs the emulated calls with the command's credentials, from
