@@ -32,8 +32,8 @@ type Command struct {
 	// it starts changes a path inside the policy's workspace — creates,
 	// opens for writing, truncates, renames, links, removes, changes the
 	// mode of it, or binds a unix socket to it — so that a checkpoint can
-	// save the path's pre-image first (see capture_linux.go for how, and
-	// what is not seen). A write to a file with hard links names every
+	// save the path's pre-image first (see "Change capture" in doc.go and
+	// internal/notify/capture_linux.go for how, and what is not seen). A write to a file with hard links names every
 	// workspace name of it; a link names its source too. A call whose
 	// paths cannot be resolved fails (EPERM) instead of running
 	// unrecorded. Calls come one at a time, in the order the processes

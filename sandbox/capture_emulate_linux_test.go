@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 )
 
 // TestCaptureEmulationSemantics: the supervisor now performs every
@@ -139,9 +141,9 @@ func TestCaptureEmulationConfined(t *testing.T) {
 	script := "echo x > theirs; echo x >> theirs; chmod 666 theirs; echo x > closed/f; mkdir closed/d; rm closed/f; echo done"
 	// With the supervisor's own credentials the emulation would write
 	// the file: the attack the credential rule stops.
-	testCaptureKeepCreds = true
+	notify.TestHooks.CaptureKeepCreds = true
 	run(script, h.hook)
-	testCaptureKeepCreds = false
+	notify.TestHooks.CaptureKeepCreds = false
 	if b, _ := os.ReadFile(theirs); string(b) == "THEIRS" {
 		t.Error("with the supervisor's credentials another user's 0600 file stayed unwritten: this test proves nothing")
 	}

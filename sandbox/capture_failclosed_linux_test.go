@@ -8,14 +8,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 )
 
 // withFailOpen runs f with change capture letting unresolvable calls
 // through, as it did before it failed closed: the "without the fix" half.
 func withFailOpen(t *testing.T, f func()) {
 	t.Helper()
-	testCaptureFailOpen = true
-	defer func() { testCaptureFailOpen = false }()
+	notify.TestHooks.CaptureFailOpen = true
+	defer func() { notify.TestHooks.CaptureFailOpen = false }()
 	f()
 }
 
@@ -91,7 +93,7 @@ func cleanWorkspace(t *testing.T, ws string) {
 }
 
 // TestCaptureHardLinks: a hard link is a second name for the same bytes
-// (capture_linux.go, rules (a)-(c)).
+// (internal/notify/capture_linux.go, rules (a)-(c)).
 func TestCaptureHardLinks(t *testing.T) {
 	outside := t.TempDir() // a read-write path on the workspace's file system
 	sb, ws := newTestSandbox(t, func(p *Policy) {
@@ -208,8 +210,8 @@ func TestCaptureHardLinkWalkIsBounded(t *testing.T) {
 	if err := os.Link(filepath.Join(ws, "zz"), filepath.Join(ws, "zz2")); err != nil {
 		t.Fatal(err)
 	}
-	defer func(n int) { hardLinkWalkLimit = n }(hardLinkWalkLimit)
-	hardLinkWalkLimit = 10
+	defer func(n int) { notify.TestHooks.HardLinkWalkLimit = n }(notify.TestHooks.HardLinkWalkLimit)
+	notify.TestHooks.HardLinkWalkLimit = 10
 	h := newPreImages(ws)
 	r := sh(t, sb, "echo x >> zz2 && echo WROTE; echo x >> f00 && echo PLAIN", func(c *Command) { c.BeforeChange = h.hook })
 	if strings.Contains(r.out, "WROTE") || !strings.Contains(r.err, "Operation not permitted") {

@@ -36,12 +36,12 @@
 // is confined before its first instruction.
 //
 // The seccomp programs are compiled by libseccomp at `go generate` time
-// for every shape New can ask for, embedded (seccomp_programs.bin) and
+// for every shape New can ask for, embedded (internal/seccomp/programs.bin) and
 // looked up by a hash of every input of their compile; another shape is
 // compiled at run time. TestPrecompiledSeccompPrograms requires each
 // stored program to equal a fresh compile, so a rule changed without
 // `go generate ./sandbox` fails the tests rather than ship the old one
-// (seccomp_cache_linux.go). `lite-agent sandbox run` is this path too:
+// (internal/seccomp). `lite-agent sandbox run` is this path too:
 // there is no second implementation of it.
 //
 // # What each layer stops
@@ -80,7 +80,7 @@
 // perf_event_open, keyctl/add_key/request_key, userfaultfd, io_uring,
 // kexec, module loading, ioctl TIOCSTI/TIOCLINUX (compared on the low 32
 // bits), sockets other than AF_UNIX/AF_INET/AF_INET6, raw sockets, AF_UNIX
-// datagram sockets, pidfd_getfd, and more (see seccomp_linux.go). Outside
+// datagram sockets, pidfd_getfd, and more (see internal/seccomp). Outside
 // network mode unrestricted, also IP sockets other than TCP, UDP and MPTCP
 // stream or datagram sockets (no SCTP, UDP-Lite, ping, ...), and the
 // socket options that would send a socket's traffic elsewhere than its
@@ -186,16 +186,17 @@
 //
 // # The notification server
 //
-// One seccomp user-notification server (netsup_linux.go) serves every
-// network mode and change capture: one receive loop, one address-length
-// bound, one way of naming the caller (a pidfd of the notifying thread, or
-// of its thread group before Linux 6.9: a connect from any thread works),
-// one path resolver (openChildPathAt, shared with capture), one AF_UNIX
-// rule (unixPathsUnder of the read-write roots), and handlers for connect,
-// bind, listen, addressed sendto, sendmsg and sendmmsg (the per-mode IP
-// decision: netsup_addr_linux.go, netsup_domains_linux.go) and for the
-// capture calls (capture_linux.go). Under every mode but unrestricted the
-// filter sends it each call that names an address; under unrestricted
+// One seccomp user-notification server (sandbox/internal/notify) serves
+// every network mode and change capture: one receive loop, one
+// address-length bound, one way of naming the caller (a pidfd of the
+// notifying thread, or of its thread group before Linux 6.9: a connect
+// from any thread works), one path resolver (openChildPathAt, shared with
+// capture), one AF_UNIX rule (notify.UnixPathsUnder of the read-write
+// roots), and handlers for connect, bind, listen, addressed sendto,
+// sendmsg and sendmmsg (the per-mode IP decision: notify's addr_linux.go,
+// ownports_linux.go) and for the capture calls (notify's
+// capture_linux.go). Its written safety argument is that package's doc.
+// Under every mode but unrestricted the filter sends it each call that names an address; under unrestricted
 // only connect. It copies the address and data from the child, checks the
 // notification is still pending, takes the child's socket with
 // pidfd_getfd, and performs the call itself on that socket with its own
@@ -243,7 +244,7 @@
 // deny entries are never asked about, and the rebinding check still
 // applies to an admitted name.
 //
-// Enforcement is the notification server's (netsup_domains_linux.go):
+// Enforcement is the notification server's (notify's ownports_linux.go):
 // under none, its one extra destination with domains is the proxy's
 // exact address and port; the seccomp filter lets TCP/UDP sockets exist
 // (with loopback's socket-type and re-routing rules), and Landlock still
@@ -298,7 +299,7 @@
 // With Policy.CaptureChanges and Command.BeforeChange, the write-side
 // calls are sent to the supervisor, which reports the workspace paths they
 // are about to change and then makes each call itself, on what it
-// resolved, handing back the result (capture_linux.go,
+// resolved, handing back the result (notify's capture_linux.go and
 // capture_emulate_linux.go): an open's descriptor is installed in the
 // process (SECCOMP_IOCTL_NOTIF_ADDFD), O_TRUNC applied only once the
 // pre-image of that very inode is recorded; unlink, rename, mkdir, link,
@@ -357,6 +358,38 @@
 // Probe reports what this kernel and this user can enforce
 // (`lite-agent sandbox check`).
 //
+// # Package layout
+//
+// This package is the portable surface: Policy, Command, New, Start and
+// Run, Enforcement, Probe, and the files that implement them on Linux —
+// the spawn path (spawn_linux.c/.go, spawner_linux.go, confine.h,
+// init_linux.c), Landlock (landlock_linux.go), cgroups (cgroup_linux.go),
+// the mount namespace, devpts and /proc (mountns_linux.go, devpts_linux.*,
+// procfs_linux.*), the writer watch (foreign_linux.go) and the domain
+// proxy's wiring (domains*.go). The spawn path is the next to move
+// (sandbox/internal/spawn), once the mount-namespace work on it is done.
+//
+// sandbox/internal/seccomp builds the seccomp programs (the main and the
+// child program, per network mode and notified calls) and keeps their
+// precompiled table (programs.bin, regenerated by `go generate ./sandbox`).
+// New asks it for programs by shape (seccomp.MainSpec, seccomp.NotifySpec)
+// and loads the bytes; the rules, and why each is there, are its own.
+//
+// sandbox/internal/notify is the seccomp user-notification server: every
+// decision a confined tree's trapped calls get — AF_UNIX, IP per mode,
+// the tree's own loopback addresses, change capture — with its one path
+// resolver, its unit tests and the harness that drives a confined child
+// without this package's spawn path. It is internal because its options
+// are this package's to set: the only way in is notify_linux.go here,
+// which starts a server per listener (notify.Start), maps NetworkMode and
+// the policy onto notify.Options (internalMode: the one mapping of
+// NetworkMode, used for the programs too), and makes a command's
+// notify.Capture; the child program's capture calls come from
+// notify.CaptureCalls (seccomp.WithCapture: the one list, read by the
+// program and by the server). The end-to-end tests of every network mode
+// and of capture stay here: they run through a Sandbox; the unit tests of
+// each internal package are its own.
+//
 // # Limits of this implementation
 //
 //   - The read-only mount namespace is a copy made when a spawner thread
@@ -393,3 +426,8 @@
 //     execute the agent's binary too (Landlock must let the first process
 //     execute it); it holds no secret and runs confined like any program.
 package sandbox
+
+// The precompiled seccomp programs (internal/seccomp/programs.bin; see
+// its cache_linux.go) are regenerated from here, so that
+// `go generate ./sandbox` stays the one command.
+//go:generate go test -run ^TestPrecompiledSeccompPrograms$ ./internal/seccomp -update-seccomp

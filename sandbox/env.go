@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 )
 
 // FilterEnv builds a confined child's environment.
@@ -145,10 +147,6 @@ func trimPath(path string, readable []string) string {
 	return strings.Join(keep, string(os.PathListSeparator))
 }
 
-// within reports whether path is root or beneath it (both clean, absolute).
-func within(path, root string) bool {
-	if root == "/" {
-		return strings.HasPrefix(path, "/")
-	}
-	return path == root || strings.HasPrefix(path, root+"/")
-}
+// within reports whether path is root or beneath it (both clean,
+// absolute): notify.Within, the one containment test.
+func within(path, root string) bool { return notify.Within(path, root) }

@@ -139,10 +139,10 @@ func foreignAvailable() bool {
 	return true
 }
 
-// announce is called with the paths a tree process is about to change,
+// Announce is called with the paths a tree process is about to change,
 // before BeforeChange records them. It marks their directories, so that
 // every later write to them is seen with its writer.
-func (w *foreignWatch) announce(paths []string) {
+func (w *foreignWatch) Announce(paths []string) {
 	if w == nil {
 		return
 	}
@@ -242,22 +242,19 @@ func (w *foreignWatch) loop() {
 			return true
 		})
 		if err != nil {
-			w.drain() // stopped: what is left, without blocking
+			w.Drain() // stopped: what is left, without blocking
 			return
 		}
 	}
 }
 
-// drain reads and attributes every event queued now. The capturer calls
-// it when a process of the tree is about to exit (exit_group), stop when
-// the tree is gone.
-// own runs op, a call change capture makes for the command
+// Own runs op, a call change capture makes for the command
 // (capture_emulate_linux.go), so that what it changes is taken for the
 // command's: what was queued before is read first, as anyone's, then op
 // runs and its events — queued within the call that made them — are read
 // with the supervisor's pid counted as the command's. The reader is held
 // off meanwhile, so no event of op is read outside.
-func (w *foreignWatch) own(op func()) {
+func (w *foreignWatch) Own(op func()) {
 	if w == nil {
 		op()
 		return
@@ -271,7 +268,10 @@ func (w *foreignWatch) own(op func()) {
 	w.ours = false
 }
 
-func (w *foreignWatch) drain() {
+// Drain reads and attributes every event queued now. The capturer calls
+// it when a process of the tree is about to exit (exit_group), stop when
+// the tree is gone.
+func (w *foreignWatch) Drain() {
 	if w == nil {
 		return
 	}
@@ -360,7 +360,7 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 	}
 	if int(pid) == w.self && (w.ours || mask&^(unix.FAN_CREATE|unix.FAN_EVENT_ON_CHILD) == 0) {
 		// The network supervisor binds the tree's pathname unix sockets
-		// itself (netsup_linux.go), announced first: that creation is
+		// itself (sandbox/internal/notify), announced first: that creation is
 		// the command's.
 		return
 	}

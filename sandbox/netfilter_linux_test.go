@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Tests of the main seccomp program's network rules (seccomp_linux.go) and
+// Tests of the main seccomp program's network rules (internal/seccomp) and
 // of the unix-socket rule shared by every network mode. Each runs the probe
 // program (testdata/escape.c) confined in every network mode, and — where
 // that is meaningful — unconfined, to show that the kernel would have done
@@ -260,50 +260,4 @@ func TestEscapeUnixModes(t *testing.T) {
 			t.Errorf("network %s: a socket file was planted outside the sandbox", mode)
 		}
 	})
-}
-
-// inetProtoRefused evaluates the socket protocol rules as the filter does
-// (64-bit register values).
-func inetProtoRefused(v uint64) bool {
-	if v > inetProtocolMax {
-		return true
-	}
-	for _, p := range inetProtosDenied {
-		if v&p.mask == p.value {
-			return true
-		}
-	}
-	return false
-}
-
-// TestInetProtocolRules checks the bit patterns of inetProtosDenied: every
-// protocol number up to 2^20 is refused unless it is 0, TCP, UDP or MPTCP,
-// and so is any value with junk in the upper 32 bits (the kernel reads an
-// int: junk over SCTP would be SCTP).
-func TestInetProtocolRules(t *testing.T) {
-	allowed := map[uint64]bool{0: true, unix.IPPROTO_TCP: true, unix.IPPROTO_UDP: true, unix.IPPROTO_MPTCP: true}
-	for v := uint64(0); v < 1<<20; v++ {
-		if inetProtoRefused(v) == allowed[v] {
-			t.Errorf("protocol %d: refused=%v", v, inetProtoRefused(v))
-		}
-	}
-	for _, lo := range []uint64{0, 6, 17, 132, 136, 262, 0xffffffff} {
-		for _, hi := range []uint64{1, 0x80000000, 0xffffffff} {
-			if v := hi<<32 | lo; !inetProtoRefused(v) {
-				t.Errorf("protocol %#x (junk over %d) not refused", v, lo)
-			}
-		}
-	}
-	// The type rules: only SOCK_STREAM and SOCK_DGRAM pass, with any of
-	// SOCK_NONBLOCK/SOCK_CLOEXEC.
-	for typ := uint64(0); typ < 1<<20; typ++ {
-		refused := false
-		for _, r := range inetTypesDenied {
-			refused = refused || typ&r.mask == r.value
-		}
-		base := typ & sockTypeMask
-		if refused == (base == unix.SOCK_STREAM || base == unix.SOCK_DGRAM) {
-			t.Errorf("socket type %#x: refused=%v", typ, refused)
-		}
-	}
 }

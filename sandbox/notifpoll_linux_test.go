@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,14 +18,14 @@ import (
 // is interrupted; each connect must still be answered.
 func TestSupervisorsSurviveInterruptedPoll(t *testing.T) {
 	var calls, interrupted atomic.Int64
-	pollFn = func(fds []unix.PollFd, timeout int) (int, error) {
+	notify.TestHooks.Poll = func(fds []unix.PollFd, timeout int) (int, error) {
 		if calls.Add(1)%2 == 1 {
 			interrupted.Add(1)
 			return -1, unix.EINTR
 		}
 		return unix.Poll(fds, timeout)
 	}
-	t.Cleanup(func() { pollFn = unix.Poll })
+	t.Cleanup(func() { notify.TestHooks.Poll = nil })
 
 	modes := []NetworkMode{NetworkNone}
 	if netSupervisor != nil {

@@ -17,10 +17,12 @@ import (
 	"unsafe"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
 	"golang.org/x/sys/unix"
 )
 
-// netSupervisor is installed by the notification server (netsup_linux.go),
+// netSupervisor starts the notification server (sandbox/internal/notify),
 // which serves every network mode: the one place that decides a confined
 // tree's socket calls (AF_UNIX addresses, IP destinations, binds and
 // listens) and, with change capture, its file changes. It receives:
@@ -46,7 +48,7 @@ import (
 // once the whole tree is gone (a thread's listener: when the spawner
 // ends). When netSupervisor is nil (tests), policies that need it fail
 // closed.
-var netSupervisor func(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error)
+var netSupervisor = startServer
 
 type notifyKind int
 
@@ -67,11 +69,11 @@ type Sandbox struct {
 	rawPieces confinePieces // what a child loads itself
 	notify    notifyKind
 	// notifyCalls are the calls sent to the notification server (with
-	// notifyNet): netSupervised, or connectOnly under unrestricted.
-	notifyCalls notifySpec
-	spec        filterSpec // network rules of the main program
-	sealed      bool       // the spawner threads carry every rule (seccomp_linux.go)
-	threadBPF   []byte     // the spawner threads' program
+	// notifyNet): NetSupervised, or ConnectOnly under unrestricted.
+	notifyCalls seccomp.NotifySpec
+	spec        seccomp.MainSpec // network rules of the main program
+	sealed      bool             // the spawner threads carry every rule (internal/seccomp)
+	threadBPF   []byte           // the spawner threads' program
 	// threadNotifies: the thread program sends notifyCalls to a
 	// per-thread notification server, so children load no program of
 	// their own.
@@ -110,13 +112,13 @@ type Sandbox struct {
 	devNull       *os.File
 	// unixRule decides AF_UNIX addresses for the notification server by
 	// rwRoots (nil unless notifyNet).
-	unixRule func(unixRequest) bool
+	unixRule func(notify.UnixRequest) bool
 	// proxy is the domain proxy (domains_linux.go), nil without
 	// AllowDomains; stopped by Close.
 	proxy *netproxy.Proxy
 	// ownPorts: loopback ports its commands bound (network none with
 	// domains: the only loopback ports they may connect to).
-	ownPorts portSet
+	ownPorts notify.PortSet
 
 	pathMu  sync.Mutex
 	pathIn  string
@@ -125,7 +127,7 @@ type Sandbox struct {
 	homeOK  bool
 
 	// captureChild is the child program with the change-capture calls
-	// (capture_linux.go), for commands with BeforeChange; nil unless
+	// (seccomp.WithCapture), for commands with BeforeChange; nil unless
 	// Policy.CaptureChanges.
 	captureChild *cProgram
 
@@ -158,9 +160,9 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	// Network. Every mode is served by the one notification server
-	// (netsup_linux.go), which rests on seccomp user notification and
+	// (sandbox/internal/notify), which rests on seccomp user notification and
 	// pidfd_getfd. Under none it lets the tree bind loopback and reach
-	// the ports it bound itself, and nothing else (netsup_domains_linux.go);
+	// the ports it bound itself, and nothing else (notify/ownports_linux.go);
 	// the seccomp filter then lets IP sockets exist (as for loopback), and
 	// Landlock still refuses every TCP port to the child itself: the
 	// server binds and connects on its own copy of the socket. Domain
@@ -178,9 +180,9 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	// unrestricted needs the server for connect only (the AF_UNIX rule);
 	// every other mode sends it each call that names an address.
-	s.notifyCalls = netSupervised
+	s.notifyCalls = seccomp.NetSupervised
 	if mode == NetworkUnrestricted {
-		s.notifyCalls = connectOnly
+		s.notifyCalls = seccomp.ConnectOnly
 	}
 	switch {
 	case s.notify == notifyNet:
@@ -316,7 +318,7 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	// seccomp: the main program goes on the spawner threads, the child
-	// program into each child (seccomp_linux.go). A spawner thread that
+	// program into each child (internal/seccomp). A spawner thread that
 	// needs neither clone3 (CLONE_INTO_CGROUP) nor namespace flags is
 	// sealed: everything is on the thread, including the notification
 	// server's calls, with one listener and one server per thread (a
@@ -324,8 +326,8 @@ func New(p Policy) (*Sandbox, error) {
 	// capture they stay in the child program, whose per-command listener
 	// also carries the capture calls).
 	s.sealed = !s.newPID && !s.newUser && !plan.v2
-	s.spec = filterSpec{network: filterMode, denyConnect: denyConnect}
-	var childNotify notifySpec
+	s.spec = seccomp.MainSpec{Network: internalMode(filterMode), DenyConnect: denyConnect}
+	var childNotify seccomp.NotifySpec
 	if s.notify == notifyNet {
 		childNotify = s.notifyCalls
 	}
@@ -339,26 +341,26 @@ func New(p Policy) (*Sandbox, error) {
 		}
 		spec := s.spec
 		if s.sealed {
-			spec.sealed = true
+			spec.Sealed = true
 			if s.notify == notifyNet && !q.CaptureChanges {
-				spec.notify, childNotify = s.notifyCalls, notifySpec{}
+				spec.Notify, childNotify = s.notifyCalls, seccomp.NotifySpec{}
 				s.threadNotifies = true
 			}
 		}
 		var err error
-		if s.threadBPF, err = buildMainFilter(spec); err != nil {
+		if s.threadBPF, err = seccomp.Main(spec); err != nil {
 			filtersDone <- err
 			return
 		}
-		if !s.sealed || len(childNotify.calls) > 0 {
-			if childBPF, err = buildChildFilter(!s.sealed, childNotify); err != nil {
+		if !s.sealed || !childNotify.Empty() {
+			if childBPF, err = seccomp.Child(!s.sealed, childNotify); err != nil {
 				filtersDone <- err
 				return
 			}
-			childNotifies = len(childNotify.calls) > 0
+			childNotifies = !childNotify.Empty()
 		}
 		if q.CaptureChanges && s.notify != notifyNone {
-			bpf, err := buildChildFilter(!s.sealed, withCapture(childNotify, foreignOK))
+			bpf, err := seccomp.Child(!s.sealed, seccomp.WithCapture(childNotify, foreignOK))
 			if err != nil {
 				filtersDone <- err
 				return
@@ -443,8 +445,8 @@ func New(p Policy) (*Sandbox, error) {
 	if s.notify == notifyNet {
 		// A pathname unix socket is reachable (and may be created) in
 		// every network mode beneath the read-write roots, and nowhere
-		// else: the one AF_UNIX rule (netsup_addr_linux.go).
-		s.unixRule = unixPathsUnder(s.rwRoots...)
+		// else: the one AF_UNIX rule (notify/addr_linux.go).
+		s.unixRule = notify.UnixPathsUnder(s.rwRoots...)
 	}
 
 	// In a PID namespace the command's parent is our init, which is this
@@ -589,8 +591,8 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 
 // serverOptions configures the notification server of one command
 // (capt, its change capture, or nil) or of a spawner thread.
-func (s *Sandbox) serverOptions(capt *capturer, mountNS uint64) netSupervisorOptions {
-	return netSupervisorOptions{Mode: s.pol.Network, Unix: s.unixRule, capture: capt,
+func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
+	return notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
 		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS}
 }
 
@@ -653,17 +655,17 @@ func (s *Sandbox) confinement() (confinePieces, error) {
 		return p, nil
 	}
 	var err error
-	if p.MainBPF, err = buildMainFilter(s.spec); err != nil {
+	if p.MainBPF, err = seccomp.Main(s.spec); err != nil {
 		return p, err
 	}
-	var ns notifySpec
+	var ns seccomp.NotifySpec
 	if s.notify == notifyNet {
 		ns = s.notifyCalls
 	}
-	if p.ChildBPF, err = buildChildFilter(true, ns); err != nil {
+	if p.ChildBPF, err = seccomp.Child(true, ns); err != nil {
 		return p, err
 	}
-	p.ChildNotifies = len(ns.calls) > 0
+	p.ChildNotifies = !ns.Empty()
 	return p, nil
 }
 
@@ -1018,17 +1020,15 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		req.path, req.rlimits, req.initFD = "/proc/self/exe", s.initRlimits, int(w.Fd())
 		req.argv = append([]string{initMarker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
 	}
-	var capt *capturer
+	var capt *notify.Capture
 	if cmd.BeforeChange != nil {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
-		if capt = newCapturer(s.workspaceReal, cmd.BeforeChange, !s.notifyCalls.has("bind"), s.rwRoots, s.pol.SystemPaths); capt != nil {
+		// Before the spawn: the writer watch must be there before the
+		// command's first change.
+		if capt, p.foreign = s.newCapture(cmd); capt != nil {
 			req.child = s.captureChild
-			// Before the spawn: the listener must be there before the
-			// command's first change.
-			capt.foreign = newForeignWatch(cmd.ForeignChange)
-			p.foreign = capt.foreign
 		}
 	}
 	if s.plan.v2 {
@@ -1083,9 +1083,6 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		// the tree's identity is known.
 		id := p.identity()
 		p.foreign.start(id.has)
-	}
-	if capt != nil {
-		capt.mountNS = s.commandMountNS(p.pid) // before its supervisor starts
 	}
 	if res.listener >= 0 {
 		var stop func()

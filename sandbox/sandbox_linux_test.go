@@ -419,8 +419,8 @@ func TestLoopbackFailsClosedWithoutSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sbNone.Close()
-	if !sbNone.spec.denyConnect || !strings.Contains(strings.Join(sbNone.Enforcement().Notes, "\n"), "connect(2) refused outright") {
-		t.Errorf("none without the server: denyConnect %v, notes %q", sbNone.spec.denyConnect, sbNone.Enforcement().Notes)
+	if !sbNone.spec.DenyConnect || !strings.Contains(strings.Join(sbNone.Enforcement().Notes, "\n"), "connect(2) refused outright") {
+		t.Errorf("none without the server: denyConnect %v, notes %q", sbNone.spec.DenyConnect, sbNone.Enforcement().Notes)
 	}
 	sb, err := New(Policy{Workspace: t.TempDir(), Network: NetworkPrivate, BestEffort: true})
 	if err != nil {

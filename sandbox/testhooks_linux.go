@@ -22,13 +22,3 @@ func forcedPlan(forced string, plan cgroupPlan, h *hostInfo) cgroupPlan {
 	}
 	return plan
 }
-
-// testCaptureFailOpen makes change capture let a call through when it
-// cannot resolve the path it names, as it did before it failed closed:
-// tests set it to show the unrecorded change that the rule prevents.
-var testCaptureFailOpen bool
-
-// testCaptureKeepCreds makes change capture's emulated calls run with the
-// supervisor's own credentials and capabilities: tests set it to show what
-// the emulation would reach without taking the command's.
-var testCaptureKeepCreds bool

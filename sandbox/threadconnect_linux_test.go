@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -430,55 +429,4 @@ func TestSealedThreadServesEveryCommand(t *testing.T) {
 		}
 		sb.spMu.Unlock()
 	}
-}
-
-// TestPidfdOfThread: what the removed connect supervisor did — a pidfd
-// opened with the notification's thread id as if it named a process —
-// fails for any thread but the leader, which is why a connect
-// from a thread got EPERM; pidfdOfThread, the server's one way of naming
-// the caller, gives a pidfd through which that thread's descriptors are
-// taken.
-func TestPidfdOfThread(t *testing.T) {
-	tids := make(chan int)
-	release := make(chan struct{})
-	defer close(release)
-	tid := unix.Getpid()
-	// Each goroutine holds its thread until the end, so a second one
-	// cannot land where the first (perhaps the main thread) is.
-	for range 4 {
-		go func() {
-			runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
-			tids <- unix.Gettid()
-			<-release
-		}()
-		if tid = <-tids; tid != unix.Getpid() {
-			break
-		}
-	}
-	if tid == unix.Getpid() {
-		t.Skip("the goroutine landed on the main thread: would check pidfds of a non-leader thread")
-	}
-	if fd, err := unix.PidfdOpen(tid, 0); err == nil {
-		unix.Close(fd)
-		t.Errorf("pidfd_open(tid %d, 0) of a non-leader thread succeeded: the old bug cannot be shown here", tid)
-	} else {
-		// EINVAL before Linux 6.9, ENOENT since (measured on 6.18).
-		t.Logf("the removed supervisor's pidfd_open(tid, 0): %v", err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	pidfd, err := pidfdOfThread(tid)
-	if err != nil {
-		t.Fatalf("pidfdOfThread(%d): %v", tid, err)
-	}
-	defer unix.Close(pidfd)
-	fd, err := unix.PidfdGetfd(pidfd, int(w.Fd()), 0)
-	if err != nil {
-		t.Fatalf("pidfd_getfd through the thread's pidfd: %v", err)
-	}
-	unix.Close(fd)
 }

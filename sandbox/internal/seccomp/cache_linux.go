@@ -1,4 +1,4 @@
-package sandbox
+package seccomp
 
 import (
 	"bytes"
@@ -10,33 +10,38 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 )
 
 // Precompiled seccomp programs. libseccomp takes ~0.5 ms (more on a busy
 // machine) to build and export the programs of one policy, and a
 // `lite-agent sandbox run` pays that at every start. The programs depend
-// only on the rules in seccomp_linux.go and capture_linux.go and on the
+// only on the rules in rules_linux.go and notify.CaptureCalls and on the
 // few inputs in their key (network mode, sealed thread, notified calls),
-// not on the machine: so the programs every shape of New can ask for are
-// compiled at `go generate` time (seccomp_programs.bin) and looked up
-// here; any other input is compiled as before.
+// not on the machine: so the programs every shape of the sandbox's New
+// can ask for are compiled at `go generate` time (programs.bin) and
+// looked up here; any other input is compiled as before.
 //
 // Staleness is a test failure, never a silent difference:
 // TestPrecompiledSeccompPrograms compiles every stored key afresh and
 // requires the same bytes, and a change to a rule without
-// `go generate ./sandbox` fails it. The file is embedded in the binary:
-// nothing outside the build can change what a sandbox loads.
+// `go generate ./sandbox` (its directive is in the sandbox's doc.go)
+// fails it. The file is embedded in the binary: nothing outside the build
+// can change what a sandbox loads.
 
-//go:generate go test -run ^TestPrecompiledSeccompPrograms$ -update-seccomp .
-
-//go:embed seccomp_programs.bin
+//go:embed programs.bin
 var seccompProgramsBin []byte
 
 // seccompCompiles counts programs compiled at run time (misses of the
 // table): the test that every preset's shape is precompiled reads it.
 var seccompCompiles atomic.Int64
 
-// precompiledPrograms parses seccomp_programs.bin once: a sequence of
+// Compiles returns how many programs this process compiled at run time
+// because the table did not have them.
+func Compiles() int64 { return seccompCompiles.Load() }
+
+// precompiledPrograms parses programs.bin once: a sequence of
 // (u32 key length, key, u32 program length, program), little-endian.
 var precompiledPrograms = sync.OnceValue(func() map[string][]byte {
 	m, err := parsePrograms(seccompProgramsBin)
@@ -90,11 +95,11 @@ func encodePrograms(keys []string, progs map[string][]byte) []byte {
 // are for (a build for another one must not find amd64's) and a SHA-256
 // of the spec's %#v, which prints every field, nested conditions
 // included.
-func mainFilterKey(spec filterSpec) string {
+func mainFilterKey(spec MainSpec) string {
 	return programKey(fmt.Sprintf("%s main %#v", runtime.GOARCH, spec))
 }
-func childFilterKey(nsRules bool, notify notifySpec) string {
-	return programKey(fmt.Sprintf("%s child %v %#v", runtime.GOARCH, nsRules, notify))
+func childFilterKey(nsRules bool, n NotifySpec) string {
+	return programKey(fmt.Sprintf("%s child %v %#v", runtime.GOARCH, nsRules, n))
 }
 
 func programKey(desc string) string {
@@ -102,8 +107,8 @@ func programKey(desc string) string {
 	return string(sum[:])
 }
 
-// buildMainFilter returns the policy's main seccomp program.
-func buildMainFilter(spec filterSpec) ([]byte, error) {
+// Main returns the policy's main seccomp program.
+func Main(spec MainSpec) ([]byte, error) {
 	if p, ok := precompiledPrograms()[mainFilterKey(spec)]; ok {
 		return slices.Clone(p), nil
 	}
@@ -111,13 +116,13 @@ func buildMainFilter(spec filterSpec) ([]byte, error) {
 	return compileMainFilter(spec)
 }
 
-// buildChildFilter returns the program each child loads itself.
-func buildChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
-	if p, ok := precompiledPrograms()[childFilterKey(nsRules, notify)]; ok {
+// Child returns the program each child loads itself.
+func Child(nsRules bool, n NotifySpec) ([]byte, error) {
+	if p, ok := precompiledPrograms()[childFilterKey(nsRules, n)]; ok {
 		return slices.Clone(p), nil
 	}
 	seccompCompiles.Add(1)
-	return compileChildFilter(nsRules, notify)
+	return compileChildFilter(nsRules, n)
 }
 
 // precompiledShapes lists the inputs New and confinement can pass: every
@@ -126,25 +131,25 @@ func buildChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
 // every addressed call) in its main program; the
 // child programs with and without namespace rules, for each supervisor,
 // with change capture (exit_group notified or not) and without.
-func precompiledShapes() (mains []filterSpec, children []struct {
+func precompiledShapes() (mains []MainSpec, children []struct {
 	ns     bool
-	notify notifySpec
+	notify NotifySpec
 }) {
-	for _, mode := range []NetworkMode{NetworkNone, NetworkLoopback, NetworkPrivate, NetworkUnrestricted} {
+	for _, mode := range []notify.Mode{notify.ModeNone, notify.ModeLoopback, notify.ModePrivate, notify.ModeUnrestricted} {
 		for _, deny := range []bool{false, true} {
 			mains = append(mains,
-				filterSpec{network: mode, denyConnect: deny},
-				filterSpec{network: mode, denyConnect: deny, sealed: true},
-				filterSpec{network: mode, denyConnect: deny, sealed: true, notify: connectOnly},
-				filterSpec{network: mode, denyConnect: deny, sealed: true, notify: netSupervised})
+				MainSpec{Network: mode, DenyConnect: deny},
+				MainSpec{Network: mode, DenyConnect: deny, Sealed: true},
+				MainSpec{Network: mode, DenyConnect: deny, Sealed: true, Notify: ConnectOnly},
+				MainSpec{Network: mode, DenyConnect: deny, Sealed: true, Notify: NetSupervised})
 		}
 	}
 	for _, ns := range []bool{false, true} {
-		for _, n := range []notifySpec{{}, connectOnly, netSupervised} {
-			for _, v := range []notifySpec{n, withCapture(n, false), withCapture(n, true)} {
+		for _, n := range []NotifySpec{{}, ConnectOnly, NetSupervised} {
+			for _, v := range []NotifySpec{n, WithCapture(n, false), WithCapture(n, true)} {
 				children = append(children, struct {
 					ns     bool
-					notify notifySpec
+					notify NotifySpec
 				}{ns, v})
 			}
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package seccomp
 
 import (
 	"fmt"
@@ -6,20 +6,21 @@ import (
 	"os"
 	"runtime"
 
-	seccomp "github.com/seccomp/libseccomp-golang"
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
 )
 
 // The seccomp programs are compiled once per policy by libseccomp, in the
 // supervisor, and exported as classic BPF. There are two:
 //
-//   - the main program (buildMainFilter): everything a confined process may
-//     never do. It is loaded once on each spawner thread (spawner_linux.go)
+//   - the main program (Main): everything a confined process may
+//     never do. It is loaded once on each spawner thread (the sandbox's spawner_linux.go)
 //     and every child vfork'd from that thread inherits it: attaching a
 //     program of a few hundred instructions costs 100-300 µs (the kernel
 //     converts, JIT-compiles and emulates it to fill its action cache),
 //     which per spawn would be more than the rest of the confinement;
-//   - the child program (buildChildFilter): what the spawner thread itself
+//   - the child program (Child): what the spawner thread itself
 //     must still be able to do — clone3, clone/unshare with namespace flags
 //     — and the calls sent to a supervisor (SECCOMP_RET_USER_NOTIF). It is
 //     small and loaded by each child, with SECCOMP_FILTER_FLAG_NEW_LISTENER
@@ -86,7 +87,7 @@ var mountSyscalls = []string{
 
 // mountSyscallNumbers are mount calls newer than this libseccomp's tables,
 // by number (the same on every architecture since 5.1's unified numbers).
-var mountSyscallNumbers = []seccomp.ScmpSyscall{
+var mountSyscallNumbers = []libseccomp.ScmpSyscall{
 	467, // open_tree_attr (6.15): open_tree with mount attributes
 }
 
@@ -109,38 +110,40 @@ var personalityDenied = []uint64{
 
 const sockTypeMask = 0xf // SOCK_TYPE_MASK: type without SOCK_NONBLOCK|SOCK_CLOEXEC
 
-// filterSpec says which network rules the main filter carries.
-type filterSpec struct {
-	network NetworkMode
-	// denyConnect refuses connect(2) outright: the fallback when no
-	// supervisor can check unix socket paths (no user notification).
-	denyConnect bool
-	// sealed: the spawner thread needs neither clone3 nor namespace flags,
-	// so the child program's rules go into the main program too, and with
-	// them notify's calls (one listener per spawner thread).
-	sealed bool
-	notify notifySpec
+// MainSpec says which network rules the main filter carries.
+type MainSpec struct {
+	// Network is the mode whose socket rules the program carries (the
+	// sandbox may pass a wider one than the policy's where the
+	// notification server narrows it: none served as loopback).
+	Network notify.Mode
+	// DenyConnect refuses connect(2) outright: the fallback when no
+	// server can check unix socket paths (no user notification).
+	DenyConnect bool
+	// Sealed: the spawner thread needs neither clone3 nor namespace
+	// flags, so the child program's rules go into the main program too,
+	// and with them Notify's calls (one listener per spawner thread).
+	Sealed bool
+	Notify NotifySpec
 }
 
 // compileMainFilter compiles the policy's main seccomp program
-// (buildMainFilter: the precompiled copy, seccomp_cache_linux.go).
-func compileMainFilter(spec filterSpec) ([]byte, error) {
-	f, err := seccomp.NewFilter(seccomp.ActAllow)
+// (Main: the precompiled copy, cache_linux.go).
+func compileMainFilter(spec MainSpec) ([]byte, error) {
+	if spec.Network > notify.ModeUnrestricted {
+		// An unknown mode would get no network rules at all: refuse it.
+		return nil, fmt.Errorf("seccomp: unknown network mode %v", spec.Network)
+	}
+	f, err := newFilter()
 	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
+		return nil, err
 	}
 	defer f.Release()
-	// Kill the whole process, not just the thread, on a foreign syscall
-	// table: a multi-threaded program must not carry on half-dead.
-	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
-	}
 	// libseccomp's default linear layout, not its binary tree (SetOptimize
 	// 2): the tree compiles 2.5x slower (0.7 ms) and makes the kernel's
 	// one-time action-cache emulation no cheaper to matter, while the
 	// syscalls that reach the program at run time at all are the few with
 	// argument rules (the cache answers "allow" for the rest).
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	b := ruleBuilder{f: f}
 
 	for _, name := range deniedSyscalls {
@@ -153,7 +156,7 @@ func compileMainFilter(spec filterSpec) ([]byte, error) {
 	// request as a 32-bit int, so compare only the low 32 bits: a request
 	// with junk in the high half must still match.
 	for _, req := range []uint64{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCCONS} {
-		b.add("ioctl", eperm, cond(1, seccomp.CompareMaskedEqual, 0xffffffff, req))
+		b.add("ioctl", eperm, cond(1, libseccomp.CompareMaskedEqual, 0xffffffff, req))
 	}
 
 	addModeRules(&b)
@@ -165,45 +168,45 @@ func compileMainFilter(spec filterSpec) ([]byte, error) {
 	// the full 64-bit argument: a value with high bits set is > AF_INET6
 	// and denied, which errs on the safe side.
 	// Allowed: 1, 2, 10. Denied: 0, 3, 4-7, 8-9, and above 10.
-	b.add("socket", eperm, cond(0, seccomp.CompareEqual, unix.AF_UNSPEC))
-	b.add("socket", eperm, cond(0, seccomp.CompareEqual, 3))
-	b.add("socket", eperm, cond(0, seccomp.CompareMaskedEqual, ^uint64(3), 4))
-	b.add("socket", eperm, cond(0, seccomp.CompareMaskedEqual, ^uint64(1), 8))
-	b.add("socket", eperm, cond(0, seccomp.CompareGreater, unix.AF_INET6))
+	b.add("socket", eperm, cond(0, libseccomp.CompareEqual, unix.AF_UNSPEC))
+	b.add("socket", eperm, cond(0, libseccomp.CompareEqual, 3))
+	b.add("socket", eperm, cond(0, libseccomp.CompareMaskedEqual, ^uint64(3), 4))
+	b.add("socket", eperm, cond(0, libseccomp.CompareMaskedEqual, ^uint64(1), 8))
+	b.add("socket", eperm, cond(0, libseccomp.CompareGreater, unix.AF_INET6))
 	// Raw and legacy packet sockets (also reachable as AF_INET+SOCK_PACKET).
-	b.add("socket", eperm, cond(1, seccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_RAW))
-	b.add("socket", eperm, cond(1, seccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_PACKET))
+	b.add("socket", eperm, cond(1, libseccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_RAW))
+	b.add("socket", eperm, cond(1, libseccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_PACKET))
 	// AF_UNIX datagram sockets can send to any pathname socket with
 	// sendto/sendmsg, without connect (e.g. /dev/log, journald, another
 	// user's daemon). Stream and seqpacket sockets can reach a peer only
 	// through connect(2), which is supervised. So: no unix datagrams.
 	b.add("socket", eperm,
-		cond(0, seccomp.CompareEqual, unix.AF_UNIX),
-		cond(1, seccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_DGRAM))
+		cond(0, libseccomp.CompareEqual, unix.AF_UNIX),
+		cond(1, libseccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_DGRAM))
 	// socketpair only makes AF_UNIX pairs; a datagram pair has the same
 	// sendto-anywhere property.
-	b.add("socketpair", eperm, cond(0, seccomp.CompareNotEqual, unix.AF_UNIX))
-	b.add("socketpair", eperm, cond(1, seccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_DGRAM))
+	b.add("socketpair", eperm, cond(0, libseccomp.CompareNotEqual, unix.AF_UNIX))
+	b.add("socketpair", eperm, cond(1, libseccomp.CompareMaskedEqual, sockTypeMask, unix.SOCK_DGRAM))
 
-	if spec.denyConnect {
+	if spec.DenyConnect {
 		b.add("connect", eperm)
 	}
-	if spec.sealed {
+	if spec.Sealed {
 		addNamespaceRules(&b)
-		addNotifyRules(&b, spec.notify)
+		addNotifyRules(&b, spec.Notify)
 	}
-	switch spec.network {
-	case NetworkNone, "":
+	switch spec.Network {
+	case notify.ModeNone:
 		// No IP sockets at all: TCP, UDP, MPTCP, ICMP alike.
-		b.add("socket", eperm, cond(0, seccomp.CompareEqual, unix.AF_INET))
-		b.add("socket", eperm, cond(0, seccomp.CompareEqual, unix.AF_INET6))
+		b.add("socket", eperm, cond(0, libseccomp.CompareEqual, unix.AF_INET))
+		b.add("socket", eperm, cond(0, libseccomp.CompareEqual, unix.AF_INET6))
 	}
-	switch spec.network {
-	case NetworkLoopback, NetworkPrivate:
+	switch spec.Network {
+	case notify.ModeLoopback, notify.ModePrivate:
 		// What the network supervisor relies on: see routingSockopts.
 		addInetSocketRules(&b)
 		addRoutingSockoptRules(&b)
-	case NetworkNone, "":
+	case notify.ModeNone:
 		// No IP socket can be made (above: the socket rules would add
 		// nothing to that), but one could arrive over a unix socket from
 		// outside: a second wall, cheap.
@@ -217,7 +220,7 @@ func compileMainFilter(spec filterSpec) ([]byte, error) {
 	// these flags only weaken the confined program's own memory protections
 	// (mmap_min_addr still refuses page 0 without CAP_SYS_RAWIO).
 	for _, fl := range personalityDenied {
-		b.add("personality", eperm, cond(0, seccomp.CompareMaskedEqual, fl|0x80000000, fl))
+		b.add("personality", eperm, cond(0, libseccomp.CompareMaskedEqual, fl|0x80000000, fl))
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -236,7 +239,7 @@ func compileMainFilter(spec filterSpec) ([]byte, error) {
 // either; here it is also a rule on registers, for every mode).
 //
 // The mode is a register value, so these are race-free seccomp rules: the
-// change capture (capture_linux.go) answers CONTINUE and could not enforce
+// change capture (internal/notify) answers CONTINUE and could not enforce
 // anything a process can change in its memory. Each rule tests one bit of
 // one argument (libseccomp ANDs the conditions of one rule and compares an
 // argument once per rule); only the low bits are looked at, and the kernel
@@ -291,19 +294,19 @@ var xattrSetCalls = []string{"setxattr", "lsetxattr", "fsetxattr", "removexattr"
 var xattrAtCalls = map[string]int{"setxattrat": 463, "removexattrat": 466}
 
 func addXattrRules(b *ruleBuilder) {
-	notsup := seccomp.ActErrno.SetReturnCode(int16(unix.EOPNOTSUPP))
+	notsup := libseccomp.ActErrno.SetReturnCode(int16(unix.EOPNOTSUPP))
 	for _, name := range xattrSetCalls {
 		b.add(name, notsup)
 	}
 	for name, nr := range xattrAtCalls {
-		if _, err := seccomp.GetSyscallFromName(name); err == nil {
+		if _, err := libseccomp.GetSyscallFromName(name); err == nil {
 			b.add(name, notsup)
 			continue
 		}
 		if runtime.GOARCH != "amd64" || b.err != nil {
 			continue // other tables: by name only, once libseccomp knows them
 		}
-		if err := b.f.AddRule(seccomp.ScmpSyscall(nr), notsup); err != nil {
+		if err := b.f.AddRule(libseccomp.ScmpSyscall(nr), notsup); err != nil {
 			b.err = fmt.Errorf("seccomp: rule for %s (%d): %w", name, nr, err)
 		}
 	}
@@ -311,31 +314,31 @@ func addXattrRules(b *ruleBuilder) {
 
 // addModeRules refuses set-id modes and device nodes (see above).
 func addModeRules(b *ruleBuilder) {
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	for _, c := range modeCalls {
 		for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
-			m := cond(c.modeArg, seccomp.CompareMaskedEqual, bit, bit)
+			m := cond(c.modeArg, libseccomp.CompareMaskedEqual, bit, bit)
 			if c.flagArg < 0 {
 				b.add(c.name, eperm, m)
 				continue
 			}
 			for _, fl := range []uint64{unix.O_CREAT, oTmpfileBit} {
-				b.add(c.name, eperm, cond(uint(c.flagArg), seccomp.CompareMaskedEqual, fl, fl), m)
+				b.add(c.name, eperm, cond(uint(c.flagArg), libseccomp.CompareMaskedEqual, fl, fl), m)
 			}
 		}
 		if c.mknodLike {
 			for _, typ := range []uint64{unix.S_IFCHR, unix.S_IFBLK} {
-				b.add(c.name, eperm, cond(c.modeArg, seccomp.CompareMaskedEqual, unix.S_IFMT, typ))
+				b.add(c.name, eperm, cond(c.modeArg, libseccomp.CompareMaskedEqual, unix.S_IFMT, typ))
 			}
 		}
 	}
-	b.add("openat2", seccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
+	b.add("openat2", libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
 }
 
 // The network rules of modes loopback and private (addInetSocketRules,
 // addRoutingSockoptRules; mode none gets the latter too).
 //
-// The network supervisor (netsup_linux.go) sees connect, bind, listen,
+// The network supervisor (internal/notify) sees connect, bind, listen,
 // sendto with an address, sendmsg and sendmmsg, and checks the address
 // each names. It never sees what carries no address: write(2), send(),
 // sendto(..., NULL, 0), splice, sendfile on a connected socket, which go to
@@ -498,41 +501,41 @@ var routingSockopts = []struct{ level, name uint64 }{
 // addInetSocketRules refuses AF_INET/AF_INET6 sockets of other types or
 // protocols (inetTypesDenied, inetProtosDenied).
 func addInetSocketRules(b *ruleBuilder) {
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	// One condition for both families: AF_INET is 2 (0b0010), AF_INET6 10
 	// (0b1010), and they are the only 64-bit values v with v &^ 8 == 2.
 	// The family is compared on the whole register: a value with junk in
-	// the upper half is above AF_INET6 and refused by buildMainFilter's
+	// the upper half is above AF_INET6 and refused by Main's
 	// family rules, so this sees every socket the kernel would make as
 	// AF_INET or AF_INET6. (Half the rules of one per family: libseccomp's
 	// compile time, paid by New, grows with them.)
-	isInet := cond(0, seccomp.CompareMaskedEqual, ^uint64(8), unix.AF_INET)
+	isInet := cond(0, libseccomp.CompareMaskedEqual, ^uint64(8), unix.AF_INET)
 	for _, t := range inetTypesDenied {
-		b.add("socket", eperm, isInet, cond(1, seccomp.CompareMaskedEqual, t.mask, t.value))
+		b.add("socket", eperm, isInet, cond(1, libseccomp.CompareMaskedEqual, t.mask, t.value))
 	}
-	b.add("socket", eperm, isInet, cond(2, seccomp.CompareGreater, inetProtocolMax))
+	b.add("socket", eperm, isInet, cond(2, libseccomp.CompareGreater, inetProtocolMax))
 	for _, p := range inetProtosDenied {
-		b.add("socket", eperm, isInet, cond(2, seccomp.CompareMaskedEqual, p.mask, p.value))
+		b.add("socket", eperm, isInet, cond(2, libseccomp.CompareMaskedEqual, p.mask, p.value))
 	}
 }
 
 // addRoutingSockoptRules refuses the socket options of routingSockopts.
 func addRoutingSockoptRules(b *ruleBuilder) {
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	for _, o := range routingSockopts {
 		b.add("setsockopt", eperm,
-			cond(1, seccomp.CompareMaskedEqual, 0xffffffff, o.level),
-			cond(2, seccomp.CompareMaskedEqual, 0xffffffff, o.name))
+			cond(1, libseccomp.CompareMaskedEqual, 0xffffffff, o.level),
+			cond(2, libseccomp.CompareMaskedEqual, 0xffffffff, o.name))
 	}
 }
 
-// notifySpec lists the syscalls sent to a supervisor (SECCOMP_RET_USER_NOTIF).
-type notifySpec struct {
+// NotifySpec lists the syscalls sent to a supervisor (SECCOMP_RET_USER_NOTIF).
+type NotifySpec struct {
 	calls []notifyCall
 }
 
-// has reports whether the spec notifies the call name.
-func (n notifySpec) has(name string) bool {
+// Has reports whether the spec notifies the call name.
+func (n NotifySpec) Has(name string) bool {
 	for _, c := range n.calls {
 		if c.name == name {
 			return true
@@ -541,50 +544,81 @@ func (n notifySpec) has(name string) bool {
 	return false
 }
 
+// Empty reports whether the spec notifies nothing: a program without a
+// listener.
+func (n NotifySpec) Empty() bool { return len(n.calls) == 0 }
+
 type notifyCall struct {
 	name  string
-	conds []seccomp.ScmpCondition
+	conds []libseccomp.ScmpCondition
 }
 
-// connectOnly: what mode unrestricted sends the notification server
-// (netsup_linux.go): every connect(2), for the AF_UNIX rule; IP
+// ConnectOnly: what mode unrestricted sends the notification server
+// (internal/notify): every connect(2), for the AF_UNIX rule; IP
 // destinations are all allowed there, so nothing else needs it.
-var connectOnly = notifySpec{calls: []notifyCall{{name: "connect"}}}
+var ConnectOnly = NotifySpec{calls: []notifyCall{{name: "connect"}}}
 
-// netSupervised: the network supervisor decides every address a socket
+// NetSupervised: the network supervisor decides every address a socket
 // could reach: connect, bind, listen, sendto with a destination (without
 // one it is write(2) to the already-checked peer), sendmsg/sendmmsg
 // (msg_name lives in memory the filter cannot read, so all of them).
-var netSupervised = notifySpec{calls: []notifyCall{
+var NetSupervised = NotifySpec{calls: []notifyCall{
 	{name: "connect"},
 	{name: "bind"},
 	// listen on an unbound TCP socket binds it to the wildcard address;
 	// the supervisor binds it to loopback first.
 	{name: "listen"},
-	{name: "sendto", conds: []seccomp.ScmpCondition{cond(4, seccomp.CompareNotEqual, 0)}},
+	{name: "sendto", conds: []libseccomp.ScmpCondition{cond(4, libseccomp.CompareNotEqual, 0)}},
 	{name: "sendmsg"},
 	{name: "sendmmsg"},
 }}
 
+// WithCapture adds the capture calls (notify.CaptureCalls) to a child
+// program's notifications. They share its listener: the kernel allows one
+// listener per process's filter chain, so the server of the policy's
+// network mode receives them and hands them to the command's
+// notify.Capture.
+//
+// With exits, exit_group is notified too (the sandbox's foreign_linux.go
+// says why).
+func WithCapture(n NotifySpec, exits bool) NotifySpec {
+	out := NotifySpec{calls: append([]notifyCall(nil), n.calls...)}
+	for _, c := range notify.CaptureCalls {
+		if c.Name == "bind" && n.Has("bind") {
+			continue // the network rules': the server reports binds itself
+		}
+		if c.Name == "exit_group" && !exits {
+			continue
+		}
+		if c.FlagArg == 0 {
+			out.calls = append(out.calls, notifyCall{name: c.Name})
+			continue
+		}
+		// libseccomp compares an argument once per rule: one rule per flag.
+		for _, fl := range notify.OpenWriteFlags {
+			out.calls = append(out.calls, notifyCall{name: c.Name,
+				conds: []libseccomp.ScmpCondition{cond(c.FlagArg, libseccomp.CompareMaskedEqual, fl, fl)}})
+		}
+	}
+	return out
+}
+
 // compileChildFilter compiles the program each child loads itself: the
 // namespace rules (the spawner thread must create PID and user namespaces,
 // so they cannot be in the main program it carries) and, when a supervisor
-// serves this policy, the calls sent to it (buildChildFilter: the
+// serves this policy, the calls sent to it (Child: the
 // precompiled copy).
-func compileChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
-	f, err := seccomp.NewFilter(seccomp.ActAllow)
+func compileChildFilter(nsRules bool, n NotifySpec) ([]byte, error) {
+	f, err := newFilter()
 	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
+		return nil, err
 	}
 	defer f.Release()
-	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
-	}
 	b := ruleBuilder{f: f}
 	if nsRules {
 		addNamespaceRules(&b)
 	}
-	addNotifyRules(&b, notify)
+	addNotifyRules(&b, n)
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -593,10 +627,10 @@ func compileChildFilter(nsRules bool, notify notifySpec) ([]byte, error) {
 
 // addNamespaceRules refuses clone3, namespace flags and the mount calls.
 func addNamespaceRules(b *ruleBuilder) {
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	// clone3 passes its flags in memory, where a filter cannot look: refuse
 	// it as "not implemented" so that glibc and others fall back to clone.
-	b.add("clone3", seccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
+	b.add("clone3", libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
 	// Namespaces: a new user namespace would hand the process every
 	// capability inside it (and with them mount, pivot_root and friends on
 	// its own mounts); the others rearrange what it sees. One rule per flag:
@@ -605,10 +639,10 @@ func addNamespaceRules(b *ruleBuilder) {
 	// itself needs unshare(CLONE_FILES) right after the child program is
 	// loaded.
 	for _, fl := range cloneNewFlags {
-		b.add("clone", eperm, cond(0, seccomp.CompareMaskedEqual, fl, fl))
-		b.add("unshare", eperm, cond(0, seccomp.CompareMaskedEqual, fl, fl))
+		b.add("clone", eperm, cond(0, libseccomp.CompareMaskedEqual, fl, fl))
+		b.add("unshare", eperm, cond(0, libseccomp.CompareMaskedEqual, fl, fl))
 	}
-	b.add("unshare", eperm, cond(0, seccomp.CompareMaskedEqual, unix.CLONE_NEWTIME, unix.CLONE_NEWTIME))
+	b.add("unshare", eperm, cond(0, libseccomp.CompareMaskedEqual, unix.CLONE_NEWTIME, unix.CLONE_NEWTIME))
 	for _, name := range mountSyscalls {
 		b.add(name, eperm)
 	}
@@ -621,25 +655,42 @@ func addNamespaceRules(b *ruleBuilder) {
 	}
 }
 
-func addNotifyRules(b *ruleBuilder, notify notifySpec) {
-	for _, c := range notify.calls {
-		b.add(c.name, seccomp.ActNotify, c.conds...)
+func addNotifyRules(b *ruleBuilder, n NotifySpec) {
+	for _, c := range n.calls {
+		b.add(c.name, libseccomp.ActNotify, c.conds...)
 	}
 }
 
+// newFilter starts a program of either kind: allow by default, and kill
+// the whole process, not just the thread, on a foreign syscall table (a
+// multi-threaded program must not carry on half-dead; see the file
+// comment for why every other architecture is foreign). The caller
+// releases it.
+func newFilter() (*libseccomp.ScmpFilter, error) {
+	f, err := libseccomp.NewFilter(libseccomp.ActAllow)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	if err := f.SetBadArchAction(libseccomp.ActKillProcess); err != nil {
+		f.Release()
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	return f, nil
+}
+
 type ruleBuilder struct {
-	f   *seccomp.ScmpFilter
+	f   *libseccomp.ScmpFilter
 	err error
 }
 
 // add adds one rule. A syscall this architecture does not have (vm86 on
 // x86-64, say) is skipped: libseccomp cannot resolve it and there is
 // nothing to deny.
-func (b *ruleBuilder) add(name string, act seccomp.ScmpAction, conds ...seccomp.ScmpCondition) {
+func (b *ruleBuilder) add(name string, act libseccomp.ScmpAction, conds ...libseccomp.ScmpCondition) {
 	if b.err != nil {
 		return
 	}
-	nr, err := seccomp.GetSyscallFromName(name)
+	nr, err := libseccomp.GetSyscallFromName(name)
 	if err != nil {
 		return
 	}
@@ -654,7 +705,7 @@ func (b *ruleBuilder) add(name string, act seccomp.ScmpAction, conds ...seccomp.
 }
 
 // addNumber adds a rule for a syscall this libseccomp has no name for.
-func (b *ruleBuilder) addNumber(nr seccomp.ScmpSyscall, act seccomp.ScmpAction) {
+func (b *ruleBuilder) addNumber(nr libseccomp.ScmpSyscall, act libseccomp.ScmpAction) {
 	if b.err != nil {
 		return
 	}
@@ -663,8 +714,8 @@ func (b *ruleBuilder) addNumber(nr seccomp.ScmpSyscall, act seccomp.ScmpAction) 
 	}
 }
 
-func cond(arg uint, op seccomp.ScmpCompareOp, vals ...uint64) seccomp.ScmpCondition {
-	c, err := seccomp.MakeCondition(arg, op, vals...)
+func cond(arg uint, op libseccomp.ScmpCompareOp, vals ...uint64) libseccomp.ScmpCondition {
+	c, err := libseccomp.MakeCondition(arg, op, vals...)
 	if err != nil {
 		// Only reachable with a bad literal above: a programming error.
 		panic(err)
@@ -674,7 +725,7 @@ func cond(arg uint, op seccomp.ScmpCompareOp, vals ...uint64) seccomp.ScmpCondit
 
 // exportBPF returns the compiled program's bytes (struct sock_filter[]).
 // libseccomp 2.5 exports only to a file descriptor: use a memfd.
-func exportBPF(f *seccomp.ScmpFilter) ([]byte, error) {
+func exportBPF(f *libseccomp.ScmpFilter) ([]byte, error) {
 	fd, err := unix.MemfdCreate("lite-agent-seccomp", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: memfd: %w", err)

@@ -1,4 +1,4 @@
-package sandbox
+package notify
 
 import (
 	"encoding/binary"
@@ -171,7 +171,7 @@ func newCredWorker(cr creds) (*credWorker, error) {
 // the libc and Go wrappers of setgroups change every thread of the
 // process, these change this one only.
 func (w *credWorker) enter() bool {
-	if testCaptureKeepCreds {
+	if TestHooks.CaptureKeepCreds {
 		return true
 	}
 	if w.change {
@@ -189,7 +189,7 @@ func (w *credWorker) enter() bool {
 
 // exit gives the thread its own credentials back.
 func (w *credWorker) exit() bool {
-	if testCaptureKeepCreds {
+	if TestHooks.CaptureKeepCreds {
 		return true
 	}
 	if unix.Capset(&w.hdr, &w.caps[0]) != nil {
@@ -259,7 +259,7 @@ func (w *credWorker) do(f func()) bool {
 // worker returns the command's worker, started at its first call. All
 // processes of the tree have the same credentials: none has the
 // capabilities to change them, and no_new_privs keeps exec from doing so.
-func (c *capturer) worker(tid int) (*credWorker, unix.Errno) {
+func (c *Capture) worker(tid int) (*credWorker, unix.Errno) {
 	if c.cred == nil && c.credErr == nil {
 		cr, err := readCreds(tid)
 		if err == nil {
@@ -276,7 +276,7 @@ func (c *capturer) worker(tid int) (*credWorker, unix.Errno) {
 
 // close ends the worker and unblocks the FIFO opens still waiting (see
 // openFIFO). Called once the listener's loop has ended.
-func (c *capturer) close() {
+func (c *Capture) close() {
 	if c == nil {
 		return
 	}
@@ -509,7 +509,7 @@ func selfRef(p string, tid int) (dirfd int32, fd int, rest string, ok bool) {
 // link at a time, each target re-resolved from the process's root or the
 // link's directory). take copies the process's descriptor n (it must run
 // with the supervisor's privileges, so it is done before).
-func (c *capturer) resolve(w *credWorker, n notifier, tid int, dirfd int32, p string, follow bool, take func(int) (int, unix.Errno)) (t target, errno unix.Errno) {
+func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p string, follow bool, take func(int) (int, unix.Errno)) (t target, errno unix.Errno) {
 	t = target{dir: -1, fd: -1}
 	for hops := 0; ; hops++ {
 		if hops > 40 {
@@ -624,7 +624,7 @@ func joinPath(dir, name string) string {
 // writable says whether Landlock lets the process change t's directory
 // entry (or, for a file rule, t itself): beneath a read-write root, or a
 // device file the policy lets a shell write to.
-func (c *capturer) writable(t *target) bool {
+func (c *Capture) writable(t *target) bool {
 	if t.path == "" {
 		return false
 	}
@@ -633,7 +633,7 @@ func (c *capturer) writable(t *target) bool {
 		dir = t.path[:max(strings.LastIndexByte(t.path, '/'), 1)]
 	}
 	for _, r := range c.roots {
-		if within(dir, r) || t.path == r {
+		if Within(dir, r) || t.path == r {
 			return true
 		}
 	}
@@ -661,7 +661,7 @@ func takeFD(tid int, n notifier) func(int) (int, unix.Errno) {
 
 // answer performs one captured call for the process and answers it (see
 // the file comment).
-func (c *capturer) answer(req *seccompNotif, rc syscall.RawConn) {
+func (c *Capture) answer(req *seccompNotif, rc syscall.RawConn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := notifier{rc: rc, id: req.ID}
@@ -678,7 +678,7 @@ func (c *capturer) answer(req *seccompNotif, rc syscall.RawConn) {
 // emulate performs req. sent: already answered (a descriptor installed);
 // cont: let the process's own call go on (only where that is safe, see
 // the file comment).
-func (c *capturer) emulate(req *seccompNotif, n notifier) (val int64, errno unix.Errno, cont, sent bool) {
+func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.Errno, cont, sent bool) {
 	a := req.Data.Args
 	tid := int(req.Pid)
 	call := c.nr[req.Data.Nr]
@@ -686,7 +686,7 @@ func (c *capturer) emulate(req *seccompNotif, n notifier) (val int64, errno unix
 	case "exit_group":
 		// The process is about to end: what it wrote is queued, and it
 		// still exists, so the listener can tell it is the command's.
-		c.foreign.drain()
+		c.foreign.Drain()
 		return 0, 0, true, false
 	case "open", "openat", "creat", "truncate", "chmod", "fchmod", "fchmodat", "fchmodat2":
 	default:
@@ -868,9 +868,9 @@ func (c *capturer) emulate(req *seccompNotif, n notifier) (val int64, errno unix
 
 // failed is the answer to a call that cannot be resolved or emulated:
 // EPERM, or the process's own call in tests that show what happens
-// without the rule (testCaptureFailOpen).
-func (c *capturer) failed(e unix.Errno) (int64, unix.Errno, bool, bool) {
-	if testCaptureFailOpen && e == unix.EPERM {
+// without the rule (TestHooks.CaptureFailOpen).
+func (c *Capture) failed(e unix.Errno) (int64, unix.Errno, bool, bool) {
+	if TestHooks.CaptureFailOpen && e == unix.EPERM {
 		return 0, 0, true, false
 	}
 	return 0, e, false, false
@@ -878,17 +878,17 @@ func (c *capturer) failed(e unix.Errno) (int64, unix.Errno, bool, bool) {
 
 // record announces paths to the writer watch and calls the hook with
 // those in the workspace.
-func (c *capturer) record(paths []string) unix.Errno {
+func (c *Capture) record(paths []string) unix.Errno {
 	in := c.addInside(nil, paths)
 	if len(in) == 0 {
 		return 0
 	}
-	c.foreign.announce(in)
+	c.foreign.Announce(in)
 	return c.callHook(in)
 }
 
 // inodeNames adds rule (c)'s names of t's inode (hard links) to paths.
-func (c *capturer) inodeNames(t *target, paths []string) ([]string, unix.Errno) {
+func (c *Capture) inodeNames(t *target, paths []string) ([]string, unix.Errno) {
 	names, err := c.namesOf(t.path)
 	if err != nil {
 		return nil, unix.EPERM
@@ -900,7 +900,7 @@ func (c *capturer) inodeNames(t *target, paths []string) ([]string, unix.Errno) 
 // links, the inode's other names) before a change to that inode, then
 // requires the name to still be the inode st the caller checked: a swap
 // while the hook ran is refused (EPERM) rather than changed unrecorded.
-func (c *capturer) recordInodeOf(t *target, st unix.Stat_t) unix.Errno {
+func (c *Capture) recordInodeOf(t *target, st unix.Stat_t) unix.Errno {
 	paths, e := c.inodeNames(t, append(append([]string(nil), t.links...), t.path))
 	if e != 0 {
 		return e
@@ -918,10 +918,10 @@ func (c *capturer) recordInodeOf(t *target, st unix.Stat_t) unix.Errno {
 var errNotRun error = unix.EPERM
 
 // effect runs op on the worker; the writer watch takes the supervisor's
-// own events meanwhile for the command's (foreign_linux.go).
-func (c *capturer) effect(w *credWorker, op func()) bool {
+// own events meanwhile for the command's (Watch.Own).
+func (c *Capture) effect(w *credWorker, op func()) bool {
 	ran := false
-	c.foreign.own(func() { ran = w.do(op) })
+	c.foreign.Own(func() { ran = w.do(op) })
 	return ran
 }
 
@@ -938,7 +938,7 @@ const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | u
 	unix.O_NONBLOCK | unix.O_DSYNC | unix.O_SYNC | unix.O_DIRECT | unix.O_LARGEFILE |
 	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_PATH | unix.O_ASYNC
 
-func (c *capturer) open(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32) (int64, unix.Errno, bool, bool) {
+func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32) (int64, unix.Errno, bool, bool) {
 	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
 	t, e := c.resolve(w, n, tid, dirfd, p, follow, takeFD(tid, n))
 	defer t.close()
@@ -1103,7 +1103,7 @@ func controllingTTY(tid int) (int, error) {
 // a time. A FIFO holds no data on disk: nothing to record. If the command
 // ends first, close opens the FIFO for reading (non-blocking), which lets
 // the waiting open return.
-func (c *capturer) openFIFO(w *credWorker, n notifier, t *target, oflags int, cloexec bool) {
+func (c *Capture) openFIFO(w *credWorker, n notifier, t *target, oflags int, cloexec bool) {
 	var pin int
 	var err error
 	if t.dir < 0 {
@@ -1156,7 +1156,7 @@ func pokeFIFO(pin int) {
 	}
 }
 
-func (c *capturer) truncate(w *credWorker, n notifier, tid int, p string, length int64) (int64, unix.Errno, bool, bool) {
+func (c *Capture) truncate(w *credWorker, n notifier, tid int, p string, length int64) (int64, unix.Errno, bool, bool) {
 	if length < 0 {
 		return 0, unix.EINVAL, false, false
 	}
@@ -1209,7 +1209,7 @@ func (c *capturer) truncate(w *credWorker, n notifier, tid int, p string, length
 	return 0, 0, false, false
 }
 
-func (c *capturer) chmod(w *credWorker, n notifier, tid int, dirfd int32, p string, mode uint32, follow, fchmod bool, take func(int) (int, unix.Errno)) (int64, unix.Errno, bool, bool) {
+func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p string, mode uint32, follow, fchmod bool, take func(int) (int, unix.Errno)) (int64, unix.Errno, bool, bool) {
 	t, e := c.resolve(w, n, tid, dirfd, p, follow, take)
 	defer t.close()
 	if e != 0 {
@@ -1266,7 +1266,7 @@ func (c *capturer) chmod(w *credWorker, n notifier, tid int, dirfd int32, p stri
 
 // atCall makes a call that changes one directory entry (unlink, rmdir,
 // mkdir, mknod, symlink) in the resolved directory.
-func (c *capturer) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, op func(*target) error) (int64, unix.Errno, bool, bool) {
+func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, op func(*target) error) (int64, unix.Errno, bool, bool) {
 	t, e := c.resolve(w, n, tid, dirfd, p, false, takeFD(tid, n))
 	defer t.close()
 	if e != 0 {
@@ -1293,7 +1293,7 @@ func (c *capturer) atCall(w *credWorker, n notifier, tid int, dirfd int32, p str
 // twoNames makes rename or link: old (followed if follow) and new, each
 // resolved, both beneath the read-write roots, the hard-link rules
 // applied (capture_linux.go).
-func (c *capturer) twoNames(w *credWorker, n notifier, tid int, link bool, od int32, op string, follow bool, nd int32, np string, take func(int) (int, unix.Errno), do func(o, t *target) error) (int64, unix.Errno, bool, bool) {
+func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int32, op string, follow bool, nd int32, np string, take func(int) (int, unix.Errno), do func(o, t *target) error) (int64, unix.Errno, bool, bool) {
 	o, e := c.resolve(w, n, tid, od, op, follow, take)
 	defer o.close()
 	if e != 0 {
@@ -1317,7 +1317,7 @@ func (c *capturer) twoNames(w *credWorker, n notifier, tid int, link bool, od in
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
 	}
-	if o.path != "" && within(o.path, c.workspace) && !within(t.path, c.workspace) &&
+	if o.path != "" && Within(o.path, c.workspace) && !Within(t.path, c.workspace) &&
 		ost.Mode&unix.S_IFMT != unix.S_IFDIR && link {
 		return 0, unix.EPERM, false, false // rule (a)
 	}
@@ -1345,7 +1345,7 @@ func (c *capturer) twoNames(w *credWorker, n notifier, tid int, link bool, od in
 // base name only, as for the network supervisor's binds); any other
 // address as given, read once. The socket file is a new path, recorded
 // before it exists.
-func (c *capturer) bindCall(w *credWorker, n notifier, tid int, sockfd int32, addr, addrLen uint64, take func(int) (int, unix.Errno)) (int64, unix.Errno, bool, bool) {
+func (c *Capture) bindCall(w *credWorker, n notifier, tid int, sockfd int32, addr, addrLen uint64, take func(int) (int, unix.Errno)) (int64, unix.Errno, bool, bool) {
 	if addrLen > uint64(unsafe.Sizeof(unix.RawSockaddrAny{})) {
 		return 0, unix.EINVAL, false, false
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package notify
 
 import (
 	"encoding/binary"
@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Address rules of the network supervisor (netsup_linux.go).
+// Address rules of the network supervisor (server_linux.go).
 //
 // Every function here works on the supervisor's own copy of the bytes the
 // child passed; the supervisor then hands exactly these bytes to the kernel.
@@ -25,14 +25,14 @@ import (
 // address the kernel will use. Zones and scope ids are ignored: the address
 // alone decides. The IPv4-compatible form (::a.b.c.d) and NAT64
 // (64:ff9b::/96) are IPv6 addresses routed like any other, hence refused.
-func inetAllowed(mode NetworkMode, ip netip.Addr) bool {
+func inetAllowed(mode Mode, ip netip.Addr) bool {
 	ip = ip.Unmap().WithZone("")
 	switch mode {
-	case NetworkUnrestricted:
+	case ModeUnrestricted:
 		return true
-	case NetworkLoopback:
+	case ModeLoopback:
 		return ip.IsLoopback() // 127.0.0.0/8, ::1
-	case NetworkPrivate:
+	case ModePrivate:
 		// IsPrivate is exactly 10/8, 172.16/12, 192.168/16 and fc00::/7.
 		return ip.IsLoopback() || ip.IsPrivate()
 	}
@@ -43,8 +43,8 @@ func inetAllowed(mode NetworkMode, ip netip.Addr) bool {
 // to ip. A wildcard (0.0.0.0, ::, ::ffff:0.0.0.0) would expose a listener
 // on every interface, so it is refused in every filtered mode; private mode
 // may bind the private addresses it may also connect to.
-func inetBindAllowed(mode NetworkMode, ip netip.Addr) bool {
-	if mode == NetworkUnrestricted {
+func inetBindAllowed(mode Mode, ip netip.Addr) bool {
+	if mode == ModeUnrestricted {
 		return true
 	}
 	if ip.Unmap().IsUnspecified() {
@@ -90,7 +90,7 @@ func parseInetAddr(sa []byte) (ip netip.Addr, ok bool) {
 
 // judgeInetDestination decides a destination given as an AF_INET or
 // AF_INET6 sockaddr (connect, addressed sends).
-func judgeInetDestination(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+func judgeInetDestination(mode Mode, sa []byte) (inetVerdict, unix.Errno) {
 	ip, ok := parseInetAddr(sa)
 	if !ok {
 		return verdictInvalid, unix.EINVAL
@@ -100,7 +100,7 @@ func judgeInetDestination(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno)
 
 // destinationVerdict allows ip when the mode reaches it; a refused
 // destination is EPERM, what a seccomp-denied network call gives.
-func destinationVerdict(mode NetworkMode, ip netip.Addr) (inetVerdict, unix.Errno) {
+func destinationVerdict(mode Mode, ip netip.Addr) (inetVerdict, unix.Errno) {
 	if inetAllowed(mode, ip) {
 		return verdictAllow, 0
 	}
@@ -108,7 +108,7 @@ func destinationVerdict(mode NetworkMode, ip netip.Addr) (inetVerdict, unix.Errn
 }
 
 // judgeInetConnect decides connect(2) on an AF_INET/AF_INET6 socket.
-func judgeInetConnect(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+func judgeInetConnect(mode Mode, sa []byte) (inetVerdict, unix.Errno) {
 	if len(sa) < 2 {
 		return verdictInvalid, unix.EINVAL
 	}
@@ -128,7 +128,7 @@ func judgeInetConnect(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
 
 // judgeInetSend decides the destination of sendto/sendmsg on an AF_INET or
 // AF_INET6 socket when an address is given.
-func judgeInetSend(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+func judgeInetSend(mode Mode, sa []byte) (inetVerdict, unix.Errno) {
 	if len(sa) < 2 {
 		// sendmsg with 0 < msg_namelen < 2: UDP answers EINVAL, TCP
 		// ignores the name. Neither reaches a destination of ours.
@@ -152,7 +152,7 @@ func judgeInetSend(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
 
 // judgeInetBind decides bind(2) on an AF_INET/AF_INET6 socket. Refusals
 // are EACCES (what bind gives for a forbidden address).
-func judgeInetBind(mode NetworkMode, sa []byte) (inetVerdict, unix.Errno) {
+func judgeInetBind(mode Mode, sa []byte) (inetVerdict, unix.Errno) {
 	if len(sa) < 2 {
 		return verdictInvalid, unix.EINVAL
 	}
@@ -197,9 +197,9 @@ func hasSourceRoute(opts []byte) bool {
 	return false
 }
 
-// unixRequest is an AF_UNIX operation that names an address, given to
-// netSupervisorOptions.Unix for a decision.
-type unixRequest struct {
+// UnixRequest is an AF_UNIX operation that names an address, given to
+// Options.Unix for a decision.
+type UnixRequest struct {
 	// Op is "connect", "bind" or "send" (sendto/sendmsg/sendmmsg).
 	Op string
 	// Abstract is true for the abstract namespace (sun_path[0] == 0).
@@ -214,12 +214,12 @@ type unixRequest struct {
 	Path string
 }
 
-// unixPathsUnder returns a decision function for netSupervisorOptions.Unix
+// UnixPathsUnder returns a decision function for Options.Unix
 // that allows pathname sockets at or below one of roots (typically the
 // policy's workspace, its read-write paths and its TMPDIR: the one AF_UNIX
 // rule of every network mode) and refuses the abstract namespace. Roots are resolved once, here, so a symlinked
 // workspace works.
-func unixPathsUnder(roots ...string) func(unixRequest) bool {
+func UnixPathsUnder(roots ...string) func(UnixRequest) bool {
 	var clean []string
 	for _, r := range roots {
 		if r == "" {
@@ -233,13 +233,13 @@ func unixPathsUnder(roots ...string) func(unixRequest) bool {
 		}
 		clean = append(clean, filepath.Clean(r))
 	}
-	return func(req unixRequest) bool {
+	return func(req UnixRequest) bool {
 		if req.Abstract || req.Path == "" {
 			return false
 		}
 		for _, r := range clean {
 			// The root itself counts: a read-write path may name a
-			// socket file (as within() in env.go has it).
+			// socket file (as Within() in env.go has it).
 			if r == "/" || req.Path == r || strings.HasPrefix(req.Path, r+"/") {
 				return true
 			}

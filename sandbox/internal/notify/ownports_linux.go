@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package notify
 
 import (
 	"encoding/binary"
@@ -17,7 +17,7 @@ import (
 // a wildcard bind goes instead of being refused.
 //
 // Every function works on the supervisor's validated copy of the address,
-// as in netsup_addr_linux.go; the supervisor then performs the call with
+// as in addr_linux.go; the supervisor then performs the call with
 // exactly those bytes.
 
 // extraDestination says whether an address the mode refuses is still
@@ -33,7 +33,7 @@ func (s *netSupervisorRun) extraDestination(sa []byte, typ int) bool {
 	if p := s.opts.Proxy; p.IsValid() && ap.Addr() == p.Addr().Unmap() && ap.Port() == p.Port() {
 		return true
 	}
-	if s.opts.Mode == NetworkNone && ap.Addr().IsLoopback() {
+	if s.opts.Mode == ModeNone && ap.Addr().IsLoopback() {
 		return s.ports().has(ownAddr{typ, ap})
 	}
 	return false
@@ -49,22 +49,22 @@ type ownAddr struct {
 	ap  netip.AddrPort
 }
 
-// portSet is the loopback addresses a sandbox's commands bound (mode
+// PortSet is the loopback addresses a sandbox's commands bound (mode
 // none). One set per Sandbox, shared by the supervisors of all its
 // commands: a dev server started in the background by one command is
 // reachable from the next.
-type portSet struct {
+type PortSet struct {
 	mu    sync.Mutex
 	addrs map[ownAddr]bool
 }
 
-func (p *portSet) has(a ownAddr) bool {
+func (p *PortSet) has(a ownAddr) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.addrs[a]
 }
 
-func (p *portSet) add(a ownAddr) {
+func (p *PortSet) add(a ownAddr) {
 	p.mu.Lock()
 	if p.addrs == nil {
 		p.addrs = map[ownAddr]bool{}
@@ -75,7 +75,7 @@ func (p *portSet) add(a ownAddr) {
 
 // ports is the set this supervisor records into: the sandbox's, or its
 // own when started without one (tests of the supervisor alone).
-func (s *netSupervisorRun) ports() *portSet {
+func (s *netSupervisorRun) ports() *PortSet {
 	if s.opts.OwnPorts != nil {
 		return s.opts.OwnPorts
 	}
@@ -104,7 +104,7 @@ func (s *netSupervisorRun) judgeSend(sa []byte, typ int) (inetVerdict, unix.Errn
 // bindAllowed is inetBindAllowed, except that mode none may bind loopback
 // (the tree's own servers): what it binds is remembered by recordBind.
 func (s *netSupervisorRun) bindAllowed(ip netip.Addr) bool {
-	if s.opts.Mode == NetworkNone {
+	if s.opts.Mode == ModeNone {
 		return ip.Unmap().IsLoopback()
 	}
 	return inetBindAllowed(s.opts.Mode, ip)
@@ -113,8 +113,8 @@ func (s *netSupervisorRun) bindAllowed(ip netip.Addr) bool {
 // judgeBind decides bind(2) by bindAllowed; see judgeInetBind for the
 // cases.
 func (s *netSupervisorRun) judgeBind(sa []byte) (inetVerdict, unix.Errno) {
-	if s.opts.Mode == NetworkNone {
-		if v, errno := judgeInetBind(NetworkLoopback, sa); v != verdictAllow {
+	if s.opts.Mode == ModeNone {
+		if v, errno := judgeInetBind(ModeLoopback, sa); v != verdictAllow {
 			return v, errno
 		}
 		return verdictAllow, 0
@@ -160,7 +160,7 @@ func loopbackForWildcard(fd int, sa []byte) []byte {
 // stays reachable — the one gap of this rule, accepted (a test server's
 // ephemeral port is rarely reused by a service of the user's).
 func (s *netSupervisorRun) recordBind(fd, typ int) {
-	if s.opts.Mode != NetworkNone {
+	if s.opts.Mode != ModeNone {
 		return
 	}
 	sa, err := unix.Getsockname(fd)

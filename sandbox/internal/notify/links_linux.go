@@ -1,4 +1,4 @@
-package sandbox
+package notify
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 var ErrTooManyEntries = errors.New("sandbox: too many files to find every name of a hard-linked file")
 
 // hardLinkWalkLimit bounds HardLinkNames: directory entries looked at
-// (a variable for tests).
-var hardLinkWalkLimit = 200_000
+// (TestHooks.HardLinkWalkLimit replaces it in tests).
+const hardLinkWalkLimit = 200_000
 
 // HardLinkNames returns every name in fsys (a workspace) of the inode that
 // name leads to (symlinks followed, as a write follows them), when it is a
@@ -32,6 +32,10 @@ func HardLinkNames(fsys fs.FS, name string) ([]string, error) {
 	if !ok || !fi.Mode().IsRegular() || st.Nlink < 2 {
 		return nil, nil
 	}
+	limit := hardLinkWalkLimit
+	if TestHooks.HardLinkWalkLimit != 0 {
+		limit = TestHooks.HardLinkWalkLimit
+	}
 	var names []string
 	seen := 0
 	done := errors.New("all found")
@@ -39,7 +43,7 @@ func HardLinkNames(fsys fs.FS, name string) ([]string, error) {
 		if err != nil {
 			return nil // unreadable: nothing to find there
 		}
-		if seen++; seen > hardLinkWalkLimit {
+		if seen++; seen > limit {
 			return ErrTooManyEntries
 		}
 		if !d.Type().IsRegular() && !d.IsDir() {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package notify
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func forEachFilter(t *testing.T, f func(t *testing.T, filter string)) {
 
 func TestNetSupervisorLoopbackTCP(t *testing.T) {
 	forEachFilter(t, func(t *testing.T, filter string) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback, Filter: filter})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback, Filter: filter})
 		for _, tc := range []struct{ network, listen, domain, dial string }{
 			{"tcp4", "127.0.0.1:0", "inet", "127.0.0.1"},
 			{"tcp6", "[::1]:0", "inet6", "::1"},
@@ -107,7 +108,7 @@ func expectDatagram(t *testing.T, ch chan string, want string) {
 }
 
 func TestNetSupervisorUDPLoopback(t *testing.T) {
-	c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	pc, ch := udpServer(t, "udp4", "127.0.0.1:0")
 	addr := pc.LocalAddr().String()
 	fd := c.socket("inet", "dgram", 0)
@@ -163,7 +164,7 @@ func TestNetSupervisorUDPLoopback(t *testing.T) {
 }
 
 func TestNetSupervisorBindAndListen(t *testing.T) {
-	c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	for _, tc := range []struct {
 		domain, addr string
 		want         unix.Errno
@@ -221,7 +222,7 @@ func TestNetSupervisorBindAndListen(t *testing.T) {
 }
 
 func TestNetSupervisorNonBlockingConnect(t *testing.T) {
-	c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	ln, _ := loopbackServer(t, "tcp4", "127.0.0.1:0")
 	fd := c.must(netReq{Op: "socket", Domain: "inet", Type: "stream", Nonblock: true}).FD
 	r := c.do(netReq{Op: "connect", FD: fd, Addr: ln.Addr().String()})
@@ -252,7 +253,7 @@ func TestNetSupervisorNonBlockingConnect(t *testing.T) {
 }
 
 func TestNetSupervisorLargeBlockingSend(t *testing.T) {
-	c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +301,7 @@ func TestNetSupervisorSendTimeout(t *testing.T) {
 			time.Sleep(10 * time.Second)
 		}
 	}()
-	c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	fd := c.socket("inet", "stream", 0)
 	c.must(netReq{Op: "connect", FD: fd, Addr: ln.Addr().String()})
 	tv := make([]byte, 16) // struct timeval{0, 200000}
@@ -326,7 +327,7 @@ func TestNetSupervisorNetnsLoopbackMode(t *testing.T) {
 	const port = 8080
 	n.serve(t, port)
 	forEachFilter(t, func(t *testing.T, filter string) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback, Filter: filter})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback, Filter: filter})
 		p4 := netip.AddrPortFrom(n.peer4, port).String()
 		p6 := netip.AddrPortFrom(n.peer6, port).String()
 		mapped := netip.AddrPortFrom(netip.AddrFrom16(n.peer4.As16()), port).String()
@@ -408,7 +409,7 @@ func TestNetSupervisorNetnsPrivateMode(t *testing.T) {
 	n := newTestNet(t, "in private mode TCP, UDP and MPTCP reach a 10.x and an fd00:: host in a netns")
 	const port = 8081
 	n.serve(t, port)
-	c := startNetChild(t, netChildConfig{Mode: NetworkPrivate})
+	c := startNetChild(t, netChildConfig{Mode: ModePrivate})
 	for _, tc := range []struct {
 		domain string
 		addr   netip.Addr
@@ -460,7 +461,7 @@ func TestNetSupervisorConnectRace(t *testing.T) {
 	port := portOf(ln)
 	n.serve(t, port)
 	forEachFilter(t, func(t *testing.T, filter string) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback, Filter: filter})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback, Filter: filter})
 		pkts0, segs0 := n.received(t)
 		before := accepted.Load()
 		r := c.must(netReq{Op: "race", Addr: ln.Addr().String(), Addr2: netip.AddrPortFrom(n.peer4, uint16(port)).String(), N: 3000})
@@ -484,7 +485,7 @@ func TestNetSupervisorMalformed(t *testing.T) {
 	// the kernel says) and in a supervised one. The errno must match and
 	// the supervisor must keep working.
 	plain := startNetChild(t, netChildConfig{Filter: "none"})
-	sup := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	sup := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	pc, ch := udpServer(t, "udp4", "127.0.0.1:0")
 	addr := pc.LocalAddr().String()
 	cases := []netReq{
@@ -567,7 +568,7 @@ func TestNetSupervisorStop(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 		fd := c.socket("inet", "stream", 0)
 		res := make(chan netResp, 1)
 		go func() { res <- c.do(netReq{Op: "connect", FD: fd, Addr: addr}) }()
@@ -607,7 +608,7 @@ func TestNetSupervisorStop(t *testing.T) {
 				time.Sleep(10 * time.Second) // never reads
 			}
 		}()
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 		fd := c.socket("inet", "stream", 0)
 		c.must(netReq{Op: "connect", FD: fd, Addr: ln.Addr().String()})
 		res := make(chan netResp, 1)
@@ -633,7 +634,7 @@ func TestNetSupervisorStop(t *testing.T) {
 		}
 	})
 	t.Run("idle", func(t *testing.T) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 		start := time.Now()
 		c.sup.Stop()
 		if d := time.Since(start); d > time.Second {
@@ -641,7 +642,7 @@ func TestNetSupervisorStop(t *testing.T) {
 		}
 	})
 	t.Run("child exits", func(t *testing.T) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 		c.stdin.Close() // the child exits
 		select {
 		case <-c.sup.Done():
@@ -685,7 +686,7 @@ func TestNetSupervisorRestartedSends(t *testing.T) {
 			b, _ := io.ReadAll(conn) // until the child closes
 			got <- b
 		}()
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback, Filter: filter})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback, Filter: filter})
 		fd := c.socket("inet", "stream", 0)
 		c.must(netReq{Op: "connect", FD: fd, Addr: ln.Addr().String()})
 		r := c.must(netReq{Op: "storm", FD: fd, N: records, Size: size})
@@ -717,7 +718,7 @@ func TestNetSupervisorRestartedSends(t *testing.T) {
 }
 
 func TestNetSupervisorSIGPIPE(t *testing.T) {
-	c := startNetChild(t, netChildConfig{Mode: NetworkLoopback})
+	c := startNetChild(t, netChildConfig{Mode: ModeLoopback})
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -784,7 +785,7 @@ func TestNetSupervisorUnix(t *testing.T) {
 	}
 
 	t.Run("no decider", func(t *testing.T) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback, Dir: dir})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback, Dir: dir})
 		c.expect(unix.EACCES, netReq{Op: "connect", FD: c.socket("unix", "stream", 0), Addr: "unix:" + inSock})
 		c.expect(unix.EPERM, netReq{Op: "connect", FD: c.socket("unix", "stream", 0), Addr: "abstract:la-test-abstract"})
 		c.expect(unix.EACCES, netReq{Op: "bind", FD: c.socket("unix", "stream", 0), Addr: "unix:" + filepath.Join(dir, "b.sock")})
@@ -821,7 +822,7 @@ func TestNetSupervisorUnix(t *testing.T) {
 	})
 
 	t.Run("workspace decider", func(t *testing.T) {
-		c := startNetChild(t, netChildConfig{Mode: NetworkLoopback, Unix: unixPathsUnder(dir), Dir: dir, Umask: "027"})
+		c := startNetChild(t, netChildConfig{Mode: ModeLoopback, Unix: UnixPathsUnder(dir), Dir: dir, Umask: "027"})
 		for _, a := range []string{inSock, "in.sock", "./sub/../in.sock"} {
 			if a == "./sub/../in.sock" {
 				os.Mkdir(filepath.Join(dir, "sub"), 0o755)
@@ -889,18 +890,15 @@ func TestNetSupervisorStartErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startNetSupervisor(fd, -1, os.Getpid(), netSupervisorOptions{Mode: NetworkLoopback}); err == nil {
+	if _, err := startNetSupervisor(fd, -1, os.Getpid(), Options{Mode: ModeLoopback}); err == nil {
 		t.Fatal("a pipe was accepted as a seccomp listener")
 	}
 	// The supervisor owns the fd even on error: it is closed now.
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
 		t.Errorf("listener fd not closed on error: %v", err)
 	}
-	if _, err := superviseNetwork(-1, -1, 1, netSupervisorOptions{Mode: "bogus"}); err == nil {
+	if _, err := Start(-1, -1, 1, Options{Mode: 255}); err == nil {
 		t.Fatal("unknown mode accepted")
-	}
-	if netSupervisor == nil {
-		t.Fatal("the netSupervisor hook is not set")
 	}
 }
 
@@ -934,24 +932,24 @@ func TestNetAddrRules(t *testing.T) {
 		{"255.255.255.255", false, false, false, false},
 	} {
 		ip := netip.MustParseAddr(tc.ip)
-		if got := inetAllowed(NetworkLoopback, ip); got != tc.loopback {
+		if got := inetAllowed(ModeLoopback, ip); got != tc.loopback {
 			t.Errorf("loopback mode %s: %v", tc.ip, got)
 		}
-		if got := inetAllowed(NetworkPrivate, ip); got != tc.private {
+		if got := inetAllowed(ModePrivate, ip); got != tc.private {
 			t.Errorf("private mode %s: %v", tc.ip, got)
 		}
-		if got := inetBindAllowed(NetworkLoopback, ip); got != tc.bindLoop {
+		if got := inetBindAllowed(ModeLoopback, ip); got != tc.bindLoop {
 			t.Errorf("loopback bind %s: %v", tc.ip, got)
 		}
-		if got := inetBindAllowed(NetworkPrivate, ip); got != tc.bindPrivat {
+		if got := inetBindAllowed(ModePrivate, ip); got != tc.bindPrivat {
 			t.Errorf("private bind %s: %v", tc.ip, got)
 		}
-		if inetAllowed(NetworkNone, ip) || !inetAllowed(NetworkUnrestricted, ip) {
+		if inetAllowed(ModeNone, ip) || !inetAllowed(ModeUnrestricted, ip) {
 			t.Errorf("none/unrestricted %s", tc.ip)
 		}
 	}
 	for _, tc := range []struct {
-		judge func(NetworkMode, []byte) (inetVerdict, unix.Errno)
+		judge func(Mode, []byte) (inetVerdict, unix.Errno)
 		name  string
 		sa    []byte
 		want  inetVerdict
@@ -970,7 +968,7 @@ func TestNetAddrRules(t *testing.T) {
 		{judgeInetBind, "bind any", encodeAddr("0.0.0.0:80"), verdictDeny, unix.EACCES},
 		{judgeInetBind, "bind lo", encodeAddr("127.0.0.1:80"), verdictAllow, 0},
 	} {
-		v, e := tc.judge(NetworkLoopback, tc.sa)
+		v, e := tc.judge(ModeLoopback, tc.sa)
 		if v != tc.want || e != tc.errno {
 			t.Errorf("%s: %v %v, want %v %v", tc.name, v, e, tc.want, tc.errno)
 		}
@@ -999,19 +997,19 @@ func TestUnixPathsUnder(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	allow := unixPathsUnder(link, "")
+	allow := UnixPathsUnder(link, "")
 	real, _ := filepath.EvalSymlinks(dir)
 	for _, tc := range []struct {
-		req  unixRequest
+		req  UnixRequest
 		want bool
 	}{
-		{unixRequest{Op: "connect", Path: real + "/a.sock"}, true},
-		{unixRequest{Op: "connect", Path: real + "/sub/a.sock"}, true},
-		{unixRequest{Op: "connect", Path: real}, true}, // a root may be a socket file
-		{unixRequest{Op: "connect", Path: real + "x/a.sock"}, false},
-		{unixRequest{Op: "connect", Path: "/run/docker.sock"}, false},
-		{unixRequest{Op: "connect", Abstract: true, Name: "x"}, false},
-		{unixRequest{Op: "connect"}, false},
+		{UnixRequest{Op: "connect", Path: real + "/a.sock"}, true},
+		{UnixRequest{Op: "connect", Path: real + "/sub/a.sock"}, true},
+		{UnixRequest{Op: "connect", Path: real}, true}, // a root may be a socket file
+		{UnixRequest{Op: "connect", Path: real + "x/a.sock"}, false},
+		{UnixRequest{Op: "connect", Path: "/run/docker.sock"}, false},
+		{UnixRequest{Op: "connect", Abstract: true, Name: "x"}, false},
+		{UnixRequest{Op: "connect"}, false},
 	} {
 		if got := allow(tc.req); got != tc.want {
 			t.Errorf("%+v: %v", tc.req, got)
@@ -1074,7 +1072,7 @@ func benchChild(b *testing.B, setup func(*netChild) netReq) {
 	for _, filter := range []string{"none", "libseccomp"} {
 		name := map[string]string{"none": "plain", "libseccomp": "supervised"}[filter]
 		b.Run(name, func(b *testing.B) {
-			c := startNetChild(b, netChildConfig{Mode: NetworkLoopback, Filter: filter})
+			c := startNetChild(b, netChildConfig{Mode: ModeLoopback, Filter: filter})
 			req := setup(c)
 			req.N = b.N
 			b.ResetTimer()
@@ -1083,4 +1081,55 @@ func benchChild(b *testing.B, setup func(*netChild) netReq) {
 			b.ReportMetric(float64(r.NS)/float64(b.N), "child-ns/op")
 		})
 	}
+}
+
+// TestPidfdOfThread: what the removed connect supervisor did — a pidfd
+// opened with the notification's thread id as if it named a process —
+// fails for any thread but the leader, which is why a connect
+// from a thread got EPERM; pidfdOfThread, the server's one way of naming
+// the caller, gives a pidfd through which that thread's descriptors are
+// taken.
+func TestPidfdOfThread(t *testing.T) {
+	tids := make(chan int)
+	release := make(chan struct{})
+	defer close(release)
+	tid := unix.Getpid()
+	// Each goroutine holds its thread until the end, so a second one
+	// cannot land where the first (perhaps the main thread) is.
+	for range 4 {
+		go func() {
+			runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
+			tids <- unix.Gettid()
+			<-release
+		}()
+		if tid = <-tids; tid != unix.Getpid() {
+			break
+		}
+	}
+	if tid == unix.Getpid() {
+		t.Skip("the goroutine landed on the main thread: would check pidfds of a non-leader thread")
+	}
+	if fd, err := unix.PidfdOpen(tid, 0); err == nil {
+		unix.Close(fd)
+		t.Errorf("pidfd_open(tid %d, 0) of a non-leader thread succeeded: the old bug cannot be shown here", tid)
+	} else {
+		// EINVAL before Linux 6.9, ENOENT since (measured on 6.18).
+		t.Logf("the removed supervisor's pidfd_open(tid, 0): %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	pidfd, err := pidfdOfThread(tid)
+	if err != nil {
+		t.Fatalf("pidfdOfThread(%d): %v", tid, err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, int(w.Fd()), 0)
+	if err != nil {
+		t.Fatalf("pidfd_getfd through the thread's pidfd: %v", err)
+	}
+	unix.Close(fd)
 }

@@ -1,10 +1,11 @@
-package sandbox
+package notify
 
 import (
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,11 +24,10 @@ import (
 // O_RDWR, O_CREAT, O_TRUNC), creat, truncate, unlink, rmdir, mkdir, mknod,
 // rename, link, symlink, the chmod family and bind (a unix socket bound to
 // a pathname is a new file). openat2 is not among them: the main program
-// answers it ENOSYS (seccomp_linux.go), so callers use openat. The kernel allows one
-// listener per filter chain, so these share the listener of the
-// notification server (netsup_linux.go), which hands them to the
-// command's capturer: it resolves the paths the
-// call names, as the calling process would (its root, cwd or dirfd,
+// answers it ENOSYS (the sandbox's seccomp_linux.go), so callers use
+// openat. The kernel allows one listener per filter chain, so these share
+// the listener of the notification server (server_linux.go), which hands
+// them to the command's Capture: it resolves the paths the call names, as the calling process would (its root, cwd or dirfd,
 // symlinks, /proc/self), calls BeforeChange with those inside the
 // workspace, and then makes the call itself on what it resolved and hands
 // back the result — a descriptor installed in the process for an open
@@ -52,92 +52,71 @@ import (
 // opened), and changes of owner, timestamps or extended attributes, which
 // checkpoints do not restore.
 
-// captureCalls are the notified calls: name, and for open-like calls the
-// flags argument (0: every call is notified).
-var captureCalls = []struct {
-	name    string
-	flagArg uint
+// CaptureCalls are the calls change capture needs notified (the sandbox's
+// child program sends them, see its withCapture): name, and for open-like
+// calls the flags argument (0: every call is notified). The one list: the
+// program that traps them and the Capture that answers them both read it.
+var CaptureCalls = []struct {
+	Name    string
+	FlagArg uint
 }{
 	{"open", 1}, {"openat", 2}, {"creat", 0}, {"truncate", 0},
 	{"unlink", 0}, {"unlinkat", 0}, {"rmdir", 0}, {"mkdir", 0}, {"mkdirat", 0},
 	{"mknod", 0}, {"mknodat", 0}, {"rename", 0}, {"renameat", 0}, {"renameat2", 0},
 	{"link", 0}, {"linkat", 0}, {"symlink", 0}, {"symlinkat", 0},
 	{"chmod", 0}, {"fchmod", 0}, {"fchmodat", 0}, {"fchmodat2", 0},
-	// bind makes a socket file; where the network supervisor already
-	// receives bind, it calls beforeBind instead (see withCapture).
+	// bind makes a socket file; where the server already receives bind
+	// for the network rules, it calls beforeBind instead
+	// (CaptureOptions.Binds false).
 	{"bind", 0},
-	// exit_group only where writers can be told apart (withCapture's
-	// exits): the command's listener reads what the exiting process
-	// wrote while it still exists (foreign_linux.go). That needs root,
-	// where the tree is always tracked (cgroup or PID namespace) and
-	// killed before its supervisor stops: no process is left to get
-	// ENOSYS from an exit_group nobody answers.
+	// exit_group only where writers can be told apart (the sandbox's
+	// withCapture exits): the command's writer watch reads what the
+	// exiting process wrote while it still exists (Watch.Drain). That
+	// needs root, where the tree is always tracked (cgroup or PID
+	// namespace) and killed before its server stops: no process is left
+	// to get ENOSYS from an exit_group nobody answers.
 	{"exit_group", 0},
 }
 
-// openWriteFlags make an open a possible change.
-var openWriteFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_TRUNC}
-
-// withCapture adds the capture calls to a child program's notifications.
-// They share its listener: the kernel allows one listener per process's
-// filter chain, so the supervisor of the policy's network mode receives
-// them and hands them to a capturer.
-//
-// With exits, exit_group is notified too (foreign_linux.go says why).
-func withCapture(n notifySpec, exits bool) notifySpec {
-	out := notifySpec{calls: append([]notifyCall(nil), n.calls...)}
-	for _, c := range captureCalls {
-		if c.name == "bind" && n.has("bind") {
-			continue // the network supervisor's: it reports binds itself
-		}
-		if c.name == "exit_group" && !exits {
-			continue
-		}
-		if c.flagArg == 0 {
-			out.calls = append(out.calls, notifyCall{name: c.name})
-			continue
-		}
-		// libseccomp compares an argument once per rule: one rule per flag.
-		for _, fl := range openWriteFlags {
-			out.calls = append(out.calls, notifyCall{name: c.name,
-				conds: []seccomp.ScmpCondition{cond(c.flagArg, seccomp.CompareMaskedEqual, fl, fl)}})
-		}
-	}
-	return out
-}
+// OpenWriteFlags make an open a possible change: an open-like call of
+// CaptureCalls is notified when its flags carry one of them.
+var OpenWriteFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_TRUNC}
 
 var (
 	captureNrOnce sync.Once
 	captureNr     map[int32]string
 )
 
-// captureNumbers maps this architecture's numbers of captureCalls to
+// captureNumbers maps this architecture's numbers of CaptureCalls to
 // their names.
 func captureNumbers() map[int32]string {
 	captureNrOnce.Do(func() {
 		captureNr = map[int32]string{}
-		for _, c := range captureCalls {
-			if nr, err := seccomp.GetSyscallFromName(c.name); err == nil {
-				captureNr[int32(nr)] = c.name
+		for _, c := range CaptureCalls {
+			if nr, err := seccomp.GetSyscallFromName(c.Name); err == nil {
+				captureNr[int32(nr)] = c.Name
 			}
 		}
 	})
 	return captureNr
 }
 
-// capturer answers one command's capture notifications. Its supervisor
-// calls it for one notification at a time, in the order received: two
-// calls on one path are seen in the order they were made.
-type capturer struct {
+// Capture answers one command's capture notifications. Its server calls
+// it for one notification at a time, in the order received: two calls on
+// one path are seen in the order they were made. Make one with
+// NewCapture and hand it to Start in Options.Capture; the server closes
+// it when it stops.
+type Capture struct {
 	workspace string // canonical
-	hook      ChangeFunc
+	hook      func(paths []string) error
 	nr        map[int32]string
 	// bind: bind(2) notifications are this capturer's; false where the
 	// network supervisor receives them (it calls beforeBind).
 	binds bool
-	// foreign is the command's fanotify listener (foreign_linux.go), or
-	// nil: it marks every announced path before the hook records it.
-	foreign *foreignWatch
+	// foreign is the command's writer watch (CaptureOptions.Watch; never
+	// nil: noWatch without one): it marks every announced path before the
+	// hook records it.
+	foreign Watch
 	mu      sync.Mutex
 	// names caches namesOf's walks for this command, keyed by inode and
 	// link count; any captured call that changes names (link, rename,
@@ -168,26 +147,71 @@ type capturer struct {
 	fifos  map[int]struct{}
 }
 
-// newCapturer returns the capturer of one command, or nil when there is
-// nothing to capture. roots are the policy's canonical read-write roots;
-// systemPaths its system paths (the writable devices among them are
-// taken, as Landlock's rules take them).
-func newCapturer(workspace string, hook ChangeFunc, bind bool, roots, systemPaths []string) *capturer {
-	if hook == nil || workspace == "" {
+// CaptureOptions configures the change capture of one command.
+type CaptureOptions struct {
+	// Workspace is the canonical path of the workspace: the changes
+	// recorded are those of paths beneath it.
+	Workspace string
+	// Hook is called with the workspace paths a call is about to change,
+	// before the change is made; an error refuses the change (ENOSPC
+	// when the error is ENOSPC, else EPERM).
+	Hook func(paths []string) error
+	// Binds: bind(2) notifications are the capture's to answer. False
+	// where the network rules already receive bind: the server binds
+	// pathname sockets itself and reports them before it does.
+	Binds bool
+	// Roots are the canonical read-write roots and Devices the device
+	// files a shell may write to: the Landlock write rule that emulated
+	// calls keep (capture_emulate_linux.go).
+	Roots   []string
+	Devices []string
+	// Watch, if set, is the command's writer watch (the sandbox's
+	// fanotify listener).
+	Watch Watch
+}
+
+// Watch is a command's writer watch: it tells the command's writes to
+// watched paths from anyone else's. The capture announces each path
+// before its hook records it, runs the changes it makes on the
+// command's behalf inside Own (so they count as the command's), and
+// calls Drain when a process of the tree is about to exit.
+type Watch interface {
+	// Announce marks paths a process of the tree is about to change.
+	Announce(paths []string)
+	// Own runs op, a change made for the command, so that its events
+	// are taken for the command's.
+	Own(op func())
+	// Drain reads and attributes every event queued now.
+	Drain()
+}
+
+// noWatch is the Watch of a capture without one.
+type noWatch struct{}
+
+func (noWatch) Announce([]string) {}
+func (noWatch) Own(op func())     { op() }
+func (noWatch) Drain()            {}
+
+// NewCapture returns the capture of one command, or nil when there is
+// nothing to capture (no hook or no workspace).
+func NewCapture(opts CaptureOptions) *Capture {
+	if opts.Hook == nil || opts.Workspace == "" {
 		return nil
 	}
 	devices := map[string]bool{}
-	for _, p := range systemPaths {
-		if devReadWrite[p] {
-			devices[p] = true
-		}
+	for _, p := range opts.Devices {
+		devices[p] = true
 	}
-	return &capturer{workspace: workspace, hook: hook, nr: captureNumbers(), binds: bind,
-		roots: roots, devices: devices}
+	var w Watch = noWatch{}
+	if opts.Watch != nil {
+		w = opts.Watch
+	}
+	return &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
+		roots: opts.Roots, devices: devices, foreign: w}
 }
 
 // handles reports whether nr is a capture call.
-func (c *capturer) handles(nr int32) bool {
+func (c *Capture) handles(nr int32) bool {
 	if c == nil {
 		return false
 	}
@@ -197,7 +221,7 @@ func (c *capturer) handles(nr int32) bool {
 
 // callHook calls the hook; an error refuses the change (ENOSPC when the
 // hook says so, else EPERM).
-func (c *capturer) callHook(paths []string) unix.Errno {
+func (c *Capture) callHook(paths []string) unix.Errno {
 	if err := c.hook(paths); err != nil {
 		if errors.Is(err, unix.ENOSPC) {
 			return unix.ENOSPC
@@ -208,24 +232,24 @@ func (c *capturer) callHook(paths []string) unix.Errno {
 }
 
 // beforeBind is the network supervisor's way in: it binds pathname unix
-// sockets itself (netsup_linux.go) and calls this, with the path it
+// sockets itself (server_linux.go) and calls this, with the path it
 // resolved, before it does.
-func (c *capturer) beforeBind(path string) unix.Errno {
-	if c == nil || !within(path, c.workspace) || path == c.workspace {
+func (c *Capture) beforeBind(path string) unix.Errno {
+	if c == nil || !Within(path, c.workspace) || path == c.workspace {
 		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.foreign.announce([]string{path})
+	c.foreign.Announce([]string{path})
 	return c.callHook([]string{path})
 }
 
 const atFDCWD = int32(unix.AT_FDCWD)
 
 // addInside adds the paths of rs inside the workspace to out, once each.
-func (c *capturer) addInside(out, rs []string) []string {
+func (c *Capture) addInside(out, rs []string) []string {
 	for _, r := range rs {
-		if within(r, c.workspace) && r != c.workspace && !hasString(out, r) {
+		if Within(r, c.workspace) && r != c.workspace && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}
@@ -255,7 +279,7 @@ func (c *capturer) addInside(out, rs []string) []string {
 // namesOf returns the workspace names of p's inode when p is a regular
 // file with more than one link (rule (c)): HardLinkNames on the
 // workspace. p need not be inside the workspace (a name in TMPDIR).
-func (c *capturer) namesOf(p string) ([]string, error) {
+func (c *Capture) namesOf(p string) ([]string, error) {
 	var st, ws unix.Stat_t
 	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return nil, nil // absent (a new file), not a file, or one name

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package notify
 
 // Test harness for the network supervisor, independent of the spawn path.
 //
@@ -781,8 +781,8 @@ type netChild struct {
 }
 
 type netChildConfig struct {
-	Mode   NetworkMode
-	Unix   func(unixRequest) bool
+	Mode   Mode
+	Unix   func(UnixRequest) bool
 	Filter string // "libseccomp" (default), "waitkill", "none"
 	Dir    string // working directory of the child
 	Umask  string // octal
@@ -825,7 +825,7 @@ func startNetChild(t testing.TB, cfg netChildConfig) *netChild {
 		if err != nil {
 			t.Fatalf("pidfd_getfd: %v", err)
 		}
-		c.sup, err = startNetSupervisor(lfd, c.pidfd, c.pid, netSupervisorOptions{Mode: cfg.Mode, Unix: cfg.Unix, Logf: c.logf})
+		c.sup, err = startNetSupervisor(lfd, c.pidfd, c.pid, Options{Mode: cfg.Mode, Unix: cfg.Unix, Logf: c.logf})
 		if err != nil {
 			t.Fatalf("startNetSupervisor: %v", err)
 		}

@@ -1,10 +1,6 @@
-package sandbox
+package notify
 
 import "golang.org/x/sys/unix"
-
-// pollFn is unix.Poll; tests replace it to inject the interruptions a
-// loaded machine produces.
-var pollFn = unix.Poll
 
 // pollListener asks, without blocking, whether a seccomp listener has a
 // notification waiting (ready) or has no process left to serve (hup). Both
@@ -19,7 +15,11 @@ var pollFn = unix.Poll
 func pollListener(fd uintptr) (ready, hup bool) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
-		n, err := pollFn(pfd, 0)
+		poll := unix.Poll
+		if TestHooks.Poll != nil {
+			poll = TestHooks.Poll
+		}
+		n, err := poll(pfd, 0)
 		switch {
 		case err == unix.EINTR || err == unix.EAGAIN || err == unix.ENOMEM:
 			continue // transient: ask again

@@ -1,155 +1,9 @@
 //go:build linux
 
-package sandbox
+package notify
 
-// The notification server: the parent's half of every network mode and
-// of change capture. It is the only code that answers a confined tree's
-// seccomp notifications, so each decision it makes — the AF_UNIX rule,
-// the per-mode IP decision, the capture calls — exists once. (It replaced
-// a second, connect-only server of modes none and unrestricted, whose
-// copy of the AF_UNIX rule resolved paths in the supervisor's root and
-// named the caller by its thread id as if it were a process.)
-//
-// # What the spawn path provides
-//
-// The confined child (or a sealed spawner thread, for all its children)
-// loads a seccomp filter that answers SECCOMP_RET_USER_NOTIF for connect,
-// bind, listen, sendto (with a destination: arg 4 != 0), sendmsg and
-// sendmmsg of the native architecture — connect only in mode
-// unrestricted — with SECCOMP_FILTER_FLAG_NEW_LISTENER and
-// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (see "Signals" below). The
-// parent takes the listener with pidfd_getfd and calls
-// netSupervisor(listenerFD, pidfd, pid, opts):
-//
-//   - listenerFD is the parent's copy of the listener. The supervisor owns
-//     it from the call on, also when it returns an error, and closes it in
-//     stop(). The child must close its own copy before it runs anything
-//     untrusted: a child holding the listener could receive its own
-//     notifications and answer CONTINUE to them.
-//   - pidfd and pid name the direct child (-1 and 0 for a spawner
-//     thread's listener, which serves many commands). The supervisor only borrows
-//     pidfd (as a shortcut for notifications from that very task); the
-//     caller closes it after stop() has returned. Notifications from any
-//     other task of the tree (threads, forked children) are handled with a
-//     pidfd the supervisor opens itself.
-//   - stop() ends supervision: it wakes the loop, aborts operations still
-//     in flight (a blocking connect is ended with shutdown(2) on the
-//     socket; waits for buffer space are cancelled), waits for them,
-//     closes the listener and returns. It is idempotent and returns
-//     promptly. After it, the kernel answers the child's trapped calls
-//     with ENOSYS: supervision fails closed. Call it when the process tree
-//     is gone (the loop also ends by itself then: the listener reports
-//     POLLHUP when the filter's last task exits) or on teardown.
-//
-// # Safety argument
-//
-// The supervisor never answers SECCOMP_USER_NOTIF_FLAG_CONTINUE for a call
-// whose effect depends on memory or on the file-descriptor table: the child
-// may rewrite the sockaddr, the msghdr or the iovecs, and another thread may
-// dup2 another socket onto the same descriptor number, between the check and
-// the moment the kernel reads them again (seccomp_unotify(2), "Caveats").
-// Instead, for every call it:
-//
-//  1. copies the arguments that live in memory (sockaddr, msghdr, iovec
-//     array, control data, payload) from the calling thread with
-//     process_vm_readv into its own buffers;
-//  2. checks SECCOMP_IOCTL_NOTIF_ID_VALID *after* the reads: if the
-//     notification is still pending, the thread was blocked in this very
-//     system call all along, so the pid it read from was the right task
-//     (no pid reuse) and the pidfd it opened refers to it;
-//  3. takes the socket itself with pidfd_getfd and inspects that object
-//     (family, type, O_NONBLOCK, source-route options) — whatever the
-//     descriptor number means afterwards does not matter;
-//  4. validates its own copy and, if allowed, performs the connect, bind,
-//     listen or send on the duplicate with exactly the validated bytes. The
-//     duplicate shares the open file description, so the child's socket is
-//     the one that ends up connected, bound or sending;
-//  5. answers the notification with the result (return value or -errno).
-//
-// The only CONTINUE answer is for sendto(fd, buf, len, flags, NULL, 0): the
-// NULL destination is a register the child cannot change once trapped, and
-// such a call is write(2) with flags — it can only reach the socket's
-// connected peer, which was validated when it was connected, and write(2)
-// itself is not (and cannot usefully be) filtered. The spawn path can skip
-// the notification for it altogether (a seccomp rule on arg 4 == 0).
-//
-// # Signals and restarted calls
-//
-// The filter must be loaded with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
-// (Linux 5.19; libseccomp 2.6 SetWaitKill, or the exported BPF loaded with
-// seccomp(2) directly, as spawn_linux.c does) for sends to happen exactly
-// once. Without it, a non-fatal signal reaching the child after we received
-// a notification abandons it and the kernel restarts the call (SA_RESTART)
-// or returns EINTR — after we may have sent the data. The supervisor
-// mitigates: a result whose answer the kernel refused (ENOENT) is given,
-// without doing it again, to the very next trapped call of that thread with
-// the same syscall number and arguments (the restart, or the retry after
-// EINTR), and every effect is preceded by an ID_VALID check. But one race
-// cannot be seen from user space (measured by TestNetSupervisorRestartedSends
-// under a signal storm): the target, woken by the signal, has already
-// decided to restart when our NOTIF_SEND still succeeds, and the reply is
-// dropped — a record is then sent twice. With WAIT_KILLABLE_RECV a received
-// call can only be interrupted by a fatal signal, and that test sees no
-// abandoned call at all. Its price: a supervised call in progress (a
-// blocking connect) defers SIGINT/SIGTERM until it ends; SIGKILL works.
-//
-// # What is refused
-//
-// AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
-// not matter, the address does): connect and send to anything outside the
-// mode's ranges fail with EPERM, bind with EACCES; a wildcard address,
-// which would expose a listener on every interface, is bound to loopback
-// instead (loopbackForWildcard), and listen on a socket that was never
-// bound binds it to loopback first (the kernel would bind the wildcard).
-// The domain proxy's address, and in mode none the loopback ports the
-// tree bound, are allowed too (netsup_domains_linux.go). A socket that carries IPv4 source routing
-// (IP_OPTIONS LSRR/SSRR) or an IPv6 routing header (IPV6_RTHDR) is refused
-// for connect and send with an address: the packet would go to the route's
-// first hop. Ancillary data on inet sockets is allowed from a short list
-// (UDP_SEGMENT, IP_TOS, IP_TTL, IPV6_TCLASS, IPV6_HOPLIMIT, IPV6_DONTFRAG,
-// SO_TIMESTAMPING, SO_TXTIME, IP_PKTINFO/IPV6_PKTINFO without an interface
-// and with an allowed source); anything else, IP_RETOPTS and IPV6_RTHDR
-// included, fails with EPERM. MSG_ZEROCOPY fails with EOPNOTSUPP (the
-// supervisor's buffer would be pinned after it is reused).
-//
-// AF_UNIX: operations that name an address go to netSupervisorOptions.Unix
-// (Sandbox.Start passes unixPathsUnder of the policy's read-write roots);
-// without one they fail with EACCES, except autobind (bind with an empty
-// name). See unixRequest, unixPathsUnder and
-// the notes in handleUnixAddr. Other families are refused with EPERM.
-//
-// Sends are copied in chunks of 64 KiB, at most 1 MiB per call: a stream
-// socket then gets a short count (as a signal would give), a datagram
-// larger than 1 MiB fails with EMSGSIZE. A blocking socket is emulated by
-// waiting for POLLOUT (honouring SO_SNDTIMEO), so the wait can be cancelled;
-// a blocking connect is performed as such in its own goroutine.
-//
-// # What the spawn filter must do that the supervisor cannot
-//
-// Calls that are never trapped keep working on an already-validated socket:
-// write(2), send() without address, splice. So a socket must not be able to
-// change where its packets go after connect. Verified here: a UDP socket
-// connected to an allowed private address, given IP_OPTIONS with a loose
-// source route afterwards, sends with plain send()/write() to the route's
-// first hop, a non-private address. The supervisor refuses such sockets
-// only when it sees a call. So the main filter (seccomp_linux.go,
-// routingSockopts) denies, in every mode but unrestricted, the socket
-// options that source-route (IP_OPTIONS, IPV6_RTHDR, IPV6_2292RTHDR,
-// IPV6_2292PKTOPTIONS) or force an egress interface (SO_BINDTODEVICE,
-// SO_BINDTOIFINDEX, IP_UNICAST_IF, IPV6_UNICAST_IF, sticky IPV6_PKTINFO:
-// with one, a datagram "to 127.0.0.1" leaves through that interface), and
-// lets AF_INET/AF_INET6 sockets exist only as stream or datagram sockets
-// of protocol 0, TCP, UDP or MPTCP (inetTypesDenied, inetProtosDenied):
-// SCTP, where the kernel has it, connects through
-// setsockopt(SCTP_SOCKOPT_CONNECTX) with addresses in memory; ping
-// sockets are not needed.
-//
-// # Cost
-//
-// Measured here (BenchmarkNet*, 2 vCPU VM, loopback): the round trip of a
-// notification is ~18 µs; connect ~+10–25 µs over ~58 µs; a UDP sendto or
-// sendmsg with an address ~+30–40 µs over ~3 µs. write(2) and send()
-// without an address cost nothing (not trapped).
+// The server: its loop, and the handlers of the network calls. What it
+// guarantees and why it is safe is in doc.go.
 
 import (
 	"encoding/binary"
@@ -168,13 +22,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() { netSupervisor = superviseNetwork }
-
-// superviseNetwork is the netSupervisor hook: AF_INET/AF_INET6 by
-// opts.Mode, AF_UNIX addresses by opts.Unix — Sandbox.Start passes
-// unixPathsUnder(the policy's read-write roots), the one AF_UNIX rule of
-// every mode.
-func superviseNetwork(listenerFD, pidfd, pid int, opts netSupervisorOptions) (stop func(), err error) {
+// Start starts a server on listenerFD: a seccomp user-notification
+// listener, already in this process's descriptor table. The server owns
+// it from the call on, also when Start fails, and closes it in stop.
+// pidfd and pid name the command's main process — borrowed, valid until
+// stop returns, never closed by the server — or are -1 and 0 for a
+// spawner thread's listener, which serves every command that thread
+// starts. stop ends supervision (see "Lifetime" in doc.go); it is
+// idempotent.
+func Start(listenerFD, pidfd, pid int, opts Options) (stop func(), err error) {
 	s, err := startNetSupervisor(listenerFD, pidfd, pid, opts)
 	if err != nil {
 		return nil, err
@@ -182,32 +38,34 @@ func superviseNetwork(listenerFD, pidfd, pid int, opts netSupervisorOptions) (st
 	return s.Stop, nil
 }
 
-// netSupervisorOptions configures startNetSupervisor.
-type netSupervisorOptions struct {
-	// Mode decides AF_INET/AF_INET6 destinations. NetworkNone refuses
+// Options configures one server.
+type Options struct {
+	// Mode decides AF_INET/AF_INET6 destinations. ModeNone refuses
 	// them all but the tree's own loopback ports (and Proxy);
-	// NetworkUnrestricted allows them all (the filter then sends connect
+	// ModeUnrestricted allows them all (the filter then sends connect
 	// only, for the AF_UNIX rule).
-	Mode NetworkMode
+	Mode Mode
 	// Unix decides AF_UNIX operations that name an address. nil refuses
 	// them (EACCES), except autobind. Called from several goroutines.
-	Unix func(unixRequest) bool
+	Unix func(UnixRequest) bool
 	// Logf, if set, receives internal failures (never the child's
 	// refused calls, which are normal).
 	Logf func(format string, args ...any)
-	// capture, if set, answers the change-capture calls that share the
-	// listener (capture_linux.go).
-	capture *capturer
+	// Capture, if set, answers the change-capture calls that share the
+	// listener (capture_linux.go). One command's: it is closed when the
+	// server stops.
+	Capture *Capture
 	// Proxy, if valid, is the domain proxy's address: connects to exactly
-	// it are allowed whatever the mode (netsup_domains_linux.go).
+	// it are allowed whatever the mode (ownports_linux.go).
 	Proxy netip.AddrPort
-	// OwnPorts, in mode none, is where bound loopback ports are recorded
-	// and looked up (the Sandbox's set); nil: this supervisor's own.
-	OwnPorts *portSet
+	// OwnPorts, in mode none, is where bound loopback addresses are
+	// recorded and looked up (the Sandbox's set, shared by its
+	// commands); nil: this server's own.
+	OwnPorts *PortSet
 	// MountNS is the inode of the mount namespace the sandbox made for
-	// the command (mountns_linux.go), or 0. Its mounts are the
-	// supervisor's own, bound onto themselves and made read-only, so a
-	// path resolves to the same file in both: sameRoot accepts it.
+	// the command, or 0. Its mounts are the server's own, bound onto
+	// themselves and made read-only, so a path resolves to the same file
+	// in both: sameRoot accepts it.
 	MountNS uint64
 }
 
@@ -256,7 +114,7 @@ type seccompNotifResp struct {
 
 // netSupervisorRun is one running supervisor.
 type netSupervisorRun struct {
-	opts      netSupervisorOptions
+	opts      Options
 	file      *os.File // the listener, non-blocking, watched by the runtime poller
 	rc        syscall.RawConn
 	pid       int // the direct child
@@ -281,7 +139,7 @@ type netSupervisorRun struct {
 	mu       sync.Mutex
 	threads  map[uint32]*threadState
 	blocking map[int]struct{} // dups in a blocking connect, shut down by stop
-	ownPorts portSet          // mode none, without opts.OwnPorts: loopback ports the tree bound
+	ownPorts PortSet          // mode none, without opts.OwnPorts: loopback ports the tree bound
 }
 
 // threadState tracks the calls of one target thread. A thread is in at
@@ -306,16 +164,16 @@ type doneRecord struct {
 
 // startNetSupervisor starts supervising listenerFD (see the file comment
 // for the contract). It owns listenerFD even when it fails.
-func startNetSupervisor(listenerFD, pidfd, pid int, opts netSupervisorOptions) (run *netSupervisorRun, err error) {
+func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSupervisorRun, err error) {
 	defer func() {
 		if err != nil && listenerFD >= 0 {
 			unix.Close(listenerFD)
 		}
 	}()
 	switch opts.Mode {
-	case NetworkNone, NetworkLoopback, NetworkPrivate, NetworkUnrestricted:
+	case ModeNone, ModeLoopback, ModePrivate, ModeUnrestricted:
 	default:
-		return nil, fmt.Errorf("sandbox: network supervisor: unknown mode %q", opts.Mode)
+		return nil, fmt.Errorf("sandbox: network supervisor: unknown mode %v", opts.Mode)
 	}
 	// pid 0: a spawner thread's listener, shared by its commands (no
 	// direct child to take a shortcut for).
@@ -381,6 +239,10 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts netSupervisorOptions) (
 		bigBufs:  make(chan struct{}, maxBigBufs),
 		threads:  map[uint32]*threadState{},
 		blocking: map[int]struct{}{},
+	}
+	if opts.Capture != nil {
+		// Before the loop: its first call resolves in this namespace.
+		opts.Capture.mountNS = opts.MountNS
 	}
 	go run.loop()
 	return run, nil
@@ -485,7 +347,7 @@ func (s *netSupervisorRun) logf(format string, args ...any) {
 // hold up the others.
 func (s *netSupervisorRun) loop() {
 	defer close(s.loopDone)
-	defer s.opts.capture.close() // its calls came from this loop only
+	defer s.opts.Capture.close() // its calls came from this loop only
 	defer func() {
 		if r := recover(); r != nil {
 			s.logf("sandbox: network supervisor loop panic: %v\n%s", r, debug.Stack())
@@ -533,12 +395,12 @@ func (s *netSupervisorRun) loop() {
 		for i := range c.args {
 			c.args[i] = binary.NativeEndian.Uint64(buf[32+8*i:])
 		}
-		if s.opts.capture.handles(c.nr) && c.arch == s.arch {
+		if s.opts.Capture.handles(c.nr) && c.arch == s.arch {
 			// A change-capture call sharing the listener: answered here,
 			// in the order received (capture_linux.go).
 			req := seccompNotif{ID: c.id, Pid: c.tid}
 			req.Data.Nr, req.Data.Arch, req.Data.Args = c.nr, c.arch, c.args
-			s.opts.capture.answer(&req, s.rc) // answers itself
+			s.opts.Capture.answer(&req, s.rc) // answers itself
 			continue
 		}
 		select {
@@ -1072,7 +934,7 @@ func (c *netCall) handleConnect() outcome {
 		case verdictAllow:
 			// A source route reaches the route's first hop, not sa: of
 			// no consequence where every address is allowed anyway.
-			if c.s.opts.Mode != NetworkUnrestricted && sourceRouted(c.dup, c.sock.family) {
+			if c.s.opts.Mode != ModeUnrestricted && sourceRouted(c.dup, c.sock.family) {
 				return fail(unix.EPERM)
 			}
 		}
@@ -1139,7 +1001,7 @@ func (c *netCall) handleBind() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		if c.s.opts.Mode != NetworkUnrestricted {
+		if c.s.opts.Mode != ModeUnrestricted {
 			// A wildcard would listen on every interface: loopback
 			// instead (loopbackForWildcard says why).
 			if lo := loopbackForWildcard(c.dup, sa); lo != nil {
@@ -1183,7 +1045,7 @@ func (c *netCall) handleListen() outcome {
 		return out
 	}
 	backlog := int(int32(c.args[1]))
-	if isInet(c.sock.family) && c.s.opts.Mode != NetworkUnrestricted {
+	if isInet(c.sock.family) && c.s.opts.Mode != ModeUnrestricted {
 		sa, err := unix.Getsockname(c.dup)
 		if err != nil {
 			return fail(errnoOf(err, unix.EINVAL))
@@ -1875,7 +1737,7 @@ func (c *netCall) handleUnixAddr(op string, sa []byte, do func([]byte) outcome) 
 		return fail(unix.EINVAL)
 	}
 	path := sa[2:]
-	req := unixRequest{Op: op}
+	req := UnixRequest{Op: op}
 	if path[0] == 0 {
 		req.Abstract = true
 		req.Name = string(path[1:])
@@ -2004,7 +1866,7 @@ func sameRoot(tid int, mountNS uint64) bool {
 }
 
 // unixBindPath binds the socket to a pathname (see handleUnixAddr).
-func (c *netCall) unixBindPath(req unixRequest) outcome {
+func (c *netCall) unixBindPath(req UnixRequest) outcome {
 	dirPath, baseName := splitPath(req.Name)
 	if baseName == "" || baseName == "." || baseName == ".." || len(baseName) > 107 {
 		return fail(unix.EINVAL)
@@ -2024,7 +1886,7 @@ func (c *netCall) unixBindPath(req unixRequest) outcome {
 	}
 	// Change capture: the socket file is a new path in the workspace,
 	// which a rewind removes (capture_linux.go).
-	if e := c.s.opts.capture.beforeBind(req.Path); e != 0 {
+	if e := c.s.opts.Capture.beforeBind(req.Path); e != 0 {
 		return fail(e)
 	}
 	umask := childUmask(int(c.tid))

@@ -1,0 +1,74 @@
+package notify
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mode is the network mode a server enforces on AF_INET/AF_INET6
+// addresses (addr_linux.go has the ranges). The sandbox maps its
+// NetworkMode onto it; the zero value is ModeNone, the narrowest.
+type Mode uint8
+
+const (
+	// ModeNone: no IP destination but the tree's own loopback addresses
+	// and the domain proxy.
+	ModeNone Mode = iota
+	// ModeLoopback: loopback addresses.
+	ModeLoopback
+	// ModePrivate: loopback, private and link-local addresses.
+	ModePrivate
+	// ModeUnrestricted: every address (the AF_UNIX rule still applies).
+	ModeUnrestricted
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeNone:
+		return "none"
+	case ModeLoopback:
+		return "loopback"
+	case ModePrivate:
+		return "private"
+	case ModeUnrestricted:
+		return "unrestricted"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ErrUnsupported is wrapped by Start's errors when this kernel or
+// architecture cannot host the server: the caller must then refuse what
+// needed it (the sandbox wraps it into its own ErrUnsupported).
+var ErrUnsupported = errors.New("notification server: not supported here")
+
+// Within reports whether path is root or beneath it (both clean,
+// absolute): the one containment test of the sandbox's paths, used by the
+// AF_UNIX rule, by capture and by the sandbox package.
+func Within(path, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == root || strings.HasPrefix(path, root+"/")
+}
+
+// TestHooks are set only by the sandbox package's end-to-end tests, before
+// any server starts; they are not an interface to use.
+var TestHooks struct {
+	// CaptureFailOpen makes change capture let a call through when it
+	// cannot resolve the path it names, as it did before it failed
+	// closed: tests set it to show the unrecorded change that the rule
+	// prevents.
+	CaptureFailOpen bool
+	// CaptureKeepCreds makes capture's emulated calls run with the
+	// server's own credentials and capabilities: tests set it to show
+	// what the emulation would reach without taking the command's.
+	CaptureKeepCreds bool
+	// Poll, if set, replaces poll(2) on the listener, to inject the
+	// interruptions a loaded machine produces.
+	Poll func(fds []unix.PollFd, timeout int) (int, error)
+	// HardLinkWalkLimit, if not 0, replaces the bound of HardLinkNames.
+	HardLinkWalkLimit int
+}
