@@ -239,10 +239,13 @@
 // that package's doc). DomainSources says where each grant came from.
 // With Policy.OnUnknownDomain (an interactive session) a host that no
 // entry names is not refused at once: the proxy holds the connection and
-// asks (DomainQuestion; once per host however many connections wait),
-// and the answer admits it once, for the sandbox's life, or refuses;
-// deny entries are never asked about, and the rebinding check still
-// applies to an admitted name.
+// asks (DomainQuestion; once per host:port however many connections
+// wait), and the answer admits that host:port once, the host for the
+// sandbox's life, or refuses — a refusal is remembered for the proxy's
+// life, and questions are budgeted (netproxy.QuestionBudget): past the
+// budget a new host is refused without asking. Deny entries are never
+// asked about, and the rebinding check still applies to an admitted
+// name.
 //
 // Enforcement is the notification server's (notify's ownports_linux.go):
 // under none, its one extra destination with domains is the proxy's

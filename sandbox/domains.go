@@ -66,9 +66,11 @@ type DomainDecision int
 
 const (
 	// DomainRefuse refuses the connection (HTTP 403 naming the flag),
-	// as without a question; the next connection asks again.
+	// as without a question, and that host:port is refused again without
+	// a question for the proxy's life.
 	DomainRefuse DomainDecision = iota
-	// DomainAllowOnce admits the connections held for this question.
+	// DomainAllowOnce admits the connections held for this question (its
+	// host and port only).
 	DomainAllowOnce
 	// DomainAllowSession admits the host for the rest of the sandbox's
 	// life (the kernel keeps it for the session).
