@@ -257,7 +257,10 @@
 // at once (LITE_AGENT_NETWORK in its environment says why); raw and
 // packet sockets stay refused by seccomp. Under loopback and private the
 // proxy is added to what the mode reaches; under unrestricted it is
-// offered, and everything is reachable anyway. We chose the supervisor
+// offered, and everything is reachable anyway. Every other live proxy of
+// this process (another Sandbox's, on 127.0.0.1 like all of them) is
+// refused in every mode but unrestricted: loopback would otherwise reach
+// it, and with it that sandbox's grants and asker. We chose the supervisor
 // over a network namespace bridged over a unix socket: it is already the
 // one place that performs connects on validated copies, it needs no user
 // namespace (restricted on some distributions), and the command keeps

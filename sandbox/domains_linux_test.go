@@ -410,3 +410,65 @@ srv.serve_forever()
 		t.Fatalf("the first command's server from the second: %q", got)
 	}
 }
+
+// TestOtherSandboxesProxyRefused: a domain proxy serves whoever connects,
+// and loopback mode reaches all of 127.0.0.0/8 — so a command of another
+// sandbox (a custom tool's handler declared loopback, which gets no proxy
+// of its own) could tunnel through this sandbox's proxy to its granted
+// domains. A live proxy is refused to every sandbox but its own.
+func TestOtherSandboxesProxyRefused(t *testing.T) {
+	e := newDomainEnv(t, NetworkNone, nil)
+	proxy := e.sb.proxy.Addr()
+	connect := "CONNECT pkg.test:" + e.tPort + " HTTP/1.1\r\nHost: pkg.test:" + e.tPort + "\r\n\r\n"
+
+	// Unconfined, the proxy tunnels to the granted host for anyone.
+	c, err := net.Dial("tcp", proxy.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, connect)
+	buf := make([]byte, 64)
+	n, _ := c.Read(buf)
+	c.Close()
+	if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+		t.Fatalf("unconfined CONNECT through the proxy: %q, want 200 (the attack would not show)", buf[:n])
+	}
+
+	other, _ := newTestSandbox(t, func(p *Policy) { p.Network = NetworkLoopback })
+	script := fmt.Sprintf(`import socket
+def tryit(fam, host, port):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.connect((host, port))
+    except OSError as err:
+        return "refused:%%d" %% err.errno
+    s.sendall(%q.encode())
+    return "answer:" + s.recv(64).decode(errors="replace").split("\r\n")[0]
+print(tryit(socket.AF_INET, "127.0.0.1", %d))
+print(tryit(socket.AF_INET6, "::ffff:127.0.0.1", %d))
+print(tryit(socket.AF_INET, "127.0.0.1", %s))
+`, connect, proxy.Port(), proxy.Port(), e.lPort)
+	r := sh(t, other, "/usr/bin/python3 -c '"+script+"' 2>&1")
+	lines := strings.Split(strings.TrimSpace(r.out+r.err), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("confined output: %q", r.out+r.err)
+	}
+	for _, l := range lines[:2] {
+		if l != "refused:1" { // EPERM
+			t.Errorf("another sandbox's proxy from a loopback sandbox: %q, want refused:1 (EPERM)", l)
+		}
+	}
+	// Loopback itself still works: the user's local service answers.
+	if !strings.HasPrefix(lines[2], "answer:") {
+		t.Errorf("a loopback server from the loopback sandbox: %q, want an answer", lines[2])
+	}
+
+	// A loopback sandbox with grants of its own still reaches its proxy.
+	mine, _ := newTestSandbox(t, func(p *Policy) { p.Network = NetworkLoopback; p.AllowDomains = []string{"pkg.test"} })
+	own := mine.proxy.Addr()
+	r = sh(t, mine, "/usr/bin/python3 -c '"+strings.ReplaceAll(script, fmt.Sprint(proxy.Port()), fmt.Sprint(own.Port()))+"' 2>&1")
+	lines = strings.Split(strings.TrimSpace(r.out+r.err), "\n")
+	if len(lines) != 3 || lines[0] != "answer:HTTP/1.1 200 Connection Established" || lines[1] != lines[0] {
+		t.Errorf("its own proxy from a loopback sandbox with grants: %q, want 200 twice", r.out+r.err)
+	}
+}

@@ -114,8 +114,11 @@ type Sandbox struct {
 	// rwRoots (nil unless notifyNet).
 	unixRule func(notify.UnixRequest) bool
 	// proxy is the domain proxy (domains_linux.go), nil without
-	// AllowDomains; stopped by Close.
-	proxy *netproxy.Proxy
+	// AllowDomains; stopped by Close. unregisterProxy takes its address
+	// out of the set every other sandbox's commands are refused
+	// (notify.RegisterProxy).
+	proxy           *netproxy.Proxy
+	unregisterProxy func()
 	// ownPorts: loopback ports its commands bound (network none with
 	// domains: the only loopback ports they may connect to).
 	ownPorts notify.PortSet
@@ -382,6 +385,7 @@ func New(p Policy) (*Sandbox, error) {
 		if s.proxy, err = startDomainProxy(q); err != nil {
 			return nil, err
 		}
+		s.unregisterProxy = notify.RegisterProxy(s.proxy.Addr())
 		s.enf.Notes = append(s.enf.Notes, "network: allowed domains through lite-agent's proxy at "+s.proxy.URL()+" (every other destination refused by the notification server)")
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
@@ -727,6 +731,7 @@ func (s *Sandbox) release() error {
 		s.devNull = nil
 	}
 	if s.proxy != nil {
+		s.unregisterProxy()
 		s.proxy.Close()
 		s.proxy = nil
 	}

@@ -124,8 +124,12 @@ func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error
 // declaration of unrestricted network — the proxy is a way to the
 // internet. Kept, a policy's grants gave a handler declaring none (or
 // loopback, or private) a proxy to the allowed domains, and the asker let
-// it put questions to the person about any other host. A mode this
-// package does not know is not unrestricted (Within fails closed).
+// it put questions to the person about any other host. (Under loopback
+// and private the handler could still reach another sandbox's proxy on
+// 127.0.0.1 — the bash tool's, say — but the sandbox refuses every live
+// proxy to all commands but its own: TestOtherSandboxesProxyRefused.) A
+// mode this package does not know is not unrestricted (Within fails
+// closed).
 func NarrowNetwork(p *sandbox.Policy, declared Network) {
 	p.Network = NarrowerNetwork(p.Network, declared)
 	if !NetworkUnrestricted.Within(declared) {

@@ -19,7 +19,9 @@ const (
 	ModeNone Mode = iota
 	// ModeLoopback: loopback addresses.
 	ModeLoopback
-	// ModePrivate: loopback, private and link-local addresses.
+	// ModePrivate: loopback and private addresses (10/8, 172.16/12,
+	// 192.168/16, fc00::/7) — never link-local, where cloud metadata
+	// (169.254.169.254) lives.
 	ModePrivate
 	// ModeUnrestricted: every address (the AF_UNIX rule still applies).
 	ModeUnrestricted

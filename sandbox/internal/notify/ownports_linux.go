@@ -82,21 +82,79 @@ func (s *netSupervisorRun) ports() *PortSet {
 	return &s.ownPorts
 }
 
-// judgeConnect is judgeInetConnect plus extraDestination.
+// liveProxies are the exact addresses of every domain proxy this process
+// runs (one per Sandbox with domain grants). A proxy listens on loopback
+// and serves whoever connects, so loopback and private modes, which reach
+// all of 127.0.0.0/8, would reach every one of them: a custom tool's
+// handler declared loopback (which NarrowNetwork gives no proxy) could
+// use the bash sandbox's proxy — its grants and its asker. A live proxy
+// is therefore refused to every command but the ones it was started for.
+var liveProxies struct {
+	mu    sync.Mutex
+	addrs map[netip.AddrPort]int
+}
+
+// RegisterProxy records a domain proxy's address until the returned
+// function is called (when the proxy closes).
+func RegisterProxy(ap netip.AddrPort) (unregister func()) {
+	ap = netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+	liveProxies.mu.Lock()
+	if liveProxies.addrs == nil {
+		liveProxies.addrs = map[netip.AddrPort]int{}
+	}
+	liveProxies.addrs[ap]++
+	liveProxies.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			liveProxies.mu.Lock()
+			if liveProxies.addrs[ap]--; liveProxies.addrs[ap] <= 0 {
+				delete(liveProxies.addrs, ap)
+			}
+			liveProxies.mu.Unlock()
+		})
+	}
+}
+
+// othersProxy says whether sa is a live domain proxy that is not this
+// command's own (Options.Proxy).
+func (s *netSupervisorRun) othersProxy(sa []byte) bool {
+	ap, ok := sockaddrAddrPort(sa)
+	if !ok {
+		return false
+	}
+	if p := s.opts.Proxy; p.IsValid() && ap.Addr() == p.Addr().Unmap() && ap.Port() == p.Port() {
+		return false
+	}
+	liveProxies.mu.Lock()
+	defer liveProxies.mu.Unlock()
+	return liveProxies.addrs[ap] > 0
+}
+
+// judgeConnect is judgeInetConnect plus extraDestination, minus the other
+// sandboxes' proxies.
 func (s *netSupervisorRun) judgeConnect(sa []byte, typ int) (inetVerdict, unix.Errno) {
 	v, errno := judgeInetConnect(s.opts.Mode, sa)
-	if v == verdictDeny && s.extraDestination(sa, typ) {
+	switch {
+	case v == verdictDeny && s.extraDestination(sa, typ):
 		return verdictAllow, 0
+	case v == verdictAllow && s.othersProxy(sa):
+		return verdictDeny, unix.EPERM
 	}
 	return v, errno
 }
 
 // judgeSend is judgeInetSend plus extraDestination (datagrams to the
-// tree's own loopback ports; nothing listens for them on the proxy).
+// tree's own loopback ports; nothing listens for them on the proxy),
+// minus the other sandboxes' proxies (a TCP sendto with MSG_FASTOPEN
+// connects).
 func (s *netSupervisorRun) judgeSend(sa []byte, typ int) (inetVerdict, unix.Errno) {
 	v, errno := judgeInetSend(s.opts.Mode, sa)
-	if v == verdictDeny && s.extraDestination(sa, typ) {
+	switch {
+	case v == verdictDeny && s.extraDestination(sa, typ):
 		return verdictAllow, 0
+	case v == verdictAllow && s.othersProxy(sa):
+		return verdictDeny, unix.EPERM
 	}
 	return v, errno
 }
