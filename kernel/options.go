@@ -139,8 +139,12 @@ type Options struct {
 	// continues a session over several Queries, as chat does, keeps them
 	// itself), and calls it at most netproxy.MaxRecentQuestions (12)
 	// times in any ten minutes: past that a new host is refused without a
-	// question. nil (headless) refuses as
-	// before, the 403 naming the --allow-domain that would allow it.
+	// question. That budget is the Query's: a caller running one Query
+	// per prompt bounds its own questions across them (chat keeps a
+	// netproxy.QuestionBudget; returning an error wrapping
+	// netproxy.ErrTooManyQuestions refuses with "not asked about"). nil
+	// (headless) refuses as before, the 403 naming the --allow-domain
+	// that would allow it.
 	// deny_domains wins and is never asked about. It replaces
 	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.
 	OnUnknownDomain func(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error)

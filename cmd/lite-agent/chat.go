@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/policies"
@@ -63,6 +64,11 @@ type chatApp struct {
 	domainMu       sync.Mutex
 	sessionDomains map[string]sandbox.DomainDecision
 	refusedDomains map[string]bool
+	// domainBudget bounds the questions of the whole chat: the kernel's
+	// budget is per Query, and chat runs one Query per prompt, so an
+	// injection that survives from prompt to prompt would get a fresh
+	// budget with each. Not reset by /clear (only the answers are).
+	domainBudget netproxy.QuestionBudget
 }
 
 func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {

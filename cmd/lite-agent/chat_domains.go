@@ -70,6 +70,9 @@ func (a *chatApp) askDomain(ctx context.Context, q sandbox.DomainQuestion) (sand
 	if d, ok := a.knownDomain(q); ok { // answered while we waited
 		return d, nil
 	}
+	if err := a.domainBudget.Take(); err != nil {
+		return sandbox.DomainRefuse, err // the 403 says it was not asked
+	}
 	reply := make(chan sandbox.DomainDecision, 1)
 	a.prog.Send(domainAskMsg{q: q, reply: reply, cancel: ctx.Done()})
 	select {

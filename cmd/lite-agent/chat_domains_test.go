@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -91,5 +94,22 @@ func TestSessionDomainsEndWithTheSession(t *testing.T) {
 	app.domainMu.Unlock()
 	if left != 0 {
 		t.Errorf("after /clear the new session still has %d domain answers of the old one", left)
+	}
+}
+
+// TestChatQuestionBudgetSpansPrompts: the kernel's question budget is per
+// Query and chat runs one Query per prompt; chat's own budget spans them
+// all, so a host past it is refused without a question (and without the
+// program being asked to show one: prog is nil here).
+func TestChatQuestionBudgetSpansPrompts(t *testing.T) {
+	app := &chatApp{}
+	for range netproxy.MaxRecentQuestions {
+		if err := app.domainBudget.Take(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := app.askDomain(context.Background(), sandbox.DomainQuestion{Host: "flood-13.example", Port: 443, Grant: "flood-13.example"})
+	if d != sandbox.DomainRefuse || !errors.Is(err, netproxy.ErrTooManyQuestions) {
+		t.Fatalf("past the chat's budget: %v, %v; want a refusal wrapping ErrTooManyQuestions", d, err)
 	}
 }
