@@ -212,3 +212,19 @@ func TestRunShowsNetworkDecisions(t *testing.T) {
 		t.Errorf("network events in stream-json: %v, want allow then deny\n%s", decisions, out)
 	}
 }
+
+// TestFieldIsUnambiguous: a one-line field shows a newline and the
+// characters that could stand for one differently.
+func TestFieldIsUnambiguous(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range []string{"a\nb", "a⏎b", `a\nb`, "a\\\nb"} {
+		f := field(s, 80)
+		if strings.ContainsAny(f, "\n\r") {
+			t.Errorf("field(%q) = %q: not one line", s, f)
+		}
+		if other, ok := seen[f]; ok {
+			t.Errorf("field(%q) and field(%q) both show %q", s, other, f)
+		}
+		seen[f] = s
+	}
+}

@@ -386,10 +386,11 @@ func renderSubagent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr io.
 	}
 }
 
-// truncate shortens s to one line of at most n bytes (and "…"), cut at a
-// character boundary.
+// truncate shortens s to at most n bytes (and "…"), cut at a character
+// boundary. Its callers escape the result, which makes it one line:
+// newlines become \n there (a "⏎" put in here read the same as the
+// character ⏎ in the text).
 func truncate(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", "⏎")
 	if len(s) <= n {
 		return s
 	}
