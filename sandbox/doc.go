@@ -88,7 +88,11 @@
 // forced egress interface (SO_BINDTODEVICE, IP_UNICAST_IF, sticky
 // IPV6_PKTINFO, ...; level and name compared on the low 32 bits), and
 // SO_REUSEPORT, which would let a socket share the address of a user's own
-// listener and take some of its clients. Only the
+// listener and take some of its clients. (UDP's SO_REUSEADDR shares an
+// address too, across users, and the latest bind gets the datagrams: the
+// notification server clears it on a datagram socket before binding, so
+// such a bind fails with EADDRINUSE; TestUDPReuseAddrCannotTakeAService.)
+// Only the
 // native architecture is allowed: the i386 table through int 0x80 and x32
 // kill the process.
 //

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"bufio"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -400,6 +402,116 @@ func TestReusePortRefused(t *testing.T) {
 		sb, _ := newTestSandbox(t, func(p *Policy) { p.Network = mode })
 		if got := strings.TrimSpace(runConfined(t, sb, py, "-c", reusePortProbe, port)); got != "setsockopt EPERM" {
 			t.Errorf("network %s: SO_REUSEPORT beside the user's listener: %q, want setsockopt EPERM", mode, got)
+		}
+	}
+}
+
+// udpReuseAddrProbe binds the user's UDP service's address with
+// SO_REUSEADDR (argv[1] its port), then waits for one datagram: "got X"
+// when it took one, else the failing step and errno. argv[2] "own" binds
+// a fresh port instead and sends itself a datagram (its own UDP server,
+// which must keep working).
+const udpReuseAddrProbe = `
+import socket, sys, errno
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+port = 0 if sys.argv[2] == "own" else int(sys.argv[1])
+try:
+    s.bind(("127.0.0.1", port))
+except OSError as e:
+    print("bind", errno.errorcode.get(e.errno, e.errno)); sys.exit(0)
+if sys.argv[2] == "own":
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.sendto(b"mine", s.getsockname())
+print("bound", flush=True)
+s.settimeout(10)
+try:
+    print("got", s.recvfrom(64)[0].decode())
+except socket.timeout:
+    print("nothing")
+`
+
+// TestUDPReuseAddrCannotTakeAService: on UDP, SO_REUSEADDR lets a socket
+// of any user bind an address and port that another socket with the
+// option holds, and the latest bind receives the datagrams. Unconfined,
+// the probe (as uid 65534, another user) takes the user's service's
+// query; confined, in every mode but unrestricted, its bind gets
+// EADDRINUSE, and its own UDP server with SO_REUSEADDR still works.
+func TestUDPReuseAddrCannotTakeAService(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("python3 not found: this test would check that SO_REUSEADDR cannot share a user's UDP service's address")
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	svc, err := lc.ListenPacket(t.Context(), "udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	_, port, _ := net.SplitHostPort(svc.LocalAddr().String())
+	// probe runs the probe (confined when sb is set), sends the
+	// service's address a query once the probe has bound, and returns
+	// what the probe printed.
+	probe := func(sb *Sandbox, argv ...string) string {
+		pr, pw := io.Pipe()
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		if sb == nil {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to run the unconfined probe as another user (uid 65534)")
+			}
+			cmd := exec.Command(py, append([]string{"-c", udpReuseAddrProbe}, argv...)...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			cmd.Stdout, cmd.Stderr = pw, pw
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { cmd.Wait(); pw.Close() }()
+		} else {
+			p, err := sb.Start(t.Context(), &Command{Path: py, Args: append([]string{py, "-c", udpReuseAddrProbe}, argv...), Stdout: pw, Stderr: pw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { p.Wait(); pw.Close() }()
+		}
+		var out []string
+		for l := range lines {
+			out = append(out, l)
+			if l == "bound" && argv[1] == "theirs" {
+				c, err := net.Dial("udp4", svc.LocalAddr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Write([]byte("query"))
+				c.Close()
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if got := probe(nil, port, "theirs"); got != "bound\ngot query" {
+		t.Fatalf("unconfined, another user's probe did not take the service's query: %q — the refusal below would prove nothing", got)
+	}
+	for _, mode := range []NetworkMode{NetworkNone, NetworkLoopback, NetworkPrivate} {
+		sb, _ := newTestSandbox(t, func(p *Policy) { p.Network = mode })
+		if got := probe(sb, port, "theirs"); got != "bind EADDRINUSE" {
+			t.Errorf("network %s: SO_REUSEADDR on the user's UDP service's address: %q, want bind EADDRINUSE", mode, got)
+		}
+		if got := probe(sb, port, "own"); got != "bound\ngot mine" {
+			t.Errorf("network %s: the command's own UDP server with SO_REUSEADDR: %q, want it to work", mode, got)
 		}
 	}
 }

@@ -1011,6 +1011,9 @@ func (c *netCall) handleBind() outcome {
 		if v, errno := c.s.judgeBind(sa); v != verdictAllow {
 			return fail(errno)
 		}
+		if out, ok := c.dropUDPReuseAddr(); !ok {
+			return out
+		}
 		out := c.doBind(sa)
 		if out.errno == 0 && !out.abandon {
 			c.s.recordBind(c.dup, c.sock.typ)
@@ -1023,6 +1026,33 @@ func (c *netCall) handleBind() outcome {
 		return c.handleUnixAddr("bind", sa, nil)
 	}
 	return fail(unix.EPERM)
+}
+
+// dropUDPReuseAddr clears SO_REUSEADDR on a datagram socket about to be
+// bound (every mode but unrestricted). On UDP the option lets a second
+// socket bind an address and port that another socket with the option
+// already holds — whoever owns it, no uid check — and the latest bind
+// receives the datagrams: a command could take a user's local UDP
+// service's queries (a DNS stub, say). Without it such a bind fails with
+// EADDRINUSE, as it would for any taken port; the command's own UDP
+// servers bind as before. (TCP's SO_REUSEADDR never shares a listener;
+// SO_REUSEPORT, which would, is refused outright.)
+func (c *netCall) dropUDPReuseAddr() (outcome, bool) {
+	if c.sock.typ != unix.SOCK_DGRAM || c.s.opts.Mode == ModeUnrestricted {
+		return outcome{}, true
+	}
+	v, err := unix.GetsockoptInt(c.dup, unix.SOL_SOCKET, unix.SO_REUSEADDR)
+	if err != nil || v == 0 {
+		return outcome{}, true
+	}
+	if err := c.confirm(); err != nil {
+		return c.stopped(err, 0), false
+	}
+	c.effect = true
+	if err := unix.SetsockoptInt(c.dup, unix.SOL_SOCKET, unix.SO_REUSEADDR, 0); err != nil {
+		return fail(unix.EPERM), false
+	}
+	return outcome{}, true
 }
 
 func (c *netCall) doBind(sa []byte) outcome {
