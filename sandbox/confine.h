@@ -85,6 +85,27 @@ struct la_mount_root {
 
 #define LA_MAX_MOUNT_ROOTS 64
 
+// la_root_bind is one tree bound into the root skeleton at its own
+// canonical path (rootfs_linux.go): a read-only grant (skipped when it is
+// gone or no longer the inode recorded), a read-write root (must be it),
+// or the sandbox's own /proc or /dev/pts (whatever is mounted there).
+#define LA_BIND_RO 0
+#define LA_BIND_RW 1
+#define LA_BIND_OWN 2
+struct la_root_bind {
+	const char *path;
+	uint64_t dev, ino;
+	int kind;
+};
+
+// la_skel_entry is one node of the root skeleton: 'd' a directory, 'f'
+// an empty file, 'l' a symlink to target; path relative, parents first.
+struct la_skel_entry {
+	const char *path;
+	char kind;
+	const char *target;
+};
+
 // la_ns_mounts is what a sandbox mounts of its own in every namespace it
 // makes, after the read-only step: its devpts instance (devpts_linux.c)
 // and its /proc (procfs_linux.c).
@@ -97,6 +118,10 @@ struct la_ns_mounts {
 	                    // caller's PID namespace
 	const char *const *proc_files; // host /proc files bound into the
 	int n_proc_files;              // skeleton ("cpuinfo", ...)
+	int root_skel_fd;   // root skeleton to switch to (rootfs_linux.c),
+	                    // or -1: the host's / stays
+	const struct la_root_bind *root_binds; // trees bound into it,
+	int n_root_binds;                       // parents first
 };
 
 // la_mount_setup makes the caller's (fresh, private) mount namespace
@@ -106,10 +131,26 @@ struct la_ns_mounts {
 // the root that failed in *which (-1: not a root's fault).
 int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which);
 
+// la_open_root opens r's path (O_PATH) by a walk that follows no
+// symlink; with check, it must end on r's (dev, ino) (else ESTALE).
+int la_open_root(const struct la_mount_root *r, int check);
+
 // la_thread_mountns gives the calling thread a mount namespace of its own
 // (unshare CLONE_NEWNS, which needs CAP_SYS_ADMIN) and runs la_mount_setup
 // in it: every child the thread vforks is born in it.
-int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which);
+// *ns_ino is the new namespace's inode (taken before the root switch).
+int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which,
+		      uint64_t *ns_ino);
+
+// la_make_root_skeleton creates the detached, read-only root skeleton
+// (rootfs_linux.c) holding entries, or -errno.
+int la_make_root_skeleton(int new_user, const char *uid_map, const char *gid_map,
+			  const struct la_skel_entry *entries, int n);
+
+// la_attach_root makes own's root skeleton the caller's root, with
+// own's binds in it (see rootfs_linux.c), or returns -errno and stores
+// the failed bind's index in *which (-1: none's fault). Async-signal-safe.
+int la_attach_root(const struct la_ns_mounts *own, int *which);
 
 // la_make_devpts creates a detached devpts instance (devpts_linux.c) and
 // returns its fsmount fd (O_CLOEXEC), or -errno: new_user 1 with the maps

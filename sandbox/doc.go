@@ -22,8 +22,8 @@
 // the main seccomp program once; the child inherits it. In the child, in
 // this order: signal handlers reset; for unprivileged users a user namespace
 // (and a PID namespace); a private mount namespace, read-only but the
-// read-write roots (below; as root the spawner thread makes it once and the
-// child is born in it); setsid (no controlling terminal, so no TIOCSTI on
+// read-write roots, whose root is a skeleton of the grants (below; as root
+// the spawner thread makes it once and the child is born in it); setsid (no controlling terminal, so no TIOCSTI on
 // it); rlimits (file size, core 0, address space without a memory cgroup);
 // every capability dropped — bounding, ambient, effective, permitted,
 // inheritable, plus securebits — even when started as root; no_new_privs;
@@ -71,7 +71,7 @@
 // confined can undo it: no capabilities, and seccomp refuses every mount
 // call (below). In every network mode: the notification server resolves
 // unix socket paths in the child's root and accepts the sandbox's own
-// mount namespace for it (same mounts, bound onto themselves).
+// mount namespace for it (every granted path bound at its own path).
 //
 // seccomp (libseccomp; denials return EPERM): ptrace, process_vm_*,
 // mount and the whole mount API (mount, umount2, open_tree, open_tree_attr,
@@ -162,20 +162,32 @@
 // unprivileged without a PID namespace, the host's /proc stays with only
 // the global files readable, and a note says so.
 //
-// The workspace's parent directories are not listable: a Landlock rule
-// covers the whole hierarchy beneath it, so READ_DIR on a parent would let
-// every directory below be listed — ~/.ssh's names from a workspace in
-// $HOME, everything from / (the escape suite's list-home). Not taken
-// either: the supervisor answering O_DIRECTORY opens of exactly those
-// directories with a descriptor of its own (ADDFD; Landlock would still
-// check every open beneath by path) lists names only, but seccomp cannot
-// look at the path, so every O_DIRECTORY open of every command would
-// become a notification (~30 µs each, as a supervised sendto costs in
-// BENCHMARKS.md, against ~3 µs: 49 of them in a git status of a small
-// repository, 203 in go vet of one package); a mount
-// skeleton of the parents (empty directories named like their entries,
-// the granted paths bound back) cannot cover /, goes stale, and would be
-// a second copy of the grants.
+// The root (rootfs_linux.go, with the reasons): where the sandbox has a
+// mount namespace and a /proc of its own, a command's / is a read-only
+// tmpfs skeleton, made once per Sandbox from the very rules the Landlock
+// ruleset is built from: each granted path bound at its own canonical
+// path (a clone of the namespace's mounts there, so read-only but the
+// writable roots), the sandbox's /proc and /dev/pts, the symlinks met on
+// the way to a granted path recreated (Debian's /bin, /lib64 -> usr/...),
+// /dev/fd and /dev/std* linked into /proc/self, empty directories
+// between. The workspace's parents, / and /tmp list only granted names,
+// through one Landlock rule, READ_DIR on the skeleton's root by fd: a
+// rule covers the hierarchy beneath it, and every directory grant
+// already carries READ_DIR (the sandbox's devpts, whose grant did not,
+// becomes listable: the names of this sandbox's own ptys). The switch is
+// runc's pivot_root(".", ".") and a detached unmount of the old root, so
+// nothing of the host's tree stays mounted in the namespace
+// (TestParentsListNamesOnly, TestOldRootUnreachable, with the sibling
+// secret shown listed and readable unconfined). Root's spawner thread
+// switches once (it opens no path afterwards); other commands switch in
+// the child. A program outside the grants is not there: the spawn's
+// error says so (EACCES, as Landlock would). Without a mount namespace
+// or a /proc of the sandbox's own, the host's / stays and the parents
+// are not listable (a READ_DIR rule on a parent would let everything
+// below it be listed, ~/.ssh's names included); a note says so. Not
+// taken: a seccomp notification for every O_DIRECTORY open (seccomp
+// cannot look at the path: ~30 µs each, 49 in a git status of a small
+// repository).
 //
 // # Network modes
 //
@@ -405,7 +417,14 @@
 //   - The read-only mount namespace is a copy made when a spawner thread
 //     (root) or a command (others) starts: a file system mounted outside
 //     later is not visible to the commands of a spawner thread made
-//     before it.
+//     before it. The root skeleton is made at New: a granted path created
+//     later is not in it (Landlock's rule needs it at New too), and one
+//     replaced since is left out of it.
+//   - A relative path the notification server resolves for a command
+//     (a unix socket, an emulated open) follows an absolute symlink
+//     through the host's root, not the skeleton: the outcome is still
+//     decided beneath the read-write roots, but whether an ungranted
+//     directory on the way exists can show in it.
 //   - Unprivileged users without a writable cgroup get per-process memory
 //     limits (RLIMIT_AS) and no MemoryExceeded/ProcessLimitHit reports.
 //   - Commands run at the same time under one Sandbox can see each

@@ -482,6 +482,13 @@ func New(p Policy) (*Sandbox, error) {
 		if initExe != "" {
 			rules = append(rules, llRule{initExe, llRO})
 		}
+		// The root: a skeleton of these grants, so that listing the
+		// workspace's parents shows their names only (rootfs_linux.go).
+		if off := s.sandboxRoot(rules); off != "" {
+			s.enf.Notes = append(s.enf.Notes, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed ("+off+")")
+		} else {
+			s.enf.Notes = append(s.enf.Notes, "listing: / is a skeleton of the granted paths (the workspace's parents list only granted names)")
+		}
 		if rp.RulesetFD, err = buildRuleset(h.abi, attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
@@ -492,6 +499,11 @@ func New(p Policy) (*Sandbox, error) {
 		}
 		if fd := s.mounts.procSkeleton(); fd >= 0 {
 			if err := addProcRule(rp.RulesetFD, attr.Access_fs, fd); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+		}
+		if fd := s.mounts.rootSkeleton(); fd >= 0 {
+			if err := addRootRule(rp.RulesetFD, attr.Access_fs, fd); err != nil {
 				return nil, fmt.Errorf("sandbox: %w", err)
 			}
 		}
@@ -597,7 +609,7 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 // (capt, its change capture, or nil) or of a spawner thread.
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
 	return notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
-		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS}
+		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.rootDevice()}
 }
 
 func (s *Sandbox) releaseSpawner(sp *spawner) {
@@ -1072,7 +1084,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	childFiles = nil
 	if p.initStatus != nil {
 		// The init has started; wait for the command's execve.
-		if err := p.initStarted(); err != nil {
+		if err := p.initStarted(exe); err != nil {
 			p.killTree()
 			reapPidfd(p.pidfd)
 			p.finishTree()
@@ -1431,7 +1443,7 @@ func reapPidfd(pidfd int) { waitPidfd(pidfd) }
 
 // initStarted reads the init's first report: the command's execve
 // succeeded, or why it failed (the error a direct spawn would give).
-func (p *Process) initStarted() error {
+func (p *Process) initStarted(exe string) error {
 	line, err := p.initStatus.ReadString('\n')
 	switch {
 	case err != nil:
@@ -1440,7 +1452,9 @@ func (p *Process) initStarted() error {
 		return nil
 	case strings.HasPrefix(line, "E"):
 		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-		return &SpawnError{Step: stepNames[stepExec], Errno: syscall.Errno(n)}
+		e := &SpawnError{Step: stepNames[stepExec], Errno: syscall.Errno(n)}
+		p.s.mounts.execError(exe, e)
+		return e
 	}
 	return fmt.Errorf("sandbox: the PID namespace's init said %q", line)
 }

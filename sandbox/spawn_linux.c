@@ -265,7 +265,7 @@ int la_confine(const struct la_confine_args *a, int *listener, int *step)
 // open_tree, move_mount, fsopen/fsmount/fsconfig/fspick, pivot_root and
 // namespace flags; a nested user namespace, were it possible, would
 // inherit these read-only flags locked.
-static int la_open_root(const struct la_mount_root *r)
+int la_open_root(const struct la_mount_root *r, int check)
 {
 	const char *p = r->path;
 	if (p[0] != '/') {
@@ -311,7 +311,7 @@ static int la_open_root(const struct la_mount_root *r)
 		errno = e2;
 		return -1;
 	}
-	if (S_ISLNK(st.st_mode) || (uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino) {
+	if (S_ISLNK(st.st_mode) || (check && ((uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino))) {
 		close(fd);
 		errno = S_ISLNK(st.st_mode) ? ELOOP : ESTALE;
 		return -1;
@@ -356,7 +356,7 @@ int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 	for (; made < kept; made++) {
-		int fd = la_open_root(&roots[order[made]]);
+		int fd = la_open_root(&roots[order[made]], 1);
 		if (fd < 0) {
 			e = errno;
 			*which = order[made];
@@ -384,7 +384,7 @@ int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_
 	for (int i = 0; i < kept; i++) {
 		// Walked again, after the read-only step: the walk must end on
 		// the mount now at that place.
-		int fd = la_open_root(&roots[order[i]]);
+		int fd = la_open_root(&roots[order[i]], 1);
 		if (fd < 0) {
 			e = errno;
 			*which = order[i];
@@ -406,6 +406,17 @@ int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_
 		goto out;
 	if (own && own->proc_skel_fd >= 0 && (e = -la_attach_proc(own)) != 0)
 		goto out;
+	// Then the root of granted paths (rootfs_linux.c), cloned from the
+	// namespace as made above, flags and all; last, it leaves nothing of
+	// the host's tree mounted.
+	if (own && own->root_skel_fd >= 0) {
+		int b = -1;
+		if ((e = -la_attach_root(own, &b)) != 0) {
+			if (b >= 0)
+				*which = LA_MAX_MOUNT_ROOTS + b;
+			goto out;
+		}
+	}
 	e = 0;
 out:
 	for (int i = 0; i < made; i++)
@@ -413,13 +424,20 @@ out:
 	return -e;
 }
 
-int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which)
+int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which,
+		      uint64_t *ns_ino)
 {
 	*which = -1;
+	*ns_ino = 0;
 	// CLONE_NEWNS implies CLONE_FS: this thread gets its own root and
 	// cwd, copied; the process's other threads keep theirs.
 	if (unshare(CLONE_NEWNS) < 0)
 		return -errno;
+	// The namespace's identity, while the host's /proc is still the
+	// thread's (after a root switch it may have none).
+	struct stat st;
+	if (stat("/proc/thread-self/ns/mnt", &st) == 0)
+		*ns_ino = (uint64_t)st.st_ino;
 	return la_mount_setup(roots, n, own, which);
 }
 

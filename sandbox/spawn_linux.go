@@ -309,6 +309,10 @@ type cMountRoots struct {
 	n     int
 	paths []string
 	own   *C.struct_la_ns_mounts
+	// bindPaths name the root skeleton's binds, for errors (setRoot);
+	// rootDev is the skeleton's device (0: none).
+	bindPaths []string
+	rootDev   uint64
 }
 
 func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
@@ -317,7 +321,7 @@ func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
 	}
 	c := &cMountRoots{n: len(roots)}
 	c.own = (*C.struct_la_ns_mounts)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_la_ns_mounts{}))))
-	c.own.devpts_fd, c.own.proc_skel_fd, c.own.proc_fd = -1, -1, -1
+	c.own.devpts_fd, c.own.proc_skel_fd, c.own.proc_fd, c.own.root_skel_fd = -1, -1, -1, -1
 	if len(roots) == 0 {
 		return c, nil
 	}
@@ -349,6 +353,9 @@ func (c *cMountRoots) len() int {
 
 // describe names root i for an error ("" when none is to blame).
 func (c *cMountRoots) describe(i int) string {
+	if c != nil && i >= C.LA_MAX_MOUNT_ROOTS && i-C.LA_MAX_MOUNT_ROOTS < len(c.bindPaths) {
+		return fmt.Sprintf(" (binding %s into the sandbox's root: changed since the sandbox was made?)", c.bindPaths[i-C.LA_MAX_MOUNT_ROOTS])
+	}
 	if c == nil || i < 0 || i >= len(c.paths) {
 		return ""
 	}
@@ -401,7 +408,8 @@ func (c *cMountRoots) free() {
 		return
 	}
 	if o := c.own; o != nil {
-		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd} {
+		c.freeRoot()
+		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd, o.root_skel_fd} {
 			if fd >= 0 {
 				syscall.Close(int(fd))
 			}
@@ -426,13 +434,15 @@ func (c *cMountRoots) free() {
 }
 
 // threadMountNS gives the calling (locked, spawner) thread its private,
-// read-only mount namespace; see la_thread_mountns.
-func threadMountNS(c *cMountRoots) error {
+// read-only mount namespace, and returns the namespace's inode; see
+// la_thread_mountns.
+func threadMountNS(c *cMountRoots) (uint64, error) {
 	var which C.int
-	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), c.ownPtr(), &which)); rc < 0 {
-		return &SpawnError{Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
+	var ino C.uint64_t
+	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), c.ownPtr(), &which, &ino)); rc < 0 {
+		return 0, &SpawnError{Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
 	}
-	return nil
+	return uint64(ino), nil
 }
 
 // probeMountNS reports whether a child can get the private read-only

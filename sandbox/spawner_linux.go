@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -114,12 +115,12 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 		sp.exited = fd
 	}
 	var err error
-	if sp.listener, err = prepareSpawnerThread(prog, dirs); err != nil {
+	if sp.listener, sp.mountNS, err = prepareSpawnerThread(prog, dirs); err != nil {
 		ready <- err
 		return
 	}
 	var st unix.Stat_t
-	if unix.Stat("/proc/thread-self/ns/mnt", &st) == nil {
+	if sp.mountNS == 0 && unix.Stat("/proc/thread-self/ns/mnt", &st) == nil {
 		sp.mountNS = st.Ino
 	}
 	ready <- nil
@@ -129,7 +130,7 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 	}
 }
 
-func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, err error) {
+func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, mountNS uint64, err error) {
 	for _, d := range dirs {
 		// "tasks" moves this thread only; cgroup.procs would move the
 		// whole Go process. "0" (the writing thread) rather than our tid:
@@ -138,25 +139,27 @@ func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, err 
 		// whose write lock waits for an RCU grace period — 0.04 ms
 		// instead of 5-15 ms here.
 		if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
-			return -1, fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
+			return -1, 0, fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
 		}
 	}
 	// The read-only mount namespace after the cgroup joins (cgroupfs is
 	// read-only in it) and before the program, which refuses the mount
 	// calls once sealed. The thread is never unlocked, so no goroutine
-	// but this one ever runs in the namespace.
+	// but this one ever runs in the namespace. With a root skeleton
+	// (rootfs_linux.go) the thread's own root is switched too: from here
+	// on it opens no path (spawn works on fds and C memory).
 	if prog.mounts != nil {
-		if err := threadMountNS(prog.mounts); err != nil {
-			return -1, fmt.Errorf("sandbox: spawner thread: %w", err)
+		if mountNS, err = threadMountNS(prog.mounts); err != nil {
+			return -1, 0, fmt.Errorf("sandbox: spawner thread: %w", err)
 		}
 	}
 	if len(prog.bpf) == 0 {
-		return -1, nil
+		return -1, mountNS, nil
 	}
 	// no_new_privs first: the kernel requires it (or CAP_SYS_ADMIN) to
 	// attach a program, and the children need it anyway.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return -1, fmt.Errorf("sandbox: spawner thread: no_new_privs: %w", err)
+		return -1, 0, fmt.Errorf("sandbox: spawner thread: no_new_privs: %w", err)
 	}
 	fprog := unix.SockFprog{
 		Len:    uint16(len(prog.bpf) / 8),
@@ -177,12 +180,12 @@ func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, err 
 	}
 	runtime.KeepAlive(prog.bpf)
 	if e != 0 {
-		return -1, fmt.Errorf("sandbox: spawner thread: loading the seccomp filter: %w", e)
+		return -1, 0, fmt.Errorf("sandbox: spawner thread: loading the seccomp filter: %w", e)
 	}
 	if prog.notifies {
-		return int(r), nil
+		return int(r), mountNS, nil
 	}
-	return -1, nil
+	return -1, mountNS, nil
 }
 
 // spawn starts r from the spawner's thread.
@@ -190,6 +193,12 @@ func (sp *spawner) spawn(r *spawnRequest) (spawnResult, error) {
 	c := &spawnCall{req: r, done: make(chan struct{})}
 	sp.calls <- c
 	<-c.done
+	// Here, not on the thread: its root may be the sandbox's, where the
+	// host's paths are not (execError stats one).
+	var se *SpawnError
+	if errors.As(c.err, &se) && se.Step == stepNames[stepExec] {
+		r.mounts.execError(r.path, se)
+	}
 	return c.res, c.err
 }
 

@@ -26,6 +26,7 @@ var unprivilegedTests = []string{
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
 	"TestPseudoTerminalUsableTIOCSTIStillRefused", "TestHostPseudoTerminalsUnreachable", "TestPseudoTerminalsOffWithoutMountNS", "TestProcSelfFiles",
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
+	"TestParentsListNamesOnly", "TestOldRootUnreachable",
 }
 
 const nobody = 65534

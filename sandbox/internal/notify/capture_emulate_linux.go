@@ -551,6 +551,9 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 		t.dir, t.name = pfd, name
 		dpath, ok := fdPath(pfd)
 		if !ok {
+			dpath, ok = c.skeletonPath(pfd)
+		}
+		if !ok {
 			// No name the hook can be given (deeper than PATH_MAX,
 			// removed, renamed meanwhile): fail closed.
 			t.close()

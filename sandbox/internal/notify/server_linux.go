@@ -67,6 +67,10 @@ type Options struct {
 	// themselves and made read-only, so a path resolves to the same file
 	// in both: sameRoot accepts it.
 	MountNS uint64
+	// RootDev is the device of the sandbox's root skeleton (the
+	// command's / there: sandbox/rootfs_linux.go), or 0: change capture
+	// names the skeleton's directories by their path (skeletonPath).
+	RootDev uint64
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -243,6 +247,7 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 	if opts.Capture != nil {
 		// Before the loop: its first call resolves in this namespace.
 		opts.Capture.mountNS = opts.MountNS
+		opts.Capture.rootDev = opts.RootDev
 	}
 	go run.loop()
 	return run, nil
@@ -1886,6 +1891,12 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 // Shared by the network supervisor and change capture.
 func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
+	// In the sandbox's own namespace the root is its skeleton
+	// (sandbox/rootfs_linux.go): every granted path is bound there at its host
+	// path, so beneath the read-write roots the two resolutions agree.
+	if mountNS != 0 && unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) == nil && a.Ino == mountNS {
+		return true
+	}
 	if unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) != nil || unix.Stat("/", &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
 		return false
 	}

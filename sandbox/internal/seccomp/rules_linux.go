@@ -53,8 +53,8 @@ import (
 var deniedSyscalls = []string{
 	// other processes' memory and file descriptors
 	"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd",
-	// root (the mount calls: mountSyscalls)
-	"pivot_root", "chroot",
+	// root (the mount calls and pivot_root: mountSyscalls)
+	"chroot",
 	// namespaces (clone, clone3 and unshare: in the child program)
 	"setns",
 	// kernel attack surface
@@ -83,6 +83,9 @@ var deniedSyscalls = []string{
 var mountSyscalls = []string{
 	"mount", "umount", "umount2", "move_mount", "open_tree", "fsopen", "fsconfig",
 	"fsmount", "fspick", "mount_setattr",
+	// The spawn path's child switches to the sandbox's root with it
+	// (la_attach_root).
+	"pivot_root",
 }
 
 // mountSyscallNumbers are mount calls newer than this libseccomp's tables,

@@ -1,0 +1,245 @@
+// The sandbox's root: a skeleton of what it grants (see rootfs_linux.go
+// for why and what is in it).
+//
+// la_make_root_skeleton makes the skeleton once per Sandbox: a detached
+// tmpfs, read-only once built, whose only nodes are the empty directories
+// and files the granted trees are bound onto and the symlinks on the way
+// to them. la_attach_root, in each private mount namespace the sandbox
+// makes (after la_mount_setup has made it read-only but the writable
+// roots, and attached the sandbox's /proc and devpts), clones it, binds
+// the granted trees into the clone and makes it the root.
+#define _GNU_SOURCE
+#include "confine.h"
+#include "mountapi.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pivot_root
+#define SYS_pivot_root 155
+#endif
+#define LA_MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#define LA_OPEN_TREE_CLOEXEC O_CLOEXEC
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+// la_beneath_at opens path relative to dir (O_PATH), one component at a
+// time, refusing a symlink, "." or "..", and a mount crossing on the way:
+// inside the skeleton, an entry's parent or a bind target is only ever
+// the skeleton's own node (an absolute symlink followed here would lead
+// into the caller's root). Not openat2's RESOLVE_*: the spawner thread's
+// program refuses openat2 (ENOSYS), whose flags it cannot read.
+static int la_beneath_at(int dir, const char *path, int want_dir)
+{
+	struct stat top, st;
+	if (fstat(dir, &top) < 0)
+		return -1;
+	int fd = (int)syscall(SYS_dup, dir);
+	if (fd < 0)
+		return -1;
+	char comp[256];
+	const char *p = path;
+	while (*p) {
+		const char *e = p;
+		while (*e && *e != '/')
+			e++;
+		size_t n = (size_t)(e - p);
+		if (n == 0 || n >= sizeof comp || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			close(fd);
+			errno = n >= sizeof comp ? ENAMETOOLONG : EINVAL;
+			return -1;
+		}
+		memcpy(comp, p, n);
+		comp[n] = 0;
+		int next = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int e2 = errno;
+		close(fd);
+		if (next < 0) {
+			errno = e2;
+			return -1;
+		}
+		fd = next;
+		if (fstat(fd, &st) < 0 || st.st_dev != top.st_dev || S_ISLNK(st.st_mode) ||
+		    ((*e || want_dir) && !S_ISDIR(st.st_mode))) {
+			close(fd);
+			errno = ELOOP;
+			return -1;
+		}
+		p = *e ? e + 1 : e;
+	}
+	return fd;
+}
+
+struct la_rskel_args {
+	const struct la_skel_entry *e;
+	int n;
+	const char *inodes;
+};
+
+static int la_rskel_fn(void *arg)
+{
+	const struct la_rskel_args *a = arg;
+	const char *const opts[][2] = { { "mode", "0755" }, { "size", "256k" }, { "nr_inodes", a->inodes } };
+	// noexec, nosuid, nodev: the skeleton's own nodes are empty; the
+	// trees bound into it keep their mounts' flags.
+	int m = la_fs_fsmount("tmpfs", opts, 3, LA_MOUNT_ATTR_NOSUID | LA_MOUNT_ATTR_NODEV | LA_MOUNT_ATTR_NOEXEC);
+	if (m < 0)
+		return m;
+	int e = 0;
+	for (int i = 0; i < a->n && !e; i++) {
+		const struct la_skel_entry *x = &a->e[i];
+		// The parent, already made (parents come first), then the name.
+		const char *slash = strrchr(x->path, '/');
+		const char *name = slash ? slash + 1 : x->path;
+		int dir = m;
+		if (slash) {
+			char parent[4096];
+			size_t l = (size_t)(slash - x->path);
+			if (l >= sizeof parent) {
+				e = ENAMETOOLONG;
+				break;
+			}
+			memcpy(parent, x->path, l);
+			parent[l] = 0;
+			if ((dir = la_beneath_at(m, parent, 1)) < 0) {
+				e = errno;
+				break;
+			}
+		}
+		int r = 0;
+		switch (x->kind) {
+		case 'd':
+			r = mkdirat(dir, name, 0755);
+			break;
+		case 'f': {
+			int f = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+			if (f < 0)
+				r = -1;
+			else
+				close(f);
+			break;
+		}
+		case 'l':
+			r = symlinkat(x->target, dir, name);
+			break;
+		default:
+			errno = EINVAL;
+			r = -1;
+		}
+		if (r < 0)
+			e = errno;
+		if (dir != m)
+			close(dir);
+	}
+	if (!e) {
+		// Read-only from here on, in every clone.
+		struct la_mount_attr_p attr;
+		memset(&attr, 0, sizeof attr);
+		attr.attr_set = LA_MOUNT_ATTR_RDONLY;
+		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+			e = errno;
+	}
+	if (e) {
+		close(m);
+		return -e;
+	}
+	return m;
+}
+
+int la_make_root_skeleton(int new_user, const char *uid_map, const char *gid_map,
+			  const struct la_skel_entry *entries, int n)
+{
+	// nr_inodes: one per entry, and the root.
+	char inodes[16];
+	int v = n + 8, l = 0;
+	char rev[16];
+	do {
+		rev[l++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && l < (int)sizeof rev);
+	for (int i = 0; i < l; i++)
+		inodes[i] = rev[l - 1 - i];
+	inodes[l] = 0;
+	struct la_rskel_args a = { entries, n, inodes };
+	if (!new_user)
+		return la_rskel_fn(&a);
+	return la_in_userns(la_rskel_fn, &a, uid_map, gid_map);
+}
+
+int la_attach_root(const struct la_ns_mounts *own, int *which)
+{
+	int skel = -1, old = -1, e = 0;
+	*which = -1;
+	// The old root, to unmount after the switch (by this fd: what "."
+	// names after pivot_root is not promised).
+	if ((old = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	// A clone of the skeleton (no mounts in it), stacked on the old /:
+	// attached to the namespace, which pivot_root needs of a new root,
+	// and reached through its fd only (paths still start at the old
+	// root, which is what the binds below are taken from).
+	skel = (int)syscall(SYS_open_tree, own->root_skel_fd, "", LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (skel < 0 || syscall(SYS_move_mount, skel, "", AT_FDCWD, "/", LA_MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		e = errno;
+		goto out;
+	}
+	for (int i = 0; i < own->n_root_binds; i++) {
+		const struct la_root_bind *b = &own->root_binds[i];
+		struct la_mount_root r = { b->path, b->dev, b->ino };
+		// The tree as this namespace has it now (read-only, a writable
+		// root writable), walked without following a symlink; a host
+		// grant must still be the inode Landlock's rule names.
+		int src = la_open_root(&r, b->kind != LA_BIND_OWN);
+		if (src < 0) {
+			// A read-only grant gone or replaced since New is left
+			// out (its empty node stays): Landlock's rule is on the
+			// old inode, so nothing there was granted anyway.
+			if (b->kind == LA_BIND_RO)
+				continue;
+			e = errno;
+			*which = i;
+			goto out;
+		}
+		int tree = (int)syscall(SYS_open_tree, src, "",
+					LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		e = errno;
+		close(src);
+		if (tree < 0) {
+			*which = i;
+			goto out;
+		}
+		int dst = la_beneath_at(skel, b->path + 1, 0);
+		long rc = dst < 0 ? -1 : syscall(SYS_move_mount, tree, "", dst, "",
+						 LA_MOVE_MOUNT_F_EMPTY_PATH | LA_MOVE_MOUNT_T_EMPTY_PATH);
+		e = errno;
+		if (dst >= 0)
+			close(dst);
+		close(tree);
+		if (rc < 0) {
+			*which = i;
+			goto out;
+		}
+	}
+	// The switch, as runc does it: from inside the new root,
+	// pivot_root(".", ".") puts the old root on top of it; unmounting
+	// that (detached: its trees may be busy) leaves nothing of the host's
+	// tree in the namespace. The caller's root and cwd are the
+	// skeleton's root (chdir below; la_child sets its cwd again).
+	if (fchdir(skel) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || fchdir(old) < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
+		e = errno;
+		goto out;
+	}
+	e = 0;
+out:
+	if (skel >= 0)
+		close(skel);
+	close(old);
+	return -e;
+}

@@ -1,0 +1,397 @@
+package sandbox
+
+/*
+#include <stdlib.h>
+#include "confine.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A root of the sandbox's own: what a command sees at / is a skeleton of
+// what the policy grants (issue 13: names-only listing of the workspace's
+// parents).
+//
+// Why: Landlock's READ_DIR is hierarchical. Granting it on /, /tmp or
+// $HOME so that a globber or `ls ..` can list the workspace's parents
+// would let a command list every directory beneath them, secrets' names
+// included; without it those listings fail with EACCES. So in every
+// private mount namespace the sandbox makes, / becomes a read-only tmpfs
+// (the skeleton, made once per Sandbox at New) holding only:
+//   - the granted paths (system paths, read-only and read-write paths,
+//     the workspace, the temp dir, the init's executable), each a clone of
+//     that path's mounts in the namespace (recursive, so a read-write
+//     root keeps its flags and every other tree stays read-only) bound at
+//     its own canonical path: a directory onto an empty directory, a file
+//     (or device) onto an empty file;
+//   - the sandbox's /proc and /dev/pts, cloned the same way (without a
+//     /proc of its own there is no skeleton: the host's cannot be bound
+//     in whole), and /dev's fd, stdin, stdout, stderr links into /proc;
+//   - the symlinks met on the way to a granted path (Debian's /bin, /lib,
+//     /lib64 -> usr/...), recreated with the same target text, so the
+//     granted name still resolves; never followed into ungranted places
+//     (a symlink is recreated only where a granted path's walk met it,
+//     and what it leads to is in the skeleton only if granted itself);
+//   - plain empty directories between them.
+// Listing /, /tmp or $HOME then shows only the names of granted things,
+// and one Landlock rule (READ_DIR on the skeleton's root, by fd, made
+// before any command exists) lets the command list them. Every clone is
+// a mount of the one tmpfs superblock, so the rule names the root of
+// every clone. Rules are hierarchical, so that READ_DIR also reaches into
+// the bound trees: every directory rule of landlockRules already carries
+// READ_DIR (llRO, llRW), the sandbox's /proc rule too; the one grant
+// without it is the sandbox's devpts (llPty), which becomes listable: its
+// entries are the numbers of this sandbox's own ptys, nothing of the
+// host's. Granted files carry no directory right, which needs none.
+//
+// The switch (la_attach_root, rootfs_linux.c): the skeleton is stacked
+// on the old /, the granted trees are bound into it, then
+// pivot_root(".", ".") and umount2(".", MNT_DETACH) of the old root, as
+// runc does: nothing of the host's tree stays mounted in the namespace,
+// so /proc/self/root, ".." from / and every path lead only into the
+// skeleton. The working directory is set after the switch (la_child's
+// chdir). A root spawner thread (mountThread) switches its own root once:
+// the Go code it runs afterwards opens no path (spawn works on fds and C
+// memory; the cgroup joins and the namespace's identity come first).
+//
+// Without a private mount namespace nothing changes: the host's / stays,
+// listing the parents is refused, and Enforcement's notes say so.
+
+// Kinds of skeleton entries (la_make_root_skeleton) and of binds
+// (la_attach_root).
+const (
+	skelDir  = 'd'
+	skelFile = 'f'
+	skelLink = 'l'
+
+	bindRO  = C.LA_BIND_RO  // a read-only grant: skipped when gone or changed
+	bindRW  = C.LA_BIND_RW  // a read-write root: must be the inode recorded
+	bindOwn = C.LA_BIND_OWN // the sandbox's /proc or /dev/pts: whatever is mounted there
+)
+
+// skelEntry is one node of the skeleton.
+type skelEntry struct {
+	path   string // absolute, canonical but for the last component (a link)
+	kind   byte
+	target string // kind skelLink: the link's text
+}
+
+// rootBind is one tree bound into the skeleton: a canonical path, and for
+// host grants the identity it had when the sandbox was made.
+type rootBind struct {
+	path     string
+	kind     int
+	dev, ino uint64
+}
+
+// rootPlan is a skeleton and what is bound into it.
+type rootPlan struct {
+	entries []skelEntry
+	binds   []rootBind
+	have    map[string]byte // path -> kind, of entries
+}
+
+// errRootGranted: a granted path is / itself; a skeleton would hold
+// the whole host.
+var errRootGranted = errors.New("a granted path is / itself")
+
+// add walks granted path p on the host and records what the skeleton
+// needs for it: the directories and symlinks on the way, and the node the
+// bind lands on. A path that does not exist is skipped (nil). kind is the
+// bind's (bindRO, bindRW, bindOwn).
+func (r *rootPlan) add(p string, kind int) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("granted path %q is not absolute", p)
+	}
+	cur := "/" // canonical: no symlink in it
+	rest := strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	if len(rest) == 1 && rest[0] == "" {
+		return errRootGranted
+	}
+	for hops := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // cur is canonical: its lexical parent is its parent
+			continue
+		}
+		next := filepath.Join(cur, c)
+		var st unix.Stat_t
+		if err := unix.Lstat(next, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", next, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			if hops++; hops > 40 {
+				return fmt.Errorf("%s: %w", p, unix.ELOOP)
+			}
+			t, err := os.Readlink(next)
+			if err != nil {
+				return fmt.Errorf("%s: %w", next, err)
+			}
+			r.entry(skelEntry{path: next, kind: skelLink, target: t})
+			// Go on from the link's target, as the kernel would.
+			if filepath.IsAbs(t) {
+				cur = "/"
+			}
+			rest = append(strings.Split(t, "/"), rest...)
+			continue
+		case unix.S_IFDIR:
+			r.entry(skelEntry{path: next, kind: skelDir})
+		default:
+			if len(rest) > 0 && slices.ContainsFunc(rest, func(s string) bool { return s != "" && s != "." }) {
+				return nil // a file in the middle: the path does not exist
+			}
+			r.entry(skelEntry{path: next, kind: skelFile})
+		}
+		cur = next
+	}
+	if cur == "/" {
+		return errRootGranted
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(cur, &st); err != nil {
+		return nil
+	}
+	r.binds = append(r.binds, rootBind{path: cur, kind: kind, dev: st.Dev, ino: st.Ino})
+	return nil
+}
+
+// entry records e unless its path is already there.
+func (r *rootPlan) entry(e skelEntry) {
+	if _, ok := r.have[e.path]; ok {
+		return
+	}
+	r.have[e.path] = e.kind
+	r.entries = append(r.entries, e)
+}
+
+// finish orders the binds parents first and drops a bind at or beneath
+// another (the outer recursive clone holds it, with its own mounts'
+// flags: a read-write root beneath a read-only grant keeps its writable
+// mount, made in the namespace before the skeleton).
+func (r *rootPlan) finish() {
+	slices.SortStableFunc(r.binds, func(a, b rootBind) int { return len(a.path) - len(b.path) })
+	var kept []rootBind
+	for _, b := range r.binds {
+		if !slices.ContainsFunc(kept, func(k rootBind) bool { return pathWithin(b.path, k.path) }) {
+			kept = append(kept, b)
+		}
+	}
+	r.binds = kept
+}
+
+// pathWithin reports whether p is q or beneath it (both clean, absolute).
+func pathWithin(p, q string) bool {
+	return p == q || strings.HasPrefix(p, q+"/")
+}
+
+// planRoot lists the skeleton of the paths the Landlock ruleset grants
+// (rules: the very list buildRuleset is given, so the skeleton is never a
+// second copy of the grants), with the sandbox's own /proc, and its
+// devpts if it has one (ownPty). rw are the read-write roots as la_mount_setup
+// made them writable, with their identities.
+func planRoot(rules []llRule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
+	r := &rootPlan{have: map[string]byte{}}
+	for _, l := range rules {
+		if l.path == "/proc" || strings.HasPrefix(l.path, "/proc/") {
+			continue // in the sandbox's /proc, bound below
+		}
+		kind := bindRO
+		if l.access == llRW {
+			kind = bindRW
+		}
+		if err := r.add(l.path, kind); err != nil {
+			return nil, err
+		}
+	}
+	// A read-write root is checked to be the inode la_mount_setup made
+	// writable; one not among them (none should be) is bound read-only.
+	ids := map[string]mountRoot{}
+	for _, m := range rw {
+		ids[m.path] = m
+	}
+	for i, b := range r.binds {
+		if b.kind != bindRW {
+			continue
+		}
+		if m, ok := ids[b.path]; ok {
+			r.binds[i].dev, r.binds[i].ino = m.dev, m.ino
+		} else {
+			r.binds[i].kind = bindRO
+		}
+	}
+	r.entry(skelEntry{path: "/proc", kind: skelDir})
+	r.binds = append(r.binds, rootBind{path: "/proc", kind: bindOwn})
+	if _, ok := r.have["/dev"]; ok {
+		// What every /dev has and programs name (bash's <(...) is
+		// /dev/fd/63; `> /dev/stderr`): links into the process's own
+		// /proc, as the host's /dev has them (bwrap --dev makes the same).
+		for name, t := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+			"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+			r.entry(skelEntry{path: "/dev/" + name, kind: skelLink, target: t})
+		}
+	}
+	if ownPty {
+		// /dev/ptmx as containers have it: the instance's own ptmx, the
+		// one beside the sandbox's /dev/pts (a bind of the host's ptmx
+		// node would look for "pts" beside the node in the host's /dev).
+		r.entry(skelEntry{path: "/dev", kind: skelDir})
+		r.entry(skelEntry{path: "/dev/pts", kind: skelDir})
+		if _, ok := r.have["/dev/ptmx"]; !ok {
+			r.entry(skelEntry{path: "/dev/ptmx", kind: skelLink, target: "pts/ptmx"})
+		}
+		r.binds = append(r.binds, rootBind{path: "/dev/pts", kind: bindOwn})
+	}
+	r.finish()
+	for _, b := range r.binds {
+		if k := r.have[b.path]; k != skelDir && k != skelFile {
+			return nil, fmt.Errorf("internal: bind target %s is not in the skeleton", b.path)
+		}
+	}
+	return r, nil
+}
+
+// sandboxRoot gives the sandbox's namespaces a root of granted paths (see
+// the top of this file), or says why not ("" when it did).
+func (s *Sandbox) sandboxRoot(rules []llRule) (off string) {
+	switch {
+	case s.mountNS == mountNone || s.mounts == nil:
+		return "no private mount namespace to make one in"
+	case s.mounts.procSkeleton() < 0:
+		// /proc/self/fd and the /dev links into it are what shells
+		// and runtimes use; the host's /proc cannot be bound in whole
+		// (every process's directory would be listable).
+		return "no /proc of the sandbox's own to put in it"
+	}
+	rw, _, err := mountRootsFor(s.rwRoots)
+	if err != nil {
+		return err.Error()
+	}
+	plan, err := planRoot(rules, s.mounts.devpts() >= 0, rw)
+	if err != nil {
+		return err.Error()
+	}
+	fd, err := makeRootSkeleton(!s.h.root, plan.entries)
+	if err != nil {
+		return err.Error()
+	}
+	s.mounts.setRoot(fd, plan.binds)
+	return ""
+}
+
+// makeRootSkeleton makes the detached, read-only skeleton tmpfs with
+// entries (parents first), as an unprivileged user in a throwaway user
+// namespace (userns).
+func makeRootSkeleton(userns bool, entries []skelEntry) (int, error) {
+	h := host()
+	um := C.CString(fmt.Sprintf("%d %d 1", h.uid, h.uid))
+	gm := C.CString(fmt.Sprintf("%d %d 1", h.gid, h.gid))
+	defer C.free(unsafe.Pointer(um))
+	defer C.free(unsafe.Pointer(gm))
+	n := len(entries)
+	ce := (*C.struct_la_skel_entry)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.struct_la_skel_entry{}))))
+	defer C.free(unsafe.Pointer(ce))
+	arr := unsafe.Slice(ce, n+1)
+	for i, e := range entries {
+		arr[i].path = C.CString(strings.TrimPrefix(e.path, "/"))
+		defer C.free(unsafe.Pointer(arr[i].path))
+		arr[i].kind = C.char(e.kind)
+		if e.kind == skelLink {
+			arr[i].target = C.CString(e.target)
+			defer C.free(unsafe.Pointer(arr[i].target))
+		}
+	}
+	fd := int(C.la_make_root_skeleton(cbool(userns), um, gm, ce, C.int(n)))
+	if fd < 0 {
+		return -1, fmt.Errorf("making the root skeleton: %w", syscall.Errno(-fd))
+	}
+	return fd, nil
+}
+
+// addRootRule lets commands list the skeleton's directories: READ_DIR on
+// its root, by fd (see the top of this file for why this grants nothing
+// new inside the bound trees).
+func addRootRule(rulesetFD int, handled uint64, skel int) error {
+	return addFDRule(rulesetFD, handled, skel, llRule{"/ (the sandbox's root skeleton)", llReadDir})
+}
+
+// rootSkeleton is the sandbox's root skeleton, or -1.
+func (c *cMountRoots) rootSkeleton() int {
+	if c == nil {
+		return -1
+	}
+	return int(c.own.root_skel_fd)
+}
+
+// setRoot hands c the root skeleton and the trees bound into it.
+func (c *cMountRoots) setRoot(skel int, binds []rootBind) {
+	c.own.root_skel_fd = C.int(skel)
+	var st unix.Stat_t
+	if unix.Fstat(skel, &st) == nil {
+		c.rootDev = st.Dev
+	}
+	if len(binds) == 0 {
+		return
+	}
+	arr := (*C.struct_la_root_bind)(C.calloc(C.size_t(len(binds)), C.size_t(unsafe.Sizeof(C.struct_la_root_bind{}))))
+	cb := unsafe.Slice(arr, len(binds))
+	for i := range cb {
+		e := &cb[i]
+		e.path = C.CString(binds[i].path)
+		e.kind = C.int(binds[i].kind)
+		e.dev, e.ino = C.uint64_t(binds[i].dev), C.uint64_t(binds[i].ino)
+		c.bindPaths = append(c.bindPaths, binds[i].path)
+	}
+	c.own.root_binds, c.own.n_root_binds = arr, C.int(len(binds))
+}
+
+// freeRoot releases what setRoot allocated (the fd is closed with the
+// others in free).
+func (c *cMountRoots) freeRoot() {
+	o := c.own
+	if n := int(o.n_root_binds); n > 0 {
+		for _, b := range unsafe.Slice(o.root_binds, n) {
+			C.free(unsafe.Pointer(b.path))
+		}
+		C.free(unsafe.Pointer(o.root_binds))
+		o.root_binds, o.n_root_binds = nil, 0
+	}
+}
+
+// execError explains an execve that failed with ENOENT under the
+// sandbox's root: a program outside the grants is not there at all. When
+// the host has it, e says so as Landlock would have (EACCES), with what
+// to do.
+func (c *cMountRoots) execError(path string, e *SpawnError) {
+	var st unix.Stat_t
+	if c.rootSkeleton() >= 0 && e.Errno == syscall.ENOENT && unix.Stat(path, &st) == nil {
+		e.Step += " (" + path + " is outside the paths the sandbox grants: allow it to be read)"
+		e.Errno = syscall.EACCES
+	}
+}
+
+// rootDevice is the root skeleton's device, or 0 (notify.Options.RootDev).
+func (c *cMountRoots) rootDevice() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.rootDev
+}

@@ -1,0 +1,192 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// rootFixture is a workspace with a secret sibling: <parent>/ws and
+// <parent>/secret-sibling-7/key, readable unconfined.
+func rootFixture(t *testing.T) (parent, ws, secretDir string) {
+	t.Helper()
+	parent = t.TempDir()
+	// The sandbox's user (uid 65534 in TestAsUnprivilegedUser) must reach
+	// them unconfined: the secret's unreadability inside is the sandbox's.
+	for _, d := range []string{parent, filepath.Dir(parent)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws = filepath.Join(parent, "ws")
+	secretDir = filepath.Join(parent, "secret-sibling-7")
+	for _, d := range []string{ws, secretDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(secretDir, "key"), []byte("sibling-secret-3141\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return parent, ws, secretDir
+}
+
+// names lists a directory unconfined.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestParentsListNamesOnly: the workspace's parents, / and /tmp list inside
+// the sandbox, showing only the names of granted things; a sibling of the
+// workspace (listed and readable unconfined) is neither listed nor
+// readable, and Python walking up from its cwd works.
+func TestParentsListNamesOnly(t *testing.T) {
+	parent, ws, secretDir := rootFixture(t)
+	// Unconfined, the sibling is there to find: the test would prove
+	// nothing otherwise.
+	if !slices.Contains(names(t, parent), "secret-sibling-7") {
+		t.Fatal("unconfined: the sibling is not listed")
+	}
+	if b, err := os.ReadFile(filepath.Join(secretDir, "key")); err != nil || !strings.Contains(string(b), "sibling-secret") {
+		t.Fatalf("unconfined: the sibling's file is not readable: %v", err)
+	}
+	if !slices.Contains(names(t, "/"), "root") || !slices.Contains(names(t, "/"), "etc") {
+		t.Fatal("unconfined: / has no root or etc")
+	}
+	sb, err := New(Policy{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if sb.mountNS == mountNone {
+		t.Skipf("no private mount namespace here (%v): would check that / is a skeleton of the granted paths", sb.Enforcement())
+	}
+	if sb.mounts.rootSkeleton() < 0 {
+		t.Fatalf("a mount namespace but no root skeleton: %v", sb.Enforcement().Notes)
+	}
+	// The temp dir's name in /tmp (TMPDIR may put it deeper).
+	tmpdir, _, _ := strings.Cut(strings.TrimPrefix(sb.tmpRoot, "/tmp/"), "/")
+	r := sh(t, sb, `set -e
+echo "== parent"; ls -a ..
+echo "== root"; ls -a /
+echo "== tmp"; ls -a /tmp
+echo "== etc"; ls /etc
+echo "== cwd"; pwd
+cat ../secret-sibling-7/key 2>&1 || echo no-read
+ls ../secret-sibling-7 2>&1 || echo no-list
+test -e ../secret-sibling-7 || echo no-name
+cat /etc/os-release | head -1
+/lib64/ld-linux-x86-64.so.2 --version >/dev/null 2>&1 && echo loader-ok || echo no-loader
+python3 -c '
+import os, pathlib
+for p in pathlib.Path.cwd().parents:
+    os.listdir(p)
+n = 0
+for root, dirs, files in os.walk(".."):
+    n += 1
+print("python-ok", n > 0)
+'`, func(c *Command) { c.Dir = ws })
+	if r.st.Code != 0 {
+		t.Fatalf("listing inside: %v", r)
+	}
+	section := func(name string) []string {
+		_, rest, _ := strings.Cut(r.out, "== "+name+"\n")
+		part, _, _ := strings.Cut(rest, "== ")
+		return strings.Fields(part)
+	}
+	for _, want := range []string{"ws"} {
+		if !slices.Contains(section("parent"), want) {
+			t.Errorf("the workspace's parent lists %q, want %s among them", section("parent"), want)
+		}
+	}
+	if slices.Contains(section("parent"), "secret-sibling-7") {
+		t.Errorf("the workspace's parent lists the secret sibling: %q", section("parent"))
+	}
+	rootNames := section("root")
+	for _, want := range []string{"usr", "etc", "tmp", "proc", "dev", "bin", "lib64"} {
+		if !slices.Contains(rootNames, want) {
+			t.Errorf("/ lists %q, want %s among them", rootNames, want)
+		}
+	}
+	for _, absent := range []string{"root", "home", "boot", "srv", "var"} {
+		if slices.Contains(rootNames, absent) && !slices.ContainsFunc(sb.readable, func(p string) bool { return pathWithin(p, "/"+absent) }) {
+			t.Errorf("/ lists %s, which nothing grants: %q", absent, rootNames)
+		}
+	}
+	if got := section("tmp"); !slices.Contains(got, tmpdir) {
+		t.Errorf("/tmp lists %q, want the temp dir %s", got, tmpdir)
+	}
+	for _, n := range section("tmp") {
+		if n == "." || n == ".." || n == tmpdir {
+			continue
+		}
+		if !slices.ContainsFunc(sb.readable, func(p string) bool { return pathWithin(p, "/tmp/"+n) }) {
+			t.Errorf("/tmp lists %s, which nothing grants", n)
+		}
+	}
+	if got := section("etc"); slices.Contains(got, "shadow") || !slices.Contains(got, "os-release") {
+		t.Errorf("/etc lists %q: want os-release and no shadow", got)
+	}
+	for _, want := range []string{"no-read", "no-list", "no-name", "PRETTY_NAME", "loader-ok", "python-ok True"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("inside: want %q in the output: %v", want, r)
+		}
+	}
+	if strings.Contains(r.out, "sibling-secret") {
+		t.Errorf("inside: the sibling's secret was read: %v", r)
+	}
+}
+
+// TestOldRootUnreachable: after the switch nothing of the host's tree is
+// reachable: a secret file at a path the sandbox does not grant (readable
+// unconfined) cannot be listed or opened by its path, through
+// /proc/self/root, or by climbing ".." from /.
+func TestOldRootUnreachable(t *testing.T) {
+	_, ws, secretDir := rootFixture(t)
+	secret := filepath.Join(secretDir, "key")
+	if out, err := exec.Command("cat", secret).CombinedOutput(); err != nil || !strings.Contains(string(out), "sibling-secret") {
+		t.Fatalf("unconfined: cat %s: %v %q", secret, err, out)
+	}
+	sb, err := New(Policy{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if sb.mounts.rootSkeleton() < 0 {
+		t.Skipf("no root skeleton here (%v): would check that the host's root is unreachable", sb.Enforcement().Notes)
+	}
+	r := sh(t, sb, `
+s=`+secret+`
+for p in "$s" "/proc/self/root$s" "/../../..$s" "/proc/self/root/../..$s" "/proc/1/root$s"; do
+  cat "$p" 2>/dev/null && echo "read $p"
+  test -e "$p" && echo "exists $p"
+done
+cd / && cd .. && cd .. && ls -a . | tr '\n' ' '; echo
+ls -a /proc/self/root/.. | tr '\n' ' '; echo
+readlink /proc/self/root; echo
+grep -c . /proc/self/mountinfo >/dev/null && echo mountinfo-ok
+grep -q ' / / .*ext4\| / / .*overlay' /proc/self/mountinfo && echo host-root-mounted
+true`)
+	if strings.Contains(r.out, "sibling-secret") || strings.Contains(r.out, "read ") || strings.Contains(r.out, "exists ") || strings.Contains(r.out, "host-root-mounted") {
+		t.Errorf("inside, the old root is reachable: %v", r)
+	}
+	lines := strings.Split(r.out, "\n")
+	if len(lines) < 3 || strings.Contains(lines[0], "secret") || strings.Contains(lines[0], "root ") || strings.Contains(lines[1], "root ") {
+		t.Errorf(".. from / leads somewhere new: %v", r)
+	}
+	if !strings.Contains(r.out, "mountinfo-ok") {
+		t.Errorf("no /proc/self/mountinfo inside: %v", r)
+	}
+}
