@@ -131,10 +131,6 @@ struct la_ns_mounts {
 // the root that failed in *which (-1: not a root's fault).
 int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_mounts *own, int *which);
 
-// la_open_root opens r's path (O_PATH) by a walk that follows no
-// symlink; with check, it must end on r's (dev, ino) (else ESTALE).
-int la_open_root(const struct la_mount_root *r, int check);
-
 // la_thread_mountns gives the calling thread a mount namespace of its own
 // (unshare CLONE_NEWNS, which needs CAP_SYS_ADMIN) and runs la_mount_setup
 // in it: every child the thread vforks is born in it.

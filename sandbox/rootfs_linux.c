@@ -191,35 +191,41 @@ int la_attach_root(const struct la_ns_mounts *own, int *which)
 	}
 	for (int i = 0; i < own->n_root_binds; i++) {
 		const struct la_root_bind *b = &own->root_binds[i];
-		struct la_mount_root r = { b->path, b->dev, b->ino };
 		// The tree as this namespace has it now (read-only, a writable
-		// root writable), walked without following a symlink; a host
-		// grant must still be the inode Landlock's rule names.
-		int src = la_open_root(&r, b->kind != LA_BIND_OWN);
-		if (src < 0) {
+		// root writable), cloned by its canonical path; a host grant must
+		// still be the inode Landlock's rule names (an intermediate
+		// component turned symlink since New ends elsewhere: caught
+		// here). Few syscalls per bind: this runs for every command
+		// (~40 binds with the default system paths).
+		int tree = (int)syscall(SYS_open_tree, AT_FDCWD, b->path,
+					LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+		struct stat st;
+		if (tree >= 0 && fstat(tree, &st) < 0) {
+			e = errno;
+			close(tree);
+			*which = i;
+			goto out;
+		}
+		if (tree < 0 || S_ISLNK(st.st_mode) ||
+		    (b->kind != LA_BIND_OWN && ((uint64_t)st.st_dev != b->dev || (uint64_t)st.st_ino != b->ino))) {
+			e = tree < 0 ? errno : S_ISLNK(st.st_mode) ? ELOOP : ESTALE;
+			if (tree >= 0)
+				close(tree);
 			// A read-only grant gone or replaced since New is left
 			// out (its empty node stays): Landlock's rule is on the
 			// old inode, so nothing there was granted anyway.
 			if (b->kind == LA_BIND_RO)
 				continue;
-			e = errno;
 			*which = i;
 			goto out;
 		}
-		int tree = (int)syscall(SYS_open_tree, src, "",
-					LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		// Onto the skeleton's own node at that path: the skeleton is
+		// read-only and ours, its nodes on a bind's path are plain
+		// directories (paths are canonical), and no bind lies beneath
+		// another (rootfs_linux.go: finish), so this resolution crosses
+		// neither a symlink nor a mount.
+		long rc = syscall(SYS_move_mount, tree, "", skel, b->path + 1, LA_MOVE_MOUNT_F_EMPTY_PATH);
 		e = errno;
-		close(src);
-		if (tree < 0) {
-			*which = i;
-			goto out;
-		}
-		int dst = la_beneath_at(skel, b->path + 1, 0);
-		long rc = dst < 0 ? -1 : syscall(SYS_move_mount, tree, "", dst, "",
-						 LA_MOVE_MOUNT_F_EMPTY_PATH | LA_MOVE_MOUNT_T_EMPTY_PATH);
-		e = errno;
-		if (dst >= 0)
-			close(dst);
 		close(tree);
 		if (rc < 0) {
 			*which = i;

@@ -190,3 +190,61 @@ true`)
 		t.Errorf("no /proc/self/mountinfo inside: %v", r)
 	}
 }
+
+// TestRootSymlinksOnTheWay: a granted path reached through symlinks
+// (Debian's /lib64 -> usr/lib64, the dynamic loader's own path) resolves
+// inside as outside: the links are recreated with their text, the tree
+// they lead to is bound at its canonical path, and what lies beside it
+// there is not (the link is never a way into ungranted places). A granted
+// path that does not exist is skipped.
+func TestRootSymlinksOnTheWay(t *testing.T) {
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	os.Chmod(filepath.Dir(base), 0o755)
+	for _, d := range []string{"real/granted", "real/beside"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(base, "real/granted/ok"), []byte("granted-ok\n"), 0o644)
+	os.WriteFile(filepath.Join(base, "real/beside/secret"), []byte("beside-secret\n"), 0o644)
+	// rel -> real (relative), abs -> <base>/real/granted (absolute).
+	if err := os.Symlink("real", filepath.Join(base, "rel")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "real/granted"), filepath.Join(base, "abs")); err != nil {
+		t.Fatal(err)
+	}
+	// Unconfined the links lead to both directories.
+	if b, err := os.ReadFile(filepath.Join(base, "rel/beside/secret")); err != nil || !strings.Contains(string(b), "beside-secret") {
+		t.Fatalf("unconfined: %v", err)
+	}
+	sb, ws := newTestSandbox(t, func(p *Policy) {
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Join(base, "rel/granted"), filepath.Join(base, "abs"))
+		// A system path that does not exist (as /lib32 on most
+		// machines) is skipped, in the skeleton too.
+		p.SystemPaths = append(DefaultSystemPaths(), filepath.Join(base, "no-such-dir"))
+	})
+	_ = ws
+	if sb.mounts.rootSkeleton() < 0 {
+		t.Skipf("no root skeleton here (%v): would check the symlinks on the way to granted paths", sb.Enforcement().Notes)
+	}
+	r := sh(t, sb, `b=`+base+`
+cat $b/rel/granted/ok $b/abs/ok
+readlink $b/rel $b/abs
+ls $b | tr '\n' ' '; echo
+ls $b/real | tr '\n' ' '; echo
+test -e $b/no-such-dir || echo no-missing
+cat $b/rel/beside/secret 2>&1 || echo no-beside
+/lib64/ld-linux-x86-64.so.2 --help >/dev/null 2>&1 && echo loader-ok`)
+	want := "granted-ok\ngranted-ok\nreal\n" + filepath.Join(base, "real/granted") + "\nabs real rel \ngranted \nno-missing\n"
+	if !strings.HasPrefix(r.out, want) {
+		t.Errorf("inside:\n%s\nwant it to start with\n%s", r.out, want)
+	}
+	if strings.Contains(r.out, "beside-secret") || !strings.Contains(r.out, "no-beside") {
+		t.Errorf("the link led beside the granted tree: %v", r)
+	}
+	if _, err := os.Stat("/lib64/ld-linux-x86-64.so.2"); err == nil && !strings.Contains(r.out, "loader-ok") {
+		t.Errorf("the dynamic loader's own path does not work inside: %v", r)
+	}
+}

@@ -265,7 +265,7 @@ int la_confine(const struct la_confine_args *a, int *listener, int *step)
 // open_tree, move_mount, fsopen/fsmount/fsconfig/fspick, pivot_root and
 // namespace flags; a nested user namespace, were it possible, would
 // inherit these read-only flags locked.
-int la_open_root(const struct la_mount_root *r, int check)
+static int la_open_root(const struct la_mount_root *r)
 {
 	const char *p = r->path;
 	if (p[0] != '/') {
@@ -311,7 +311,7 @@ int la_open_root(const struct la_mount_root *r, int check)
 		errno = e2;
 		return -1;
 	}
-	if (S_ISLNK(st.st_mode) || (check && ((uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino))) {
+	if (S_ISLNK(st.st_mode) || (uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino) {
 		close(fd);
 		errno = S_ISLNK(st.st_mode) ? ELOOP : ESTALE;
 		return -1;
@@ -356,7 +356,7 @@ int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 	for (; made < kept; made++) {
-		int fd = la_open_root(&roots[order[made]], 1);
+		int fd = la_open_root(&roots[order[made]]);
 		if (fd < 0) {
 			e = errno;
 			*which = order[made];
@@ -384,7 +384,7 @@ int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_
 	for (int i = 0; i < kept; i++) {
 		// Walked again, after the read-only step: the walk must end on
 		// the mount now at that place.
-		int fd = la_open_root(&roots[order[i]], 1);
+		int fd = la_open_root(&roots[order[i]]);
 		if (fd < 0) {
 			e = errno;
 			*which = order[i];
