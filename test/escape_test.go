@@ -56,7 +56,7 @@ echo new > {{OUT}}/created.txt && ok created a file outside
 echo '# evil' >> {{HOME}}/.bashrc && ok appended to .bashrc
 mkdir {{OUT}}/dir && ok made a directory outside
 echo moved > moved.txt && mv moved.txt {{OUT}}/ && ok moved a file out
-rm -f {{OUT}}/secret.txt; [ -e {{OUT}}/secret.txt ] || ok deleted a file outside`,
+rm {{OUT}}/secret.txt && ok deleted a file outside`,
 			via: viaBoth, base: baseAny, escaped: outsideChanged, unpriv: true},
 		{name: "symlink-planted", script: `cat evil-link && ok read the key through a symlink in the workspace`, via: viaBoth, base: baseAny, unpriv: true},
 		{name: "symlink-made", script: `ln -s {{KEY}} my-link && cat my-link && ok read the key through a new symlink`, via: viaBoth, base: baseAny},
