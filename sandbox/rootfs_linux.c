@@ -29,53 +29,6 @@
 #define AT_RECURSIVE 0x8000
 #endif
 
-// la_beneath_at opens path relative to dir (O_PATH), one component at a
-// time, refusing a symlink, "." or "..", and a mount crossing on the way:
-// inside the skeleton, an entry's parent or a bind target is only ever
-// the skeleton's own node (an absolute symlink followed here would lead
-// into the caller's root). Not openat2's RESOLVE_*: the spawner thread's
-// program refuses openat2 (ENOSYS), whose flags it cannot read.
-static int la_beneath_at(int dir, const char *path, int want_dir)
-{
-	struct stat top, st;
-	if (fstat(dir, &top) < 0)
-		return -1;
-	int fd = (int)syscall(SYS_dup, dir);
-	if (fd < 0)
-		return -1;
-	char comp[256];
-	const char *p = path;
-	while (*p) {
-		const char *e = p;
-		while (*e && *e != '/')
-			e++;
-		size_t n = (size_t)(e - p);
-		if (n == 0 || n >= sizeof comp || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
-			close(fd);
-			errno = n >= sizeof comp ? ENAMETOOLONG : EINVAL;
-			return -1;
-		}
-		memcpy(comp, p, n);
-		comp[n] = 0;
-		int next = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		int e2 = errno;
-		close(fd);
-		if (next < 0) {
-			errno = e2;
-			return -1;
-		}
-		fd = next;
-		if (fstat(fd, &st) < 0 || st.st_dev != top.st_dev || S_ISLNK(st.st_mode) ||
-		    ((*e || want_dir) && !S_ISDIR(st.st_mode))) {
-			close(fd);
-			errno = ELOOP;
-			return -1;
-		}
-		p = *e ? e + 1 : e;
-	}
-	return fd;
-}
-
 struct la_rskel_args {
 	const struct la_skel_entry *e;
 	int n;
@@ -93,40 +46,21 @@ static int la_rskel_fn(void *arg)
 		return m;
 	int e = 0;
 	for (int i = 0; i < a->n && !e; i++) {
+		// By the full relative path: the tmpfs is new, detached and
+		// ours alone, and no entry lies beneath a link entry (planRoot
+		// checks it), so no lookup here meets a symlink (an absolute
+		// one would lead into our own root). One syscall per entry.
 		const struct la_skel_entry *x = &a->e[i];
-		// The parent, already made (parents come first), then the name.
-		const char *slash = strrchr(x->path, '/');
-		const char *name = slash ? slash + 1 : x->path;
-		int dir = m;
-		if (slash) {
-			char parent[4096];
-			size_t l = (size_t)(slash - x->path);
-			if (l >= sizeof parent) {
-				e = ENAMETOOLONG;
-				break;
-			}
-			memcpy(parent, x->path, l);
-			parent[l] = 0;
-			if ((dir = la_beneath_at(m, parent, 1)) < 0) {
-				e = errno;
-				break;
-			}
-		}
-		int r = 0;
+		int r;
 		switch (x->kind) {
 		case 'd':
-			r = mkdirat(dir, name, 0755);
+			r = mkdirat(m, x->path, 0755);
 			break;
-		case 'f': {
-			int f = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-			if (f < 0)
-				r = -1;
-			else
-				close(f);
+		case 'f':
+			r = mknodat(m, x->path, S_IFREG | 0644, 0);
 			break;
-		}
 		case 'l':
-			r = symlinkat(x->target, dir, name);
+			r = symlinkat(x->target, m, x->path);
 			break;
 		default:
 			errno = EINVAL;
@@ -134,8 +68,6 @@ static int la_rskel_fn(void *arg)
 		}
 		if (r < 0)
 			e = errno;
-		if (dir != m)
-			close(dir);
 	}
 	if (!e) {
 		// Read-only from here on, in every clone.

@@ -100,6 +100,7 @@ type rootPlan struct {
 	entries []skelEntry
 	binds   []rootBind
 	have    map[string]byte // path -> kind, of entries
+	stats   map[string]statResult
 }
 
 // errRootGranted: a granted path is / itself; a skeleton would hold
@@ -130,8 +131,8 @@ func (r *rootPlan) add(p string, kind int) error {
 			continue
 		}
 		next := filepath.Join(cur, c)
-		var st unix.Stat_t
-		if err := unix.Lstat(next, &st); err != nil {
+		st, err := r.lstat(next)
+		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				return nil
 			}
@@ -174,6 +175,23 @@ func (r *rootPlan) add(p string, kind int) error {
 	return nil
 }
 
+// lstat is unix.Lstat, once per path of a plan (the grants share most
+// of their components).
+func (r *rootPlan) lstat(p string) (unix.Stat_t, error) {
+	if c, ok := r.stats[p]; ok {
+		return c.st, c.err
+	}
+	var st unix.Stat_t
+	err := unix.Lstat(p, &st)
+	r.stats[p] = statResult{st, err}
+	return st, err
+}
+
+type statResult struct {
+	st  unix.Stat_t
+	err error
+}
+
 // entry records e unless its path is already there.
 func (r *rootPlan) entry(e skelEntry) {
 	if _, ok := r.have[e.path]; ok {
@@ -209,7 +227,7 @@ func pathWithin(p, q string) bool {
 // devpts if it has one (ownPty). rw are the read-write roots as la_mount_setup
 // made them writable, with their identities.
 func planRoot(rules []llRule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
-	r := &rootPlan{have: map[string]byte{}}
+	r := &rootPlan{have: map[string]byte{}, stats: map[string]statResult{}}
 	for _, l := range rules {
 		if l.path == "/proc" || strings.HasPrefix(l.path, "/proc/") {
 			continue // in the sandbox's /proc, bound below
@@ -261,6 +279,13 @@ func planRoot(rules []llRule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
 		r.binds = append(r.binds, rootBind{path: "/dev/pts", kind: bindOwn})
 	}
 	r.finish()
+	// The skeleton is made by each entry's full path (la_rskel_fn): no
+	// entry may lie beneath anything but a directory entry.
+	for _, e := range r.entries {
+		if d := filepath.Dir(e.path); d != "/" && r.have[d] != skelDir {
+			return nil, fmt.Errorf("internal: skeleton entry %s is not beneath a directory", e.path)
+		}
+	}
 	for _, b := range r.binds {
 		if k := r.have[b.path]; k != skelDir && k != skelFile {
 			return nil, fmt.Errorf("internal: bind target %s is not in the skeleton", b.path)
