@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,5 +247,32 @@ cat $b/rel/beside/secret 2>&1 || echo no-beside
 	}
 	if _, err := os.Stat("/lib64/ld-linux-x86-64.so.2"); err == nil && !strings.Contains(r.out, "loader-ok") {
 		t.Errorf("the dynamic loader's own path does not work inside: %v", r)
+	}
+}
+
+// TestParentsUnlistableWithoutMountNS: without a private mount namespace
+// (best effort) nothing changes: the host's / stays, listing the
+// workspace's parent is refused, and a note says why.
+func TestParentsUnlistableWithoutMountNS(t *testing.T) {
+	_, ws, _ := rootFixture(t)
+	probe := mountNSProbe
+	mountNSProbe = func() error { return errors.New("test: no mount namespace") }
+	sb, err := New(Policy{Workspace: ws, BestEffort: true})
+	mountNSProbe = probe
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	if !slices.ContainsFunc(sb.Enforcement().Notes, func(n string) bool {
+		return strings.HasPrefix(n, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed")
+	}) {
+		t.Errorf("no note says the parents cannot be listed: %v", sb.Enforcement().Notes)
+	}
+	if sb.mounts.rootSkeleton() >= 0 {
+		t.Fatal("a root skeleton without a mount namespace")
+	}
+	r := sh(t, sb, "ls .. && echo listed", func(c *Command) { c.Dir = ws })
+	if r.st.Code == 0 || strings.Contains(r.out, "listed") || !strings.Contains(r.err, "Permission denied") {
+		t.Errorf("listing the workspace's parent without a mount namespace: %v", r)
 	}
 }
