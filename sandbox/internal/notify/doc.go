@@ -37,8 +37,8 @@
 //     listener. Options.Mode (ModeNone ... ModeUnrestricted), Options.Unix
 //     (the AF_UNIX rule: UnixPathsUnder), Options.Proxy (the domain
 //     proxy's address), Options.OwnPorts (the loopback addresses a
-//     sandbox's commands bound, a PortSet), Options.MountNS, and
-//     Options.Capture.
+//     sandbox's commands bound, a PortSet), Options.MountNS,
+//     Options.RootDev (the sandbox's root skeleton) and Options.Capture.
 //   - NewCapture(CaptureOptions): one command's change capture, with its
 //     hook (called before a change, with the workspace paths it changes)
 //     and its writer Watch.

@@ -63,9 +63,10 @@ type Options struct {
 	// commands); nil: this server's own.
 	OwnPorts *PortSet
 	// MountNS is the inode of the mount namespace the sandbox made for
-	// the command, or 0. Its mounts are the server's own, bound onto
-	// themselves and made read-only, so a path resolves to the same file
-	// in both: sameRoot accepts it.
+	// the command, or 0. Its mounts are the server's own, bound at their
+	// own paths (onto themselves, or into the sandbox's root skeleton)
+	// and made read-only, so a path beneath the read-write roots resolves
+	// to the same file in both: sameRoot accepts it.
 	MountNS uint64
 	// RootDev is the device of the sandbox's root skeleton (the
 	// command's / there: sandbox/rootfs_linux.go), or 0: change capture
@@ -1891,9 +1892,11 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 // Shared by the network supervisor and change capture.
 func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
-	// In the sandbox's own namespace the root is its skeleton
-	// (sandbox/rootfs_linux.go): every granted path is bound there at its host
-	// path, so beneath the read-write roots the two resolutions agree.
+	// In the sandbox's own namespace the root may be its skeleton
+	// (sandbox/rootfs_linux.go): every granted path is bound there at
+	// its host path, so beneath the read-write roots the two resolutions
+	// agree (an absolute symlink on the way is followed through our
+	// root, which can only show whether an ungranted directory exists).
 	if mountNS != 0 && unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) == nil && a.Ino == mountNS {
 		return true
 	}
