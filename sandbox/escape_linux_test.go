@@ -168,6 +168,11 @@ func TestEscapeSeccomp(t *testing.T) {
 		{[]string{"fsopen"}, "EPERM", false},
 		{[]string{"fspick", "/"}, "EPERM", false},
 		{[]string{"umount", "/proc"}, "EPERM", false},
+		// The spawn path's child switches into the skeleton with
+		// pivot_root before its program is loaded; the command gets
+		// EPERM (from seccomp, and from its dropped capabilities).
+		{[]string{"pivot-root", "/"}, "EPERM", false},
+		{[]string{"move-mount", "/proc"}, "EPERM", false},
 		{[]string{"ptrace", victim}, "EPERM", true},
 		{[]string{"kill", victim}, "EPERM", true}, // Landlock signal scoping
 		{[]string{"keyctl"}, "EPERM", true},

@@ -414,6 +414,15 @@ int main(int argc, char **argv)
 		return report(syscall(433 /* fspick */, AT_FDCWD, arg, 0));
 	if (!strcmp(what, "umount"))
 		return report(umount2(arg, MNT_DETACH));
+	// Switching root or moving a mount (the spawn path's child may
+	// pivot_root into the sandbox's skeleton; the command never may).
+	if (!strcmp(what, "pivot-root")) {
+		if (chdir(arg) < 0)
+			return report(-1);
+		return report(syscall(SYS_pivot_root, ".", "."));
+	}
+	if (!strcmp(what, "move-mount"))
+		return report(syscall(429 /* move_mount */, AT_FDCWD, arg, AT_FDCWD, "/tmp", 0));
 	if (!strcmp(what, "ptrace")) {
 		pid_t pid = atoi(arg);
 		r = ptrace(PTRACE_ATTACH, pid, 0, 0);
