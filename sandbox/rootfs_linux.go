@@ -167,8 +167,11 @@ func (r *rootPlan) add(p string, kind int) error {
 	if cur == "/" {
 		return errRootGranted
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(cur, &st); err != nil {
+	// The identity the walk saw (lstat, cached), not a second stat that
+	// would follow a link swapped in meanwhile: the bind must be of the
+	// inode the walk found not to be a link.
+	st, err := r.lstat(cur)
+	if err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return nil
 	}
 	r.binds = append(r.binds, rootBind{path: cur, kind: kind, dev: st.Dev, ino: st.Ino})

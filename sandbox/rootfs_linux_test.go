@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,5 +275,79 @@ func TestParentsUnlistableWithoutMountNS(t *testing.T) {
 	r := sh(t, sb, "ls .. && echo listed", func(c *Command) { c.Dir = ws })
 	if r.st.Code == 0 || strings.Contains(r.out, "listed") || !strings.Contains(r.err, "Permission denied") {
 		t.Errorf("listing the workspace's parent without a mount namespace: %v", r)
+	}
+}
+
+// TestServerResolvesRelativePathsInRoot: the notification server resolves
+// a relative path (a unix socket's, here) inside the command's root, as
+// the command would. Resolved from the server's own root, an absolute
+// symlink the command planted in the workspace was followed through the
+// host's tree: connecting to "link/key" and "link/none" then told apart
+// a file that exists outside the grants (ECONNREFUSED: something is
+// there) from one that does not (ENOENT) — unconfined the two differ
+// just so. Inside, the sibling does not exist: both are ENOENT. A
+// relative path through an absolute link into the workspace still works.
+func TestServerResolvesRelativePathsInRoot(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("python3 not found: would check that the server resolves relative unix paths inside the command's root")
+	}
+	_, ws, secretDir := rootFixture(t)
+	if err := os.Symlink(secretDir, filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	sockDir := filepath.Join(ws, "sock")
+	if err := os.Mkdir(sockDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sockDir, filepath.Join(ws, "tows")); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(sockDir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	const probe = `
+import socket, sys, errno
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(p); print(p, "ok")
+    except OSError as e:
+        print(p, errno.errorcode.get(e.errno, e.errno))
+`
+	cmd := exec.Command(py, "-c", probe, "link/key", "link/none")
+	cmd.Dir = ws
+	if out, _ := cmd.CombinedOutput(); string(out) != "link/key ECONNREFUSED\nlink/none ENOENT\n" {
+		t.Fatalf("unconfined the two paths are not told apart (%q): the check below would prove nothing", out)
+	}
+	sb, err := New(Policy{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if sb.mounts.rootSkeleton() < 0 {
+		t.Skipf("no root skeleton here (%v): the server resolves from the same root as the command", sb.Enforcement().Notes)
+	}
+	got := runConfined(t, sb, py, "-c", probe, "link/key", "link/none", "tows/s")
+	if got != "link/key ENOENT\nlink/none ENOENT\ntows/s ok\n" {
+		t.Errorf("confined: %q, want both outside paths ENOENT and the workspace's socket reached", got)
+	}
+	// From a removed working directory there is no name to resolve
+	// inside the root; the fallback refuses symlinks rather than follow
+	// one through the server's root, so the two still look alike.
+	got = runConfined(t, sb, "/bin/bash", "-c", `mkdir gone && cd gone && rmdir ../gone && `+py+` -c '`+probe+`' ../link/key ../link/none ../tows/s`)
+	if got != "../link/key ELOOP\n../link/none ELOOP\n../tows/s ELOOP\n" {
+		t.Errorf("confined, from a removed cwd: %q, want ELOOP for each (no symlink followed)", got)
 	}
 }

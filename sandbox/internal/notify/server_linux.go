@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -1847,6 +1848,9 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 	if dirfd != atFDCWD {
 		base = fmt.Sprintf("/proc/%d/fd/%d", tid, dirfd)
 	}
+	if parent {
+		how.Flags |= unix.O_DIRECTORY
+	}
 	if path[0] == '/' {
 		// Absolute: inside the thread's root (RESOLVE_IN_ROOT also
 		// keeps absolute symlinks and ".." within it).
@@ -1857,9 +1861,11 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 		// symlinks would differ from the child's.
 		return -1, unix.EACCES
 	}
-	if parent {
-		how.Flags |= unix.O_DIRECTORY
-	}
+	// The sandbox's own namespace with its skeleton root: resolved from
+	// our root, an absolute symlink the command planted would be
+	// followed through the host's tree (and say whether an ungranted
+	// file exists). Such a path is resolved inside the thread's root.
+	inRoot := path[0] != '/' && !rootIsOurs(tid)
 	dir, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if dirfd != atFDCWD && path[0] != '/' {
@@ -1877,11 +1883,71 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 		// The tid may have been reused: do not trust what we opened.
 		return -1, unix.EACCES
 	}
+	if inRoot {
+		if fd, errno, named := openRelativeInRoot(tid, dir, path, &how); named {
+			return fd, errno
+		}
+		// The base has no name inside the root (a removed directory,
+		// one deeper than PATH_MAX, or renamed meanwhile): resolve from
+		// the base itself, where ".." and relative links walk the
+		// thread's own mounts as they do for it, but refuse symlinks
+		// (ELOOP), since an absolute one would be followed through our
+		// root.
+		how.Resolve |= unix.RESOLVE_NO_SYMLINKS
+	}
 	fd, err := unix.Openat2(dir, path, &how)
 	if err != nil {
 		return -1, errnoOf(err, unix.ENOENT)
 	}
 	return fd, 0
+}
+
+// rootIsOurs says whether thread tid's root is the supervisor's own.
+func rootIsOurs(tid int) bool {
+	var a, b unix.Stat_t
+	return unix.Stat(fmt.Sprintf("/proc/%d/root", tid), &a) == nil && unix.Stat("/", &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// openRelativeInRoot opens a relative path as thread tid resolves it
+// from dir (its cwd or a descriptor's directory, opened and confirmed)
+// when its root is not ours: dir's path inside the thread's namespace
+// (what readlink says of it: the path from that namespace's root) is
+// opened inside the thread's root and must be dir itself (not a name
+// since renamed onto another directory); then that path joined with path
+// is opened the same way, so that "..", and absolute symlinks, stay
+// within the thread's root as they do for the thread. named is false
+// when dir has no such name (removed, deeper than PATH_MAX, renamed).
+func openRelativeInRoot(tid, dir int, path string, how *unix.OpenHow) (fd int, errno unix.Errno, named bool) {
+	prefix, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dir))
+	if err != nil || !filepath.IsAbs(prefix) {
+		return -1, 0, false
+	}
+	var want, got unix.Stat_t
+	if err := unix.Fstat(dir, &want); err != nil {
+		return -1, 0, false
+	}
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, unix.EACCES, true
+	}
+	defer unix.Close(root)
+	in := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	pfd, err := unix.Openat2(root, prefix, &in)
+	if err != nil {
+		return -1, 0, false
+	}
+	err = unix.Fstat(pfd, &got)
+	unix.Close(pfd)
+	if err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		return -1, 0, false
+	}
+	h := *how
+	h.Resolve |= unix.RESOLVE_IN_ROOT
+	fd, err = unix.Openat2(root, prefix+"/"+path, &h)
+	if err != nil {
+		return -1, errnoOf(err, unix.ENOENT), true
+	}
+	return fd, 0, true
 }
 
 // sameRoot says whether thread tid has the supervisor's root and mount
@@ -1894,9 +1960,8 @@ func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
 	// In the sandbox's own namespace the root may be its skeleton
 	// (sandbox/rootfs_linux.go): every granted path is bound there at
-	// its host path, so beneath the read-write roots the two resolutions
-	// agree (an absolute symlink on the way is followed through our
-	// root, which can only show whether an ungranted directory exists).
+	// its host path; a relative path is then resolved inside the
+	// thread's root (openRelativeInRoot), an absolute one always is.
 	if mountNS != 0 && unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) == nil && a.Ino == mountNS {
 		return true
 	}
