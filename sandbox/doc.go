@@ -421,10 +421,11 @@
 //     later is not in it (Landlock's rule needs it at New too), and one
 //     replaced since is left out of it.
 //   - A relative path the notification server resolves for a command
-//     (a unix socket, an emulated open) follows an absolute symlink
-//     through the host's root, not the skeleton: the outcome is still
-//     decided beneath the read-write roots, but whether an ungranted
-//     directory on the way exists can show in it.
+//     (a unix socket, an emulated open) is resolved inside the
+//     command's root from its working directory's name there; from a
+//     directory with no such name (removed, deeper than PATH_MAX) it is
+//     resolved from the directory itself with symlinks refused (ELOOP),
+//     so that none is followed through the host's root.
 //   - Unprivileged users without a writable cgroup get per-process memory
 //     limits (RLIMIT_AS) and no MemoryExceeded/ProcessLimitHit reports.
 //   - Commands run at the same time under one Sandbox can see each
