@@ -116,6 +116,10 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 	}
 	var err error
 	if sp.listener, sp.mountNS, err = prepareSpawnerThread(prog, dirs); err != nil {
+		if sp.exited >= 0 { // startSpawner fails: no stop will close it
+			unix.Close(sp.exited)
+			sp.exited = -1
+		}
 		ready <- err
 		return
 	}
