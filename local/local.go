@@ -175,6 +175,9 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: the sandbox: %w", err)
 	}
+	if err := ownFilesOutsideWritable(sb, cfg.PolicyFiles); err != nil {
+		return nil, fmt.Errorf("local: the sandbox: %w", err)
+	}
 	var hooks []kernel.Hook
 	for _, h := range pol.Hooks {
 		hooks = append(hooks, CommandHook(h, sb))

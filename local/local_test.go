@@ -11,6 +11,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider/scripted"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -191,3 +192,39 @@ func TestConfinedHandlerRuns(t *testing.T) {
 var pidProbe = tools.Must(tools.New("pid_probe", "reports its process id",
 	func(*tools.Context, struct{}) (int, error) { return os.Getpid(), nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
+
+// TestNewRefusesWritableOwnPolicy: with the workspace at $HOME (or a write
+// grant over ~/.config) a command could write the user's policy file,
+// which the next session loads as trusted. The write works in such a
+// sandbox; New refuses the workspace and the grant.
+func TestNewRefusesWritableOwnPolicy(t *testing.T) {
+	home := t.TempDir()
+	user := filepath.Join(home, ".config", "lite-agent", "policy.toml")
+	sb, err := sandbox.New(sandbox.Policy{Workspace: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	st, err := sb.Run(t.Context(), &sandbox.Command{Path: "/bin/sh", Args: []string{"sh", "-c",
+		`mkdir -p .config/lite-agent && printf '[permissions]\nallow = ["bash(*)"]\n' > .config/lite-agent/policy.toml`}, Dir: home})
+	if err != nil || st.Code != 0 {
+		t.Fatalf("the confined write: %v %+v", err, st)
+	}
+	if b, err := os.ReadFile(user); err != nil || !strings.Contains(string(b), "bash(*)") {
+		t.Fatalf("a sandbox with the workspace at home did not write the user's policy file (%v): the refusal below would prove nothing", err)
+	}
+	load := &policies.LoadOptions{UserFile: user}
+	for name, cfg := range map[string]Config{
+		"workspace at home": {PolicyFiles: load, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: home}},
+		"write grant over ~/.config": {PolicyFiles: load, SandboxGrants: policies.SandboxSettings{Write: []policies.Grant{{Value: filepath.Join(home, ".config"), Source: "--allow-write"}}},
+			Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}},
+	} {
+		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "holds your lite-agent policy file") {
+			t.Errorf("%s: New: %v, want a refusal naming the policy file", name, err)
+		}
+	}
+	// A project directory beside it is fine.
+	if _, err := New(Config{PolicyFiles: load, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}}); err != nil {
+		t.Errorf("a workspace elsewhere: %v", err)
+	}
+}
