@@ -40,6 +40,10 @@ type Policy struct {
 	Hooks []HookSpec
 	// Files lists the policy files that were read.
 	Files []string
+	// WorkspaceTrusted: the workspace's file was read and may loosen the
+	// policy — the preset trusts workspace files and this version is the
+	// one the user trusted (Trusted).
+	WorkspaceTrusted bool
 	// Sandbox is what the files' [sandbox] tables say (user's, then
 	// workspace's), merged; SandboxPolicy lays the options layer over it.
 	Sandbox SandboxSettings
@@ -111,6 +115,7 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 				}
 			}
 			pol.add(f, trusted)
+			pol.WorkspaceTrusted = trusted
 		}
 	}
 	return pol, nil
@@ -179,7 +184,7 @@ func tightenOnly(d distrust, pol *Policy, f *File) error {
 	for _, r := range f.Rules {
 		if r.Behavior == Allow {
 			return d.refuse(f, r.Source, fmt.Sprintf("allow rule %q", r.Text),
-				"loosen the policy; put allow rules in your user file, or choose --preset standard")
+				"loosen the policy; put allow rules in your user file, or choose --preset standard and trust the file (lite-agent policy trust)")
 		}
 	}
 	if f.DefaultMode.loosens() {
