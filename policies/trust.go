@@ -24,8 +24,9 @@ import (
 //
 // The store lives outside every workspace, so the sandbox of commands
 // (Landlock: the workspace read-write, nothing of $HOME) keeps it
-// unwritable to the agent. Not handled: a workspace that is $HOME itself
-// (or contains the store), where ~/.local/state is inside the writable root.
+// unwritable to the agent. Not handled yet: a session whose writable
+// roots hold the store (the workspace at $HOME, a write grant over
+// ~/.local), where a command could forge a record.
 
 // trustRecordLimit bounds what is read from a record: a real one is two
 // short lines.
@@ -97,9 +98,16 @@ func Trust(store, workspace string, f *File) (string, error) {
 		return "", err
 	}
 	dir := filepath.Dir(path)
+	// 0700 also for a store that existed wider: the records say which
+	// workspaces you trust, for nobody else to read.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("creating the trust store: %w", err)
 	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", fmt.Errorf("the trust store: %w", err)
+	}
+	// CreateTemp makes the file 0600; the rename makes the new record
+	// appear whole or not at all.
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return "", fmt.Errorf("writing the trust record: %w", err)
