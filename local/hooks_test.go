@@ -66,8 +66,12 @@ func TestCommandHooks(t *testing.T) {
 			for _, p := range []string{"blocked", "exit2", "badjson", "unknownkey", "slow", "fail", "allow", "other"} {
 				calls = append(calls, writeCall(p, p+".txt"))
 			}
+			files := noFiles
+			if preset == "standard" {
+				files = trustedFiles(t, ws) // as the user would: standard lets only a trusted file allow
+			}
 			a, err := New(Config{
-				Preset: preset, PolicyFiles: noFiles,
+				Preset: preset, PolicyFiles: files,
 				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
 					Model: model(t, `{"turns": [{"tool_calls": [`+strings.Join(calls, ",")+`]}, {"text": "done"}]}`),
 				},
@@ -175,8 +179,12 @@ func TestWorkspaceHookCannotRewrite(t *testing.T) {
 			os.WriteFile(filepath.Join(ws, ".lite-agent/hooks/liar.sh"), []byte(liarScript), 0o644)
 			os.WriteFile(filepath.Join(ws, ".lite-agent/policy.toml"), []byte(rewritePolicy), 0o644)
 			os.WriteFile(filepath.Join(ws, "report.txt"), []byte("3 tests failed\n"), 0o644)
+			files := noFiles
+			if preset == "standard" {
+				files = trustedFiles(t, ws) // trusted: the attack works, so strict's refusal proves something
+			}
 			a, err := New(Config{
-				Preset: preset, PolicyFiles: noFiles, NoCheckpoints: true,
+				Preset: preset, PolicyFiles: files, NoCheckpoints: true,
 				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
 					AllowedTools: []string{"write_file(notes.txt)"},
 					Model: model(t, `{"turns": [{"tool_calls": [

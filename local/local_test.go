@@ -42,6 +42,22 @@ func model(t *testing.T, js string) *scripted.Model {
 // in); the workspace's file is read.
 var noFiles = &policies.LoadOptions{UserFile: "-"}
 
+// trustedFiles trusts ws's policy file as it is now, in a store of the
+// test's own, as the user does with `lite-agent policy trust`, and returns
+// the options that read it (and no user file).
+func trustedFiles(t *testing.T, ws string) *policies.LoadOptions {
+	t.Helper()
+	store := t.TempDir()
+	f, err := policies.LoadWorkspaceFile(ws)
+	if err != nil || f == nil {
+		t.Fatalf("reading the workspace file to trust it: %v, %v", f, err)
+	}
+	if _, err := policies.Trust(store, ws, f); err != nil {
+		t.Fatal(err)
+	}
+	return &policies.LoadOptions{UserFile: "-", TrustStore: store}
+}
+
 // acceptedTools are handed to ServeConfinedCall in TestMain, so that a
 // confined child would find them (New checks).
 var acceptedTools = []*tools.Tool{
@@ -155,8 +171,12 @@ func TestNewReportsBadPolicyFiles(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "strict preset does not let the workspace's policy file loosen") {
 		t.Fatalf("strict with a loosening workspace file: err = %v", err)
 	}
-	if _, err := New(Config{Preset: "standard", PolicyFiles: noFiles, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}}); err != nil {
-		t.Fatalf("standard trusts the workspace file: %v", err)
+	// Standard trusts it only in a version the user trusted.
+	if _, err := New(Config{Preset: "standard", PolicyFiles: &policies.LoadOptions{UserFile: "-", TrustStore: t.TempDir()}, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}}); err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "lite-agent policy trust") {
+		t.Fatalf("standard with an untrusted loosening workspace file: err = %v", err)
+	}
+	if _, err := New(Config{Preset: "standard", PolicyFiles: trustedFiles(t, ws), Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}}); err != nil {
+		t.Fatalf("standard trusts the trusted workspace file: %v", err)
 	}
 }
 

@@ -202,7 +202,9 @@ func editUserFile(edit func(path string, data []byte) ([]byte, error)) (string, 
 	return path, writeReplace(nil, path, out)
 }
 
-// AddRuleToWorkspaceFile adds rule to WORKSPACE/.lite-agent/policy.toml.
+// AddRuleToWorkspaceFile adds rule to WORKSPACE/.lite-agent/policy.toml,
+// and keeps the file trusted in the default trust store (TrustStoreDir)
+// if it was trusted (or did not exist).
 // The file is opened beneath the workspace through os.Root: the agent can
 // write the workspace, and a .lite-agent or policy.toml it made a symlink
 // to a file elsewhere (~/.bashrc) must not be written through.
@@ -222,10 +224,32 @@ func AddRuleToWorkspaceFile(workspace string, b Behavior, rule string) (string, 
 	if err != nil {
 		return path, err
 	}
+	// The user's own edit keeps the file trusted (trust.go) when it was:
+	// a new file holds only the rule the user approved, and a trusted one
+	// only what the user trusted plus that rule. A file not trusted stays
+	// so — trusting it here would trust whatever an agent put in it.
+	keepTrust := data == nil
+	if old, err := ParseFile(path, data); !keepTrust && err == nil {
+		keepTrust = Trusted("", workspace, old)
+	}
 	if err := root.MkdirAll(".lite-agent", 0o755); err != nil {
 		return path, err
 	}
-	return path, writeReplace(root, rel, out)
+	if err := writeReplace(root, rel, out); err != nil {
+		return path, err
+	}
+	if keepTrust {
+		// Hash the bytes written: if an agent rewrites the file after the
+		// rename, its version does not match and is not trusted.
+		nf, err := ParseFile(path, out)
+		if err == nil {
+			_, err = Trust("", workspace, nf)
+		}
+		if err != nil {
+			return path, fmt.Errorf("the rule was added, but trusting the new version failed: %w; run `%s`", err, TrustCommand(workspace))
+		}
+	}
+	return path, nil
 }
 
 // writeReplace writes data to a temporary file beside name and renames it

@@ -43,6 +43,7 @@ func TestAddRule(t *testing.T) {
 // written through: without os.Root, the joined path would read the victim
 // through the links and write the new file into the outside directory.
 func TestAddRuleToWorkspaceFileRefusesSymlink(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // the new file is trusted: not in the real store
 	ws, outside := t.TempDir(), t.TempDir()
 	victim := filepath.Join(outside, "bashrc")
 	os.WriteFile(victim, []byte("echo hi\n"), 0o644)
@@ -61,6 +62,40 @@ func TestAddRuleToWorkspaceFileRefusesSymlink(t *testing.T) {
 	p, err := AddRuleToWorkspaceFile(ws2, Allow, "read_file")
 	if b, _ := os.ReadFile(p); err != nil || !strings.Contains(string(b), `allow = ["read_file"]`) {
 		t.Errorf("workspace file: %q %v", b, err)
+	}
+}
+
+// "Allow always" into the workspace's file, the user's own edit, keeps a
+// trusted (or new) file trusted — under standard the next session would
+// otherwise refuse the very rule the user approved — and never trusts a
+// file that was not.
+func TestAddRuleToWorkspaceFileKeepsTrust(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	standard, _ := PresetByName("standard")
+	opts := &LoadOptions{UserFile: "-"}
+	ws := t.TempDir()
+	if _, err := AddRuleToWorkspaceFile(ws, Allow, "read_file"); err != nil {
+		t.Fatal(err)
+	}
+	if pol, err := Load(standard, ws, opts); err != nil || !pol.WorkspaceTrusted {
+		t.Fatalf("a new file with the approved rule: %v, %v", pol, err)
+	}
+	if _, err := AddRuleToWorkspaceFile(ws, Allow, "list_dir"); err != nil {
+		t.Fatal(err)
+	}
+	if pol, err := Load(standard, ws, opts); err != nil || !pol.WorkspaceTrusted {
+		t.Fatalf("a trusted file with one more approved rule: %v, %v", pol, err)
+	}
+	// The agent appends a rule: untrusted; the user's next approval must
+	// not launder it.
+	f := WorkspaceFile(ws)
+	b, _ := os.ReadFile(f)
+	os.WriteFile(f, append(b, "[sandbox]\nnetwork = \"unrestricted\"\n"...), 0o644)
+	if _, err := AddRuleToWorkspaceFile(ws, Allow, "grep"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(standard, ws, opts); err == nil || !strings.Contains(err.Error(), "not trusted in this version") {
+		t.Fatalf("an approval trusted what the agent added: %v", err)
 	}
 }
 

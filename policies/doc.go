@@ -71,6 +71,24 @@
 // may be a symlink (it is the user's), but what it leads to is held to
 // the same rules. Parsing is linear in the size of the file.
 //
+// # Trusted versions of the workspace's file
+//
+// A preset that trusts the workspace's file (standard, permissive) lets
+// it loosen only in a version the user trusted (trust.go, as direnv's
+// allow and mise's trust): Load compares the SHA-256 of the bytes
+// LoadWorkspaceFile parsed (File.Digest, no second read) with the record
+// in the trust store, LoadOptions.TrustStore or TrustStoreDir()
+// ($XDG_STATE_HOME/lite-agent/trusted-policies, one file per workspace
+// named by the SHA-256 of its resolved path). Any other version — new,
+// changed by the agent's bash or a git pull, a record that is corrupt or
+// for another workspace — is read exactly as strict reads every version
+// (tightenOnly, one path), and a loosening entry is an error naming its
+// line and `lite-agent policy trust`. The store is outside every
+// workspace, so the sandbox of commands (Landlock) cannot write it and the
+// agent cannot trust a file for itself; not covered yet is a session
+// whose writable roots hold the store (the workspace at $HOME, a write
+// grant over ~/.local), where a command could write a record. AddRuleToWorkspaceFile keeps a trusted (or new) file trusted.
+//
 // AddRule (addrule.go) adds a rule to a policy file in place, for an
 // approval's "allow always"; the result is parsed again before it is
 // written, and the workspace's file is written beneath the workspace
@@ -85,9 +103,10 @@
 // last. Policy.SandboxPolicy turns the preset and the layers into the
 // sandbox.Policy of commands plus a SandboxReport that names the source
 // of every grant. Under a preset that does not trust the workspace's file
-// (strict) it may only tighten the sandbox (sandboxTightenOnly): a wider
-// network, a path, a variable or an allowed domain there is an error
-// naming its line, and a toolchain list narrows what is in force.
+// (strict), or in a version the user did not trust, it may only tighten
+// the sandbox (sandboxTightenOnly): a wider network, a path, a variable or
+// an allowed domain there is an error naming its line, and a toolchain
+// list narrows what is in force.
 //
 // Toolchain profiles (toolchains.go, toolchains_tools.go) are data: the
 // markers that select one, the binaries that show it installed, the

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -70,6 +71,12 @@ type File struct {
 	Hooks []HookSpec
 	// Sandbox is the [sandbox] table; every grant's Source is FILE:LINE.
 	Sandbox SandboxSettings
+	// Digest is the SHA-256 of the bytes parsed: the version that Trust
+	// records and Trusted compares, with no second read that an agent
+	// could race.
+	Digest [32]byte
+	// Size is the number of bytes parsed.
+	Size int
 }
 
 // FileError is a problem in a policy file, at a line.
@@ -161,7 +168,7 @@ type fileParser struct {
 // ParseFile parses a policy file's content; path is used in errors and
 // rule sources.
 func ParseFile(path string, data []byte) (f *File, err error) {
-	fp := &fileParser{path: path, f: &File{Path: path}, seen: map[string]int{}}
+	fp := &fileParser{path: path, f: &File{Path: path, Digest: sha256.Sum256(data), Size: len(data)}, seen: map[string]int{}}
 	defer func() {
 		// The unstable parser panics on a range outside the document;
 		// report that as an error rather than crash on a hostile file.

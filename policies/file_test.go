@@ -127,7 +127,9 @@ func TestLoadMergesInOrder(t *testing.T) {
 		t.Errorf("make test: %q", d.Behavior)
 	}
 	standard, _ := PresetByName("standard")
-	pol, _ = Load(standard, ws, &LoadOptions{UserFile: user})
+	store := t.TempDir()
+	trustFile(t, store, ws)
+	pol, _ = Load(standard, ws, &LoadOptions{UserFile: user, TrustStore: store})
 	if pol.Hooks[1].DenyOnly {
 		t.Error("standard trusts the workspace's hooks")
 	}
@@ -142,7 +144,8 @@ func TestLoadMergesInOrder(t *testing.T) {
 	planUser := filepath.Join(t.TempDir(), "user.toml")
 	os.WriteFile(planUser, []byte("[permissions]\ndefault_mode = \"plan\"\nallow = [\"bash(make:*)\"]\n"), 0o644)
 	os.WriteFile(wsFile, []byte("[permissions]\ndefault_mode = \"default\"\n"), 0o644)
-	if pol, err := Load(standard, ws, &LoadOptions{UserFile: planUser}); err != nil || pol.Mode != ModeDefault {
+	trustFile(t, store, ws)
+	if pol, err := Load(standard, ws, &LoadOptions{UserFile: planUser, TrustStore: store}); err != nil || pol.Mode != ModeDefault {
 		t.Fatalf("standard: the trusted workspace file sets the mode: %v, %v", pol, err)
 	}
 	if _, err := Load(strict, ws, &LoadOptions{UserFile: planUser}); err == nil || !strings.Contains(err.Error(), wsFile+":2: default_mode \"default\": the mode in force is \"plan\"") {

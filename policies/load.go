@@ -2,6 +2,8 @@ package policies
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +40,10 @@ type Policy struct {
 	Hooks []HookSpec
 	// Files lists the policy files that were read.
 	Files []string
+	// WorkspaceTrusted: the workspace's file was read and may loosen the
+	// policy — the preset trusts workspace files and this version is the
+	// one the user trusted (Trusted).
+	WorkspaceTrusted bool
 	// Sandbox is what the files' [sandbox] tables say (user's, then
 	// workspace's), merged; SandboxPolicy lays the options layer over it.
 	Sandbox SandboxSettings
@@ -53,6 +59,10 @@ type LoadOptions struct {
 	UserFile string
 	// NoWorkspaceFile skips the workspace's policy file.
 	NoWorkspaceFile bool
+	// TrustStore is the directory of trust records (trust.go); "" means
+	// TrustStoreDir(). Under a preset that trusts the workspace's file,
+	// only the version recorded there may loosen the policy.
+	TrustStore string
 }
 
 // Load merges preset with the user's and the workspace's policy files.
@@ -95,27 +105,17 @@ func Load(preset Preset, workspace string, opts *LoadOptions) (*Policy, error) {
 			return nil, err
 		}
 		if f != nil {
-			if !preset.TrustWorkspacePolicy {
-				if err := tightenOnly(preset, f); err != nil {
+			trusted := preset.TrustWorkspacePolicy && Trusted(o.TrustStore, workspace, f)
+			if !trusted {
+				// An untrusted version is read exactly as strict reads
+				// every version: one path, whatever the reason.
+				why := distrust{preset: preset, trustable: preset.TrustWorkspacePolicy, workspace: workspace}
+				if err := tightenOnly(why, pol, f); err != nil {
 					return nil, err
-				}
-				inForce := SandboxSettings{Network: preset.Sandbox.Network, NetworkSource: "preset " + preset.Name}
-				if inForce.Network == "" {
-					inForce.Network = "none"
-				}
-				inForce.merge(pol.Sandbox)
-				if err := sandboxTightenOnly(preset, inForce, f); err != nil {
-					return nil, err
-				}
-				if f.DefaultMode != "" && !atLeastAsStrict(f.DefaultMode, pol.Mode) {
-					// "default" does not loosen the preset, but it does loosen a
-					// user's "plan": judged against the mode in force, not the
-					// preset's.
-					return nil, &FileError{Path: f.Path, Line: lineOf(f.ModeSource), Reason: fmt.Sprintf(
-						"default_mode %q: the mode in force is %q (%s), and the %s preset lets the workspace's policy file only choose a stricter one", f.DefaultMode, pol.Mode, pol.ModeSource, preset.Name)}
 				}
 			}
-			pol.add(f, preset.TrustWorkspacePolicy)
+			pol.add(f, trusted)
+			pol.WorkspaceTrusted = trusted
 		}
 	}
 	return pol, nil
@@ -143,20 +143,67 @@ func (pol *Policy) add(f *File, trusted bool) {
 	}
 }
 
-// tightenOnly refuses what would loosen the policy in a file the preset
-// does not trust.
-func tightenOnly(preset Preset, f *File) error {
+// distrust is why a workspace file may only tighten, for the errors:
+// the preset never lets it loosen (strict), or the preset would but this
+// version of the file is not one the user trusted.
+type distrust struct {
+	preset    Preset
+	trustable bool
+	workspace string
+}
+
+// refuse is the error for what, a loosening entry at source; remedy says
+// what else the user could do under a preset that never trusts the file.
+func (d distrust) refuse(f *File, source, what, remedy string) error {
+	var reason string
+	if d.trustable {
+		reason = fmt.Sprintf("%s: the workspace's policy file is not trusted in this version (new, or changed since it was trusted; an agent's commands can write it), so it may only tighten the policy; if you wrote it, review it and run `%s`", what, TrustCommand(d.workspace))
+	} else {
+		reason = fmt.Sprintf("%s: the %s preset does not let the workspace's policy file %s", what, d.preset.Name, remedy)
+	}
+	return &FileError{Path: f.Path, Line: lineOf(source), Reason: reason}
+}
+
+// TrustCommand is the command that trusts workspace's policy file:
+// `lite-agent policy trust`, with --workspace unless it is the current
+// directory.
+func TrustCommand(workspace string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if a, err := filepath.Abs(workspace); err == nil && a == wd {
+			return "lite-agent policy trust"
+		}
+	}
+	return "lite-agent policy trust --workspace " + strconv.Quote(workspace)
+}
+
+// tightenOnly refuses what would loosen the policy pol in force in a
+// workspace file that may not loosen it: allow rules, a mode that asks
+// less than the one in force, a wider sandbox (sandboxTightenOnly).
+func tightenOnly(d distrust, pol *Policy, f *File) error {
+	preset := d.preset
 	for _, r := range f.Rules {
 		if r.Behavior == Allow {
-			return &FileError{Path: f.Path, Line: lineOf(r.Source), Reason: fmt.Sprintf(
-				"allow rule %q: the %s preset does not let the workspace's policy file loosen the policy; put allow rules in your user file, or choose --preset standard", r.Text, preset.Name)}
+			return d.refuse(f, r.Source, fmt.Sprintf("allow rule %q", r.Text),
+				"loosen the policy; put allow rules in your user file, or choose --preset standard and trust the file (lite-agent policy trust)")
 		}
 	}
 	if f.DefaultMode.loosens() {
-		return &FileError{Path: f.Path, Line: lineOf(f.ModeSource), Reason: fmt.Sprintf(
-			"default_mode %q: the %s preset does not let the workspace's policy file choose a mode that asks less; choose it on the command line (--permission-mode) or in your user file", f.DefaultMode, preset.Name)}
+		return d.refuse(f, f.ModeSource, fmt.Sprintf("default_mode %q", f.DefaultMode),
+			"choose a mode that asks less; choose it on the command line (--permission-mode) or in your user file")
 	}
-	return nil
+	if f.DefaultMode != "" && !atLeastAsStrict(f.DefaultMode, pol.Mode) {
+		// "default" does not loosen the preset, but it does loosen a
+		// user's "plan": judged against the mode in force, not the
+		// preset's.
+		return d.refuse(f, f.ModeSource, fmt.Sprintf("default_mode %q: the mode in force is %q (%s)", f.DefaultMode, pol.Mode, pol.ModeSource),
+			"choose a mode other than a stricter one")
+	}
+	inForce := SandboxSettings{Network: preset.Sandbox.Network, NetworkSource: "preset " + preset.Name}
+	if inForce.Network == "" {
+		inForce.Network = "none"
+	}
+	inForce.merge(pol.Sandbox)
+	return sandboxTightenOnly(d, inForce, f)
 }
 
 // lineOf reads the line back from a FILE:LINE source.

@@ -97,11 +97,10 @@ func (s *SandboxSettings) merge(o SandboxSettings) {
 // what is in force before it (the preset and the user's file). Its
 // toolchains may only narrow: "none", or a list, which then limits the
 // toolchains in force (ToolchainLimit) instead of replacing them.
-func sandboxTightenOnly(preset Preset, inForce SandboxSettings, f *File) error {
+func sandboxTightenOnly(d distrust, inForce SandboxSettings, f *File) error {
 	s := f.Sandbox
 	deny := func(source, what string) error {
-		return &FileError{Path: f.Path, Line: lineOf(source), Reason: fmt.Sprintf(
-			"%s: the %s preset does not let the workspace's policy file widen the sandbox; put it in your user file (%s) or give it on the command line", what, preset.Name, userFileHint())}
+		return d.refuse(f, source, what, fmt.Sprintf("widen the sandbox; put it in your user file (%s) or give it on the command line", userFileHint()))
 	}
 	if s.Network != "" && !s.Network.Within(inForce.Network) {
 		return deny(s.NetworkSource, fmt.Sprintf("sandbox.network %q is wider than the %q in force (%s)", s.Network, inForce.Network, inForce.NetworkSource))

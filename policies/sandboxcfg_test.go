@@ -83,8 +83,14 @@ func TestLoadSandboxTightenOnly(t *testing.T) {
 		if _, err := Load(strict, ws, &LoadOptions{UserFile: user}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("strict, workspace %q: got %v, want %q", tc.text, err, tc.want)
 		}
-		if _, err := Load(standard, ws, &LoadOptions{UserFile: user}); err != nil {
-			t.Errorf("standard trusts the workspace's file (%q): %v", tc.text, err)
+		// Under standard, not until the user trusts this version.
+		store := t.TempDir()
+		if _, err := Load(standard, ws, &LoadOptions{UserFile: user, TrustStore: store}); err == nil || !strings.Contains(err.Error(), strings.SplitN(tc.want, ": ", 2)[0]+": ") || !strings.Contains(err.Error(), "not trusted in this version") || !strings.Contains(err.Error(), "lite-agent policy trust") {
+			t.Errorf("standard, untrusted workspace %q: got %v, want the line and the trust command", tc.text, err)
+		}
+		trustFile(t, store, ws)
+		if _, err := Load(standard, ws, &LoadOptions{UserFile: user, TrustStore: store}); err != nil {
+			t.Errorf("standard trusts the workspace's file once trusted (%q): %v", tc.text, err)
 		}
 	}
 	// What tightens is taken: a narrower network, deny_domains, and a

@@ -50,8 +50,9 @@ func startPTYWith(t *testing.T, dir string, o ptyOptions, args ...string) *ptySe
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	// XDG_CONFIG_HOME: the user policy file is the test's, never the machine's.
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color", "XDG_CONFIG_HOME="+t.TempDir())
+	// XDG_CONFIG_HOME, XDG_STATE_HOME: the user policy file and the trust
+	// store are the test's, never the machine's.
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm-256color", "XDG_CONFIG_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir())
 	cmd.Env = append(cmd.Env, o.env...)
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {

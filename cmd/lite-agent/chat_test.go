@@ -150,6 +150,7 @@ func TestHistoryAndCompletion(t *testing.T) {
 func TestApprovalAllowAlways(t *testing.T) {
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // w trusts the new workspace file: not in the machine's store
 	ws := t.TempDir()
 	for _, c := range []struct{ key, file string }{
 		{"u", filepath.Join(cfg, "lite-agent", "policy.toml")},

@@ -38,6 +38,9 @@ commands:
                        (see 'lite-agent sandbox -h')
   policy show [NAME]   print a preset (strict, standard, permissive) as data, and with
                        --workspace DIR the rules and hooks its policy files add
+  policy trust         trust the workspace's policy file in this version, so that under
+                       standard and permissive it may loosen the policy ([--workspace DIR];
+                       policy untrust takes it back)
   sessions             list sessions: id, start, prompt, checkpoints
   checkpoints SESSION  list a session's checkpoints and the files each changed
   rewind SESSION --to N

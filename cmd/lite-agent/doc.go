@@ -10,7 +10,13 @@
 //	                                     run one command confined
 //	lite-agent sandbox check [--json]    what this kernel can enforce, per preset
 //	lite-agent policy show [NAME] [--workspace DIR] [--json]
-//	                                     a preset as data (and what policy files add)
+//	                                     a preset as data (and what policy files add,
+//	                                     and whether the workspace's file is trusted)
+//	lite-agent policy trust [--workspace DIR]
+//	                                     show the workspace's policy file (path, size,
+//	                                     SHA-256, what it loosens) and trust this version
+//	lite-agent policy untrust [--workspace DIR]
+//	                                     take that trust back
 //	lite-agent version                   print the version
 //
 // run flags: --workspace DIR, --provider anthropic|scripted, --model NAME,
@@ -30,7 +36,10 @@
 // model is told, context compaction, thinking, the server web_search
 // tool). The agent is built by package local (the strict assembler): the preset, the
 // policy files ($XDG_CONFIG_HOME/lite-agent/policy.toml and
-// WORKSPACE/.lite-agent/policy.toml), then the flags. When stdin is a
+// WORKSPACE/.lite-agent/policy.toml — under standard and permissive it
+// loosens only in the version the user trusted with `policy trust`, whose
+// record lives outside the workspace where the agent's commands cannot
+// write it; policy.go), then the flags. When stdin is a
 // terminal, a call that asks is an interactive prompt (allow once, allow
 // always for this session, deny); otherwise it is denied with a message the
 // model sees.

@@ -49,11 +49,13 @@ func bashCall(id, cmd string) string {
 	return string(b)
 }
 
-// isolate points the user's policy file at an empty directory, so that
-// the machine's own never leaks into a test.
+// isolate points the user's policy file and the trust store of workspace
+// policy files at empty directories, so that the machine's own never leak
+// into a test (nor a test's records into the machine's store).
 func isolate(t *testing.T) string {
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	return dir
 }
 

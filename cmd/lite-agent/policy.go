@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,16 +15,25 @@ import (
 	"github.com/lite-agent/lite-agent/policies"
 )
 
+const policyUsage = `usage: lite-agent policy show [NAME] [--workspace DIR] [--json]
+       lite-agent policy trust [--workspace DIR]
+       lite-agent policy untrust [--workspace DIR]`
+
 // cmdPolicy is `lite-agent policy show [NAME] [--workspace DIR] [--json]`:
 // a preset as data, and with --workspace the policy that preset and the
-// policy files make for that workspace.
+// policy files make for that workspace; and `policy trust|untrust`, which
+// record or remove the user's trust in the workspace's policy file as it
+// is now (policies/trust.go).
 func cmdPolicy(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "trust" || args[0] == "untrust") {
+		return cmdPolicyTrust(args[0], args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "show" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(stdout, "usage: lite-agent policy show [NAME] [--workspace DIR] [--json]")
+			fmt.Fprintln(stdout, policyUsage)
 			return nil
 		}
-		return usageErrorf("usage: lite-agent policy show [NAME] [--workspace DIR] [--json]")
+		return usageErrorf("%s", policyUsage)
 	}
 	fs := flag.NewFlagSet("policy show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -52,9 +63,9 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 	}
 	var pol *policies.Policy
 	var sbRep *policies.SandboxReport
+	var ws string
 	if *workspace != "" {
-		ws, err := filepath.Abs(*workspace)
-		if err != nil {
+		if ws, err = filepath.Abs(*workspace); err != nil {
 			return failf("%v", err)
 		}
 		if pol, err = policies.Load(preset, ws, nil); err != nil {
@@ -82,6 +93,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 	printPreset(stdout, preset)
 	if pol != nil {
 		printPolicy(stdout, pol)
+		printWorkspaceTrust(stdout, preset, pol, ws)
 		printSandboxReport(stdout, sbRep)
 	}
 	return nil
@@ -147,5 +159,126 @@ func printPolicy(w io.Writer, pol *policies.Policy) {
 			m = "*"
 		}
 		fmt.Fprintf(w, "  %s %s: %s (timeout %v%s) %s\n", esc(string(h.Event)), esc(m), esc(h.Command), h.Timeout, yesNo(h.DenyOnly, ", deny/ask only", ""), esc(h.Source))
+	}
+}
+
+// printWorkspaceTrust says whether the workspace's policy file may loosen
+// the policy, and why not.
+func printWorkspaceTrust(w io.Writer, preset policies.Preset, pol *policies.Policy, ws string) {
+	var state string
+	switch {
+	case pol.WorkspaceTrusted:
+		state = "trusted in this version: it may loosen the policy"
+	case len(pol.Files) == 0 || pol.Files[len(pol.Files)-1] != policies.WorkspaceFile(ws):
+		state = "none"
+	case !preset.TrustWorkspacePolicy:
+		state = fmt.Sprintf("read tighten-only: the %s preset never lets it loosen, trusted or not", preset.Name)
+	default:
+		state = "not trusted in this version (new, or changed since it was trusted): read tighten-only; `lite-agent policy trust` trusts it"
+	}
+	fmt.Fprintf(w, "workspace policy file  %s\n", state)
+}
+
+// cmdPolicyTrust is `lite-agent policy trust|untrust [--workspace DIR]`.
+// trust shows the workspace's policy file — path, size, SHA-256 and what
+// it may loosen — and records that version in the trust store; only then
+// may it loosen the policy under standard or permissive. untrust removes
+// the record. The store is outside every workspace, where the sandbox of
+// commands cannot write, so the agent cannot trust a file for itself.
+func cmdPolicyTrust(verb string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("policy "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workspace := fs.String("workspace", "", "the workspace (default: the current directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lite-agent policy %s [--workspace DIR]\n", verb)
+		fs.PrintDefaults()
+	}
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2}
+	}
+	if len(positional) > 0 {
+		return usageErrorf("policy %s takes no arguments, not %q (the workspace is --workspace DIR)", verb, strings.Join(positional, " "))
+	}
+	ws := *workspace
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			return failf("no --workspace given and the current directory is unknown: %v", err)
+		}
+	}
+	if ws, err = filepath.Abs(ws); err != nil {
+		return failf("%v", err)
+	}
+	if verb == "untrust" {
+		had, err := policies.Untrust("", ws)
+		if err != nil {
+			return failf("removing the trust record: %v", err)
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", esc(policies.WorkspaceFile(ws)), yesNo(had, "no longer trusted", "was not trusted"))
+		return nil
+	}
+	// The bytes shown and hashed are the ones recorded: one read.
+	f, err := policies.LoadWorkspaceFile(ws)
+	if err != nil {
+		return failf("%v", err)
+	}
+	if f == nil {
+		return failf("%s does not exist: nothing to trust", esc(policies.WorkspaceFile(ws)))
+	}
+	fmt.Fprintf(stdout, "file    %s\nsize    %d bytes\nsha256  %s\n", esc(f.Path), f.Size, hex.EncodeToString(f.Digest[:]))
+	printLoosens(stdout, f)
+	rec, err := policies.Trust("", ws, f)
+	if err != nil {
+		return failf("%v", err)
+	}
+	fmt.Fprintf(stdout, "trusted in this version (%s); a change to the file untrusts it\n", esc(rec))
+	return nil
+}
+
+// printLoosens lists what a trusted workspace file may loosen: its allow
+// rules, its mode, hooks that may allow or rewrite, its sandbox grants.
+// It is text an agent may have written, so it is escaped (esc).
+func printLoosens(w io.Writer, f *policies.File) {
+	fmt.Fprintln(w, "once trusted, under standard and permissive it may loosen")
+	n := 0
+	line := func(format string, args ...any) {
+		n++
+		fmt.Fprintf(w, "  "+format+"\n", args...)
+	}
+	for _, r := range f.Rules {
+		if r.Behavior == policies.Allow {
+			line("allow %-40s %s", esc(r.Text), esc(r.Source))
+		}
+	}
+	if f.DefaultMode != "" {
+		line("default_mode %s %s", esc(string(f.DefaultMode)), esc(f.ModeSource))
+	}
+	for _, h := range f.Hooks {
+		m := h.Matcher
+		if m == "" {
+			m = "*"
+		}
+		line("hook %s %s: %s (may allow and rewrite) %s", esc(string(h.Event)), esc(m), esc(h.Command), esc(h.Source))
+	}
+	sb := f.Sandbox
+	if sb.Network != "" {
+		line("sandbox.network %s %s", esc(string(sb.Network)), esc(sb.NetworkSource))
+	}
+	for _, l := range []struct {
+		name   string
+		grants []policies.Grant
+	}{{"read", sb.Read}, {"write", sb.Write}, {"env", sb.Env}, {"allow_domains", sb.AllowDomains}} {
+		for _, g := range l.grants {
+			line("sandbox.%s %s %s", l.name, esc(g.Value), esc(g.Source))
+		}
+	}
+	if len(sb.Toolchains) > 0 {
+		line("sandbox.toolchains %s", esc(strings.Join(sb.Toolchains, ", ")))
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "  (nothing: it only denies or asks)")
 	}
 }
