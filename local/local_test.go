@@ -243,6 +243,12 @@ func TestNewRefusesWritableOwnPolicy(t *testing.T) {
 			t.Errorf("%s: New: %v, want a refusal naming the policy file", name, err)
 		}
 	}
+	// The trust store of workspace policy files, likewise (the user's
+	// file elsewhere, so that only the store is in the way).
+	elsewhere := &policies.LoadOptions{UserFile: filepath.Join(t.TempDir(), "policy.toml"), TrustStore: filepath.Join(home, ".local", "state", "lite-agent", "trusted-policies")}
+	if _, err := New(Config{PolicyFiles: elsewhere, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: home}}); err == nil || !strings.Contains(err.Error(), "workspace policy files you trusted") {
+		t.Errorf("workspace over the trust store: New: %v, want a refusal naming the trust store", err)
+	}
 	// A project directory beside it is fine.
 	if _, err := New(Config{PolicyFiles: load, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}}); err != nil {
 		t.Errorf("a workspace elsewhere: %v", err)

@@ -11,34 +11,47 @@ import (
 
 // ownFilesOutsideWritable refuses a sandbox of commands that could write
 // lite-agent's own configuration: the user's policy file, which every
-// later session loads as trusted. With the workspace at $HOME (or a write
-// grant over ~/.config) a command — an agent obeying a prompt injection —
-// could add allow rules, hooks or sandbox grants to it and widen its own
-// next session. Landlock cannot carve a read-only hole in a writable root,
-// so such a root is refused, with what to do instead.
+// later session loads as trusted, and the trust store of workspace policy
+// files (policies.Trust), whose records let a workspace's file loosen.
+// With the workspace at $HOME (or a write grant over ~/.config or
+// ~/.local) a command — an agent obeying a prompt injection — could add
+// allow rules, hooks or sandbox grants, or trust the workspace's file,
+// and widen its own next session. Landlock cannot carve a read-only hole
+// in a writable root, so such a root is refused, with what to do instead.
 func ownFilesOutsideWritable(sb sandbox.Policy, load *policies.LoadOptions) error {
-	userFile := ""
+	var o policies.LoadOptions
 	if load != nil {
-		userFile = load.UserFile
+		o = *load
 	}
-	if userFile == "-" {
-		return nil // no user file is read: nothing to protect
-	}
-	if userFile == "" {
-		var err error
-		if userFile, err = policies.UserFile(); err != nil {
-			return nil // no home, no file: nothing to protect
+	type owned struct{ dir, what string }
+	var own []owned
+	switch o.UserFile {
+	case "-": // no user file is read: nothing to protect
+	case "":
+		if f, err := policies.UserFile(); err == nil {
+			own = append(own, owned{filepath.Dir(f), "your lite-agent policy file"})
 		}
+	default:
+		own = append(own, owned{filepath.Dir(o.UserFile), "your lite-agent policy file"})
 	}
-	own := resolvedPath(filepath.Dir(userFile))
+	store := o.TrustStore
+	if store == "" {
+		store, _ = policies.TrustStoreDir()
+	}
+	if store != "" {
+		own = append(own, owned{store, "the records of the workspace policy files you trusted"})
+	}
 	roots := append([]string{sb.Workspace}, sb.ReadWritePaths...)
-	for _, r := range roots {
-		if r == "" {
-			continue
-		}
-		if rr := resolvedPath(r); rr == own || strings.HasPrefix(own, strings.TrimSuffix(rr, "/")+"/") {
-			return fmt.Errorf("commands could write %s (beneath the writable %s), which holds your lite-agent policy file: "+
-				"a command could widen its own next session. Run lite-agent in a project directory, not there, or move the policy file with XDG_CONFIG_HOME", own, r)
+	for _, w := range own {
+		dir := resolvedPath(w.dir)
+		for _, r := range roots {
+			if r == "" {
+				continue
+			}
+			if rr := resolvedPath(r); rr == dir || strings.HasPrefix(dir, strings.TrimSuffix(rr, "/")+"/") {
+				return fmt.Errorf("commands could write %s (beneath the writable %s), which holds %s: "+
+					"a command could widen its own next session. Run lite-agent in a project directory, not there", dir, r, w.what)
+			}
 		}
 	}
 	return nil

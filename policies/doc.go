@@ -85,9 +85,10 @@
 // (tightenOnly, one path), and a loosening entry is an error naming its
 // line and `lite-agent policy trust`. The store is outside every
 // workspace, so the sandbox of commands (Landlock) cannot write it and the
-// agent cannot trust a file for itself; not covered yet is a session
-// whose writable roots hold the store (the workspace at $HOME, a write
-// grant over ~/.local), where a command could write a record. AddRuleToWorkspaceFile keeps a trusted (or new) file trusted.
+// agent cannot trust a file for itself; a session whose writable roots
+// would hold the store (the workspace at $HOME, a write grant over
+// ~/.local) is refused by the assembler (local). AddRuleToWorkspaceFile
+// keeps a trusted (or new) file trusted.
 //
 // AddRule (addrule.go) adds a rule to a policy file in place, for an
 // approval's "allow always"; the result is parsed again before it is

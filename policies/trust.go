@@ -24,9 +24,9 @@ import (
 //
 // The store lives outside every workspace, so the sandbox of commands
 // (Landlock: the workspace read-write, nothing of $HOME) keeps it
-// unwritable to the agent. Not handled yet: a session whose writable
-// roots hold the store (the workspace at $HOME, a write grant over
-// ~/.local), where a command could forge a record.
+// unwritable to the agent. A session whose writable roots would hold
+// the store (the workspace at $HOME, a write grant over ~/.local) is
+// refused by the assembler (local's ownFilesOutsideWritable).
 
 // trustRecordLimit bounds what is read from a record: a real one is two
 // short lines.
