@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,20 +302,7 @@ func TestServerResolvesRelativePathsInRoot(t *testing.T) {
 	if err := os.Symlink(sockDir, filepath.Join(ws, "tows")); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", filepath.Join(sockDir, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	unixServer(t, filepath.Join(sockDir, "s"))
 	const probe = `
 import socket, sys, errno
 for p in sys.argv[1:]:

@@ -370,6 +370,21 @@ except OSError as e:
     print("bind", errno.errorcode.get(e.errno, e.errno))
 `
 
+// withSocketOption is a ListenConfig whose sockets get the SOL_SOCKET
+// option opt set to 1 before they bind: a user's service that shares its
+// address.
+func withSocketOption(opt int) *net.ListenConfig {
+	return &net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+}
+
 // TestReusePortRefused: a listener of the user's with SO_REUSEPORT (same
 // uid) shares its address with any socket of that uid that sets it too;
 // the kernel then splits the user's incoming connections between them.
@@ -380,16 +395,7 @@ func TestReusePortRefused(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("python3 not found: this test would check that SO_REUSEPORT, which shares a user's listener's address, is refused")
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	ln, err := withSocketOption(unix.SO_REUSEPORT).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,16 +448,7 @@ func TestUDPReuseAddrCannotTakeAService(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("python3 not found: this test would check that SO_REUSEADDR cannot share a user's UDP service's address")
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	svc, err := lc.ListenPacket(t.Context(), "udp4", "127.0.0.1:0")
+	svc, err := withSocketOption(unix.SO_REUSEADDR).ListenPacket(t.Context(), "udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
