@@ -6,6 +6,7 @@
 #define LA_MOUNTAPI_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,6 +63,24 @@ static inline int la_fs_fsmount(const char *fstype, const char *const (*opts)[2]
 		e = errno;
 	close(fs);
 	return e ? -e : m;
+}
+
+// la_seal_skeleton ends the making of a skeleton tmpfs m whose filling
+// returned e (0 or an errno): made read-only (in every clone of it) and
+// returned, or closed and -errno.
+static inline int la_seal_skeleton(int m, int e)
+{
+	if (!e) {
+		struct la_mount_attr_p attr = { 0 };
+		attr.attr_set = LA_MOUNT_ATTR_RDONLY;
+		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+			e = errno;
+	}
+	if (e) {
+		close(m);
+		return -e;
+	}
+	return m;
 }
 
 #endif

@@ -63,19 +63,7 @@ static int la_skel_fn(void *arg)
 		else
 			close(f);
 	}
-	if (!e) {
-		// Read-only from here on, in every clone.
-		struct la_mount_attr_p attr;
-		memset(&attr, 0, sizeof attr);
-		attr.attr_set = LA_MOUNT_ATTR_RDONLY;
-		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-			e = errno;
-	}
-	if (e) {
-		close(m);
-		return -e;
-	}
-	return m;
+	return la_seal_skeleton(m, e);
 }
 
 int la_make_proc_skeleton(int new_user, const char *uid_map, const char *gid_map,

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -69,19 +70,7 @@ static int la_rskel_fn(void *arg)
 		if (r < 0)
 			e = errno;
 	}
-	if (!e) {
-		// Read-only from here on, in every clone.
-		struct la_mount_attr_p attr;
-		memset(&attr, 0, sizeof attr);
-		attr.attr_set = LA_MOUNT_ATTR_RDONLY;
-		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-			e = errno;
-	}
-	if (e) {
-		close(m);
-		return -e;
-	}
-	return m;
+	return la_seal_skeleton(m, e);
 }
 
 int la_make_root_skeleton(int new_user, const char *uid_map, const char *gid_map,
@@ -89,15 +78,7 @@ int la_make_root_skeleton(int new_user, const char *uid_map, const char *gid_map
 {
 	// nr_inodes: one per entry, and the root.
 	char inodes[16];
-	int v = n + 8, l = 0;
-	char rev[16];
-	do {
-		rev[l++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v && l < (int)sizeof rev);
-	for (int i = 0; i < l; i++)
-		inodes[i] = rev[l - 1 - i];
-	inodes[l] = 0;
+	snprintf(inodes, sizeof inodes, "%d", n + 8);
 	struct la_rskel_args a = { entries, n, inodes };
 	if (!new_user)
 		return la_rskel_fn(&a);
