@@ -78,6 +78,10 @@ type Sandbox struct {
 	// per-thread notification server, so children load no program of
 	// their own.
 	threadNotifies bool
+	// threadBounding: the spawner threads empty their own capability
+	// bounding set, which children outside a new user namespace inherit
+	// (threadProgram.dropBounding), so theirs need no dropping.
+	threadBounding bool
 
 	cg     *cgroupManager
 	plan   cgroupPlan
@@ -519,7 +523,15 @@ func New(p Policy) (*Sandbox, error) {
 	rp.DropBounding = h.setpcap || s.newUser
 	rp.LockSecurebits = rp.DropBounding
 	s.rawPieces = rp
-	s.pieces = newCPieces(rp)
+	// A child born outside a new user namespace inherits its spawner
+	// thread's credentials, bounding set included: with CAP_SETPCAP the
+	// thread empties its own once, and such children skip the step (the
+	// escape suite checks that they have none left). In a new user
+	// namespace the kernel gives the child a full set: it drops it.
+	s.threadBounding = h.setpcap && !s.newUser
+	cp := rp
+	cp.DropBounding = rp.DropBounding && !s.threadBounding
+	s.pieces = newCPieces(cp)
 
 	if s.newUser {
 		s.uidMap = fmt.Sprintf("%d %d 1", h.uid, h.uid)
@@ -599,7 +611,11 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 	if s.mountNS == mountThread {
 		mounts = s.mounts
 	}
-	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts}, dirs,
+	bounding := -1
+	if s.threadBounding {
+		bounding = s.h.lastCap
+	}
+	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts, dropBounding: bounding}, dirs,
 		func(listener int, mountNS uint64) (func(), error) {
 			return netSupervisor(listener, -1, 0, s.serverOptions(nil, mountNS))
 		})
@@ -787,21 +803,29 @@ func (s *Sandbox) releaseTmp(d string) {
 		delete(s.tmpOwned, filepath.Base(d))
 		s.tmpMu.Unlock()
 	}
-	fi, err := os.Lstat(d)
-	if err != nil || !fi.IsDir() {
-		drop()
-		return
-	}
-	if fi.Mode().Perm() != 0o700 {
-		os.Chmod(d, 0o700)
-	}
-	f, err := os.Open(d)
+	// Opened without following a symlink and only as a directory: one
+	// the command replaced is dropped, never followed. (A raw descriptor:
+	// os.Open would also try, and fail, to register it with the poller.)
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		drop()
 		return
 	}
-	names, _ := f.Readdirnames(-1)
-	f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		unix.Close(fd)
+		drop()
+		return
+	}
+	if st.Mode&0o7777 != 0o700 {
+		unix.Fchmod(fd, 0o700)
+	}
+	names, err := dirNames(fd)
+	unix.Close(fd)
+	if err != nil {
+		drop()
+		return
+	}
 	for _, n := range names {
 		if root && s.isOwnedTmp(n) {
 			continue // another command's directory, not this one's leftovers
@@ -819,6 +843,25 @@ func (s *Sandbox) releaseTmp(d string) {
 	s.tmpMu.Unlock()
 	if full {
 		drop()
+	}
+}
+
+// dirNames lists the directory open at fd (but . and ..).
+func dirNames(fd int) ([]string, error) {
+	var names []string
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 }
 
@@ -845,10 +888,15 @@ func removeAll(dir string) error {
 
 // Run starts cmd and waits for its whole process tree to end.
 func (s *Sandbox) Run(ctx context.Context, cmd *Command) (*ExitStatus, error) {
-	p, err := s.Start(ctx, cmd)
+	p, err := s.start(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
+	// The caller waits here anyway: its goroutine does what Start's
+	// would, and no second goroutine has to be started and handed the
+	// end (a wake-up per command). Kill and Close reach the process
+	// through s.running as they do for Start.
+	p.run(ctx)
 	return p.Wait()
 }
 
@@ -902,6 +950,17 @@ func (p *Process) Kill() {
 // normal ExitStatus. When ctx ends, or Limits.WallTime passes, the whole tree
 // is killed and ExitStatus.TimedOut is set.
 func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
+	p, err := s.start(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	go p.run(ctx)
+	return p, nil
+}
+
+// start starts cmd; the caller must then call p.run, which waits for the
+// tree, reports and releases (Start: in a goroutine of its own).
+func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	if cmd == nil || cmd.Path == "" {
 		return nil, errors.New("sandbox: no command")
 	}
@@ -1123,14 +1182,13 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	s.running[p] = struct{}{}
 	s.mu.Unlock()
 	ok = true
-	go p.run(ctx)
 	return p, nil
 }
 
 // commandEnv is a command's environment: the policy's, extra on top,
 // TMPDIR its temp dir, PATH without what it cannot read.
 func (s *Sandbox) commandEnv(extra []string, tmp string) []string {
-	env := FilterEnv(os.Environ(), s.pol.Env, extra)
+	env := filterEnv(os.LookupEnv, s.pol.Env, extra)
 	env = envSet(env, "TMPDIR", tmp)
 	if path, ok := envGet(env, "PATH"); ok {
 		env = envSet(env, "PATH", s.trimmedPATH(path))
@@ -1324,7 +1382,11 @@ func (p *Process) finishTree() {
 	}
 	// Every writer of the output pipes is dead, so the readers see EOF at
 	// once; the deadline is a safety net for the best-effort case, where a
-	// stray process may still hold a pipe.
+	// stray process may still hold a pipe. Without output pipes (nil
+	// writers) there is nothing to drain.
+	if len(p.outR) == 0 {
+		return
+	}
 	done := make(chan struct{})
 	go func() { p.outDone.Wait(); close(done) }()
 	select {
