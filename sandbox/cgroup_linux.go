@@ -526,9 +526,12 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 	return sl, nil
 }
 
-// releaseSlot pools a slot once its tree is gone.
-func (m *cgroupManager) releaseSlot(sl *slot) {
-	if !sl.empty(m.self) {
+// releaseSlot pools a slot once its tree is gone; seenEmpty says the
+// caller found it empty after the command's main process was reaped (no
+// process can enter an empty slot: only a member's fork would, and the
+// spawner thread starts nothing until the slot is acquired again).
+func (m *cgroupManager) releaseSlot(sl *slot, seenEmpty bool) {
+	if !seenEmpty && !sl.empty(m.self) {
 		return
 	}
 	m.mu.Lock()

@@ -75,6 +75,11 @@ struct la_confine_args {
 // process (thread) that is to be confined.
 int la_confine(const struct la_confine_args *a, int *listener, int *step);
 
+// la_drop_bounding empties the calling thread's capability bounding set
+// (needs CAP_SETPCAP): la_confine's first step, also run once by a spawner
+// thread whose children inherit the result. 0 or -errno.
+int la_drop_bounding(int last_cap);
+
 // la_mount_root is one writable root of the private mount namespace: its
 // canonical path (no symlinks) and the identity it must have, taken by the
 // supervisor when it built the Landlock ruleset.

@@ -568,7 +568,7 @@ func New(p Policy) (*Sandbox, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		s.cg.releaseSlot(sl)
+		s.cg.releaseSlot(sl, false)
 	} else {
 		sp, err := s.acquireSpawner()
 		if err != nil {
@@ -611,11 +611,9 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 	if s.mountNS == mountThread {
 		mounts = s.mounts
 	}
-	bounding := -1
-	if s.threadBounding {
-		bounding = s.h.lastCap
-	}
-	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts, dropBounding: bounding}, dirs,
+	prog := threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts,
+		dropBounding: s.threadBounding, lastCap: s.h.lastCap}
+	return startSpawner(prog, dirs,
 		func(listener int, mountNS uint64) (func(), error) {
 			return netSupervisor(listener, -1, 0, s.serverOptions(nil, mountNS))
 		})
@@ -902,15 +900,17 @@ func (s *Sandbox) Run(ctx context.Context, cmd *Command) (*ExitStatus, error) {
 
 // Process is a running confined command.
 type Process struct {
-	s       *Sandbox
-	pid     int
-	pidfd   int
-	mntNS   int    // a reference to its mount namespace (holdMountNS), or -1
-	v2      *v2Set // v2 directory the tree lives in, or nil
-	slot    *slot  // v1 slot the tree lives in, or nil
-	tmpDir  string
-	start   time.Time
-	stopSup func()
+	s     *Sandbox
+	pid   int
+	pidfd int
+	mntNS int    // a reference to its mount namespace (holdMountNS), or -1
+	v2    *v2Set // v2 directory the tree lives in, or nil
+	slot  *slot  // v1 slot the tree lives in, or nil
+	// slotEmpty: finishTree saw the slot without a process of the tree.
+	slotEmpty bool
+	tmpDir    string
+	start     time.Time
+	stopSup   func()
 	// foreign attributes third parties' writes (foreign_linux.go); nil
 	// without Command.ForeignChange or a privileged fanotify.
 	foreign *foreignWatch
@@ -1356,9 +1356,10 @@ func (p *Process) finishTree() {
 		}
 	case p.slot != nil && p.s.plan.v1Track:
 		self := p.s.cg.self
-		if !p.slot.empty(self) {
+		p.slotEmpty = p.slot.empty(self)
+		if !p.slotEmpty {
 			p.slot.kill(self)
-			p.slot.waitEmpty(self, 10*time.Second)
+			p.slotEmpty = p.slot.waitEmpty(self, 10*time.Second)
 		}
 	case p.s.newPID:
 		// PID 1 of the namespace has exited: the kernel killed the rest
@@ -1452,7 +1453,7 @@ func (p *Process) cleanup() {
 		p.v2 = nil
 	}
 	if p.slot != nil {
-		p.s.cg.releaseSlot(p.slot)
+		p.s.cg.releaseSlot(p.slot, p.slotEmpty)
 		p.slot = nil
 	}
 	if p.pidfd >= 0 {

@@ -483,6 +483,15 @@ func probeUserNS(uid, gid int) error {
 	return nil
 }
 
+// dropBoundingSet empties the calling OS thread's capability bounding set
+// (la_drop_bounding, the step la_confine starts with).
+func dropBoundingSet(lastCap int) error {
+	if rc := C.la_drop_bounding(C.int(lastCap)); rc < 0 {
+		return syscall.Errno(-rc)
+	}
+	return nil
+}
+
 // confineThread applies p to the calling OS thread, irreversibly: Landlock
 // and seccomp apply to one thread (no TSYNC), so the caller must have locked
 // it (runtime.LockOSThread) and must never unlock it, and only a process
