@@ -804,7 +804,19 @@ func (s *Sandbox) releaseTmp(d string) {
 	// Opened without following a symlink and only as a directory: one
 	// the command replaced is dropped, never followed. (A raw descriptor:
 	// os.Open would also try, and fail, to register it with the poller.)
-	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	open := func() (int, error) {
+		return unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	fd, err := open()
+	if err == unix.EACCES {
+		// The command took our own access away (chmod 000; root is not
+		// stopped by it): a directory still, it gets its mode back, as
+		// any other mode below does, and is looked at again.
+		if fi, lerr := os.Lstat(d); lerr == nil && fi.IsDir() {
+			os.Chmod(d, 0o700)
+			fd, err = open()
+		}
+	}
 	if err != nil {
 		drop()
 		return
