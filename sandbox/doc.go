@@ -26,7 +26,10 @@
 // the spawner thread makes it once and the child is born in it); setsid (no controlling terminal, so no TIOCSTI on
 // it); rlimits (file size, core 0, address space without a memory cgroup);
 // every capability dropped — bounding, ambient, effective, permitted,
-// inheritable, plus securebits — even when started as root; no_new_privs;
+// inheritable, plus securebits — even when started as root (a child born
+// outside a new user namespace inherits the empty bounding set its spawner
+// thread made for itself once, so only a child in a user namespace, which
+// the kernel gives a full set, empties its own); no_new_privs;
 // landlock_restrict_self on the ruleset built in the parent; the small
 // per-child seccomp program last; then execve. A failure before exec reaches
 // the parent as (step, errno) and becomes a SpawnError naming the step.
