@@ -95,9 +95,14 @@ func timedCmd(cmd string) string {
 	return "s=$(date +%s%N); " + cmd + " 2>&1 | tail -15; echo took-ms=$(( ($(date +%s%N) - s) / 1000000 ))"
 }
 
-// tookAtMost fails the test unless the output's took-ms is within bound.
-func tookAtMost(t *testing.T, what, out string, bound time.Duration) {
+// refusedAtOnce checks what a download made without the grant printed
+// (timedCmd's output): it did not succeed (no success marker in it), it
+// failed within bound, and the mirror saw no request.
+func (m *mirror) refusedAtOnce(t *testing.T, what, out, success string, bound time.Duration) {
 	t.Helper()
+	if strings.Contains(out, success) {
+		t.Fatalf("%s succeeded:\n%s", what, out)
+	}
 	var ms int
 	i := strings.LastIndex(out, "took-ms=")
 	if i < 0 {
@@ -106,6 +111,9 @@ func tookAtMost(t *testing.T, what, out string, bound time.Duration) {
 	fmt.Sscanf(out[i:], "took-ms=%d", &ms)
 	if took := time.Duration(ms) * time.Millisecond; took > bound {
 		t.Errorf("%s took %v to fail (bound %v): not at once", what, took, bound)
+	}
+	if n := m.requests(); n != 0 {
+		t.Fatalf("%s: the mirror was reached (%d requests)", what, n)
 	}
 }
 
@@ -150,17 +158,14 @@ func TestGoModuleDownloadThroughGrant(t *testing.T) {
 	build := "go build ./... && echo BUILD-OK"
 
 	res, _ := u.bashSession(t, ws, nil, timedCmd(build))
-	if strings.Contains(res[0].text, "BUILD-OK") || !strings.Contains(res[0].text, "allow-domain-@go") {
-		t.Fatalf("no grant: go build should fail naming the grant:\n%s", res[0].text)
+	m.refusedAtOnce(t, "go build, no grant", res[0].text, "BUILD-OK", 10*time.Second)
+	if !strings.Contains(res[0].text, "allow-domain-@go") {
+		t.Errorf("no grant: go build should fail naming the grant:\n%s", res[0].text)
 	}
-	tookAtMost(t, "go build, no grant", res[0].text, 10*time.Second)
 	res, _ = u.bashSession(t, ws, []string{"--allow-domain", "example.com"}, timedCmd(build))
-	if strings.Contains(res[0].text, "BUILD-OK") || !strings.Contains(res[0].text, "operation not permitted") {
-		t.Fatalf("another domain granted, not the mirror: go build should fail with EPERM:\n%s", res[0].text)
-	}
-	tookAtMost(t, "go build, mirror not granted", res[0].text, 10*time.Second)
-	if n := m.requests(); n != 0 {
-		t.Fatalf("the mirror was reached without a grant (%d requests)", n)
+	m.refusedAtOnce(t, "go build, another domain granted", res[0].text, "BUILD-OK", 10*time.Second)
+	if !strings.Contains(res[0].text, "operation not permitted") {
+		t.Errorf("another domain granted, not the mirror: go build should fail with EPERM:\n%s", res[0].text)
 	}
 
 	res, _ = u.bashSession(t, ws, []string{"--allow-domain", m.addr()}, build, "go list -m -f '{{.Dir}}' golang.org/x/sync")
@@ -200,13 +205,7 @@ func TestNpmInstallThroughGrant(t *testing.T) {
 	install := "npm install --no-audit --no-fund --registry http://" + m.addr() + "/ && node -e 'console.log(require(\"tinypad\")(\"x\", 3))'"
 
 	res, _ := u.bashSession(t, ws, nil, timedCmd(install))
-	if strings.Contains(res[0].text, "**x") {
-		t.Fatalf("npm install without a grant succeeded:\n%s", res[0].text)
-	}
-	tookAtMost(t, "npm install, no grant", res[0].text, 20*time.Second)
-	if n := m.requests(); n != 0 {
-		t.Fatalf("the registry was reached without a grant (%d requests)", n)
-	}
+	m.refusedAtOnce(t, "npm install, no grant", res[0].text, "**x", 20*time.Second)
 	res, _ = u.bashSession(t, ws, []string{"--allow-domain", m.addr()}, install)
 	if !strings.Contains(res[0].text, "**x") {
 		t.Fatalf("npm install with the registry granted:\n%s", res[0].text)
@@ -239,13 +238,7 @@ func TestPipInstallThroughGrant(t *testing.T) {
 	install := py + " -m venv --without-pip --system-site-packages .venv && .venv/bin/python -m pip install --retries 0 --timeout 5 --index-url http://" + m.addr() + "/simple tinypkg && .venv/bin/python -c 'import tinypkg; print(\"VALUE\", tinypkg.VALUE)'"
 
 	res, _ := u.bashSession(t, ws, nil, timedCmd(install))
-	if strings.Contains(res[0].text, "VALUE 42") {
-		t.Fatalf("pip install without a grant succeeded:\n%s", res[0].text)
-	}
-	tookAtMost(t, "pip install, no grant", res[0].text, 20*time.Second)
-	if n := m.requests(); n != 0 {
-		t.Fatalf("the index was reached without a grant (%d requests)", n)
-	}
+	m.refusedAtOnce(t, "pip install, no grant", res[0].text, "VALUE 42", 20*time.Second)
 	res, _ = u.bashSession(t, ws, []string{"--allow-domain", m.addr()}, "rm -rf .venv && "+install)
 	if !strings.Contains(res[0].text, "VALUE 42") {
 		t.Fatalf("pip install with the index granted:\n%s", res[0].text)
