@@ -106,7 +106,9 @@
 //     own instance once per process). HoldMountNS/ReleaseMountNS keep a
 //     command's namespace off its exit path.
 //
-// The tests of this package's behaviour run through a Sandbox, in package
-// sandbox (several again as uid 65534: TestAsUnprivilegedUser): every
-// step here is only observable from a confined command.
+// Its unit test here is the root skeleton's plan (TestPlanRoot); the
+// tests of what a spawn does run through a Sandbox, in package sandbox
+// (many again as uid 65534, TestAsUnprivilegedUser), since every step is
+// only observable from a confined command, and la_confine on its own is
+// TestConfineThreadInSubprocess there (it needs a Sandbox's pieces).
 package spawn
