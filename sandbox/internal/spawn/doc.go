@@ -98,9 +98,10 @@
 //   - Pieces (what a process confines itself with), NewCPieces (their C
 //     copy, once per Sandbox), NewProgram (a child program in C memory),
 //     ConfineThread.
-//   - NewMounts → *Mounts: AddDevpts, AddProc, AddRoot, AddRules, Devpts,
-//     ProcSkeleton, RootSkeleton, RootDevice, ExecError, Free. MountMode
-//     (MountNone, MountThread, MountChild) says where the namespace is made.
+//   - NewMounts → *Mounts: AddDevpts, AddProc, AddRoot, AddRules,
+//     RootSkeleton, RootDevice (for the notification server), ExecError,
+//     Free. MountMode (MountNone, MountThread, MountChild) says where the
+//     namespace is made.
 //   - Landlock: Rule, RO, RW, DevRW, Handled, BuildRuleset, LandlockABI.
 //   - Probes: ProbeMountNS, ProbeUserNS (AddDevpts and AddProc probe their
 //     own instance once per process). HoldMountNS/ReleaseMountNS keep a

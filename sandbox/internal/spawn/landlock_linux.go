@@ -153,12 +153,12 @@ func addFDRule(rulesetFD int, handled uint64, pfd int, r Rule) error {
 // fd: its devpts instance (addPtyRules), its /proc skeleton (addProcRule)
 // and its root skeleton (addRootRule), each when it has one. m may be nil.
 func (m *Mounts) AddRules(rulesetFD int, handled uint64) error {
-	if fd := m.Devpts(); fd >= 0 {
+	if fd := m.devpts(); fd >= 0 {
 		if err := addPtyRules(rulesetFD, handled, fd); err != nil {
 			return err
 		}
 	}
-	if fd := m.ProcSkeleton(); fd >= 0 {
+	if fd := m.procSkeleton(); fd >= 0 {
 		if err := addProcRule(rulesetFD, handled, fd); err != nil {
 			return err
 		}

@@ -307,13 +307,13 @@ func (m *Mounts) AddRoot(u User, ns MountMode, rules []Rule) (off string) {
 	switch {
 	case ns == MountNone || m == nil:
 		return "no private mount namespace to make one in"
-	case m.ProcSkeleton() < 0:
+	case m.procSkeleton() < 0:
 		// /proc/self/fd and the /dev links into it are what shells
 		// and runtimes use; the host's /proc cannot be bound in whole
 		// (every process's directory would be listable).
 		return "no /proc of the sandbox's own to put in it"
 	}
-	plan, err := planRoot(rules, m.Devpts() >= 0, m.roots)
+	plan, err := planRoot(rules, m.devpts() >= 0, m.roots)
 	if err != nil {
 		return err.Error()
 	}

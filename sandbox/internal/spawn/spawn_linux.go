@@ -378,8 +378,8 @@ func (c *Mounts) ownPtr() *C.struct_la_ns_mounts {
 	return c.own
 }
 
-// Devpts is the sandbox's devpts instance, or -1.
-func (c *Mounts) Devpts() int {
+// devpts is the sandbox's devpts instance, or -1.
+func (c *Mounts) devpts() int {
 	if c == nil {
 		return -1
 	}
@@ -389,8 +389,8 @@ func (c *Mounts) Devpts() int {
 // setDevpts hands c the sandbox's devpts instance.
 func (c *Mounts) setDevpts(fd int) { c.own.devpts_fd = C.int(fd) }
 
-// ProcSkeleton is the sandbox's /proc skeleton, or -1.
-func (c *Mounts) ProcSkeleton() int {
+// procSkeleton is the sandbox's /proc skeleton, or -1.
+func (c *Mounts) procSkeleton() int {
 	if c == nil {
 		return -1
 	}
