@@ -88,7 +88,10 @@
 // agent cannot trust a file for itself; a session whose writable roots
 // would hold the store (the workspace at $HOME, a write grant over
 // ~/.local) is refused by the assembler (local). AddRuleToWorkspaceFile
-// keeps a trusted (or new) file trusted.
+// keeps a trusted (or new) file trusted. TrustFile/FileTrusted keep the
+// same records for another file of the workspace, by its path there (an
+// MCP configuration: local lets its servers widen only in a trusted
+// version).
 //
 // AddRule (addrule.go) adds a rule to a policy file in place, for an
 // approval's "allow always"; the result is parsed again before it is

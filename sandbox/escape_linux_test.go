@@ -201,7 +201,7 @@ func escapeSeccomp(t *testing.T, e *escapeEnv, unconfined bool) {
 		{[]string{"clone3"}, "ENOSYS", true},
 		{[]string{"mount", mnt}, "EPERM", true},
 		{[]string{"chroot", "/"}, "EPERM", true},
-		// Undoing the read-only mounts (mountns_linux.go). Not run
+		// Undoing the read-only mounts (spawn's mountns_linux.go). Not run
 		// unconfined: they would change the test machine's mounts; the
 		// "mount" row shows the mount calls work there as root.
 		{[]string{"remount-rw", "/"}, "EPERM", false},

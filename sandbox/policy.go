@@ -142,7 +142,7 @@ func DefaultSystemPaths() []string {
 		// PseudoTerminalPaths).
 		"/dev/ptmx", "/dev/pts",
 		// A process's own /proc (on a /proc of the sandbox's own: see
-		// procfs_linux.go) and the host's global files named here.
+		// internal/spawn's procfs_linux.go) and the host's global files named here.
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }

@@ -535,7 +535,7 @@ func TestSealedThreadServesEveryCommand(t *testing.T) {
 		}
 		sb.spMu.Lock()
 		for _, sp := range sb.spAll {
-			if sp.stopSup == nil {
+			if !sp.t.Supervised() {
 				t.Errorf("network %s: a sealed spawner thread without its server", n)
 			}
 		}

@@ -86,7 +86,7 @@ type Options struct {
 	// to the same file in both: sameRoot accepts it.
 	MountNS uint64
 	// RootDev is the device of the sandbox's root skeleton (the
-	// command's / there: sandbox/rootfs_linux.go), or 0: change capture
+	// command's / there: sandbox/internal/spawn/rootfs_linux.go), or 0: change capture
 	// names the skeleton's directories by their path (skeletonPath).
 	RootDev uint64
 }
@@ -1979,7 +1979,7 @@ func openRelativeInRoot(tid, dir int, path string, how *unix.OpenHow) (fd int, e
 func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
 	// In the sandbox's own namespace the root may be its skeleton
-	// (sandbox/rootfs_linux.go): every granted path is bound there at
+	// (sandbox/internal/spawn/rootfs_linux.go): every granted path is bound there at
 	// its host path; a relative path is then resolved inside the
 	// thread's root (openRelativeInRoot), an absolute one always is.
 	if mountNS != 0 && unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) == nil && a.Ino == mountNS {
