@@ -268,8 +268,9 @@
 // name.
 //
 // Enforcement is the notification server's (notify's ownports_linux.go):
-// under none, its one extra destination with domains is the proxy's
-// exact address and port; the seccomp filter lets TCP/UDP sockets exist
+// under none, its extra destinations with domains are the proxy's exact
+// address and port and the literal IP[:PORT] grants (below); the seccomp
+// filter lets TCP/UDP sockets exist
 // (with loopback's socket-type and re-routing rules), and Landlock still
 // refuses every TCP port to the child itself, since the server performs
 // the connect on its own copy of the socket. So a program that ignores
@@ -285,6 +286,24 @@
 // one place that performs connects on validated copies, it needs no user
 // namespace (restricted on some distributions), and the command keeps
 // the machine's loopback for what its mode allows.
+//
+// Direct grants: a literal IP or IP:PORT in AllowDomains (an IP alone:
+// every port), unless a DenyDomains entry covers it, is also a
+// destination the server admits without the proxy, in every mode the
+// proxy exists in — connect and addressed sends, TCP and UDP, from any
+// thread. Clients go to a loopback mirror directly (NO_PROXY below names
+// loopback, and Go's net/http never proxies it), so without this a
+// granted local GOPROXY, Verdaccio or devpi was unreachable under none.
+// The decision is the proxy's own (netproxy.Rules.Direct, the lookup
+// Check makes for an IP literal), handed to the server as
+// notify.Options.DirectGrant (withDomains), so the two cannot disagree.
+// A name is never a direct grant: it would have to be resolved inside,
+// and only the proxy checks what it resolves to. Such a connect is
+// reported to OnNetwork when the grant is what admitted it (not where
+// the mode reaches the address anyway): decision allow, the grant's
+// source followed by " (direct)" for the rule, no byte counts (the bytes
+// pass around the proxy); an addressed datagram is not reported (one
+// event per datagram would flood the stream).
 //
 // The command's environment points every ecosystem at the proxy,
 // overriding what it was given: HTTP_PROXY/HTTPS_PROXY (both cases),

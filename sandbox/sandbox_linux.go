@@ -602,8 +602,8 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 // serverOptions configures the notification server of one command
 // (capt, its change capture, or nil) or of a spawner thread.
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
-	return notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
-		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice()}
+	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
+		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice()})
 }
 
 func (s *Sandbox) releaseSpawner(sp *spawner) {

@@ -81,6 +81,9 @@ func TestMain(m *testing.M) {
 	if goCallerDir != "" {
 		os.RemoveAll(goCallerDir)
 	}
+	if probeDir != "" {
+		os.RemoveAll(probeDir)
+	}
 	os.Exit(code)
 }
 
