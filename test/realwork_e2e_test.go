@@ -45,6 +45,14 @@ type bashResult struct {
 // calls bash with each command in turn, and returns the results.
 func (u *fakeUser) bashSession(t *testing.T, ws string, args []string, commands ...string) ([]bashResult, string) {
 	t.Helper()
+	res, _, stderr := u.bashSessionEvents(t, ws, args, commands...)
+	return res, stderr
+}
+
+// bashSessionEvents is bashSession that also returns every stream-json
+// event of the session.
+func (u *fakeUser) bashSessionEvents(t *testing.T, ws string, args []string, commands ...string) ([]bashResult, []event, string) {
+	t.Helper()
 	var turns []string
 	for i, c := range commands {
 		in, _ := json.Marshal(map[string]any{"command": c, "timeout_ms": 300000})
@@ -63,18 +71,23 @@ func (u *fakeUser) bashSession(t *testing.T, ws string, args []string, commands 
 		t.Fatalf("lite-agent run: %v\n%s", err, errb.String())
 	}
 	var res []bashResult
+	var evs []event
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var ev event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev["type"] == "tool_result" {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		evs = append(evs, ev)
+		if ev["type"] == "tool_result" {
 			res = append(res, bashResult{contentText(ev), ev["is_error"] == true})
 		}
 	}
 	if len(res) != len(commands) {
 		t.Fatalf("%d results for %d commands:\n%s\n%s", len(res), len(commands), out.String(), errb.String())
 	}
-	return res, errb.String()
+	return res, evs, errb.String()
 }
 
 func need(t *testing.T, what string, progs ...string) {

@@ -1,9 +1,6 @@
 package test
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -43,8 +40,8 @@ func TestRunAllowWrite(t *testing.T) {
 
 // TestRunBashCurlNetworkEvent: bash's curl through the domain proxy — an
 // upstream on loopback granted by IP:PORT, curl sent to the proxy
-// explicitly (-x "$HTTP_PROXY", and --noproxy ”: curl applies the
-// sandbox's NO_PROXY=127.0.0.1 to -x too), so the request goes through
+// explicitly (-x "$HTTP_PROXY", and an empty --noproxy list: curl
+// applies the sandbox's NO_PROXY=127.0.0.1 to -x too), so the request goes through
 // it whether or not a literal IP grant is also reachable directly — gives one
 // network event per connection in stream-json: allowed with its rule and
 // byte counts, and for an address no grant names, refused (the server
@@ -64,40 +61,16 @@ func TestRunBashCurlNetworkEvent(t *testing.T) {
 	curl := func(addr string) string {
 		return `curl -sS --noproxy '' -x "$HTTP_PROXY" -w ' code=%{http_code}' http://` + addr + `/`
 	}
-	turn := func(id, cmd string) string {
-		in, _ := json.Marshal(map[string]any{"command": cmd})
-		return fmt.Sprintf(`{"tool_calls": [{"id": %q, "name": "bash", "input": %s}]}`, id, in)
-	}
-	script := filepath.Join(t.TempDir(), "s.json")
-	writeFile(t, script, `{"turns": [`+turn("b0", curl(granted))+`,`+turn("b1", curl(other))+`, {"text": "done"}]}`)
 	u := newFakeUser(t)
-	cmd := exec.Command(binary, "run", "--workspace", t.TempDir(), "--state-dir", filepath.Join(u.home, ".state"),
-		"--output-format", "stream-json", "--script", script, "--allowed-tools", "bash", "--no-checkpoints",
-		"--toolchains", "none", "--allow-domain", granted, "work")
-	cmd.Env = u.env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lite-agent run: %v\n%s", err, errb.String())
-	}
+	res, evs, _ := u.bashSessionEvents(t, t.TempDir(), []string{"--toolchains", "none", "--allow-domain", granted}, curl(granted), curl(other))
 	var nets []event
-	var results []string
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
-		switch ev["type"] {
-		case "network":
+	for _, ev := range evs {
+		if ev["type"] == "network" {
 			nets = append(nets, ev)
-		case "tool_result":
-			results = append(results, contentText(ev))
 		}
 	}
-	if len(results) != 2 || !strings.Contains(results[0], "hello from upstream code=200") || !strings.Contains(results[1], "code=403") {
-		t.Fatalf("curl through the proxy: %q\n%s", results, out.String())
+	if !strings.Contains(res[0].text, "hello from upstream code=200") || !strings.Contains(res[1].text, "code=403") {
+		t.Fatalf("curl through the proxy: %+v", res)
 	}
 	find := func(addr string) event {
 		host, port, _ := strings.Cut(addr, ":")
