@@ -85,8 +85,11 @@ func survivors(marker string) []int {
 // unix socket — after the run ended, and returns once the listener has
 // recorded every one: it reads each socket in order (connections one at
 // a time, datagrams as they come), so anything the run got through on
-// that path was recorded before its sentinel. An error means the
-// evidence is incomplete.
+// that path was recorded before its sentinel. (A datagram is handed to
+// the receiving socket during the sender's own sendto on loopback and
+// veth — the softirq runs as that call leaves — so one sent by the run
+// is queued before a sentinel sent after the run ended.) An error means
+// the evidence is incomplete.
 func flush(where string, fx *fixture) error {
 	var paths [][2]string // network, address
 	var record func(token string) string
