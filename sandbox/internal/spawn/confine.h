@@ -1,4 +1,4 @@
-// Child-side confinement of package sandbox (Linux).
+// Child-side confinement of the sandbox (package spawn, Linux).
 //
 // Two callers share this code:
 //   - la_spawn (spawn_linux.c) runs it in the vfork-style child of the Go
@@ -210,7 +210,7 @@ struct la_spawn_args {
 	struct { int resource; uint64_t cur, max; } rlimits[8];
 	int n_rlimits;
 	int status_fd;         // kept open across execve (the init's status
-	                       // pipe, see init_linux.c); -1 = none
+	                       // pipe, see pidinit's init_linux.c); -1 = none
 	int no_clone3;         // use clone, not clone3 (the thread's seccomp
 	                       // program refuses clone3)
 	int new_pid;           // CLONE_NEWPID

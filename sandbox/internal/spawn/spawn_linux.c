@@ -1,5 +1,5 @@
-// The confined spawn path of package sandbox: a vfork-style clone whose
-// child confines itself and execs the command. See confine.h.
+// The confined spawn path of the sandbox (package spawn): a vfork-style
+// clone whose child confines itself and execs the command. See confine.h.
 //
 // Why C and not syscall.ForkExec: the child must run landlock_restrict_self,
 // capset and seccomp(2) between fork and exec, which the Go runtime's
