@@ -270,7 +270,10 @@
 // that is not valid JSON is written as a JSON string, and a missing
 // payload as its zero value, so that no producer's mistake breaks the
 // stream. A network event reports a connection the sandbox's domain proxy
-// allowed or refused (sandbox.NetworkEvent, field for field). With
+// allowed or refused, or a connect a literal IP[:PORT] grant admitted
+// around the proxy (rule "<grant> (direct)", no byte counts: the bytes
+// go straight to the kernel, not through the proxy), as
+// sandbox.NetworkEvent, field for field. With
 // Options.OnUnknownDomain set (lite-agent chat sets it), a connection to a
 // domain that no allow or deny rule names is held while the callback
 // answers: once (the host:port asked about), for the rest of the Query

@@ -48,7 +48,8 @@ const (
 	// EventCheckpoint is a sealed checkpoint, or a failure to seal one.
 	EventCheckpoint EventType = "checkpoint"
 	// EventNetwork is a connection the sandbox's domain proxy allowed or
-	// refused (sandbox.Policy.OnNetwork).
+	// refused, or a direct connect a literal IP[:PORT] grant admitted
+	// (sandbox.Policy.OnNetwork).
 	EventNetwork EventType = "network"
 	// EventResult is last: how the run ended.
 	EventResult EventType = "result"
@@ -213,8 +214,10 @@ type CheckpointEvent struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// NetworkEvent is one connection the sandbox's domain proxy decided:
-// sandbox.NetworkEvent with JSON tags, field for field (networkEvent
+// NetworkEvent is one connection the sandbox's domain proxy decided, or
+// one connect a literal IP[:PORT] grant admitted around it (Rule
+// "<grant> (direct)", BytesUp and BytesDown 0: those bytes never pass
+// the proxy): sandbox.NetworkEvent with JSON tags, field for field (networkEvent
 // converts one into the other, so they cannot differ).
 type NetworkEvent struct {
 	Host      string `json:"host"` // the name (or IP literal) asked for
@@ -401,8 +404,8 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// networkEvent is the event of a connection the domain proxy decided
-// (sandbox.Policy.OnNetwork); r.event adds the session and agent. The
+// networkEvent is the event of a connection the domain proxy decided, or
+// of a direct connect (sandbox.Policy.OnNetwork); r.event adds the session and agent. The
 // conversion compiles only while NetworkEvent has exactly
 // sandbox.NetworkEvent's fields (tags aside), so the mirror cannot drift.
 func networkEvent(n sandbox.NetworkEvent) Event {

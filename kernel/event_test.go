@@ -126,7 +126,7 @@ func TestEventJSONEdges(t *testing.T) {
 // The domain proxy's report becomes a network event field by field, so
 // that wiring sandbox.Policy.OnNetwork into the stream is one line.
 func TestNetworkEventFromSandbox(t *testing.T) {
-	n := sandbox.NetworkEvent{Host: "registry.npmjs.org", Port: 443, Decision: "deny", Rule: "--deny-domain *.npmjs.org", BytesUp: 1, BytesDown: 2}
+	n := sandbox.NetworkEvent{Host: "registry.example.com", Port: 443, Decision: "deny", Rule: "--deny-domain *.example.com", BytesUp: 1, BytesDown: 2}
 	ev := networkEvent(n)
 	want := NetworkEvent{Host: n.Host, Port: n.Port, Decision: n.Decision, Rule: n.Rule, BytesUp: n.BytesUp, BytesDown: n.BytesDown}
 	if ev.Type != EventNetwork || ev.Network == nil || *ev.Network != want {

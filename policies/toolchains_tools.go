@@ -165,7 +165,7 @@ func rustSettings(h Host) map[string]string {
 var tomlURL = regexp.MustCompile(`(?m)^\s*(index|registry)\s*=\s*"([^"]+)"`)
 
 // cratesRegistries: the registries and source replacements of cargo's
-// configuration ($CARGO_HOME/config.toml). Cargo's built-in crates.io
+// configuration ($CARGO_HOME/config.toml). Cargo's built-in registry
 // index is not printed by any stable cargo command, so it is not guessed:
 // grant it by name.
 func cratesRegistries(h Host) ([]string, error) {
@@ -183,7 +183,7 @@ func cratesRegistries(h Host) ([]string, error) {
 		}
 	}
 	if len(hosts) == 0 {
-		return nil, errors.New("cargo's configuration ($CARGO_HOME/config.toml) names no registry or source replacement; cargo's built-in crates.io is not printed by cargo, so grant its hosts by name (--allow-domain index.crates.io,static.crates.io)")
+		return nil, errors.New("cargo's configuration ($CARGO_HOME/config.toml) names no registry or source replacement; cargo's built-in registry is printed by no cargo command, so grant its index and download hosts by name (--allow-domain HOST,HOST: the hosts cargo's own error names)")
 	}
 	return hosts, nil
 }
@@ -224,7 +224,7 @@ func mavenRegistries(h Host) ([]string, error) {
 		}
 	}
 	if len(hosts) == 0 {
-		return nil, errors.New("the Maven settings (~/.m2/settings.xml, /etc/maven/settings.xml) name no mirror or repository; Maven's built-in central is not printed by mvn offline, so grant it by name (--allow-domain repo.maven.apache.org)")
+		return nil, errors.New("the Maven settings (~/.m2/settings.xml, /etc/maven/settings.xml) name no mirror or repository; Maven's built-in central repository is not printed by mvn offline, so grant its host by name (--allow-domain HOST: the host Maven's own error names)")
 	}
 	return hosts, nil
 }

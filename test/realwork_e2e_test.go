@@ -385,7 +385,7 @@ public class AddTest {
 	}
 	// An artifact on no repository of the machine: Maven without the
 	// profile's settings fails after ~6 s here ("Unknown host
-	// repo.maven.apache.org: Temporary failure in name resolution", three
+	// <central's host>: Temporary failure in name resolution", three
 	// JVM-side attempts), naming neither the sandbox nor the grant. With
 	// them, the marker repository answers at once. The bound covers two
 	// Maven starts on a loaded machine.

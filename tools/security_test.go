@@ -74,9 +74,9 @@ func TestSecurityLevelsOrdering(t *testing.T) {
 func TestHandlerPolicyDomainsOnlyForUnrestricted(t *testing.T) {
 	ceiling := sandbox.Policy{
 		Network:       sandbox.NetworkNone,
-		AllowDomains:  []string{"proxy.golang.org"},
+		AllowDomains:  []string{"goproxy.example.com"},
 		DenyDomains:   []string{"evil.example"},
-		DomainSources: map[string]string{"proxy.golang.org": "--allow-domain proxy.golang.org"},
+		DomainSources: map[string]string{"goproxy.example.com": "--allow-domain goproxy.example.com"},
 		OnUnknownDomain: func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
 			return sandbox.DomainAllowOnce, nil
 		},

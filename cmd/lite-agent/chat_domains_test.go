@@ -20,7 +20,7 @@ import (
 func TestDomainAsk(t *testing.T) {
 	ws := t.TempDir()
 	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "m",
-		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"proxy.golang.org"}}}}
+		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com"}}}}
 	m := newChatModel(app, false)
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	key := func(s string) tea.KeyMsg {
@@ -40,7 +40,7 @@ func TestDomainAsk(t *testing.T) {
 	q := sandbox.DomainQuestion{Host: "169.254.169.254", Port: 80, Grant: "169.254.169.254:80", Note: "a link-local address (cloud metadata services live there)"}
 	reply, _, _ := ask(q)
 	v := m.View()
-	for _, want := range []string{"wants to reach 169.254.169.254:80", "cloud metadata", "network: none; domains proxy.golang.org", "[y] allow once", "[A] allow always"} {
+	for _, want := range []string{"wants to reach 169.254.169.254:80", "cloud metadata", "network: none; domains goproxy.example.com", "[y] allow once", "[A] allow always"} {
 		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
 			t.Errorf("the question lacks %q:\n%s", want, v)
 		}

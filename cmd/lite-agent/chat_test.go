@@ -237,7 +237,7 @@ func TestViewFits80x24(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(ws, "big.txt"), []byte(old.String()), 0o644)
 	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "claude-sonnet-4-5-with-a-long-model-name",
-		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"proxy.golang.org", "sum.golang.org"}}}}
+		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com", "sumdb.example.com"}}}}
 	m := newChatModel(app, false)
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	m.running = true
