@@ -427,6 +427,7 @@ func New(p Policy) (*Sandbox, error) {
 			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
 		}
 	}
+	s.enf.Notes = append(s.enf.Notes, s.protectGit()...)
 	// Pseudo-terminals: only on a devpts of the sandbox's own, which every
 	// namespace above mounts over the host's (devpts_linux.go).
 	wantPty := slices.ContainsFunc(q.SystemPaths, func(p string) bool { return devPty[p] })
@@ -1038,7 +1039,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		req.argv = append([]string{initMarker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
 	}
 	var capt *notify.Capture
-	if cmd.BeforeChange != nil {
+	if cmd.BeforeChange != nil || s.guardsGitNames() {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}
