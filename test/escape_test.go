@@ -261,7 +261,10 @@ EOF`,
 			flags:  []string{"--env", "GIT_AUTHOR_NAME=Sandbox Test", "--env", "GIT_AUTHOR_EMAIL=test@example.com", "--env", "GIT_COMMITTER_NAME=Sandbox Test", "--env", "GIT_COMMITTER_EMAIL=test@example.com"},
 			script: `git init -q repo && cd repo && echo a > a.txt && git add a.txt && git commit -q -m "first commit" && git log --format='%s by %an'`,
 			want:   []string{"first commit by Sandbox Test"}},
-		{name: "git-in-bash-tool", works: true, via: viaBashTool,
+		// Committing needs a writable .git, which the agent's commands
+		// get only when the user says so (TestAgentCannotPlantGitHooks
+		// shows what the default refuses).
+		{name: "git-in-bash-tool", works: true, via: viaBashTool, runFlags: []string{"--git", "writable"},
 			script: `export GIT_AUTHOR_NAME="Sandbox Test" GIT_AUTHOR_EMAIL=test@example.com GIT_COMMITTER_NAME="Sandbox Test" GIT_COMMITTER_EMAIL=test@example.com
 git init -q repo && cd repo && echo a > a.txt && git add a.txt && git commit -q -m "first commit" && git log --format='%s by %an'`,
 			want: []string{"first commit by Sandbox Test"}},
