@@ -152,3 +152,34 @@ func fileHas(ws, rel, s string) bool {
 	b, _ := os.ReadFile(filepath.Join(ws, rel))
 	return strings.Contains(string(b), s)
 }
+
+// TestGitSettingShown: policy show and sandbox check --workspace print
+// the git setting and where it came from; a workspace file that says
+// writable, untrusted, is refused naming its line.
+func TestGitSettingShown(t *testing.T) {
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	userFile := filepath.Join(u.home, ".config", "lite-agent", "policy.toml")
+	show := func(want string) {
+		t.Helper()
+		for _, args := range [][]string{{"policy", "show", "--workspace", ws}, {"sandbox", "check", "--workspace", ws}} {
+			cmd := exec.Command(binary, args...)
+			cmd.Env = u.env
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), want) {
+				t.Errorf("%v: %v; want %q in:\n%s", args, err, want, out)
+			}
+		}
+	}
+	show("git         read-only (.git cannot be written by commands: committing is yours) [default]")
+	writeFile(t, userFile, "[sandbox]\ngit = \"writable\"\n")
+	show("git         writable (commands may commit, and may plant hooks your git runs) [" + userFile + ":2]")
+	os.Remove(userFile)
+	wsFile := filepath.Join(ws, ".lite-agent", "policy.toml")
+	writeFile(t, wsFile, "[sandbox]\ngit = \"writable\"\n")
+	cmd := exec.Command(binary, "policy", "show", "--workspace", ws)
+	cmd.Env = u.env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), wsFile+":2: sandbox.git \"writable\"") {
+		t.Errorf("an untrusted workspace file saying git = writable: %v\n%s", err, out)
+	}
+}
