@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,6 +186,25 @@ func TestGitUnprotectedSaysSo(t *testing.T) {
 	}
 	if !sb.pol.CaptureChanges && !slicesContainsPrefix(sb.Enforcement().Notes, "git: no .git in the writable roots; new .git names NOT refused") {
 		t.Errorf("a sandbox without capture does not say new .git names are allowed: %q", sb.Enforcement().Notes)
+	}
+	// No mount namespace (best effort): nothing is bound, and the notes
+	// say so; the hook attack then works, as the note warns.
+	requireGit(t)
+	ws := t.TempDir()
+	gitSetup(t, ws)
+	probe := mountNSProbe
+	mountNSProbe = func() error { return errors.New("test: no mount namespace") }
+	sb, err := New(Policy{Workspace: ws, BestEffort: true})
+	mountNSProbe = probe
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if !slicesContainsPrefix(sb.Enforcement().Notes, "git: existing .git entries are NOT protected (no private mount namespace") {
+		t.Errorf("without a mount namespace the notes do not say .git is writable: %q", sb.Enforcement().Notes)
+	}
+	if r := sh(t, sb, `echo x > .git/hooks/pre-commit`); r.st.Code != 0 {
+		t.Errorf("without a mount namespace the hook could not be written, so the note would be wrong: %v", r)
 	}
 }
 
