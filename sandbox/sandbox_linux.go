@@ -207,7 +207,7 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	if q.CaptureChanges && s.notify == notifyNone {
-		miss("capturing changes for checkpoints (needs seccomp user notification and pidfd_getfd, Linux 5.6+)")
+		miss("capturing changes, for checkpoints and the .git name rule (needs seccomp user notification and pidfd_getfd, Linux 5.6+; Policy.GitWritable drops the rule)")
 	}
 	foreignOK := q.CaptureChanges && foreignAvailable()
 	if q.CaptureChanges {

@@ -258,7 +258,7 @@ EOF`,
 			script: `python3 -c 'import json, tempfile; print(json.dumps({"n": 6 * 7})); tempfile.NamedTemporaryFile(); print("tmp ok")'`,
 			want:   []string{`{"n": 42}`, "tmp ok"}},
 		{name: "git", works: true, via: viaSandboxRun, unpriv: true,
-			flags:  []string{"--env", "GIT_AUTHOR_NAME=Sandbox Test", "--env", "GIT_AUTHOR_EMAIL=test@example.com", "--env", "GIT_COMMITTER_NAME=Sandbox Test", "--env", "GIT_COMMITTER_EMAIL=test@example.com"},
+			flags:  []string{"--git", "writable", "--env", "GIT_AUTHOR_NAME=Sandbox Test", "--env", "GIT_AUTHOR_EMAIL=test@example.com", "--env", "GIT_COMMITTER_NAME=Sandbox Test", "--env", "GIT_COMMITTER_EMAIL=test@example.com"},
 			script: `git init -q repo && cd repo && echo a > a.txt && git add a.txt && git commit -q -m "first commit" && git log --format='%s by %an'`,
 			want:   []string{"first commit by Sandbox Test"}},
 		// Committing needs a writable .git, which the agent's commands

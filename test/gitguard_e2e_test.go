@@ -183,3 +183,43 @@ func TestGitSettingShown(t *testing.T) {
 		t.Errorf("an untrusted workspace file saying git = writable: %v\n%s", err, out)
 	}
 }
+
+// TestSandboxRunProtectsGit: `lite-agent sandbox run` (a user running a
+// command they do not trust, `npm install`) keeps .git read-only and
+// refuses a new one, in a repository and where there is none; each
+// attack works with --git writable.
+func TestSandboxRunProtectsGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: would check that sandbox run keeps .git read-only")
+	}
+	u := newFakeUser(t, "GIT_CONFIG_NOSYSTEM=1")
+	for _, a := range []struct {
+		name, script string
+		repo         bool
+		planted      func(ws string) bool
+	}{
+		{"fsmonitor", `printf '[core]\n\tfsmonitor = ./evil.sh\n' >> .git/config`, true, func(ws string) bool { return fileHas(ws, ".git/config", "fsmonitor") }},
+		{"git init where there is no repository", `git init -q . && git config core.fsmonitor ./evil.sh`, false, func(ws string) bool { return fileHas(ws, ".git/config", "fsmonitor") }},
+		{"new .git beside", `mkdir -p sub/.git`, true, func(ws string) bool { return exists(ws, "sub/.git") }},
+	} {
+		for _, writable := range []bool{true, false} {
+			ws := t.TempDir()
+			if a.repo {
+				ws = gitWorkspace(t, u)
+			}
+			args := []string{"sandbox", "run", "--workspace", ws}
+			if writable {
+				args = append(args, "--git", "writable")
+			}
+			cmd := exec.Command(binary, append(args, "--", "bash", "-c", a.script)...)
+			cmd.Env = u.env
+			out, err := cmd.CombinedOutput()
+			switch {
+			case writable && (err != nil || !a.planted(ws)):
+				t.Fatalf("%s with --git writable did not work, so this test proves nothing: %v\n%s", a.name, err, out)
+			case !writable && (err == nil || a.planted(ws)):
+				t.Errorf("%s through sandbox run: exit %v, planted %v\n%s", a.name, err, a.planted(ws), out)
+			}
+		}
+	}
+}
