@@ -1,5 +1,5 @@
 // What a sandboxed command pays, unprivileged, for the devpts and /proc of
-// its sandbox's own (sandbox/devpts_linux.c, procfs_linux.c): 400 clones
+// its sandbox's own (sandbox/internal/spawn/devpts_linux.c, procfs_linux.c): 400 clones
 // of a user + mount + PID namespace that map themselves and exit, plain,
 // + the devpts clone, + the /proc (procfs, skeleton, four bound files).
 //

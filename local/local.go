@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lite-agent/lite-agent/kernel"
@@ -123,17 +124,7 @@ func New(cfg Config) (*Agent, error) {
 	// option needs no line here (see optionFields).
 	opts := cloneOptions(cfg.Options)
 	servers := cloneServers(cfg.MCPServers)
-	if preset.TrustWorkspacePolicy {
-		// The preset trusts what the workspace says, like its policy file.
-		for name, sc := range servers {
-			sc.FromWorkspace = false
-			servers[name] = sc
-		}
-	}
 	if err := CheckTools(preset, opts.CustomTools); err != nil {
-		return nil, err
-	}
-	if err := CheckMCPServers(preset, servers); err != nil {
 		return nil, err
 	}
 	if cfg.MCPConnectTimeout < 0 {
@@ -152,6 +143,10 @@ func New(cfg Config) (*Agent, error) {
 	pol, err := policies.Load(preset, ws, cfg.PolicyFiles)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
+	}
+	trustWorkspaceServers(preset, ws, cfg.PolicyFiles, servers)
+	if err := CheckMCPServers(preset, servers); err != nil {
+		return nil, err
 	}
 	mode := pol.Mode
 	if opts.PermissionMode != "" {
@@ -312,10 +307,10 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 			}
 			continue
 		}
-		if sc.FromWorkspace && !preset.TrustWorkspacePolicy && len(sc.ReadOnlyPaths) > 0 {
-			errs = append(errs, fmt.Errorf("local: MCP server %q: field readOnlyPaths %v comes from a file in the workspace, which an agent can write; the %s preset does not let such a file widen a server's sandbox: move the configuration outside the workspace (your own --mcp-config file), or choose --preset standard", name, sc.ReadOnlyPaths, preset.Name))
-		}
 		sec := sc.Security()
+		if sc.FromWorkspace {
+			errs = append(errs, untrustedServerErrors(preset, name, sc, sec)...)
+		}
 		if !sec.Network.Within(limit) {
 			errs = append(errs, fmt.Errorf("local: MCP server %q: field network is %q, beyond what the %s preset allows MCP servers (at most %s); declare a narrower \"network\" or choose a wider preset", name, sec.Network, preset.Name, limit))
 		}
@@ -324,6 +319,72 @@ func CheckMCPServers(preset policies.Preset, servers map[string]mcp.ServerConfig
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// trustWorkspaceServers clears FromWorkspace of the entries whose file the
+// user trusted in the version read (`lite-agent policy trust FILE`),
+// under a preset that lets the workspace's files loosen: the rule of the
+// workspace's policy file (policies.Load), applied to an MCP config.
+func trustWorkspaceServers(preset policies.Preset, ws string, lo *policies.LoadOptions, servers map[string]mcp.ServerConfig) {
+	if !preset.TrustWorkspacePolicy {
+		return
+	}
+	store := ""
+	if lo != nil {
+		store = lo.TrustStore
+	}
+	for name, sc := range servers {
+		if sc.FromWorkspace && sc.WorkspaceFile != "" && policies.FileTrusted(store, ws, sc.WorkspaceFile, sc.WorkspaceDigest) {
+			sc.FromWorkspace = false
+			servers[name] = sc
+		}
+	}
+}
+
+// untrustedServerErrors refuses what an entry from an untrusted workspace
+// file (mcp.ServerConfig.FromWorkspace) declares beyond the agent's own
+// commands: the agent could have written the file in an earlier session,
+// and its server starts with the session, before any permission is
+// asked. So such a server gets no more than the agent's bash has — the
+// workspace, the preset's command network, the environment commands see
+// — and the file's fields that would widen that (extra read paths, the
+// whole filesystem, more network, the user's other variables) are
+// refused by name until the user trusts that version of the file.
+func untrustedServerErrors(preset policies.Preset, name string, sc mcp.ServerConfig, sec tools.Security) []error {
+	var fields []string
+	if len(sc.ReadOnlyPaths) > 0 {
+		fields = append(fields, fmt.Sprintf("field readOnlyPaths %v", sc.ReadOnlyPaths))
+	}
+	if sec.Filesystem == tools.FilesystemUnrestricted {
+		fields = append(fields, fmt.Sprintf("field filesystem %q", sec.Filesystem))
+	}
+	if commands := preset.Sandbox.Network; !sec.Network.Within(commands) {
+		fields = append(fields, fmt.Sprintf("field network %q (the agent's commands have %q)", sec.Network, commands))
+	}
+	// The variables the agent's commands see anyway (sandbox.DefaultEnv)
+	// may be referenced; any other would hand the server the user's
+	// environment.
+	var refs []string
+	for _, v := range sc.EnvRefs {
+		if !slices.Contains(sandbox.DefaultEnv(), v) {
+			refs = append(refs, "${"+v+"}")
+		}
+	}
+	if len(refs) > 0 {
+		fields = append(fields, fmt.Sprintf("the reference to %s (the user's environment)", strings.Join(refs, ", ")))
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	how := "check the file, then trust this version of it with `lite-agent policy trust FILE` (a change to the file untrusts it)"
+	if !preset.TrustWorkspacePolicy {
+		how = fmt.Sprintf("the %s preset never lets such a file widen a server's sandbox: move the configuration outside the workspace (your own --mcp-config file), or choose --preset standard and trust the file", preset.Name)
+	}
+	var errs []error
+	for _, f := range fields {
+		errs = append(errs, fmt.Errorf("local: MCP server %q: %s comes from a file in the workspace, which an agent can write, and may not widen the server's sandbox beyond the agent's own commands: %s", name, f, how))
+	}
+	return errs
 }
 
 // MCPServers returns the names of the agent's MCP servers (Config.

@@ -2,14 +2,17 @@ package mcp
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,13 +97,28 @@ type ServerConfig struct {
 	// FromWorkspace says the entry was read from a file in the workspace,
 	// which an agent's bash could have written in an earlier session. Set
 	// by the loader (never by the file). Such an entry may not widen its
-	// server's sandbox: its ReadOnlyPaths are not granted
-	// (local.CheckMCPServers refuses them by name, under a preset that does
-	// not trust the workspace; under one that does, local clears the flag),
-	// and its program and absolute arguments are made readable only inside
-	// the workspace (the system paths are readable anyway) (otherwise `"args": ["/home/u/.ssh/
-	// id_rsa"]` would grant the server a read of the key).
+	// server's sandbox beyond what the agent's own commands have: no
+	// ReadOnlyPaths, no "filesystem": "unrestricted", no network beyond
+	// the commands' (local.CheckMCPServers refuses each by name), and its
+	// program and absolute arguments are made readable only inside the
+	// workspace (the system paths are readable anyway) (otherwise `"args":
+	// ["/home/u/.ssh/id_rsa"]` would grant the server a read of the key) —
+	// unless UserTrusted and the preset trusts the workspace's files
+	// (standard, permissive), in which case local clears the flag.
 	FromWorkspace bool `json:"-"`
+	// WorkspaceFile and WorkspaceDigest say, for an entry FromWorkspace,
+	// which file of the workspace it came from (its path there) and in
+	// which version (the SHA-256 of the bytes read). Set by the loader
+	// (LoadConfigIn); local checks them against the versions the user
+	// trusted (`lite-agent policy trust FILE`).
+	WorkspaceFile   string   `json:"-"`
+	WorkspaceDigest [32]byte `json:"-"`
+	// EnvRefs are the environment variables the entry's ${VAR}
+	// references named (set by ParseConfig, sorted). An entry from an
+	// untrusted workspace file may not pull the user's environment — API
+	// keys included — into a server the agent wrote (local refuses the
+	// names its commands would not see anyway).
+	EnvRefs []string `json:"-"`
 }
 
 // ParseConfig reads a config in the {"mcpServers": {...}} shape. ${VAR}
@@ -143,17 +161,34 @@ func LoadConfig(path string) (*Config, error) {
 
 // LoadConfigIn is LoadConfig for a path that may lie in workspace, the
 // directory an agent can write: there, no symlink is followed
-// (safefile.ReadUserFile states the rule).
+// (safefile.ReadUserFile states the rule), and every entry of a file
+// found there is marked FromWorkspace, with the file's path and digest,
+// so that local holds it to the agent's own confinement unless the user
+// trusted that version.
 func LoadConfigIn(path, workspace string) (*Config, error) {
-	data, err := safefile.ReadUserFile(path, workspace, safefile.DefaultLimit)
+	data, rel, err := safefile.ReadUserFileFrom(path, workspace, safefile.DefaultLimit)
 	if err != nil {
-		return nil, fmt.Errorf("mcp config: %w", err)
+		return nil, err // names the path already (an *fs.PathError)
 	}
 	c, err := ParseConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if rel != "" {
+		c.markFromWorkspace(rel, sha256.Sum256(data))
+	}
 	return c, nil
+}
+
+// markFromWorkspace marks every entry as read from the workspace file
+// rel in the version digest.
+func (c *Config) markFromWorkspace(rel string, digest [32]byte) {
+	for name, sc := range c.Servers {
+		sc.FromWorkspace = true
+		sc.WorkspaceFile = rel
+		sc.WorkspaceDigest = digest
+		c.Servers[name] = sc
+	}
 }
 
 func (c *Config) names() []string {
@@ -338,9 +373,11 @@ var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 // expandEnv replaces ${VAR} and ${VAR:-default} in the string fields.
 func (c *ServerConfig) expandEnv() error {
 	var firstErr error
+	refs := map[string]bool{}
 	expand := func(s string) string {
 		return envRefRE.ReplaceAllStringFunc(s, func(ref string) string {
 			m := envRefRE.FindStringSubmatch(ref)
+			refs[m[1]] = true
 			if v, ok := os.LookupEnv(m[1]); ok && v != "" {
 				return v
 			}
@@ -364,5 +401,6 @@ func (c *ServerConfig) expandEnv() error {
 	for k, v := range c.Headers {
 		c.Headers[k] = expand(v)
 	}
+	c.EnvRefs = slices.Sorted(maps.Keys(refs))
 	return firstErr
 }

@@ -71,7 +71,11 @@
 // environment. The file is read as input an agent may have planted
 // (a .mcp.json in a workspace): a regular file of at most 1 MiB, opened
 // without blocking, and — with LoadConfigIn, for a path in a workspace —
-// no symlink followed inside the workspace.
+// no symlink followed inside the workspace. LoadConfigIn also marks every
+// entry of a file found in the workspace (ServerConfig.FromWorkspace,
+// WorkspaceFile, WorkspaceDigest; ParseConfig records each entry's
+// EnvRefs): local holds such an entry to the agent's own confinement
+// unless the user trusted that version of the file.
 //
 // A stdio server runs inside the sandbox (sandbox.Sandbox.Start, its stdin
 // and stdout the transport) with the confinement its entry declares:

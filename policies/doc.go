@@ -88,7 +88,10 @@
 // agent cannot trust a file for itself; a session whose writable roots
 // would hold the store (the workspace at $HOME, a write grant over
 // ~/.local) is refused by the assembler (local). AddRuleToWorkspaceFile
-// keeps a trusted (or new) file trusted.
+// keeps a trusted (or new) file trusted. TrustFile/FileTrusted keep the
+// same records for another file of the workspace, by its path there (an
+// MCP configuration: local lets its servers widen only in a trusted
+// version).
 //
 // AddRule (addrule.go) adds a rule to a policy file in place, for an
 // approval's "allow always"; the result is parsed again before it is
@@ -114,7 +117,11 @@
 // Toolchain profiles (toolchains.go, toolchains_tools.go) are data: the
 // markers that select one, the binaries that show it installed, the
 // install roots, /etc paths and user caches it reads, the per-workspace
-// cache and variables it sets, the user settings it passes. The machine's
+// cache and variables it sets, the user settings it passes. A user cache
+// is granted only where the tool really reads it read-only — npm's only
+// offline (OfflineUserCaches: npm cannot look up by URL in a read-only
+// cache, only by a lockfile's integrity), pip's, uv's and cargo's
+// registry never — since a grant nothing uses is only exposure. The machine's
 // facts — PATH lookups, the tools' own queries such as `go env -json` and
 // `npm config get registry` — come through the Host interface that local
 // supplies, so this package still runs nothing. Where a tool takes its

@@ -83,8 +83,13 @@ type Toolchain struct {
 	Roots []string
 	// Etc are /etc paths (globs) the tool reads.
 	Etc []string
-	// UserCaches are the user's caches, read-only.
+	// UserCaches are the user's caches, read-only: only those the tool
+	// really reads as they are (a grant nothing uses is noise).
 	UserCaches []string
+	// OfflineUserCaches are user caches the tool can read only while it
+	// downloads nothing (npm's): granted, like OfflineEnv, only when the
+	// network is none and no domain is granted.
+	OfflineUserCaches []string
 	// Env is set in the sandbox (NAME=template). An entry whose template
 	// names an empty setting is left out.
 	Env []string
@@ -117,6 +122,13 @@ var goPass = []string{"GOTOOLCHAIN", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GON
 // the sandbox has no network: a file:// URL that does not exist, so go
 // fails at once and its message carries the explanation.
 const goOfflineMarker = "file:///lite-agent-sandbox/network-is-none--a-module-not-in-your-module-cache-needs---allow-domain-@go"
+
+// pipOfflineIndex is pip's index when the sandbox has no network, the
+// way goOfflineMarker is Go's: on the offline proxy's unresolvable host,
+// naming the grant; https, or pip adds a warning that the host is not
+// trusted.
+var pipOfflineIndex = "https://" + strings.TrimPrefix(offlineProxy, "http://") +
+	"/network-is-none--a-package-not-on-this-machine-needs---allow-domain-@pypi/simple"
 
 // toolchains is the table. Order is the report's order.
 var toolchains = []Toolchain{
@@ -156,6 +168,21 @@ var toolchains = []Toolchain{
 		Markers:  []string{"package.json"},
 		Binaries: []string{"node", "npm", "npx", "pnpm", "yarn", "corepack"},
 		Roots:    []string{"$NVM_DIR/versions/node/*", "{home}/.volta"},
+		// npm cannot read one cache and write another, and it cannot
+		// look a request up in a read-only cache: every lookup compacts
+		// (rewrites) the index bucket, and a failed compaction is a miss
+		// (make-fetch-happen's lib/cache/entry.js, find). What it does
+		// read from a read-only cache is a tarball by the integrity a
+		// lockfile names (pacote: cacache.get.stream.byDigest), which
+		// is what `npm ci` or `npm install` of a project with a
+		// package-lock.json — resolved URLs and integrity — needs. So
+		// with the network none (nothing can be downloaded, nothing
+		// needs writing), npm's cache is the user's (its _cacache only,
+		// read-only; found by `npm config get cache`, which honours
+		// npm_config_cache and .npmrc), offline-first, its logs in the
+		// per-workspace cache; with a registry granted it is the
+		// per-workspace one and the user's is not granted.
+		OfflineUserCaches: []string{"$NPM_USER_CACHE/_cacache"},
 		Env: []string{
 			"npm_config_cache={cache}/npm",
 			"npm_config_store_dir={cache}/pnpm-store",
@@ -170,7 +197,9 @@ var toolchains = []Toolchain{
 		// three times (httpRetry). With the retries off they fail at the
 		// first request, and their error names the offline proxy
 		// (offlineProxy) that says what would allow it.
-		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000", "YARN_HTTP_RETRY=0"},
+		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000", "YARN_HTTP_RETRY=0",
+			"npm_config_cache=$NPM_USER_CACHE", "npm_config_prefer_offline=true", "npm_config_logs_dir={cache}/npm-logs"},
+		settings:   nodeSettings,
 		registries: npmRegistries,
 	},
 	{
@@ -181,7 +210,17 @@ var toolchains = []Toolchain{
 		Binaries: []string{"python3", "python", "pip", "pip3", "uv", "pytest"},
 		// A pyenv python3 is a shim that runs pyenv: its whole root, or
 		// the shim silently falls back to the system's python3.
-		Roots:      []string{"$PYENV_ROOT", "{home}/.local/share/uv/python"},
+		Roots: []string{"$PYENV_ROOT", "{home}/.local/share/uv/python"},
+		// Not the user's pip or uv cache: neither tool can use one
+		// read-only. pip has no offline install from its cache — it
+		// asks for every index page with Cache-Control: max-age=0
+		// (pip/_internal/index/collector.py), so a cached page is
+		// revalidated over the network — and a read-only PIP_CACHE_DIR
+		// breaks building a wheel from an sdist (the build goes into the
+		// cache's wheels/). uv fails outright on a read-only cache
+		// (astral-sh/uv#15934, open). Offline, pip installs from a
+		// wheelhouse: `pip download -d DIR` outside, then
+		// `pip install --no-index --find-links DIR` with --allow-read DIR.
 		UserCaches: []string{"{home}/.local/bin"},
 		Env: []string{
 			"PIP_CACHE_DIR={cache}/pip",
@@ -191,8 +230,11 @@ var toolchains = []Toolchain{
 			"PATH_PREPEND=$PYENV_ROOT/shims",
 			"PATH_PREPEND={home}/.local/bin",
 		},
-		Pass:       []string{"PYENV_VERSION", "UV_PYTHON"},
-		OfflineEnv: []string{"PIP_RETRIES=0", "PIP_TIMEOUT=5", "UV_OFFLINE=1"},
+		Pass: []string{"PYENV_VERSION", "UV_PYTHON"},
+		// pip's refusal through the proxy names nothing ("No matching
+		// distribution found"): its index, offline, is a URL that says
+		// why, and pip prints it ("Looking in indexes: ...").
+		OfflineEnv: []string{"PIP_RETRIES=0", "PIP_TIMEOUT=5", "UV_OFFLINE=1", "PIP_INDEX_URL=" + pipOfflineIndex},
 		settings:   pythonSettings,
 		registries: pypiRegistries,
 	},
@@ -202,9 +244,17 @@ var toolchains = []Toolchain{
 		Registry: "@crates",
 		Markers:  []string{"Cargo.toml"},
 		Binaries: []string{"cargo", "rustc", "rustup"},
-		// Never $CARGO_HOME itself: it holds credentials.toml.
+		// Never $CARGO_HOME itself: it holds credentials.toml. Nor its
+		// registry/ and git/: cargo reads them only as its own
+		// CARGO_HOME, which must be writable (its package-cache lock,
+		// new downloads) — and that is the per-workspace one below, so
+		// a read-only grant of the user's would be used by nothing.
+		// Crates already on the machine build offline vendored: `cargo
+		// vendor` outside, and the [source] directory replacement it
+		// prints in the workspace's .cargo/config.toml
+		// (TestRustCargoBuildVendoredCrateOffline).
 		Roots:      []string{"$RUSTUP_HOME"},
-		UserCaches: []string{"$CARGO_HOME/bin", "$CARGO_HOME/registry", "$CARGO_HOME/git"},
+		UserCaches: []string{"$CARGO_HOME/bin"},
 		Env: []string{
 			"CARGO_HOME={cache}/cargo",
 			"RUSTUP_HOME=$RUSTUP_HOME",
@@ -420,7 +470,11 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 			read(m, "read by "+tc.Name)
 		}
 	}
-	for _, c := range tc.UserCaches {
+	caches := tc.UserCaches
+	if offline {
+		caches = append(slices.Clone(caches), tc.OfflineUserCaches...)
+	}
+	for _, c := range caches {
 		if v, ok := expand(c); ok {
 			read(v, "the user's "+c+", read-only")
 		}

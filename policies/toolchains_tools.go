@@ -82,6 +82,18 @@ func npmRegistries(h Host) ([]string, error) {
 	return hosts, nil
 }
 
+// nodeSettings: NPM_USER_CACHE is the user's npm cache (`npm config get
+// cache`: npm_config_cache, .npmrc's cache, else ~/.npm — read by npm in
+// the parent), set only when it holds a _cacache npm could read.
+func nodeSettings(h Host) map[string]string {
+	set := map[string]string{}
+	out, err := h.Output("npm", "config", "get", "cache")
+	if dir := strings.TrimSpace(out); err == nil && filepath.IsAbs(dir) && h.Exists(filepath.Join(dir, "_cacache")) {
+		set["NPM_USER_CACHE"] = filepath.Clean(dir)
+	}
+	return set
+}
+
 func pythonSettings(h Host) map[string]string {
 	set := map[string]string{}
 	root := h.Getenv("PYENV_ROOT")

@@ -67,8 +67,11 @@ func trustKey(workspace string) (string, error) {
 	return abs, nil
 }
 
-// trustRecord is the record's path for workspace, and its key.
-func trustRecord(store, workspace string) (path, key string, err error) {
+// trustRecord is the record's path for the workspace file rel, and the
+// record's key. rel "" is the workspace's policy file, whose records keep
+// the name they had before other files could be trusted (the hash of the
+// workspace); any other file's is the hash of the workspace and rel.
+func trustRecord(store, workspace, rel string) (path, key string, err error) {
 	dir, err := storeDir(store)
 	if err != nil {
 		return "", "", err
@@ -77,15 +80,40 @@ func trustRecord(store, workspace string) (path, key string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	sum := sha256.Sum256([]byte(key))
+	name := key
+	if rel != "" {
+		if rel, err = trustRel(rel); err != nil {
+			return "", "", err
+		}
+		name = key + "\x00" + rel
+	}
+	sum := sha256.Sum256([]byte(name))
 	return filepath.Join(dir, hex.EncodeToString(sum[:])), key, nil
+}
+
+// trustRel is rel as records name it: clean, with slashes, and beneath
+// the workspace (a record for "../x" would trust a file the user owns
+// anyway, and mean nothing).
+func trustRel(rel string) (string, error) {
+	c := filepath.Clean(rel)
+	if !filepath.IsLocal(c) {
+		return "", fmt.Errorf("%q is not a path inside the workspace", rel)
+	}
+	return filepath.ToSlash(c), nil
 }
 
 // recordContent is a record: the file's digest, then the workspace (for a
 // person reading the store, and checked so a record never applies to a
-// workspace other than the one it names).
-func recordContent(key string, digest [32]byte) []byte {
-	return fmt.Appendf(nil, "sha256 %s\nworkspace %s\n", hex.EncodeToString(digest[:]), key)
+// workspace other than the one it names), then, for a file other than
+// the policy file, its path in the workspace (checked likewise).
+func recordContent(key, rel string, digest [32]byte) []byte {
+	b := fmt.Appendf(nil, "sha256 %s\nworkspace %s\n", hex.EncodeToString(digest[:]), key)
+	if rel != "" {
+		if r, err := trustRel(rel); err == nil {
+			b = fmt.Appendf(b, "file %s\n", r)
+		}
+	}
+	return b
 }
 
 // Trust records f — the workspace's policy file as LoadWorkspaceFile read
@@ -93,7 +121,15 @@ func recordContent(key string, digest [32]byte) []byte {
 // The record is written atomically (a temporary file renamed over it),
 // mode 0600, in a directory of mode 0700. It returns the record's path.
 func Trust(store, workspace string, f *File) (string, error) {
-	path, key, err := trustRecord(store, workspace)
+	return TrustFile(store, workspace, "", f.Digest)
+}
+
+// TrustFile records another file of the workspace — rel, its path there,
+// such as ".mcp.json" — as trusted in the version whose SHA-256 is digest
+// (of the bytes its loader read and will read). rel "" is the policy
+// file. Like Trust, it returns the record's path.
+func TrustFile(store, workspace, rel string, digest [32]byte) (string, error) {
+	path, key, err := trustRecord(store, workspace, rel)
 	if err != nil {
 		return "", err
 	}
@@ -113,7 +149,7 @@ func Trust(store, workspace string, f *File) (string, error) {
 		return "", fmt.Errorf("writing the trust record: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	_, err = tmp.Write(recordContent(key, f.Digest))
+	_, err = tmp.Write(recordContent(key, rel, digest))
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -132,7 +168,13 @@ func Trust(store, workspace string, f *File) (string, error) {
 // Untrust removes the trust record of workspace from store ("" =
 // TrustStoreDir()). It reports whether there was one.
 func Untrust(store, workspace string) (bool, error) {
-	path, _, err := trustRecord(store, workspace)
+	return UntrustFile(store, workspace, "")
+}
+
+// UntrustFile removes the trust record of the workspace file rel ("" =
+// the policy file). It reports whether there was one.
+func UntrustFile(store, workspace, rel string) (bool, error) {
+	path, _, err := trustRecord(store, workspace, rel)
 	if err != nil {
 		return false, err
 	}
@@ -149,7 +191,13 @@ func Untrust(store, workspace string) (bool, error) {
 // unreadable one, no store at all — is "not trusted": the file then only
 // tightens, which is always safe.
 func Trusted(store, workspace string, f *File) bool {
-	path, key, err := trustRecord(store, workspace)
+	return FileTrusted(store, workspace, "", f.Digest)
+}
+
+// FileTrusted reports whether digest is the version of the workspace file
+// rel ("" = the policy file) that the user trusted, as Trusted does.
+func FileTrusted(store, workspace, rel string, digest [32]byte) bool {
+	path, key, err := trustRecord(store, workspace, rel)
 	if err != nil {
 		return false
 	}
@@ -159,5 +207,5 @@ func Trusted(store, workspace string, f *File) bool {
 	if err != nil {
 		return false
 	}
-	return bytes.Equal(data, recordContent(key, f.Digest))
+	return bytes.Equal(data, recordContent(key, rel, digest))
 }

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,8 +128,8 @@ func TestTrustIsPerWorkspace(t *testing.T) {
 	if _, err := Load(standard, b, opts); err == nil {
 		t.Fatal("workspace b loaded a's trust")
 	}
-	recA, _, _ := trustRecord(store, a)
-	recB, _, _ := trustRecord(store, b)
+	recA, _, _ := trustRecord(store, a, "")
+	recB, _, _ := trustRecord(store, b, "")
 	data, _ := os.ReadFile(recA)
 	os.WriteFile(recB, data, 0o600)
 	if _, err := Load(standard, b, opts); err == nil {
@@ -153,7 +154,7 @@ func TestCorruptTrustRecord(t *testing.T) {
 	os.WriteFile(WorkspaceFile(ws), []byte("[permissions]\nallow = [\"bash(*)\"]\n"), 0o644)
 	standard, _ := PresetByName("standard")
 	opts := &LoadOptions{UserFile: "-", TrustStore: store}
-	rec, _, _ := trustRecord(store, ws)
+	rec, _, _ := trustRecord(store, ws, "")
 	check := func(what string) {
 		t.Helper()
 		if _, err := Load(standard, ws, opts); err == nil || !strings.Contains(err.Error(), "not trusted in this version") {
@@ -185,5 +186,49 @@ func TestCorruptTrustRecord(t *testing.T) {
 	os.WriteFile(notDir, nil, 0o600)
 	if _, err := Load(standard, ws, &LoadOptions{UserFile: "-", TrustStore: notDir}); err == nil {
 		t.Error("a store that is a file trusted the workspace")
+	}
+}
+
+// TestTrustOtherFiles: a record for another workspace file (.mcp.json)
+// trusts that file in that version only — not the policy file, not the
+// same name in another workspace, not another path — and leaves the
+// policy file's record alone.
+func TestTrustOtherFiles(t *testing.T) {
+	store := t.TempDir()
+	a, b := t.TempDir(), t.TempDir()
+	v1, v2 := sha256.Sum256([]byte("v1")), sha256.Sum256([]byte("v2"))
+	if FileTrusted(store, a, ".mcp.json", v1) {
+		t.Fatal("trusted before any record")
+	}
+	if _, err := TrustFile(store, a, ".mcp.json", v1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		workspace string
+		rel       string
+		digest    [32]byte
+		want      bool
+	}{
+		{"the trusted version", a, ".mcp.json", v1, true},
+		{"the same path spelt differently", a, "./x/../.mcp.json", v1, true},
+		{"a changed version", a, ".mcp.json", v2, false},
+		{"another workspace", b, ".mcp.json", v1, false},
+		{"another file", a, "other.json", v1, false},
+		{"the policy file", a, "", v1, false},
+	} {
+		if got := FileTrusted(store, tc.workspace, tc.rel, tc.digest); got != tc.want {
+			t.Errorf("%s: trusted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, err := TrustFile(store, a, "../outside.json", v1); err == nil {
+		t.Error("a record for a path outside the workspace was written")
+	}
+	had, err := UntrustFile(store, a, ".mcp.json")
+	if err != nil || !had {
+		t.Fatalf("untrust: %v %v", had, err)
+	}
+	if FileTrusted(store, a, ".mcp.json", v1) {
+		t.Error("still trusted after untrust")
 	}
 }

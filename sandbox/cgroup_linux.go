@@ -234,6 +234,13 @@ type slot struct {
 	sp        *spawner
 	oomBase   int64
 	maxBase   int64
+	// Kept open for every command of the slot (-1: absent), read with
+	// pread at offset 0, which has the kernel format them afresh: a
+	// command's end costs one syscall per file rather than an open, two
+	// reads and a close through the hierarchy's paths. cgroup.procs is
+	// not among them: v1 caches its pid list per open file, so a kept
+	// descriptor could answer with a list from before the last exit.
+	pidsCurrent, pidsEvents, oomControl int
 }
 
 // newCgroupManager creates the per-Sandbox directories the plan needs.
@@ -456,7 +463,7 @@ func (sl *slot) settle() (oom, pidsMax bool) {
 
 func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, error)) (*slot, error) {
 	name := m.nextName()
-	sl := &slot{}
+	sl := &slot{pidsCurrent: -1, pidsEvents: -1, oomControl: -1}
 	ok := false
 	defer func() {
 		if !ok {
@@ -486,6 +493,20 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 		// swap out past the limit). Absent without swap accounting: fine.
 		writeFile(filepath.Join(sl.mem, "memory.memsw.limit_in_bytes"), strconv.FormatInt(l.MemoryBytes, 10))
 	}
+	// Absent files (an error here) only lose the fast path: the readers
+	// fall back to opening by path.
+	open := func(dir, name string) int {
+		if dir == "" {
+			return -1
+		}
+		fd, err := unix.Open(filepath.Join(dir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1
+		}
+		return fd
+	}
+	sl.pidsCurrent, sl.pidsEvents = open(sl.pids, "pids.current"), open(sl.pids, "pids.events")
+	sl.oomControl = open(sl.mem, "memory.oom_control")
 	var dirs []string
 	for _, d := range []string{sl.pids, sl.mem} {
 		if d != "" {
@@ -505,9 +526,12 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 	return sl, nil
 }
 
-// releaseSlot pools a slot once its tree is gone.
-func (m *cgroupManager) releaseSlot(sl *slot) {
-	if !sl.empty(m.self) {
+// releaseSlot pools a slot once its tree is gone; seenEmpty says the
+// caller found it empty after the command's main process was reaped (no
+// process can enter an empty slot: only a member's fork would, and the
+// spawner thread starts nothing until the slot is acquired again).
+func (m *cgroupManager) releaseSlot(sl *slot, seenEmpty bool) {
+	if !seenEmpty && !sl.empty(m.self) {
 		return
 	}
 	m.mu.Lock()
@@ -566,6 +590,12 @@ func (sl *slot) remove() error {
 	if sl.sp != nil {
 		sl.sp.stop()
 		sl.sp = nil
+	}
+	for _, fd := range []*int{&sl.pidsCurrent, &sl.pidsEvents, &sl.oomControl} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
 	var first error
 	for _, d := range []string{sl.pids, sl.mem} {
@@ -644,6 +674,17 @@ func (s *v2Set) maxEvents() int64 {
 // empty reports whether no command process is left in the slot (our own
 // pid is there: the spawner thread).
 func (sl *slot) empty(self int) bool {
+	// pids.current counts every task charged to the cgroup: a process is
+	// charged before it exists (fork) and uncharged only once reaped, and
+	// the spawner thread parked here is one. 1 is therefore proof that
+	// nothing of a command is left, in one pread — the common case, a
+	// tree that ended with its main process. Anything else (an unreaped
+	// orphan counts, though it runs nothing) is decided by the list.
+	if sl.pidsCurrent >= 0 {
+		if b, err := preadSmall(sl.pidsCurrent); err == nil && strings.TrimSpace(string(b)) == "1" {
+			return true
+		}
+	}
 	// Both directories hold the same processes (born in both): one is
 	// enough to look at.
 	d := sl.pids
@@ -684,14 +725,14 @@ func (sl *slot) oomKills() int64 {
 	if sl.mem == "" {
 		return 0
 	}
-	return readKeyed(filepath.Join(sl.mem, "memory.oom_control"), "oom_kill")
+	return readKeyedFD(sl.oomControl, filepath.Join(sl.mem, "memory.oom_control"), "oom_kill")
 }
 
 func (sl *slot) maxEvents() int64 {
 	if sl.pids == "" {
 		return 0
 	}
-	return readKeyed(filepath.Join(sl.pids, "pids.events"), "max")
+	return readKeyedFD(sl.pidsEvents, filepath.Join(sl.pids, "pids.events"), "max")
 }
 
 // killMembers kills the processes listed in dir/cgroup.procs, except skip,
@@ -778,11 +819,44 @@ func readSmall(path string) ([]byte, error) {
 	}
 }
 
+// preadSmall reads a small kernel file kept open, from its start.
+func preadSmall(fd int) ([]byte, error) {
+	buf := make([]byte, 512)
+	for {
+		n, err := unix.Pread(fd, buf, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == len(buf) {
+			return nil, unix.EOVERFLOW // not small: the caller reads by path
+		}
+		return buf[:n], nil
+	}
+}
+
+// readKeyedFD is readKeyed through fd when it is open (>= 0), else path.
+func readKeyedFD(fd int, path, key string) int64 {
+	if fd >= 0 {
+		if b, err := preadSmall(fd); err == nil {
+			return keyed(b, key)
+		}
+	}
+	return readKeyed(path, key)
+}
+
 func readKeyed(path, key string) int64 {
 	b, err := readSmall(path)
 	if err != nil {
 		return 0
 	}
+	return keyed(b, key)
+}
+
+// keyed returns the value of "key value" in a flat-keyed file's text.
+func keyed(b []byte, key string) int64 {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())

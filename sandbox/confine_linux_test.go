@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +70,7 @@ func confineChild(env string) {
 		os.Exit(1)
 	}
 	runtime.LockOSThread() // never unlocked: this thread is confined
-	listener, err := confineThread(pieces)
+	listener, err := spawn.ConfineThread(pieces)
 	if err != nil {
 		fmt.Println("confineThread:", err)
 		os.Exit(1)

@@ -18,18 +18,18 @@
 // A Go process cannot confine a goroutine — Landlock and seccomp apply to
 // threads and the runtime moves goroutines between them — so confined code
 // always runs in a child process. Commands start through a small cgo spawn
-// path (a vfork-style clone) from a locked "spawner" thread that has loaded
-// the main seccomp program once; the child inherits it. In the child, in
-// this order: signal handlers reset; for unprivileged users a user namespace
-// (and a PID namespace); a private mount namespace, read-only but the
-// read-write roots, whose root is a skeleton of the grants (below; as root
-// the spawner thread makes it once and the child is born in it); setsid (no controlling terminal, so no TIOCSTI on
-// it); rlimits (file size, core 0, address space without a memory cgroup);
-// every capability dropped — bounding, ambient, effective, permitted,
-// inheritable, plus securebits — even when started as root; no_new_privs;
-// landlock_restrict_self on the ruleset built in the parent; the small
-// per-child seccomp program last; then execve. A failure before exec reaches
-// the parent as (step, errno) and becomes a SpawnError naming the step.
+// path (a vfork-style clone, sandbox/internal/spawn) from a locked
+// "spawner" thread that has loaded the main seccomp program once; the
+// child inherits it. In the child: signal handlers reset; for unprivileged
+// users a user namespace (and a PID namespace); a private mount namespace,
+// read-only but the read-write roots, whose root is a skeleton of the
+// grants (below; as root the spawner thread makes it once); setsid;
+// rlimits; every capability dropped, even when started as root;
+// no_new_privs; Landlock; the small per-child seccomp program last; then
+// execve. The order, and why each step is where it is, is the spawn
+// path's safety argument (internal/spawn's doc.go and spawn_linux.c). A
+// failure before exec reaches the parent as (step, errno) and becomes a
+// SpawnError naming the step.
 //
 // Custom Go tool handlers run in a confined re-execution of the program
 // started through the same path (see tools.ServeConfinedCall): the program
@@ -51,7 +51,8 @@
 // nothing else, no device nodes; TCP bind/connect in network mode none;
 // with ABI 6+, abstract unix sockets and signals scoped to the sandbox.
 //
-// Read-only mounts (mountns_linux.go, la_mount_setup in spawn_linux.c):
+// Read-only mounts (internal/spawn: mountns_linux.go, la_mount_setup in
+// spawn_linux.c):
 // Landlock has no right for metadata, so chmod, chown (to oneself) and
 // utimensat would pass on any file the user owns — as root, root's files
 // anywhere. In the command's private mount namespace every mount is
@@ -136,7 +137,8 @@
 // DefaultSystemPaths: /dev/ptmx and /dev/pts readable, writable and with
 // their ioctls, while TIOCSTI, TIOCLINUX, TIOCSETD and TIOCCONS stay
 // refused by seccomp; TestPseudoTerminalUsableTIOCSTIStillRefused) on a
-// devpts instance of the sandbox's own (devpts_linux.go): made detached
+// devpts instance of the sandbox's own (internal/spawn's devpts_linux.go):
+// made detached
 // at New, mounted over /dev/pts in every namespace the sandbox makes, its
 // root the one Landlock rule that reaches a /dev/pts/N. The host's devpts
 // holds the user's other terminals of the same uid, whose keystrokes a
@@ -147,7 +149,8 @@
 // another namespace), ptys are off and a note says so
 // (TestPseudoTerminalsOffWithoutMountNS).
 //
-// /proc (procfs_linux.go, with the reasons): where the sandbox has a
+// /proc (internal/spawn's procfs_linux.go, with the reasons): where the
+// sandbox has a
 // mount namespace, /proc is a read-only tmpfs skeleton of its own whose
 // root is the one Landlock rule for /proc: self, thread-self and mounts
 // are symlinks into /proc/pid, a procfs instance with subset=pid (no
@@ -162,7 +165,8 @@
 // unprivileged without a PID namespace, the host's /proc stays with only
 // the global files readable, and a note says so.
 //
-// The root (rootfs_linux.go, with the reasons): where the sandbox has a
+// The root (internal/spawn's rootfs_linux.go, with the reasons): where
+// the sandbox has a
 // mount namespace and a /proc of its own, a command's / is a read-only
 // tmpfs skeleton, made once per Sandbox from the very rules the Landlock
 // ruleset is built from: each granted path bound at its own canonical
@@ -264,8 +268,9 @@
 // name.
 //
 // Enforcement is the notification server's (notify's ownports_linux.go):
-// under none, its one extra destination with domains is the proxy's
-// exact address and port; the seccomp filter lets TCP/UDP sockets exist
+// under none, its extra destinations with domains are the proxy's exact
+// address and port and the literal IP[:PORT] grants (below); the seccomp
+// filter lets TCP/UDP sockets exist
 // (with loopback's socket-type and re-routing rules), and Landlock still
 // refuses every TCP port to the child itself, since the server performs
 // the connect on its own copy of the socket. So a program that ignores
@@ -281,6 +286,24 @@
 // one place that performs connects on validated copies, it needs no user
 // namespace (restricted on some distributions), and the command keeps
 // the machine's loopback for what its mode allows.
+//
+// Direct grants: a literal IP or IP:PORT in AllowDomains (an IP alone:
+// every port), unless a DenyDomains entry covers it, is also a
+// destination the server admits without the proxy, in every mode the
+// proxy exists in — connect and addressed sends, TCP and UDP, from any
+// thread. Clients go to a loopback mirror directly (NO_PROXY below names
+// loopback, and Go's net/http never proxies it), so without this a
+// granted local GOPROXY, Verdaccio or devpi was unreachable under none.
+// The decision is the proxy's own (netproxy.Rules.Direct, the lookup
+// Check makes for an IP literal), handed to the server as
+// notify.Options.DirectGrant (withDomains), so the two cannot disagree.
+// A name is never a direct grant: it would have to be resolved inside,
+// and only the proxy checks what it resolves to. Such a connect is
+// reported to OnNetwork when the grant is what admitted it (not where
+// the mode reaches the address anyway): decision allow, the grant's
+// source followed by " (direct)" for the rule, no byte counts (the bytes
+// pass around the proxy); an addressed datagram is not reported (one
+// event per datagram would flood the stream).
 //
 // The command's environment points every ecosystem at the proxy,
 // overriding what it was given: HTTP_PROXY/HTTPS_PROXY (both cases),
@@ -432,13 +455,29 @@
 // # Package layout
 //
 // This package is the portable surface: Policy, Command, New, Start and
-// Run, Enforcement, Probe, and the files that implement them on Linux —
-// the spawn path (spawn_linux.c/.go, spawner_linux.go, confine.h,
-// init_linux.c), Landlock (landlock_linux.go), cgroups (cgroup_linux.go),
-// the mount namespace, devpts and /proc (mountns_linux.go, devpts_linux.*,
-// procfs_linux.*), the writer watch (foreign_linux.go) and the domain
-// proxy's wiring (domains*.go). The spawn path is the next to move
-// (sandbox/internal/spawn), once the mount-namespace work on it is done.
+// Run, Enforcement, Probe, SpawnError, and the files that implement them
+// on Linux by deciding what a policy needs — sandbox_linux.go (New, Start,
+// the process tree's end), probe_linux.go (what the host offers), the
+// policy's grants in the spawn path's terms (grants_linux.go: Landlock
+// rules and rights, the /proc files), cgroups (cgroup_linux.go), temp
+// dirs (tmpdirs_linux.go), the writer watch (foreign_linux.go), the
+// domain proxy's wiring (domains*.go), and the one way into each internal
+// package (spawnpath_linux.go, notify_linux.go).
+//
+// sandbox/internal/spawn is the spawn path: the C pieces (spawn_linux.c's
+// la_spawn and la_child, confine.h's la_confine, the mount namespace,
+// devpts, /proc and root skeletons), their Go side, the spawner threads
+// and the Landlock ruleset building. It is internal because it applies
+// what this package decides and never decides itself: New hands it the
+// rules, programs, roots and limits; spawnpath_linux.go turns its errors
+// into SpawnError and its spawner threads into the ones the cgroup slots
+// hold. Its doc.go carries the safety argument: what a spawn guarantees,
+// in what order. The PID-namespace init is its own package,
+// internal/spawn/pidinit (a C constructor): this package imports it
+// explicitly, as runc's main imports nsenter, so every program linking
+// the sandbox can be re-executed as a namespace's init. Still here, to
+// move after it: cgroups (what slots and v2 directories a command gets,
+// cgroup_linux.go) and the writer watch (foreign_linux.go).
 //
 // sandbox/internal/seccomp builds the seccomp programs (the main and the
 // child program, per network mode and notified calls) and keeps their
@@ -496,7 +535,7 @@
 //   - In the PID-namespace mode (users without a writable cgroup, or root
 //     with Landlock ABI < 6) the namespace's first process is an init —
 //     this program re-executed (/proc/self/exe, stopped in a C constructor
-//     before the Go runtime, init_linux.c) — which forks the command as
+//     before the Go runtime, internal/spawn/pidinit) — which forks the command as
 //     PID 2, reaps orphans and reports the command's wait status. So the
 //     command keeps the usual signal semantics (`kill $$`, SIGPIPE,
 //     SIGXFSZ; TestPIDNamespaceInit), at ~1 ms more per spawn (/bin/true

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 )
 
 // startDomainProxy starts the proxy for q, reporting to q.OnNetwork.
@@ -34,12 +35,27 @@ func startDomainProxy(q Policy) (*netproxy.Proxy, error) {
 	return p, nil
 }
 
-// proxyAddr is the address the supervisor admits (invalid without one).
-func (s *Sandbox) proxyAddr() netip.AddrPort {
+// withDomains adds the domain proxy's part to a notification server's
+// options: the proxy's address, and the proxy's own decision for a
+// connection around it (netproxy.Rules.Direct: the literal IP[:PORT]
+// grants, minus deny entries), so that a client that goes direct to a
+// granted loopback mirror — NO_PROXY names loopback, and Go never proxies
+// it — reaches it under network none too. Such a connect is reported to
+// OnNetwork as allowed, with the grant and "(direct)" for its rule and no
+// byte counts: its bytes pass around the proxy. Without a proxy (no
+// domains) o is unchanged: nothing beyond the mode.
+func (s *Sandbox) withDomains(o notify.Options) notify.Options {
 	if s.proxy == nil {
-		return netip.AddrPort{}
+		return o
 	}
-	return s.proxy.Addr()
+	o.Proxy = s.proxy.Addr()
+	o.DirectGrant = s.proxy.Rules().Direct
+	if f := s.pol.OnNetwork; f != nil {
+		o.OnDirect = func(ap netip.AddrPort, rule string) {
+			f(NetworkEvent{Host: ap.Addr().String(), Port: int(ap.Port()), Decision: "allow", Rule: rule + " (direct)"})
+		}
+	}
+	return o
 }
 
 // HTTPProxy is the URL of the sandbox's domain proxy ("http://127.0.0.1:PORT"),

@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
 )
@@ -195,10 +198,13 @@ func TestDomainGrantsValidated(t *testing.T) {
 // none with domains granted; the upstream is also granted by IP:PORT, so
 // the proxy may reach it and the confined program still may not connect
 // to it on its own).
+// TestEscapeDomainProxy: the bypasses of the proxy, under none with name
+// grants. The loopback servers are not granted by IP: a literal IP:PORT
+// grant admits a direct connection too (TestDirectGrantEveryMode), so
+// "ignoring the proxy variables" is tried against servers only a name
+// grant covers.
 func TestEscapeDomainProxy(t *testing.T) {
-	e := newDomainEnv(t, NetworkNone, func(e *domainEnv, p *Policy) {
-		p.AllowDomains = append(p.AllowDomains, e.plain.Listener.Addr().String())
-	})
+	e := newDomainEnv(t, NetworkNone, nil)
 	plainURL, localURL := e.plain.URL, e.local.URL
 	free := func(args ...string) string {
 		out, _ := exec.Command(args[0], args[1:]...).CombinedOutput()
@@ -470,5 +476,142 @@ print(tryit(socket.AF_INET, "127.0.0.1", %s))
 	lines = strings.Split(strings.TrimSpace(r.out+r.err), "\n")
 	if len(lines) != 3 || lines[0] != "answer:HTTP/1.1 200 Connection Established" || lines[1] != lines[0] {
 		t.Errorf("its own proxy from a loopback sandbox with grants: %q, want 200 twice", r.out+r.err)
+	}
+}
+
+// countingServers are the test's loopback services, outside any sandbox:
+// a TCP server that writes "y" to each connection (the probes read it)
+// and a UDP socket, with what each received.
+type countingServers struct {
+	tcp, udp string
+	accepts  chan struct{}
+	grams    chan string
+}
+
+func startCountingServers(t *testing.T) *countingServers {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close(); pc.Close() })
+	s := &countingServers{tcp: ln.Addr().String(), udp: pc.LocalAddr().String(), accepts: make(chan struct{}, 100), grams: make(chan string, 100)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.accepts <- struct{}{}
+			c.Write([]byte("y"))
+			c.Close()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			s.grams <- string(buf[:n])
+		}
+	}()
+	return s
+}
+
+// TestDirectGrantEveryMode: a literal IP grant (here 127.0.0.1, every
+// port) admits a connection that goes around the proxy — as NO_PROXY
+// (which names loopback) tells curl and pip to, and as Go's net/http
+// always does for loopback — in every mode the proxy exists in: connect
+// over TCP and UDP from the main thread and from others, in C and in Go,
+// and addressed datagrams (sendto, python). Under none that is what
+// admits it (the same servers are refused without the grant,
+// TestConnectFromThreadInEveryMode, and deny_domains still wins: the
+// denied port stays refused while it works unconfined); under none each
+// such connect is reported to OnNetwork with the grant, marked direct;
+// where the mode reaches loopback anyway nothing is reported.
+func TestDirectGrantEveryMode(t *testing.T) {
+	const py = "/usr/bin/python3" // under the default system paths
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("python3 not found: this test would check direct connections to an IP grant")
+	}
+	srv := startCountingServers(t)
+	denied := startCountingServers(t)
+	goBin := goCaller(t)
+	_, udpPort, _ := net.SplitHostPort(srv.udp)
+	for _, mode := range []NetworkMode{NetworkNone, NetworkLoopback, NetworkPrivate, NetworkUnrestricted} {
+		t.Run(string(mode), func(t *testing.T) {
+			if netSupervisor == nil {
+				t.Skipf("no notification server linked in: would check direct grants under %s", mode)
+			}
+			var mu sync.Mutex
+			var events []NetworkEvent
+			e := newEscapeEnv(t, func(p *Policy) {
+				netSetting{mode: mode, domains: true}.apply(p)
+				p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(goBin))
+				p.AllowDomains = append(p.AllowDomains, "127.0.0.1")
+				p.DenyDomains = []string{denied.tcp}
+				p.DomainSources = map[string]string{"127.0.0.1": "--allow-domain 127.0.0.1"}
+				p.OnNetwork = func(ev NetworkEvent) { mu.Lock(); events = append(events, ev); mu.Unlock() }
+			})
+			_, tcpPort, _ := net.SplitHostPort(srv.tcp)
+			for _, tc := range []struct{ what, got string }{
+				{"C, main thread, TCP", func() string { out, _ := e.probe(t, "tcp-connect", tcpPort); return out }()},
+				{"C, a thread, TCP", func() string { out, _ := e.probe(t, "thread-connect", "tcp", srv.tcp); return out }()},
+				{"C, a thread, UDP connect", func() string { out, _ := e.probe(t, "thread-connect", "udp", srv.udp); return out }()},
+				{"Go, a thread, TCP", strings.TrimSpace(runConfined(t, e.sb, goBin, "tcp", srv.tcp))},
+				{"Go, a thread, UDP connect", strings.TrimSpace(runConfined(t, e.sb, goBin, "udp", srv.udp))},
+				{"python, sendto", strings.TrimSpace(sh(t, e.sb, py+` -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"direct", ("127.0.0.1", `+udpPort+`)); print("ok")'`).out)},
+			} {
+				if tc.got != "ok" {
+					t.Errorf("network %s, %s to a granted address: %q, want ok", mode, tc.what, tc.got)
+				}
+			}
+			for range 3 {
+				select {
+				case <-srv.accepts:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the granted TCP server did not see three connections")
+				}
+			}
+			select {
+			case m := <-srv.grams:
+				if m != "direct" {
+					t.Errorf("datagram %q", m)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the granted UDP socket got no datagram")
+			}
+			mu.Lock()
+			var direct []string
+			for _, ev := range events {
+				direct = append(direct, fmt.Sprintf("%s:%d %s %s", ev.Host, ev.Port, ev.Decision, ev.Rule))
+			}
+			mu.Unlock()
+			if mode != NetworkNone {
+				if len(direct) != 0 {
+					t.Errorf("network %s reaches loopback by itself, yet direct connects were reported: %q", mode, direct)
+				}
+				return
+			}
+			// Five connects (the sendto is not reported).
+			if len(direct) != 5 || direct[0] != srv.tcp+" allow --allow-domain 127.0.0.1 (direct)" {
+				t.Errorf("network none: events %q, want 5, the first %q", direct, srv.tcp+" allow --allow-domain 127.0.0.1 (direct)")
+			}
+			// deny_domains wins over the IP grant: the denied port is
+			// refused, while it is reachable unconfined.
+			_, deniedPort, _ := net.SplitHostPort(denied.tcp)
+			if got, _ := e.probe(t, "tcp-connect", deniedPort); got != "EPERM" {
+				t.Errorf("network none: the denied port under an IP grant: %q, want EPERM", got)
+			}
+			if free := e.free(t, "tcp-connect", deniedPort); free != "ok" {
+				t.Errorf("unconfined connect to the denied port: %q: the refusal proves nothing", free)
+			}
+		})
 	}
 }

@@ -30,6 +30,14 @@ func FilterEnv(parent []string, allow []string, extra []string) []string {
 			}
 		}
 	}
+	return filterEnv(func(k string) (string, bool) { v, ok := from[k]; return v, ok }, allow, extra)
+}
+
+// filterEnv is FilterEnv with the parent's variables behind lookup: a
+// command's environment looks up the process's own (os.LookupEnv, which
+// like getenv returns the first of duplicates) by name instead of copying
+// and indexing all of it on every spawn.
+func filterEnv(lookup func(string) (string, bool), allow []string, extra []string) []string {
 	var order []string
 	vals := map[string]string{}
 	set := func(k, v string) {
@@ -51,7 +59,7 @@ func FilterEnv(parent []string, allow []string, extra []string) []string {
 			if LooksSecret(k) {
 				continue
 			}
-			if pv, ok := from[k]; ok {
+			if pv, ok := lookup(k); ok {
 				set(k, pv)
 			}
 		}

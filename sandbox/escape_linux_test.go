@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,13 +37,8 @@ func newEscapeEnv(t *testing.T, mut func(*Policy)) *escapeEnv {
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("cc not installed: cannot build the probe program (would check seccomp and Landlock denials)")
 	}
-	e := &escapeEnv{}
-	binDir := t.TempDir()
-	os.Chmod(binDir, 0o755)
-	e.bin = filepath.Join(binDir, "escape")
-	if out, err := exec.Command("cc", "-O1", "-o", e.bin, "testdata/escape.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	e := &escapeEnv{bin: probeBinary(t)}
+	binDir := filepath.Dir(e.bin)
 	e.secretDir = t.TempDir()
 	e.secret = filepath.Join(e.secretDir, "id_rsa")
 	if err := os.WriteFile(e.secret, []byte("-----BEGIN FAKE KEY-----\n"), 0o600); err != nil {
@@ -66,6 +62,33 @@ func newEscapeEnv(t *testing.T, mut func(*Policy)) *escapeEnv {
 	return e
 }
 
+var (
+	probeOnce sync.Once
+	probeDir  string // removed by TestMain
+	probeErr  error
+)
+
+// probeBinary compiles testdata/escape.c once per test binary (the tables
+// run in every network setting: a compile per sandbox was most of their
+// time) into a directory of its own, readable by the unprivileged run.
+func probeBinary(t *testing.T) string {
+	t.Helper()
+	probeOnce.Do(func() {
+		if probeDir, probeErr = os.MkdirTemp("", "lite-agent-escape-"); probeErr != nil {
+			return
+		}
+		os.Chmod(probeDir, 0o755)
+		out, err := exec.Command("cc", "-O1", "-o", filepath.Join(probeDir, "escape"), "testdata/escape.c").CombinedOutput()
+		if err != nil {
+			probeErr = fmt.Errorf("cc: %v\n%s", err, out)
+		}
+	})
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	return filepath.Join(probeDir, "escape")
+}
+
 // probe runs the probe program confined and returns its output line.
 func (e *escapeEnv) probe(t *testing.T, args ...string) (string, *ExitStatus) {
 	t.Helper()
@@ -86,8 +109,22 @@ func (e *escapeEnv) free(t *testing.T, args ...string) string {
 
 func root() bool { return os.Geteuid() == 0 }
 
+// The file and seccomp tables run in every network setting (forEachMode):
+// each mode has a seccomp program of its own (and, but for unrestricted,
+// a notification server beside it), so a row that holds under none proves
+// nothing of the others. One sandbox per setting serves a whole table,
+// and the unconfined half of each row, which no setting changes, runs in
+// the first setting only.
+
 func TestEscapeFiles(t *testing.T) {
-	e := newEscapeEnv(t, nil)
+	forEachMode(t, func(t *testing.T, n netSetting) {
+		escapeFiles(t, newEscapeEnv(t, n.apply), n == allSettings[0])
+	})
+}
+
+// escapeFiles runs the file table in e; unconfined says whether to show
+// each attack working outside the sandbox too.
+func escapeFiles(t *testing.T, e *escapeEnv, unconfined bool) {
 	victim := strconv.Itoa(e.victim.Process.Pid)
 	for _, tc := range []struct {
 		name   string
@@ -117,7 +154,7 @@ func TestEscapeFiles(t *testing.T) {
 			if r.st.Code == 0 {
 				t.Errorf("confined %q succeeded: %v", tc.script, r)
 			}
-			if tc.free == "" {
+			if tc.free == "" || !unconfined {
 				return
 			}
 			if tc.root && !root() {
@@ -144,7 +181,13 @@ func TestEscapeFiles(t *testing.T) {
 }
 
 func TestEscapeSeccomp(t *testing.T) {
-	e := newEscapeEnv(t, nil)
+	forEachMode(t, func(t *testing.T, n netSetting) {
+		escapeSeccomp(t, newEscapeEnv(t, n.apply), n == allSettings[0])
+	})
+}
+
+// escapeSeccomp runs the seccomp table in e; unconfined as escapeFiles'.
+func escapeSeccomp(t *testing.T, e *escapeEnv, unconfined bool) {
 	mnt := t.TempDir()
 	victim := strconv.Itoa(e.victim.Process.Pid)
 	for _, tc := range []struct {
@@ -158,7 +201,7 @@ func TestEscapeSeccomp(t *testing.T) {
 		{[]string{"clone3"}, "ENOSYS", true},
 		{[]string{"mount", mnt}, "EPERM", true},
 		{[]string{"chroot", "/"}, "EPERM", true},
-		// Undoing the read-only mounts (mountns_linux.go). Not run
+		// Undoing the read-only mounts (spawn's mountns_linux.go). Not run
 		// unconfined: they would change the test machine's mounts; the
 		// "mount" row shows the mount calls work there as root.
 		{[]string{"remount-rw", "/"}, "EPERM", false},
@@ -201,7 +244,7 @@ func TestEscapeSeccomp(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("confined %s: %q (%+v), want %s", name, got, st, tc.want)
 			}
-			if !tc.free {
+			if !tc.free || !unconfined {
 				return
 			}
 			free := e.free(t, tc.args...)

@@ -1,11 +1,5 @@
 package sandbox
 
-/*
-#include <stdlib.h>
-#include "confine.h"
-*/
-import "C"
-
 import (
 	"bufio"
 	"os"
@@ -13,11 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
 // The workspace's .git, read-only (Policy.GitWritable false, the default).
@@ -69,7 +63,7 @@ const (
 // this file): scan are the canonical roots to look in, rw every canonical
 // writable root (a gitdir target outside them is read-only already).
 // left says what the bounds left out ("" when nothing).
-func gitEntries(scan, rw []string) (out []mountRoot, left string) {
+func gitEntries(scan, rw []string) (out []spawn.ReadOnlyBind, left string) {
 	add := func(p string) {
 		var st unix.Stat_t
 		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -78,7 +72,7 @@ func gitEntries(scan, rw []string) (out []mountRoot, left string) {
 		if !slices.ContainsFunc(rw, func(r string) bool { return notify.Within(p, r) }) {
 			return // not writable: nothing to protect
 		}
-		out = append(out, mountRoot{path: p, dev: st.Dev, ino: st.Ino})
+		out = append(out, spawn.ReadOnlyBind{Path: p, Dev: st.Dev, Ino: st.Ino})
 	}
 	// one protects dir/.git and what it leads to.
 	one := func(dir string) {
@@ -131,10 +125,10 @@ func gitEntries(scan, rw []string) (out []mountRoot, left string) {
 	}
 	// Parents first; an entry at or beneath another is covered by its
 	// recursive bind (a submodule's .git/modules/x).
-	slices.SortStableFunc(out, func(a, b mountRoot) int { return len(a.path) - len(b.path) })
-	var kept []mountRoot
+	slices.SortStableFunc(out, func(a, b spawn.ReadOnlyBind) int { return len(a.Path) - len(b.Path) })
+	var kept []spawn.ReadOnlyBind
 	for _, m := range out {
-		if !slices.ContainsFunc(kept, func(k mountRoot) bool { return pathWithin(m.path, k.path) }) {
+		if !slices.ContainsFunc(kept, func(k spawn.ReadOnlyBind) bool { return within(m.Path, k.Path) }) {
 			kept = append(kept, m)
 		}
 	}
@@ -193,42 +187,6 @@ func resolveGitPath(base, p string) string {
 	return r
 }
 
-// setReadOnlyBinds hands c the entries la_bind_readonly binds.
-func (c *cMountRoots) setReadOnlyBinds(list []mountRoot) {
-	if len(list) == 0 {
-		return
-	}
-	arr := (*C.struct_la_mount_root)(C.calloc(C.size_t(len(list)), C.size_t(unsafe.Sizeof(C.struct_la_mount_root{}))))
-	cb := unsafe.Slice(arr, len(list))
-	for i, m := range list {
-		cb[i].path = C.CString(m.path)
-		cb[i].dev, cb[i].ino = C.uint64_t(m.dev), C.uint64_t(m.ino)
-		c.roPaths = append(c.roPaths, m.path)
-	}
-	c.own.ro_binds, c.own.n_ro_binds = arr, C.int(len(list))
-}
-
-// freeReadOnlyBinds releases what setReadOnlyBinds allocated.
-func (c *cMountRoots) freeReadOnlyBinds() {
-	o := c.own
-	if n := int(o.n_ro_binds); n > 0 {
-		for _, b := range unsafe.Slice(o.ro_binds, n) {
-			C.free(unsafe.Pointer(b.path))
-		}
-		C.free(unsafe.Pointer(o.ro_binds))
-		o.ro_binds, o.n_ro_binds = nil, 0
-	}
-}
-
-// describeReadOnlyBind names failed read-only bind i (which, from
-// LA_RO_BIND_BASE on), or "".
-func (c *cMountRoots) describeReadOnlyBind(i int) string {
-	if i -= C.LA_RO_BIND_BASE; c == nil || i < 0 || i >= len(c.roPaths) {
-		return ""
-	}
-	return " (binding " + c.roPaths[i] + " read-only: the .git changed since the sandbox was made; make a new sandbox)"
-}
-
 // protectGit finds the .git entries to bind read-only at New (after the
 // mount roots are made) and returns Enforcement's notes on what is and
 // is not protected: never silent.
@@ -243,15 +201,15 @@ func (s *Sandbox) protectGit() []string {
 	if !s.pol.CaptureChanges || s.notify == notifyNone {
 		names = "new .git names NOT refused (no change capture in this sandbox: Policy.CaptureChanges)"
 	}
-	if s.mounts == nil || s.mountNS == mountNone {
+	if s.mounts == nil || s.mountNS == spawn.MountNone {
 		return append(notes, "git: existing .git entries are NOT protected (no private mount namespace to bind them read-only in); "+names)
 	}
 	scan := canonical(append([]string{s.pol.Workspace}, s.pol.ReadWritePaths...))
 	list, left := gitEntries(scan, s.rwRoots)
-	s.mounts.setReadOnlyBinds(list)
+	s.mounts.SetReadOnlyBinds(list)
 	what := make([]string, len(list))
 	for i, m := range list {
-		what[i] = m.path
+		what[i] = m.Path
 	}
 	switch {
 	case len(list) == 0:

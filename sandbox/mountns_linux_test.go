@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
 // TestMountNSMetadata: Landlock has no right for file metadata, so before
@@ -81,10 +83,10 @@ git init -q repo && cd repo && echo x > x && git add x && git -c user.email=a@b 
 
 // TestMountNSHeldByTheSupervisor: with a namespace per command, the
 // supervisor holds it while the command runs, so that its teardown is not
-// on the command's exit path (holdMountNS).
+// on the command's exit path (spawn.HoldMountNS).
 func TestMountNSHeldByTheSupervisor(t *testing.T) {
 	sb, _ := newTestSandbox(t, nil)
-	if sb.mountNS != mountChild {
+	if sb.mountNS != spawn.MountChild {
 		t.Skipf("mount namespace mode %d, not per command: nothing is held (would check the supervisor's reference)", sb.mountNS)
 	}
 	pr, pw := io.Pipe()
@@ -104,10 +106,10 @@ func TestMountNSHeldByTheSupervisor(t *testing.T) {
 
 // refusedMsg reports whether a coreutils error names a refusal (EROFS
 // from the read-only mount, or EPERM/EACCES).
-// absentInside: under a root skeleton (rootfs_linux.go) an ungranted path
+// absentInside: under a root skeleton (spawn's rootfs_linux.go) an ungranted path
 // does not exist inside at all, a stronger refusal than EACCES or EROFS.
 func absentInside(sb *Sandbox, msg string) bool {
-	return sb.mounts.rootSkeleton() >= 0 && (strings.Contains(msg, "No such file or directory") || msg == "ENOENT")
+	return sb.mounts.RootSkeleton() >= 0 && (strings.Contains(msg, "No such file or directory") || msg == "ENOENT")
 }
 
 func refusedMsg(s string) bool {

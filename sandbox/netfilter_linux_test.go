@@ -230,7 +230,7 @@ func TestEscapeUnixModes(t *testing.T) {
 			{abstract, "EPERM"},
 		} {
 			// Under a root skeleton a path outside the granted ones
-			// does not exist inside (ENOENT, rootfs_linux.go).
+			// does not exist inside (ENOENT, spawn's rootfs_linux.go).
 			if got, _ := e.probe(t, "unix-connect", tc.addr); got != tc.want && !(tc.want == "EACCES" && absentInside(e.sb, got)) {
 				t.Errorf("network %s: connect to %s: %q, want %s", mode, tc.addr, got, tc.want)
 			}

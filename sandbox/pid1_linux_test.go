@@ -8,7 +8,7 @@ import (
 )
 
 // TestPIDNamespaceInit: where the tree is a PID namespace, the command
-// runs under our init (init_linux.c), not as the namespace's PID 1, so it
+// runs under our init (internal/spawn/pidinit), not as the namespace's PID 1, so it
 // has the signal semantics it has everywhere else — each case here gives
 // the same result unconfined — while orphans still go to an init inside
 // the sandbox.

@@ -93,8 +93,11 @@ type Policy struct {
 	// itself.
 	DomainSources map[string]string
 	// OnNetwork, if set, is told of every connection the domain proxy
-	// decides (allowed or refused). It is called from the proxy's
-	// goroutines and must not block.
+	// decides (allowed or refused), and of each connect that a literal
+	// IP[:PORT] grant admitted around the proxy (rule "... (direct)",
+	// no byte counts: see doc.go, "Network by domain"). It is called
+	// from the proxy's and the notification server's goroutines and must
+	// not block.
 	OnNetwork func(NetworkEvent) `json:"-"`
 	// OnUnknownDomain, if set, is asked (DomainQuestion) about a host
 	// that neither AllowDomains nor DenyDomains names, while the proxy
@@ -150,7 +153,7 @@ func DefaultSystemPaths() []string {
 		// PseudoTerminalPaths).
 		"/dev/ptmx", "/dev/pts",
 		// A process's own /proc (on a /proc of the sandbox's own: see
-		// procfs_linux.go) and the host's global files named here.
+		// internal/spawn's procfs_linux.go) and the host's global files named here.
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }
@@ -171,7 +174,8 @@ func DefaultEnv() []string {
 	return []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "HOME", "USER", "LOGNAME", "TZ", "SHELL"}
 }
 
-// NetworkEvent is one connection decided by the domain proxy.
+// NetworkEvent is one connection decided by the domain proxy, or one
+// connect a literal IP[:PORT] grant admitted around it (Rule "... (direct)").
 type NetworkEvent struct {
 	Host      string // the name (or IP literal) the client asked for
 	Port      int

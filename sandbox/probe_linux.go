@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +33,7 @@ type hostInfo struct {
 
 var host = sync.OnceValue(probeHost)
 
-var rootUserNS = sync.OnceValue(func() error { return probeUserNS(0, 0) })
+var rootUserNS = sync.OnceValue(func() error { return spawn.ProbeUserNS(0, 0) })
 
 // Probe reports what this kernel and this user can enforce. It is computed
 // once per process (it creates and removes a test cgroup and a user
@@ -67,7 +68,7 @@ func probeHost() *hostInfo {
 		c.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 
-	if abi, err := landlockABI(); err == nil {
+	if abi, err := spawn.LandlockABI(); err == nil {
 		h.abi = abi
 	} else {
 		c.Notes = append(c.Notes, fmt.Sprintf("Landlock unavailable (%v): no file-system confinement", err))
@@ -94,7 +95,7 @@ func probeHost() *hostInfo {
 	// Root never needs a user namespace (and making one costs a clone):
 	// probe only for others; Probe() asks on its own.
 	if !h.root {
-		h.userns = probeUserNS(h.uid, h.gid)
+		h.userns = spawn.ProbeUserNS(h.uid, h.gid)
 		c.UserNamespaces = h.userns == nil
 		if h.userns != nil {
 			c.Notes = append(c.Notes, fmt.Sprintf("user namespaces unavailable to this user (%v): no PID namespace and no per-sandbox RLIMIT_NPROC", h.userns))

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
 // rootFixture is a workspace with a secret sibling: <parent>/ws and
@@ -71,10 +73,10 @@ func TestParentsListNamesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if sb.mountNS == mountNone {
+	if sb.mountNS == spawn.MountNone {
 		t.Skipf("no private mount namespace here (%v): would check that / is a skeleton of the granted paths", sb.Enforcement())
 	}
-	if sb.mounts.rootSkeleton() < 0 {
+	if sb.mounts.RootSkeleton() < 0 {
 		t.Fatalf("a mount namespace but no root skeleton: %v", sb.Enforcement().Notes)
 	}
 	// The temp dir's name in /tmp (TMPDIR may put it deeper).
@@ -122,7 +124,7 @@ print("python-ok", n > 0)
 		}
 	}
 	for _, absent := range []string{"root", "home", "boot", "srv", "var"} {
-		if slices.Contains(rootNames, absent) && !slices.ContainsFunc(sb.readable, func(p string) bool { return pathWithin(p, "/"+absent) }) {
+		if slices.Contains(rootNames, absent) && !slices.ContainsFunc(sb.readable, func(p string) bool { return within(p, "/"+absent) }) {
 			t.Errorf("/ lists %s, which nothing grants: %q", absent, rootNames)
 		}
 	}
@@ -133,7 +135,7 @@ print("python-ok", n > 0)
 		if n == "." || n == ".." || n == tmpdir {
 			continue
 		}
-		if !slices.ContainsFunc(sb.readable, func(p string) bool { return pathWithin(p, "/tmp/"+n) }) {
+		if !slices.ContainsFunc(sb.readable, func(p string) bool { return within(p, "/tmp/"+n) }) {
 			t.Errorf("/tmp lists %s, which nothing grants", n)
 		}
 	}
@@ -165,7 +167,7 @@ func TestOldRootUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if sb.mounts.rootSkeleton() < 0 {
+	if sb.mounts.RootSkeleton() < 0 {
 		t.Skipf("no root skeleton here (%v): would check that the host's root is unreachable", sb.Enforcement().Notes)
 	}
 	r := sh(t, sb, `
@@ -227,7 +229,7 @@ func TestRootSymlinksOnTheWay(t *testing.T) {
 		p.SystemPaths = append(DefaultSystemPaths(), filepath.Join(base, "no-such-dir"))
 	})
 	_ = ws
-	if sb.mounts.rootSkeleton() < 0 {
+	if sb.mounts.RootSkeleton() < 0 {
 		t.Skipf("no root skeleton here (%v): would check the symlinks on the way to granted paths", sb.Enforcement().Notes)
 	}
 	r := sh(t, sb, `b=`+base+`
@@ -268,7 +270,7 @@ func TestParentsUnlistableWithoutMountNS(t *testing.T) {
 	}) {
 		t.Errorf("no note says the parents cannot be listed: %v", sb.Enforcement().Notes)
 	}
-	if sb.mounts.rootSkeleton() >= 0 {
+	if sb.mounts.RootSkeleton() >= 0 {
 		t.Fatal("a root skeleton without a mount namespace")
 	}
 	r := sh(t, sb, "ls .. && echo listed", func(c *Command) { c.Dir = ws })
@@ -322,7 +324,7 @@ for p in sys.argv[1:]:
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if sb.mounts.rootSkeleton() < 0 {
+	if sb.mounts.RootSkeleton() < 0 {
 		t.Skipf("no root skeleton here (%v): the server resolves from the same root as the command", sb.Enforcement().Notes)
 	}
 	got := runConfined(t, sb, py, "-c", probe, "link/key", "link/none", "tows/s")

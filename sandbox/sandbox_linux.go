@@ -19,6 +19,12 @@ import (
 	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
+	// The PID-namespace init, imported explicitly (as runc's main imports
+	// libcontainer/nsenter): its C constructor must be in every program
+	// that links the sandbox, since that program is what a command's
+	// namespace re-executes as its init (Marker, below).
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn/pidinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,8 +71,8 @@ type Sandbox struct {
 	enf Enforcement
 	h   *hostInfo
 
-	pieces    *cPieces
-	rawPieces confinePieces // what a child loads itself
+	pieces    *spawn.CPieces
+	rawPieces spawn.Pieces // what a child loads itself
 	notify    notifyKind
 	// notifyCalls are the calls sent to the notification server (with
 	// notifyNet): NetSupervised, or ConnectOnly under unrestricted.
@@ -78,6 +84,10 @@ type Sandbox struct {
 	// per-thread notification server, so children load no program of
 	// their own.
 	threadNotifies bool
+	// threadBounding: the spawner threads empty their own capability
+	// bounding set, which children outside a new user namespace inherit
+	// (threadProgram.dropBounding), so theirs need no dropping.
+	threadBounding bool
 
 	cg     *cgroupManager
 	plan   cgroupPlan
@@ -87,25 +97,26 @@ type Sandbox struct {
 	newPID bool
 	pidMax string // per-namespace pid_max for newPID, or ""
 	// withInit: in a PID namespace the command runs under our init
-	// (init_linux.c), which gets initRlimits and applies initAS (RLIMIT_AS
+	// (pidinit), which gets initRlimits and applies initAS (RLIMIT_AS
 	// for the command, "-" for none) itself after its exec.
 	withInit    bool
 	initExe     string // this program, canonical (with withInit)
-	initRlimits []rlimit
+	initRlimits []spawn.Rlimit
 	initAS      string
 	newUser     bool
 	uidMap      string
 	gidMap      string
-	rlimits     []rlimit
+	rlimits     []spawn.Rlimit
 	tmpRoot     string // parent of per-command temp dirs; "" with Policy.TempDir
 	tmpMu       sync.Mutex
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (unix sockets, capture)
 	// mountNS: where the private read-only mount namespace is made
-	// (mountns_linux.go); mounts are its writable roots.
-	mountNS mountMode
-	mounts  *cMountRoots
+	// (spawn.MountMode); mounts are its writable roots and the sandbox's
+	// own instances.
+	mountNS spawn.MountMode
+	mounts  *spawn.Mounts
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -132,7 +143,7 @@ type Sandbox struct {
 	// captureChild is the child program with the change-capture calls
 	// (seccomp.WithCapture), for commands with BeforeChange; nil unless
 	// Policy.CaptureChanges.
-	captureChild *cProgram
+	captureChild *spawn.Program
 
 	mu      sync.Mutex
 	closed  bool
@@ -289,15 +300,15 @@ func New(p Policy) (*Sandbox, error) {
 
 	// File metadata (chmod, chown, utimensat), which Landlock does not
 	// govern: every mount read-only but the read-write roots, in a private
-	// mount namespace (mountns_linux.go). Unprivileged users need the user
+	// mount namespace (spawn.MountMode). Unprivileged users need the user
 	// namespace for it.
 	switch err := mountNSProbe(); {
 	case err != nil:
 		miss("read-only mounts outside the read-write roots, which stop chmod, chown and utimensat there (a private mount namespace: %v)", err)
 	default:
-		s.mountNS = mountChild
+		s.mountNS = spawn.MountChild
 		if h.root && s.pidMax == "" {
-			s.mountNS = mountThread
+			s.mountNS = spawn.MountThread
 		}
 		if !h.root {
 			s.newUser = true
@@ -368,7 +379,7 @@ func New(p Policy) (*Sandbox, error) {
 				filtersDone <- err
 				return
 			}
-			s.captureChild = newCProgram(bpf, true)
+			s.captureChild = spawn.NewProgram(bpf, true)
 		}
 		filtersDone <- nil
 	}()
@@ -407,21 +418,19 @@ func New(p Policy) (*Sandbox, error) {
 		s.workspaceReal = ws[0]
 	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
-	if s.mountNS != mountNone {
-		roots, whole, err := mountRootsFor(s.rwRoots)
+	if s.mountNS != spawn.MountNone {
+		mounts, whole, err := spawn.NewMounts(s.rwRoots)
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case whole:
-			s.mountNS = mountNone
+			s.mountNS = spawn.MountNone
 			s.enf.Notes = append(s.enf.Notes, "metadata: no read-only mounts (a read-write root is /)")
 		default:
-			if s.mounts, err = newCMountRoots(roots); err != nil {
-				return nil, err
-			}
+			s.mounts = mounts
 			where := "per command"
-			if s.mountNS == mountThread {
+			if s.mountNS == spawn.MountThread {
 				where = "per spawner thread"
 			}
 			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
@@ -429,19 +438,18 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	s.enf.Notes = append(s.enf.Notes, s.protectGit()...)
 	// Pseudo-terminals: only on a devpts of the sandbox's own, which every
-	// namespace above mounts over the host's (devpts_linux.go).
+	// namespace above mounts over the host's (spawn's devpts_linux.go).
 	wantPty := slices.ContainsFunc(q.SystemPaths, func(p string) bool { return devPty[p] })
-	switch fd, off := sandboxDevpts(s.mountNS, wantPty && h.abi > 0); {
-	case fd >= 0:
-		s.mounts.setDevpts(fd)
+	switch added, off := s.mounts.AddDevpts(h.user(), s.mountNS, wantPty && h.abi > 0); {
+	case added:
 		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: a devpts instance of the sandbox's own over /dev/pts (the host's terminals have no path inside)")
 	case off != "":
 		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: off ("+off+"; the host's /dev/pts holds the user's other terminals)")
 	}
 	// /proc/self and the rest of a process's own /proc: on a /proc of the
-	// sandbox's own (procfs_linux.go).
+	// sandbox's own (spawn's procfs_linux.go).
 	if wantsProc(q.SystemPaths) && h.abi > 0 {
-		if off := sandboxProc(s.mounts, s.mountNS, s.newPID, h.root, q.SystemPaths); off != "" {
+		if off := s.mounts.AddProc(h.user(), s.mountNS, s.newPID, procFiles(q.SystemPaths)); off != "" {
 			s.enf.Notes = append(s.enf.Notes, "/proc: the host's, with only its global files readable ("+off+")")
 		} else {
 			s.enf.Notes = append(s.enf.Notes, "/proc: the sandbox's own (the command's processes only, /proc/self readable; no /proc/sys or /proc/net)")
@@ -469,7 +477,7 @@ func New(p Policy) (*Sandbox, error) {
 			s.enf.Notes = append(s.enf.Notes, "PID namespace without an init: the command is PID 1 (its own executable could not be located)")
 		}
 	}
-	rp := confinePieces{RulesetFD: -1, LastCap: h.lastCap}
+	rp := spawn.Pieces{RulesetFD: -1, LastCap: h.lastCap}
 	// Landlock's TCP walls follow the policy's own mode: with domains
 	// under none the child never connects itself (the supervisor does), so
 	// every port stays refused to it.
@@ -481,32 +489,22 @@ func New(p Policy) (*Sandbox, error) {
 		attr := landlockHandled(h.abi, llMode)
 		rules := landlockRules(&q, tmp)
 		if initExe != "" {
-			rules = append(rules, llRule{initExe, llRO})
+			rules = append(rules, spawn.Rule{Path: initExe, Access: spawn.RO})
 		}
 		// The root: a skeleton of these grants, so that listing the
-		// workspace's parents shows their names only (rootfs_linux.go).
-		if off := s.sandboxRoot(rules); off != "" {
+		// workspace's parents shows their names only (spawn's
+		// rootfs_linux.go).
+		if off := s.mounts.AddRoot(h.user(), s.mountNS, rules); off != "" {
 			s.enf.Notes = append(s.enf.Notes, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed ("+off+")")
 		} else {
 			s.enf.Notes = append(s.enf.Notes, "listing: / is a skeleton of the granted paths (the workspace's parents list only granted names)")
 		}
-		if rp.RulesetFD, err = buildRuleset(h.abi, attr, rules); err != nil {
+		if rp.RulesetFD, err = spawn.BuildRuleset(attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		if fd := s.mounts.devpts(); fd >= 0 {
-			if err := addPtyRules(rp.RulesetFD, attr.Access_fs, fd); err != nil {
-				return nil, fmt.Errorf("sandbox: %w", err)
-			}
-		}
-		if fd := s.mounts.procSkeleton(); fd >= 0 {
-			if err := addProcRule(rp.RulesetFD, attr.Access_fs, fd); err != nil {
-				return nil, fmt.Errorf("sandbox: %w", err)
-			}
-		}
-		if fd := s.mounts.rootSkeleton(); fd >= 0 {
-			if err := addRootRule(rp.RulesetFD, attr.Access_fs, fd); err != nil {
-				return nil, fmt.Errorf("sandbox: %w", err)
-			}
+		// The rules of the sandbox's devpts, /proc and root, by fd.
+		if err := s.mounts.AddRules(rp.RulesetFD, attr.Access_fs); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
 	// The seccomp programs compiled (libseccomp, ~0.3 ms) while the temp
@@ -520,13 +518,21 @@ func New(p Policy) (*Sandbox, error) {
 	rp.DropBounding = h.setpcap || s.newUser
 	rp.LockSecurebits = rp.DropBounding
 	s.rawPieces = rp
-	s.pieces = newCPieces(rp)
+	// A child born outside a new user namespace inherits its spawner
+	// thread's credentials, bounding set included: with CAP_SETPCAP the
+	// thread empties its own once, and such children skip the step (the
+	// escape suite checks that they have none left). In a new user
+	// namespace the kernel gives the child a full set: it drops it.
+	s.threadBounding = h.setpcap && !s.newUser
+	cp := rp
+	cp.DropBounding = rp.DropBounding && !s.threadBounding
+	s.pieces = spawn.NewCPieces(cp)
 
 	if s.newUser {
 		s.uidMap = fmt.Sprintf("%d %d 1", h.uid, h.uid)
 		s.gidMap = fmt.Sprintf("%d %d 1", h.gid, h.gid)
 	}
-	s.rlimits = append(s.rlimits, rlimit{unix.RLIMIT_CORE, 0, 0})
+	s.rlimits = append(s.rlimits, spawn.Rlimit{Resource: unix.RLIMIT_CORE})
 	s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_FSIZE, uint64(q.Limits.FileBytes)))
 	if !plan.memLimit() {
 		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_AS, uint64(q.Limits.MemoryBytes)))
@@ -537,8 +543,8 @@ func New(p Policy) (*Sandbox, error) {
 	if initExe != "" {
 		s.withInit, s.initAS, s.initExe = true, "-", initExe
 		for _, rl := range s.rlimits {
-			if rl.resource == unix.RLIMIT_AS {
-				s.initAS = strconv.FormatUint(rl.cur, 10)
+			if rl.Resource == unix.RLIMIT_AS {
+				s.initAS = strconv.FormatUint(rl.Cur, 10)
 				continue
 			}
 			s.initRlimits = append(s.initRlimits, rl)
@@ -557,7 +563,7 @@ func New(p Policy) (*Sandbox, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		s.cg.releaseSlot(sl)
+		s.cg.releaseSlot(sl, false)
 	} else {
 		sp, err := s.acquireSpawner()
 		if err != nil {
@@ -596,11 +602,13 @@ func (s *Sandbox) acquireSpawner() (*spawner, error) {
 // child to name, no capture), resolving paths in the thread's mount
 // namespace.
 func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
-	var mounts *cMountRoots
-	if s.mountNS == mountThread {
+	var mounts *spawn.Mounts
+	if s.mountNS == spawn.MountThread {
 		mounts = s.mounts
 	}
-	return startSpawner(threadProgram{bpf: s.threadBPF, notifies: s.threadNotifies, mounts: mounts}, dirs,
+	prog := spawn.ThreadProgram{BPF: s.threadBPF, Notifies: s.threadNotifies, Mounts: mounts,
+		DropBounding: s.threadBounding, LastCap: s.h.lastCap}
+	return startSpawner(prog, dirs,
 		func(listener int, mountNS uint64) (func(), error) {
 			return netSupervisor(listener, -1, 0, s.serverOptions(nil, mountNS))
 		})
@@ -609,8 +617,8 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 // serverOptions configures the notification server of one command
 // (capt, its change capture, or nil) or of a spawner thread.
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
-	return notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
-		Proxy: s.proxyAddr(), OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.rootDevice()}
+	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
+		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice()})
 }
 
 func (s *Sandbox) releaseSpawner(sp *spawner) {
@@ -621,11 +629,11 @@ func (s *Sandbox) releaseSpawner(sp *spawner) {
 
 // lowered returns an rlimit of v, capped at the current hard limit (raising
 // a hard limit needs CAP_SYS_RESOURCE, and the point is to lower it).
-func lowered(h *hostInfo, res int, v uint64) rlimit {
+func lowered(h *hostInfo, res int, v uint64) spawn.Rlimit {
 	if hard, ok := h.rlimitHard[res]; ok && hard != unix.RLIM_INFINITY && v > hard {
 		v = hard
 	}
-	return rlimit{res, v, v}
+	return spawn.Rlimit{Resource: res, Cur: v, Max: v}
 }
 
 func canonical(ps []string) []string {
@@ -665,8 +673,9 @@ func (s *Sandbox) Enforcement() Enforcement {
 // programs (the child program carries the namespace rules and, when
 // ChildNotifies, the calls for a supervisor the caller must serve), and how
 // to drop capabilities. It is for a re-executed Go child that calls
-// la_confine (confine.h) from a cgo constructor before its runtime starts.
-func (s *Sandbox) confinement() (confinePieces, error) {
+// la_confine (spawn's confine.h) from a cgo constructor before its runtime
+// starts.
+func (s *Sandbox) confinement() (spawn.Pieces, error) {
 	p := s.rawPieces
 	if !s.h.seccomp {
 		return p, nil
@@ -721,12 +730,12 @@ func (s *Sandbox) release() error {
 		s.cg = nil
 	}
 	if s.pieces != nil {
-		s.pieces.free()
+		s.pieces.Free()
 		s.pieces = nil
 	}
-	s.mounts.free()
+	s.mounts.Free()
 	s.mounts = nil
-	s.captureChild.free()
+	s.captureChild.Free()
 	s.captureChild = nil
 	if s.rawPieces.RulesetFD >= 0 {
 		unix.Close(s.rawPieces.RulesetFD)
@@ -788,21 +797,41 @@ func (s *Sandbox) releaseTmp(d string) {
 		delete(s.tmpOwned, filepath.Base(d))
 		s.tmpMu.Unlock()
 	}
-	fi, err := os.Lstat(d)
-	if err != nil || !fi.IsDir() {
-		drop()
-		return
+	// Opened without following a symlink and only as a directory: one
+	// the command replaced is dropped, never followed. (A raw descriptor:
+	// os.Open would also try, and fail, to register it with the poller.)
+	open := func() (int, error) {
+		return unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
-	if fi.Mode().Perm() != 0o700 {
-		os.Chmod(d, 0o700)
+	fd, err := open()
+	if err == unix.EACCES {
+		// The command took our own access away (chmod 000; root is not
+		// stopped by it): a directory still, it gets its mode back, as
+		// any other mode below does, and is looked at again.
+		if fi, lerr := os.Lstat(d); lerr == nil && fi.IsDir() {
+			os.Chmod(d, 0o700)
+			fd, err = open()
+		}
 	}
-	f, err := os.Open(d)
 	if err != nil {
 		drop()
 		return
 	}
-	names, _ := f.Readdirnames(-1)
-	f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		unix.Close(fd)
+		drop()
+		return
+	}
+	if st.Mode&0o7777 != 0o700 {
+		unix.Fchmod(fd, 0o700)
+	}
+	names, err := dirNames(fd)
+	unix.Close(fd)
+	if err != nil {
+		drop()
+		return
+	}
 	for _, n := range names {
 		if root && s.isOwnedTmp(n) {
 			continue // another command's directory, not this one's leftovers
@@ -820,6 +849,25 @@ func (s *Sandbox) releaseTmp(d string) {
 	s.tmpMu.Unlock()
 	if full {
 		drop()
+	}
+}
+
+// dirNames lists the directory open at fd (but . and ..).
+func dirNames(fd int) ([]string, error) {
+	var names []string
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 }
 
@@ -846,24 +894,31 @@ func removeAll(dir string) error {
 
 // Run starts cmd and waits for its whole process tree to end.
 func (s *Sandbox) Run(ctx context.Context, cmd *Command) (*ExitStatus, error) {
-	p, err := s.Start(ctx, cmd)
+	p, err := s.start(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
+	// The caller waits here anyway: its goroutine does what Start's
+	// would, and no second goroutine has to be started and handed the
+	// end (a wake-up per command). Kill and Close reach the process
+	// through s.running as they do for Start.
+	p.run(ctx)
 	return p.Wait()
 }
 
 // Process is a running confined command.
 type Process struct {
-	s       *Sandbox
-	pid     int
-	pidfd   int
-	mntNS   int    // a reference to its mount namespace (holdMountNS), or -1
-	v2      *v2Set // v2 directory the tree lives in, or nil
-	slot    *slot  // v1 slot the tree lives in, or nil
-	tmpDir  string
-	start   time.Time
-	stopSup func()
+	s     *Sandbox
+	pid   int
+	pidfd int
+	mntNS int    // a reference to its mount namespace (spawn.HoldMountNS), or -1
+	v2    *v2Set // v2 directory the tree lives in, or nil
+	slot  *slot  // v1 slot the tree lives in, or nil
+	// slotEmpty: finishTree saw the slot without a process of the tree.
+	slotEmpty bool
+	tmpDir    string
+	start     time.Time
+	stopSup   func()
 	// foreign attributes third parties' writes (foreign_linux.go); nil
 	// without Command.ForeignChange or a privileged fanotify.
 	foreign *foreignWatch
@@ -903,6 +958,17 @@ func (p *Process) Kill() {
 // normal ExitStatus. When ctx ends, or Limits.WallTime passes, the whole tree
 // is killed and ExitStatus.TimedOut is set.
 func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
+	p, err := s.start(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	go p.run(ctx)
+	return p, nil
+}
+
+// start starts cmd; the caller must then call p.run, which waits for the
+// tree, reports and releases (Start: in a goroutine of its own).
+func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	if cmd == nil || cmd.Path == "" {
 		return nil, errors.New("sandbox: no command")
 	}
@@ -1018,16 +1084,16 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		return nil, err
 	}
 
-	req := &spawnRequest{
-		path: exe, argv: argv, envp: env, dir: dir, stdio: stdio,
-		cgroupDir: -1, cgroupProcs: -1, rlimits: s.rlimits,
-		newPID: s.newPID, newUser: s.newUser, uidMap: s.uidMap, gidMap: s.gidMap,
-		pidMax: s.pidMax, pieces: s.pieces, noClone3: s.sealed,
-		newNS: s.mountNS == mountChild, mounts: s.mounts,
+	req := &spawn.Request{
+		Path: exe, Argv: argv, Envp: env, Dir: dir, Stdio: stdio,
+		CgroupDir: -1, CgroupProcs: -1, Rlimits: s.rlimits,
+		NewPID: s.newPID, NewUser: s.newUser, UIDMap: s.uidMap, GIDMap: s.gidMap,
+		PidMax: s.pidMax, Pieces: s.pieces, NoClone3: s.sealed,
+		NewNS: s.mountNS == spawn.MountChild, Mounts: s.mounts,
 	}
 	if s.withInit {
 		// The namespace's first process is our init, which starts the
-		// command and reports on this pipe (init_linux.c).
+		// command and reports on this pipe (pidinit).
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
@@ -1035,8 +1101,8 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		childFiles = append(childFiles, w)
 		p.initStatus = bufio.NewReader(r)
 		p.initPipe = r
-		req.path, req.rlimits, req.initFD = "/proc/self/exe", s.initRlimits, int(w.Fd())
-		req.argv = append([]string{initMarker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
+		req.Path, req.Rlimits, req.InitFD = "/proc/self/exe", s.initRlimits, int(w.Fd())
+		req.Argv = append([]string{pidinit.Marker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
 	}
 	var capt *notify.Capture
 	if cmd.BeforeChange != nil || s.guardsGitNames() {
@@ -1046,16 +1112,16 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		// Before the spawn: the writer watch must be there before the
 		// command's first change.
 		if capt, p.foreign = s.newCapture(cmd); capt != nil {
-			req.child = s.captureChild
+			req.Child = s.captureChild
 		}
 	}
 	if s.plan.v2 {
 		if p.v2, err = s.cg.acquireV2(); err != nil {
 			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
 		}
-		req.cgroupDir, req.cgroupProcs = int(p.v2.dirFile.Fd()), int(p.v2.procs.Fd())
+		req.CgroupDir, req.CgroupProcs = int(p.v2.dirFile.Fd()), int(p.v2.procs.Fd())
 	}
-	var res spawnResult
+	var res spawn.Result
 	if s.plan.slots() {
 		// The slot's thread sits in the command's v1 cgroups: the child is
 		// born there. The slot stays with the command until its tree is
@@ -1075,9 +1141,9 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.pid, p.pidfd = res.pid, res.pidfd
-	if req.newNS {
-		p.mntNS = holdMountNS(p.pidfd)
+	p.pid, p.pidfd = res.Pid, res.Pidfd
+	if req.NewNS {
+		p.mntNS = spawn.HoldMountNS(p.pidfd)
 	}
 	for _, f := range childFiles {
 		f.Close()
@@ -1089,8 +1155,8 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 			p.killTree()
 			reapPidfd(p.pidfd)
 			p.finishTree()
-			if res.listener >= 0 {
-				unix.Close(res.listener)
+			if res.Listener >= 0 {
+				unix.Close(res.Listener)
 			}
 			return nil, err
 		}
@@ -1102,13 +1168,13 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 		id := p.identity()
 		p.foreign.start(id.has)
 	}
-	if res.listener >= 0 {
+	if res.Listener >= 0 {
 		var stop func()
 		switch s.notify {
 		case notifyNet:
-			stop, err = netSupervisor(res.listener, p.pidfd, p.pid, s.serverOptions(capt, s.commandMountNS(p.pid)))
+			stop, err = netSupervisor(res.Listener, p.pidfd, p.pid, s.serverOptions(capt, s.commandMountNS(p.pid)))
 		default:
-			unix.Close(res.listener)
+			unix.Close(res.Listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")
 		}
 		if err != nil {
@@ -1124,14 +1190,13 @@ func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	s.running[p] = struct{}{}
 	s.mu.Unlock()
 	ok = true
-	go p.run(ctx)
 	return p, nil
 }
 
 // commandEnv is a command's environment: the policy's, extra on top,
 // TMPDIR its temp dir, PATH without what it cannot read.
 func (s *Sandbox) commandEnv(extra []string, tmp string) []string {
-	env := FilterEnv(os.Environ(), s.pol.Env, extra)
+	env := filterEnv(os.LookupEnv, s.pol.Env, extra)
 	env = envSet(env, "TMPDIR", tmp)
 	if path, ok := envGet(env, "PATH"); ok {
 		env = envSet(env, "PATH", s.trimmedPATH(path))
@@ -1299,9 +1364,10 @@ func (p *Process) finishTree() {
 		}
 	case p.slot != nil && p.s.plan.v1Track:
 		self := p.s.cg.self
-		if !p.slot.empty(self) {
+		p.slotEmpty = p.slot.empty(self)
+		if !p.slotEmpty {
 			p.slot.kill(self)
-			p.slot.waitEmpty(self, 10*time.Second)
+			p.slotEmpty = p.slot.waitEmpty(self, 10*time.Second)
 		}
 	case p.s.newPID:
 		// PID 1 of the namespace has exited: the kernel killed the rest
@@ -1325,7 +1391,11 @@ func (p *Process) finishTree() {
 	}
 	// Every writer of the output pipes is dead, so the readers see EOF at
 	// once; the deadline is a safety net for the best-effort case, where a
-	// stray process may still hold a pipe.
+	// stray process may still hold a pipe. Without output pipes (nil
+	// writers) there is nothing to drain.
+	if len(p.outR) == 0 {
+		return
+	}
 	done := make(chan struct{})
 	go func() { p.outDone.Wait(); close(done) }()
 	select {
@@ -1391,7 +1461,7 @@ func (p *Process) cleanup() {
 		p.v2 = nil
 	}
 	if p.slot != nil {
-		p.s.cg.releaseSlot(p.slot)
+		p.s.cg.releaseSlot(p.slot, p.slotEmpty)
 		p.slot = nil
 	}
 	if p.pidfd >= 0 {
@@ -1403,7 +1473,7 @@ func (p *Process) cleanup() {
 		p.s.releaseTmp(p.tmpDir)
 		p.tmpDir = ""
 	}
-	releaseMountNS(p.mntNS)
+	spawn.ReleaseMountNS(p.mntNS)
 	p.mntNS = -1
 }
 
@@ -1453,9 +1523,7 @@ func (p *Process) initStarted(exe string) error {
 		return nil
 	case strings.HasPrefix(line, "E"):
 		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-		e := &SpawnError{Step: stepNames[stepExec], Errno: syscall.Errno(n)}
-		p.s.mounts.execError(exe, e)
-		return e
+		return spawnError(p.s.mounts.ExecError(exe, syscall.Errno(n)))
 	}
 	return fmt.Errorf("sandbox: the PID namespace's init said %q", line)
 }

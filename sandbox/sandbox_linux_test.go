@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
 // Every confined command runs in a child process, so these tests confine
@@ -399,7 +401,7 @@ func TestProbeAndEnforcement(t *testing.T) {
 	}
 	// The test machines have what the read-only mounts need (root, or
 	// user namespaces for uid 65534).
-	if !c.ReadOnlyMounts || sb.mountNS == mountNone {
+	if !c.ReadOnlyMounts || sb.mountNS == spawn.MountNone {
 		t.Errorf("read-only mounts: probe %v, sandbox mode %d", c.ReadOnlyMounts, sb.mountNS)
 	}
 }

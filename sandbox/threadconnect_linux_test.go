@@ -81,6 +81,9 @@ func TestMain(m *testing.M) {
 	if goCallerDir != "" {
 		os.RemoveAll(goCallerDir)
 	}
+	if probeDir != "" {
+		os.RemoveAll(probeDir)
+	}
 	os.Exit(code)
 }
 
@@ -532,7 +535,7 @@ func TestSealedThreadServesEveryCommand(t *testing.T) {
 		}
 		sb.spMu.Lock()
 		for _, sp := range sb.spAll {
-			if sp.stopSup == nil {
+			if !sp.t.Supervised() {
 				t.Errorf("network %s: a sealed spawner thread without its server", n)
 			}
 		}

@@ -24,6 +24,7 @@ var unprivilegedTests = []string{
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestPIDNamespaceInit", "TestMountNSMetadata", "TestMountNSHeldByTheSupervisor",
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestStaleTempDirsRemoved",
+	"TestTmpdirReusedAfterModeChanges", "TestTmpdirReplacedBySymlinkIsNotFollowed",
 	"TestPseudoTerminalUsableTIOCSTIStillRefused", "TestHostPseudoTerminalsUnreachable", "TestPseudoTerminalsOffWithoutMountNS", "TestProcSelfFiles",
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestServerResolvesRelativePathsInRoot", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 	"TestParentsListNamesOnly", "TestOldRootUnreachable", "TestRootSymlinksOnTheWay",

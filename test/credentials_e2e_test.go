@@ -86,7 +86,7 @@ func TestCredentialsUnreadableWithEveryProfile(t *testing.T) {
 	// And each profile on its own grants what sits next to them — which
 	// the check below makes sure is real — and none of them.
 	granted := map[string]string{
-		"rust":   ".cargo/registry/index",
+		"rust":   ".cargo/bin",
 		"node":   ".nvm/versions/node/v20.0.0/bin",
 		"python": ".pyenv/shims",
 		"go":     "go/bin",

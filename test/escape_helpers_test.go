@@ -593,7 +593,10 @@ func (tl *tokenListener) serve(t *testing.T, l net.Listener) {
 			if err != nil {
 				return
 			}
-			go func() {
+			// One connection at a time, in the order they came: a
+			// sentinel connection made after a run is recorded after
+			// anything the run got through (flush).
+			func() {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(5 * time.Second))
 				c.Write([]byte("hello\n"))

@@ -93,8 +93,9 @@ ln {{OUT}}/victim.txt hard-victim && echo pwned >> hard-victim && ok wrote throu
 		{name: "ptrace", setup: victim, script: `{{ESC}} ptrace {{PID}}`, needs: needEscapeTool, via: viaBoth, base: baseAny, unpriv: true},
 		{name: "kill", setup: victim, script: `kill -TERM {{PID}} && ok signalled a process outside`, via: viaBoth, base: baseAny, unpriv: true,
 			escaped: func(fx *fixture) string {
-				time.Sleep(100 * time.Millisecond)
-				if !fx.victim.alive() {
+				// No sleep: a SIGTERM that got through is pending or
+				// has killed the victim by the time the run has ended.
+				if fx.victim.terminated() {
 					return "the victim process outside the sandbox was killed"
 				}
 				return ""
@@ -162,8 +163,9 @@ env | grep -E '^(FOO_API_KEY|GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY|DB_PASSWORD|ANTH
 			},
 			escaped: func(fx *fixture) string {
 				most := fx.sampler.finish()
-				time.Sleep(300 * time.Millisecond)
-				left := len(processesMatching(func(c, _ string) bool { return strings.Contains(c, "3."+fx.vars["NUM"]) }))
+				// No sleep: what the sandbox killed as the run ended has
+				// SIGKILL pending or is gone (ending).
+				left := len(survivors("3." + fx.vars["NUM"]))
 				switch {
 				case left > 0:
 					return fmt.Sprintf("%d processes of the bomb outlived the sandbox", left)
@@ -214,11 +216,10 @@ print("SUCC" + "EEDED: allocated", len(a) * 16, "MiB")'`,
 for i in $(seq 100); do [ -s {{WS}}/heartbeat ] && break; sleep 0.05; done
 echo leaving`,
 			escaped: func(fx *fixture) string {
-				hb := filepath.Join(fx.ws, "heartbeat")
-				before := fileSize(hb)
-				time.Sleep(700 * time.Millisecond)
-				if after := fileSize(hb); before > 0 && after > before {
-					return fmt.Sprintf("the daemon's heartbeat went on after the run ended (%d -> %d bytes)", before, after)
+				// No sleep: the daemon (its command line names the
+				// heartbeat file) alive, and not killed, after the run.
+				if left := survivors(filepath.Join(fx.ws, "heartbeat")); len(left) > 0 {
+					return fmt.Sprintf("the daemon outlived the run (pids %v, still writing its heartbeat)", left)
 				}
 				return ""
 			},
@@ -410,7 +411,10 @@ func netAttacks(host, host6 string) []scenario {
 // sockets.
 func sawOn(where string) func(fx *fixture) string {
 	return func(fx *fixture) string {
-		time.Sleep(200 * time.Millisecond) // a datagram in flight
+		// A sentinel after the attack on each path, not a sleep.
+		if err := flush(where, fx); err != nil {
+			return "cannot tell: " + err.Error()
+		}
 		var got string
 		switch where {
 		case "loopback":

@@ -12,7 +12,7 @@
 //	lite-agent policy show [NAME] [--workspace DIR] [--json]
 //	                                     a preset as data (and what policy files add,
 //	                                     and whether the workspace's file is trusted)
-//	lite-agent policy trust [--workspace DIR]
+//	lite-agent policy trust [--workspace DIR] [FILE]
 //	                                     show the workspace's policy file (path, size,
 //	                                     SHA-256, what it loosens) and trust this version
 //	lite-agent policy untrust [--workspace DIR]

@@ -36,20 +36,9 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 	cfg.MCPConnectTimeout = f.mcpTimeout
 	cfg.MaxBudgetTokens = f.maxBudgetTokens
 	if f.mcpConfig != "" {
-		data, inWorkspace, err := jsonArgFrom("--mcp-config", f.mcpConfig, f.workspace)
+		c, err := loadMCPConfig(f.mcpConfig, f.workspace)
 		if err != nil {
 			return err
-		}
-		c, err := mcp.ParseConfig(data)
-		if err != nil {
-			return failf("--mcp-config %s: %v", argName(f.mcpConfig), err)
-		}
-		for name, sc := range c.Servers {
-			// A .mcp.json in the workspace may be the agent's: under a
-			// preset that does not trust the workspace it may not widen
-			// its servers' sandboxes (mcp.ServerConfig.FromWorkspace).
-			sc.FromWorkspace = inWorkspace
-			c.Servers[name] = sc
 		}
 		cfg.MCPServers = c.Servers
 	}
@@ -81,6 +70,29 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 	return nil
 }
 
+// loadMCPConfig reads --mcp-config: inline JSON (the user's own), or a
+// file through mcp.LoadConfigIn, which marks a file found in the
+// workspace as the agent may have written it (mcp.ServerConfig.
+// FromWorkspace, with its path and digest for the trust check in local).
+func loadMCPConfig(v, workspace string) (*mcp.Config, error) {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		c, err := mcp.ParseConfig([]byte(v))
+		if err != nil {
+			return nil, failf("--mcp-config %s: %v", argName(v), err)
+		}
+		return c, nil
+	}
+	if workspace == "" {
+		// The CLI's default workspace is the current directory.
+		workspace = "."
+	}
+	c, err := mcp.LoadConfigIn(v, workspace)
+	if err != nil {
+		return nil, failf("--mcp-config: %v", err)
+	}
+	return c, nil
+}
+
 // jsonArg returns a flag's JSON: the value itself when it starts with '{',
 // otherwise the content of the file it names. Such a file is often in the
 // workspace (a .mcp.json next to the code), where the agent's bash of an
@@ -89,25 +101,18 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 // beneath the workspace with no symlinks followed, without blocking, a
 // regular file of at most 1 MiB — else an error naming the file.
 func jsonArg(flagName, v, workspace string) ([]byte, error) {
-	data, _, err := jsonArgFrom(flagName, v, workspace)
-	return data, err
-}
-
-// jsonArgFrom is jsonArg that also says whether the file lay in the
-// workspace (inline JSON is the user's own).
-func jsonArgFrom(flagName, v, workspace string) ([]byte, bool, error) {
 	if strings.HasPrefix(strings.TrimSpace(v), "{") {
-		return []byte(v), false, nil
+		return []byte(v), nil
 	}
 	if workspace == "" {
 		// The CLI's default workspace is the current directory.
 		workspace = "."
 	}
-	data, inWorkspace, err := safefile.ReadUserFileFrom(v, workspace, safefile.DefaultLimit)
+	data, err := safefile.ReadUserFile(v, workspace, safefile.DefaultLimit)
 	if err != nil {
-		return nil, false, failf("%s: %v", flagName, err)
+		return nil, failf("%s: %v", flagName, err)
 	}
-	return data, inWorkspace, nil
+	return data, nil
 }
 
 // argName names a flag's value in messages: the file, or "(inline JSON)".

@@ -26,7 +26,7 @@ func TestRunExtrasFlagErrors(t *testing.T) {
 		{"negative budget", []string{"--max-budget-tokens", "-5"}, 2, "--max-budget-tokens must not be negative"},
 		{"negative timeout", []string{"--mcp-connect-timeout", "-1s"}, 2, "--mcp-connect-timeout must not be negative"},
 		{"mcp config missing", []string{"--mcp-config", "/nonexistent/mcp.json"}, 1, "--mcp-config: open /nonexistent/mcp.json"},
-		{"mcp config bad JSON", []string{"--mcp-config", badJSON}, 1, "--mcp-config " + badJSON},
+		{"mcp config bad JSON", []string{"--mcp-config", badJSON}, 1, "--mcp-config: " + badJSON},
 		{"mcp config bad server", []string{"--mcp-config", `{"mcpServers": {"x": {"type": "ftp"}}}`}, 1, `unknown type "ftp"`},
 		{"agents misspelt key", []string{"--agents", `{"a": {"description": "d", "prompt": "p", "tool": ["bash"]}}`}, 1, `unknown field "tool"`},
 		{"agents empty", []string{"--agents", `{}`}, 1, "no agent is defined"},

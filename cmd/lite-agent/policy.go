@@ -7,17 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/local"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
 )
 
 const policyUsage = `usage: lite-agent policy show [NAME] [--workspace DIR] [--json]
-       lite-agent policy trust [--workspace DIR]
-       lite-agent policy untrust [--workspace DIR]`
+       lite-agent policy trust [--workspace DIR] [FILE]
+       lite-agent policy untrust [--workspace DIR] [FILE]`
 
 // cmdPolicy is `lite-agent policy show [NAME] [--workspace DIR] [--json]`:
 // a preset as data, and with --workspace the policy that preset and the
@@ -179,18 +182,21 @@ func printWorkspaceTrust(w io.Writer, preset policies.Preset, pol *policies.Poli
 	fmt.Fprintf(w, "workspace policy file  %s\n", state)
 }
 
-// cmdPolicyTrust is `lite-agent policy trust|untrust [--workspace DIR]`.
-// trust shows the workspace's policy file — path, size, SHA-256 and what
-// it may loosen — and records that version in the trust store; only then
-// may it loosen the policy under standard or permissive. untrust removes
-// the record. The store is outside every workspace, where the sandbox of
-// commands cannot write, so the agent cannot trust a file for itself.
+// cmdPolicyTrust is `lite-agent policy trust|untrust [--workspace DIR]
+// [FILE]`. trust shows the workspace's policy file — or FILE, another
+// file of the workspace such as the .mcp.json given to --mcp-config —
+// with its path, size, SHA-256 and what it may loosen, and records that
+// version in the trust store; only then may it loosen the policy (or
+// widen its MCP servers' sandboxes) under standard or permissive.
+// untrust removes the record. The store is outside every workspace, where
+// the sandbox of commands cannot write, so the agent cannot trust a file
+// for itself.
 func cmdPolicyTrust(verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("policy "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workspace := fs.String("workspace", "", "the workspace (default: the current directory)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lite-agent policy %s [--workspace DIR]\n", verb)
+		fmt.Fprintf(stderr, "usage: lite-agent policy %s [--workspace DIR] [FILE]\n(FILE: a file of the workspace other than its policy file, e.g. .mcp.json)\n", verb)
 		fs.PrintDefaults()
 	}
 	positional, err := parseInterleaved(fs, args)
@@ -200,8 +206,8 @@ func cmdPolicyTrust(verb string, args []string, stdout, stderr io.Writer) error 
 		}
 		return &exitError{code: 2}
 	}
-	if len(positional) > 0 {
-		return usageErrorf("policy %s takes no arguments, not %q (the workspace is --workspace DIR)", verb, strings.Join(positional, " "))
+	if len(positional) > 1 {
+		return usageErrorf("policy %s takes at most one file, not %q (the workspace is --workspace DIR)", verb, strings.Join(positional, " "))
 	}
 	ws := *workspace
 	if ws == "" {
@@ -211,6 +217,9 @@ func cmdPolicyTrust(verb string, args []string, stdout, stderr io.Writer) error 
 	}
 	if ws, err = filepath.Abs(ws); err != nil {
 		return failf("%v", err)
+	}
+	if len(positional) == 1 {
+		return trustOtherFile(verb, ws, positional[0], stdout)
 	}
 	if verb == "untrust" {
 		had, err := policies.Untrust("", ws)
@@ -236,6 +245,88 @@ func cmdPolicyTrust(verb string, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "trusted in this version (%s); a change to the file untrusts it\n", esc(rec))
 	return nil
+}
+
+// trustOtherFile is `policy trust|untrust FILE`: a file of the workspace
+// that is not its policy file — today the MCP configurations given to
+// --mcp-config. It is read as --mcp-config reads it (mcp.LoadConfigIn:
+// beneath the workspace, no symlink followed, a regular file within the
+// cap), so the version hashed is the version loaded; what its servers
+// declare is shown first, escaped (the agent may have written it).
+func trustOtherFile(verb, ws, file string, stdout io.Writer) error {
+	if verb == "untrust" {
+		rel, err := relInWorkspace(ws, file)
+		if err != nil {
+			return failf("%v", err)
+		}
+		had, err := policies.UntrustFile("", ws, rel)
+		if err != nil {
+			return failf("removing the trust record: %v", err)
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", esc(file), yesNo(had, "no longer trusted", "was not trusted"))
+		return nil
+	}
+	c, err := mcp.LoadConfigIn(file, ws)
+	if err != nil {
+		return failf("%s: %v (only an MCP configuration, such as .mcp.json, is trusted this way; the policy file is trusted without FILE)", esc(file), err)
+	}
+	var rel string
+	var digest [32]byte
+	for _, sc := range c.Servers {
+		rel, digest = sc.WorkspaceFile, sc.WorkspaceDigest
+	}
+	if rel == "" {
+		if len(c.Servers) > 0 {
+			return failf("%s is not in the workspace %s: a file outside it is yours already and needs no trust", esc(file), esc(ws))
+		}
+		return failf("%s defines no MCP server: nothing to trust", esc(file))
+	}
+	if filepath.Join(ws, rel) == policies.WorkspaceFile(ws) {
+		return failf("%s is the workspace's policy file: trust it with `lite-agent policy trust` (no FILE)", esc(file))
+	}
+	fmt.Fprintf(stdout, "file    %s\nsha256  %s\n", esc(filepath.Join(ws, rel)), hex.EncodeToString(digest[:]))
+	fmt.Fprintln(stdout, "once trusted, under standard and permissive its servers may have more than the agent's own commands:")
+	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
+		sc := c.Servers[name]
+		sec := sc.Security()
+		what := sc.URL
+		if sc.Command != "" {
+			what = strings.Join(append([]string{sc.Command}, sc.Args...), " ")
+		}
+		fmt.Fprintf(stdout, "  %s: %s (network %s, filesystem %s", esc(name), esc(what), esc(string(sec.Network)), esc(string(sec.Filesystem)))
+		if len(sc.ReadOnlyPaths) > 0 {
+			fmt.Fprintf(stdout, ", reads %s", esc(strings.Join(sc.ReadOnlyPaths, ", ")))
+		}
+		if len(sc.EnvRefs) > 0 {
+			fmt.Fprintf(stdout, ", environment %s", esc(strings.Join(sc.EnvRefs, ", ")))
+		}
+		fmt.Fprintln(stdout, ")")
+	}
+	rec, err := policies.TrustFile("", ws, rel, digest)
+	if err != nil {
+		return failf("%v", err)
+	}
+	fmt.Fprintf(stdout, "trusted in this version (%s); a change to the file untrusts it\n", esc(rec))
+	return nil
+}
+
+// relInWorkspace is file's path beneath ws, lexically (for untrust, where
+// the file may be gone), through ws's real path too.
+func relInWorkspace(ws, file string) (string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", err
+	}
+	bases := []string{ws}
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		bases = append(bases, real)
+	}
+	for _, b := range bases {
+		if rel, err := filepath.Rel(b, abs); err == nil && filepath.IsLocal(rel) {
+			return rel, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not in the workspace %s", file, ws)
 }
 
 // printLoosens lists what a trusted workspace file may loosen: its allow

@@ -58,7 +58,15 @@ func TestPolicyTrustCommand(t *testing.T) {
 	if code, _, errs := run("policy", "trust", "--workspace", t.TempDir()); code != 1 || !strings.Contains(errs, "nothing to trust") {
 		t.Errorf("trust with no file: exit %d: %s", code, errs)
 	}
-	if code, _, _ := run("policy", "trust", "extra"); code != 2 {
-		t.Errorf("trust with an argument: exit %d", code)
+	if code, _, _ := run("policy", "trust", "one", "two"); code != 2 {
+		t.Errorf("trust with two arguments: exit %d", code)
+	}
+	if code, _, errs := run("policy", "trust", "--workspace", ws, filepath.Join(ws, "missing.json")); code != 1 || !strings.Contains(errs, "only an MCP configuration") {
+		t.Errorf("trust of a missing file: exit %d: %s", code, errs)
+	}
+	outside := filepath.Join(t.TempDir(), "mcp.json")
+	os.WriteFile(outside, []byte(`{"mcpServers": {"x": {"command": "true"}}}`), 0o644)
+	if code, _, errs := run("policy", "trust", "--workspace", ws, outside); code != 1 || !strings.Contains(errs, "is not in the workspace") {
+		t.Errorf("trust of a file outside the workspace: exit %d: %s", code, errs)
 	}
 }

@@ -31,6 +31,16 @@
 // resolves to 127.0.0.1 (DNS rebinding) is refused, and the answer cannot
 // change between the check and the connection.
 //
+// Rules.Direct is the same lookup for a connection that does not come
+// through the proxy: a confined command going straight to a literal
+// address, as a client does for a loopback mirror (NO_PROXY names
+// loopback; Go never proxies it). Only a literal IP or IP:PORT allow
+// entry admits it, deny entries win, nobody is asked and session answers
+// do not count (the connection is a system call held in the kernel,
+// where no 403 can explain a refusal). The sandbox hands it to its
+// notification server, which performs the connect itself; a name grant
+// never admits a direct connection.
+//
 // Plain HTTP is decided per request, so a second request on a kept-alive
 // connection to another host is checked (and a new upstream dialled); a
 // Host header that differs from the URL's host is refused, since a server

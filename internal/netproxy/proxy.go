@@ -61,6 +61,10 @@ func (p *Proxy) Addr() netip.AddrPort {
 	return p.ln.Addr().(*net.TCPAddr).AddrPort()
 }
 
+// Rules are the proxy's decision (what Start was given), for the checks
+// made around it (Rules.Direct).
+func (p *Proxy) Rules() *Rules { return p.rules }
+
 // URL is the proxy as HTTP_PROXY wants it.
 func (p *Proxy) URL() string { return "http://" + p.Addr().String() }
 

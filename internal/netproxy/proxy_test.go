@@ -124,6 +124,65 @@ func TestRulesCheck(t *testing.T) {
 	}
 }
 
+// TestRulesDirect: a connection around the proxy is admitted only by a
+// literal IP or IP:PORT allow entry (an IP alone: every port), never by a
+// name (not even one that resolves to the address) or an earlier answer,
+// and a deny entry wins as it does in Check.
+func TestRulesDirect(t *testing.T) {
+	asked := false
+	r, err := NewRules(Options{
+		Allow: []Grant{
+			{Pattern: "127.0.0.1:8080", Source: "--allow-domain 127.0.0.1:8080"},
+			{Pattern: "10.1.2.3"}, {Pattern: "[::1]:9000"}, {Pattern: "10.9.9.9"},
+			{Pattern: "local.example"}, {Pattern: "*.example.com"},
+		},
+		Deny: []Grant{{Pattern: "10.1.2.3:22", Source: "policy.toml:4"}, {Pattern: "10.9.9.9"}},
+		Resolve: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
+		},
+		Ask: func(context.Context, Question) (Answer, error) {
+			asked = true
+			return AllowSession, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ap   string
+		ok   bool
+		rule string
+	}{
+		{"127.0.0.1:8080", true, "--allow-domain 127.0.0.1:8080"},
+		{"[::ffff:127.0.0.1]:8080", true, "--allow-domain 127.0.0.1:8080"}, // v4-mapped: the same address
+		{"127.0.0.1:8081", false, ""},
+		{"10.1.2.3:443", true, "10.1.2.3"}, // an IP without a port: every port
+		{"10.1.2.3:22", false, ""},         // ... but the deny entry wins
+		{"10.9.9.9:80", false, ""},         // denied whole
+		{"[::1]:9000", true, "[::1]:9000"},
+		{"[::1%lo]:9000", true, "[::1]:9000"}, // a zone does not change the address
+		{"[::1]:9001", false, ""},
+		{"127.0.0.2:80", false, ""}, // what local.example resolves to: a name never admits
+		{"127.0.0.1:0", false, ""},
+	} {
+		rule, ok := r.Direct(netip.MustParseAddrPort(tc.ap))
+		if ok != tc.ok || rule != tc.rule {
+			t.Errorf("Direct(%s) = %q, %v; want %q, %v", tc.ap, rule, ok, tc.rule, tc.ok)
+		}
+	}
+	if asked {
+		t.Error("Direct asked about an address")
+	}
+	// A session answer given through the proxy does not admit a direct
+	// connection: only a configured grant does.
+	if d, _ := r.Check(context.Background(), "127.0.0.3", 80); !d.Allow {
+		t.Fatalf("the asker's session answer: %+v", d)
+	}
+	if _, ok := r.Direct(netip.MustParseAddrPort("127.0.0.3:80")); ok {
+		t.Error("a session answer admitted a direct connection")
+	}
+}
+
 func TestNewRulesRefusesBadPatterns(t *testing.T) {
 	for _, p := range []string{"", "*", "*.", "01.2.3.4", "2130706433", "0x7f000001", "exa*mple.com", "a..b", "example.com:0", "example.com:http", "1.2.3.4:0", "ex ample.com", "*.*.example.com"} {
 		if _, err := NewRules(Options{Allow: []Grant{{Pattern: p}}}); err == nil {

@@ -239,17 +239,9 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 	if !valid {
 		return r.refuse(host, port, "", fmt.Sprintf("%q is not a host name", host))
 	}
-	for _, x := range r.deny {
-		if x.matches(h, ip, port) {
-			return r.refuse(h, port, x.g.Source, fmt.Sprintf("%s is denied by %q", h, x.g.Source))
-		}
-	}
-	var grant *rule
-	for i := range r.allow {
-		if r.allow[i].matches(h, ip, port) {
-			grant = &r.allow[i]
-			break
-		}
+	deny, grant := r.lookup(h, ip, port)
+	if deny != nil {
+		return r.refuse(h, port, deny.g.Source, fmt.Sprintf("%s is denied by %q", h, deny.g.Source))
 	}
 	if grant == nil && r.asking != nil {
 		var d Decision
@@ -284,6 +276,48 @@ func (r *Rules) Check(ctx context.Context, host string, port int) (Decision, err
 		return Decision{Rule: grant.g.Source}, fmt.Errorf("resolving %s: no addresses", h)
 	}
 	return Decision{Allow: true, Rule: grant.g.Source, Addrs: ok}, nil
+}
+
+// lookup is the grants' part of every decision (Check, Direct): the
+// first deny entry that covers the host and port (it wins), else the
+// first allow entry, else neither.
+func (r *Rules) lookup(h string, ip netip.Addr, port int) (deny, grant *rule) {
+	for i := range r.deny {
+		if r.deny[i].matches(h, ip, port) {
+			return &r.deny[i], nil
+		}
+	}
+	for i := range r.allow {
+		if r.allow[i].matches(h, ip, port) {
+			return nil, &r.allow[i]
+		}
+	}
+	return nil, nil
+}
+
+// Direct decides a connection that a confined command makes itself, not
+// through the proxy, to the literal address ap: what a client does for a
+// loopback registry mirror (NO_PROXY names loopback, and Go's net/http
+// never proxies it). It admits ap only under a literal IP or IP:PORT
+// allow entry (an IP without a port covers every port), and no deny
+// entry may cover it — the lookup Check makes for an IP literal, so a
+// grant reaches the same addresses through the proxy and around it. A
+// name grant never admits a direct connection: the name would have to be
+// resolved inside the sandbox, where nothing resolves, and its answer is
+// checked for rebinding only by the proxy. Nobody is asked and session
+// answers do not count: the connection is a system call held in the
+// kernel, and a question belongs to the proxy, where the 403 explains a
+// refusal. rule is the grant's Source, for the event.
+func (r *Rules) Direct(ap netip.AddrPort) (rule string, ok bool) {
+	ip := ap.Addr().Unmap().WithZone("")
+	if !ip.IsValid() || ap.Port() == 0 {
+		return "", false
+	}
+	deny, grant := r.lookup(ip.String(), ip, int(ap.Port()))
+	if deny != nil || grant == nil || !grant.ip.IsValid() {
+		return "", false
+	}
+	return grant.g.Source, true
 }
 
 // ask decides a host no entry names by an earlier answer of this session

@@ -183,23 +183,25 @@ func ReadUserFile(path, workspace string, limit int64) ([]byte, error) {
 // ReadUserFileFrom is ReadUserFile that also says whether the file lay in
 // the workspace — whether an agent could have written it — so that the
 // caller can trust it less (an MCP configuration there may not widen a
-// server's sandbox under a strict preset).
-func ReadUserFileFrom(path, workspace string, limit int64) (data []byte, inWorkspace bool, err error) {
+// server's sandbox unless the user trusted that version of it): rel is
+// its path beneath the workspace (the key of a trust record), or "" for
+// a file outside it.
+func ReadUserFileFrom(path, workspace string, limit int64) (data []byte, rel string, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, false, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, "", &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	if workspace != "" {
 		ws, err := filepath.Abs(workspace)
 		if err == nil {
 			if rel, ok := beneath(ws, abs); ok {
 				data, err = ReadFileBeneath(ws, rel, limit)
-				return data, true, err
+				return data, rel, err
 			}
 			if rws, err := filepath.EvalSymlinks(ws); err == nil {
 				if rel, ok := beneath(rws, abs); ok {
 					data, err = ReadFileBeneath(rws, rel, limit)
-					return data, true, err
+					return data, rel, err
 				}
 			}
 		}
@@ -220,30 +222,30 @@ func ReadUserFileFrom(path, workspace string, limit int64) (data []byte, inWorks
 				rest := filepath.Join(parts[i:]...)
 				if prefix == rws {
 					data, err = ReadFileBeneath(rws, rest, limit)
-					return data, true, err
+					return data, rest, err
 				}
 				if rel, ok := beneath(rws, prefix); ok {
 					data, err = ReadFileBeneath(rws, filepath.Join(rel, rest), limit)
-					return data, true, err
+					return data, filepath.Join(rel, rest), err
 				}
 			}
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, false, openError(path, err)
+		return nil, "", openError(path, err)
 	}
 	if workspace != "" {
 		// The last component is the user's link into the workspace.
 		if rws, err := filepath.EvalSymlinks(workspace); err == nil {
 			if rel, ok := beneath(rws, real); ok {
 				data, err = ReadFileBeneath(rws, rel, limit)
-				return data, true, err
+				return data, rel, err
 			}
 		}
 	}
 	data, err = ReadFile(real, limit)
-	return data, false, err
+	return data, "", err
 }
 
 // beneath returns p relative to dir when p is strictly inside dir

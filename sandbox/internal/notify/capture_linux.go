@@ -135,7 +135,7 @@ type Capture struct {
 	// call is served.
 	mountNS uint64
 	// rootDev is the device of the sandbox's root skeleton, or 0
-	// (skeletonPath; sandbox/rootfs_linux.go).
+	// (skeletonPath; sandbox/internal/spawn/rootfs_linux.go).
 	rootDev uint64
 	// cred runs the emulated calls with the command's credentials, from
 	// its first call on (credErr: they could not be taken); cr are those

@@ -39,7 +39,9 @@
 //   - Start(listenerFD, pidfd, pid, Options) (stop, error): serve one
 //     listener. Options.Mode (ModeNone ... ModeUnrestricted), Options.Unix
 //     (the AF_UNIX rule: UnixPathsUnder), Options.Proxy (the domain
-//     proxy's address), Options.OwnPorts (the loopback addresses a
+//     proxy's address), Options.DirectGrant and OnDirect (the literal
+//     IP[:PORT] grants admitted without the proxy, and their report),
+//     Options.OwnPorts (the loopback addresses a
 //     sandbox's commands bound, a PortSet), Options.MountNS,
 //     Options.RootDev (the sandbox's root skeleton) and Options.Capture.
 //   - NewCapture(CaptureOptions): one command's change capture, with its
@@ -141,9 +143,12 @@
 // which would expose a listener on every interface, is bound to loopback
 // instead (loopbackForWildcard), and listen on a socket that was never
 // bound binds it to loopback first (the kernel would bind the wildcard).
-// The domain proxy's address, and in mode none the loopback addresses
-// the tree bound (the whole socket type, address and port), are allowed
-// too (ownports_linux.go). A socket that carries IPv4 source routing
+// The domain proxy's address, the addresses Options.DirectGrant admits
+// (the literal IP[:PORT] grants; no name ever reaches it), and in mode
+// none the loopback addresses the tree bound (the whole socket type,
+// address and port), are allowed too — one rule for connect and send,
+// judgeDestination, after which another sandbox's live proxy is refused
+// whatever admitted it (ownports_linux.go). A socket that carries IPv4 source routing
 // (IP_OPTIONS LSRR/SSRR) or an IPv6 routing header (IPV6_RTHDR) is refused
 // for connect and send with an address: the packet would go to the route's
 // first hop. Ancillary data on inet sockets is allowed from a short list

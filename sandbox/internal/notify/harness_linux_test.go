@@ -786,6 +786,9 @@ type netChildConfig struct {
 	Filter string // "libseccomp" (default), "waitkill", "none"
 	Dir    string // working directory of the child
 	Umask  string // octal
+	// DirectGrant and OnDirect are Options'.
+	DirectGrant func(netip.AddrPort) (string, bool)
+	OnDirect    func(netip.AddrPort, string)
 }
 
 // startNetChild starts a child under the notify filter and supervises it.
@@ -825,7 +828,8 @@ func startNetChild(t testing.TB, cfg netChildConfig) *netChild {
 		if err != nil {
 			t.Fatalf("pidfd_getfd: %v", err)
 		}
-		c.sup, err = startNetSupervisor(lfd, c.pidfd, c.pid, Options{Mode: cfg.Mode, Unix: cfg.Unix, Logf: c.logf})
+		c.sup, err = startNetSupervisor(lfd, c.pidfd, c.pid, Options{Mode: cfg.Mode, Unix: cfg.Unix, Logf: c.logf,
+			DirectGrant: cfg.DirectGrant, OnDirect: cfg.OnDirect})
 		if err != nil {
 			t.Fatalf("startNetSupervisor: %v", err)
 		}

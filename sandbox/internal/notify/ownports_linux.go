@@ -11,10 +11,11 @@ import (
 )
 
 // What the network supervisor admits beyond its mode's ranges: the domain
-// proxy's one address, and — in mode none — the loopback ports the
-// command's own tree has bound (so a test can start a server and talk to
-// it without reaching anything else on the machine's loopback). And where
-// a wildcard bind goes instead of being refused.
+// proxy's one address, the literal IP[:PORT] grants (Options.DirectGrant),
+// and — in mode none — the loopback ports the command's own tree has
+// bound (so a test can start a server and talk to it without reaching
+// anything else on the machine's loopback). And where a wildcard bind
+// goes instead of being refused.
 //
 // Every function works on the supervisor's validated copy of the address,
 // as in addr_linux.go; the supervisor then performs the call with
@@ -22,21 +23,58 @@ import (
 
 // extraDestination says whether an address the mode refuses is still
 // allowed to a socket of type typ (SOCK_STREAM, SOCK_DGRAM): the proxy
-// (exact address and port), or in mode none an address the tree's own
-// socket of the same type is bound to. ok is false when sa is not an
-// AF_INET/AF_INET6 address with a port.
-func (s *netSupervisorRun) extraDestination(sa []byte, typ int) bool {
+// (exact address and port), a direct grant, or in mode none an address
+// the tree's own socket of the same type is bound to. grant is the
+// direct grant's source when that is what admitted it ("" otherwise), for
+// the event. ok is false when sa is not an AF_INET/AF_INET6 address with
+// a port.
+func (s *netSupervisorRun) extraDestination(sa []byte, typ int) (grant string, ok bool) {
 	ap, ok := sockaddrAddrPort(sa)
 	if !ok {
-		return false
+		return "", false
 	}
 	if p := s.opts.Proxy; p.IsValid() && ap.Addr() == p.Addr().Unmap() && ap.Port() == p.Port() {
-		return true
+		return "", true
 	}
-	if s.opts.Mode == ModeNone && ap.Addr().IsLoopback() {
-		return s.ports().has(ownAddr{typ, ap})
+	if s.opts.Mode == ModeNone && ap.Addr().IsLoopback() && s.ports().has(ownAddr{typ, ap}) {
+		return "", true
 	}
-	return false
+	// Last, so that the proxy and the tree's own servers are not
+	// reported as direct grants. Any socket type: an IP:PORT grant names
+	// an address, not a protocol (a DNS server granted by IP:53 takes
+	// UDP).
+	if f := s.opts.DirectGrant; f != nil {
+		if rule, ok := f(ap); ok {
+			if rule == "" {
+				rule = ap.String()
+			}
+			return rule, true
+		}
+	}
+	return "", false
+}
+
+// judgeDestination is the one rule for an AF_INET/AF_INET6 destination,
+// of connect(2) (base judgeInetConnect) and of an addressed send (base
+// judgeInetSend, which reads AF_UNSPEC and short names as the send path
+// of the kernel does): the mode's verdict, plus extraDestination, minus
+// the other sandboxes' proxies (a TCP sendto with MSG_FASTOPEN connects,
+// and the rule is the same for both). grant is extraDestination's: the
+// direct grant that admitted the address, or "".
+func (s *netSupervisorRun) judgeDestination(base func(Mode, []byte) (inetVerdict, unix.Errno), sa []byte, typ int) (v inetVerdict, errno unix.Errno, grant string) {
+	v, errno = base(s.opts.Mode, sa)
+	if v == verdictDeny {
+		var ok bool
+		if grant, ok = s.extraDestination(sa, typ); ok {
+			v, errno = verdictAllow, 0
+		}
+	}
+	// After the extras too: a direct grant naming another sandbox's
+	// proxy would hand this command that sandbox's grants and asker.
+	if v == verdictAllow && s.othersProxy(sa) {
+		return verdictDeny, unix.EPERM, ""
+	}
+	return v, errno, grant
 }
 
 // ownAddr is one address a socket of the sandbox is bound to: its type
@@ -129,34 +167,6 @@ func (s *netSupervisorRun) othersProxy(sa []byte) bool {
 	liveProxies.mu.Lock()
 	defer liveProxies.mu.Unlock()
 	return liveProxies.addrs[ap] > 0
-}
-
-// judgeConnect is judgeInetConnect plus extraDestination, minus the other
-// sandboxes' proxies.
-func (s *netSupervisorRun) judgeConnect(sa []byte, typ int) (inetVerdict, unix.Errno) {
-	v, errno := judgeInetConnect(s.opts.Mode, sa)
-	switch {
-	case v == verdictDeny && s.extraDestination(sa, typ):
-		return verdictAllow, 0
-	case v == verdictAllow && s.othersProxy(sa):
-		return verdictDeny, unix.EPERM
-	}
-	return v, errno
-}
-
-// judgeSend is judgeInetSend plus extraDestination (datagrams to the
-// tree's own loopback ports; nothing listens for them on the proxy),
-// minus the other sandboxes' proxies (a TCP sendto with MSG_FASTOPEN
-// connects).
-func (s *netSupervisorRun) judgeSend(sa []byte, typ int) (inetVerdict, unix.Errno) {
-	v, errno := judgeInetSend(s.opts.Mode, sa)
-	switch {
-	case v == verdictDeny && s.extraDestination(sa, typ):
-		return verdictAllow, 0
-	case v == verdictAllow && s.othersProxy(sa):
-		return verdictDeny, unix.EPERM
-	}
-	return v, errno
 }
 
 // bindAllowed is inetBindAllowed, except that mode none may bind loopback

@@ -41,13 +41,13 @@ func TestLiveProxiesRefusedToOthers(t *testing.T) {
 		{"mine", inet4Port(mine), verdictAllow},
 		{"another loopback port", inet4Port(netip.MustParseAddrPort("127.0.0.1:41003")), verdictAllow},
 	} {
-		if v, _ := s.judgeConnect(tc.sa, unix.SOCK_STREAM); v != tc.want {
+		if v, _, _ := s.judgeDestination(judgeInetConnect, tc.sa, unix.SOCK_STREAM); v != tc.want {
 			t.Errorf("%s: connect verdict %v, want %v", tc.name, v, tc.want)
 		}
 	}
 	unregisterTheirs()
 	unregisterTheirs() // idempotent
-	if v, _ := s.judgeConnect(inet4Port(theirs), unix.SOCK_STREAM); v != verdictAllow {
+	if v, _, _ := s.judgeDestination(judgeInetConnect, inet4Port(theirs), unix.SOCK_STREAM); v != verdictAllow {
 		t.Errorf("a closed proxy's address under loopback: %v, want allowed", v)
 	}
 }

@@ -59,6 +59,22 @@ type Options struct {
 	// Proxy, if valid, is the domain proxy's address: connects to exactly
 	// it are allowed whatever the mode (ownports_linux.go).
 	Proxy netip.AddrPort
+	// DirectGrant, if set, is asked about an IP destination that the
+	// mode refuses and that is not Proxy or one of OwnPorts (connect, and
+	// sendto/sendmsg/sendmmsg with an address, any socket type): ok
+	// admits it, and rule names the grant. The sandbox passes the domain
+	// proxy's literal IP[:PORT] grants (netproxy.Rules.Direct), so that a
+	// client that goes around the proxy to a granted loopback mirror — as
+	// NO_PROXY tells it to, and as Go always does for loopback — reaches
+	// it. It is given the address and port the server will connect to,
+	// never a name. Called from several goroutines; must not block.
+	DirectGrant func(ap netip.AddrPort) (rule string, ok bool)
+	// OnDirect, if set, is told of each connect(2) that DirectGrant
+	// admitted, before it is performed (the bytes of such a connection
+	// pass around the proxy and are not counted). Datagrams sent with an
+	// address are not reported: one event per datagram would flood the
+	// stream. Called from several goroutines; must not block.
+	OnDirect func(ap netip.AddrPort, rule string)
 	// OwnPorts, in mode none, is where bound loopback addresses are
 	// recorded and looked up (the Sandbox's set, shared by its
 	// commands); nil: this server's own.
@@ -70,7 +86,7 @@ type Options struct {
 	// to the same file in both: sameRoot accepts it.
 	MountNS uint64
 	// RootDev is the device of the sandbox's root skeleton (the
-	// command's / there: sandbox/rootfs_linux.go), or 0: change capture
+	// command's / there: sandbox/internal/spawn/rootfs_linux.go), or 0: change capture
 	// names the skeleton's directories by their path (skeletonPath).
 	RootDev uint64
 }
@@ -934,7 +950,7 @@ func (c *netCall) handleConnect() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := c.s.judgeConnect(sa, c.sock.typ)
+		v, errno, grant := c.s.judgeDestination(judgeInetConnect, sa, c.sock.typ)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno)
@@ -943,6 +959,10 @@ func (c *netCall) handleConnect() outcome {
 			// no consequence where every address is allowed anyway.
 			if c.s.opts.Mode != ModeUnrestricted && sourceRouted(c.dup, c.sock.family) {
 				return fail(unix.EPERM)
+			}
+			if f := c.s.opts.OnDirect; grant != "" && f != nil {
+				ap, _ := sockaddrAddrPort(sa)
+				f(ap, grant)
 			}
 		}
 		return c.doConnect(sa)
@@ -1175,7 +1195,7 @@ func (c *netCall) checkName(sa []byte) (outcome, []byte, bool) {
 	}
 	switch {
 	case isInet(c.sock.family):
-		v, errno := c.s.judgeSend(sa, c.sock.typ)
+		v, errno, _ := c.s.judgeDestination(judgeInetSend, sa, c.sock.typ)
 		switch v {
 		case verdictDeny, verdictInvalid:
 			return fail(errno), nil, false
@@ -1959,7 +1979,7 @@ func openRelativeInRoot(tid, dir int, path string, how *unix.OpenHow) (fd int, e
 func sameRoot(tid int, mountNS uint64) bool {
 	var a, b unix.Stat_t
 	// In the sandbox's own namespace the root may be its skeleton
-	// (sandbox/rootfs_linux.go): every granted path is bound there at
+	// (sandbox/internal/spawn/rootfs_linux.go): every granted path is bound there at
 	// its host path; a relative path is then resolved inside the
 	// thread's root (openRelativeInRoot), an absolute one always is.
 	if mountNS != 0 && unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", tid), &a) == nil && a.Ino == mountNS {

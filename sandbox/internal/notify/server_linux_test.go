@@ -394,13 +394,47 @@ func TestNetSupervisorNetnsLoopbackMode(t *testing.T) {
 			t.Log("MPTCP not available on this kernel: skipped the MPTCP connect refusal")
 		}
 
-		time.Sleep(200 * time.Millisecond)
+		// Not a sleep: one packet of the test's own after the attacks,
+		// then the counters, which must hold it and nothing else.
+		sentinelThrough(t, n, port+1)
 		pkts1, segs1 := n.received(t)
-		if pkts1 != pkts0 || segs1 != segs0 || n.accepted.Load() != 0 || n.datagrams.Load() != 0 {
-			t.Fatalf("the netns host saw traffic: packets %d→%d, TCP segments %d→%d, connections %d, datagrams %d",
+		if pkts1 != pkts0+1 || segs1 != segs0 || n.accepted.Load() != 0 || n.datagrams.Load() != 0 {
+			t.Fatalf("the netns host saw traffic: packets %d→%d (the sentinel is 1), TCP segments %d→%d, connections %d, datagrams %d",
 				pkts0, pkts1, segs0, segs1, n.accepted.Load(), n.datagrams.Load())
 		}
 	})
+}
+
+// sentinelThrough sends one datagram from the test's namespace to a
+// listener of its own in n (on port, apart from the attacks' servers) and
+// returns once it has arrived. A packet that a refused call had sent all
+// the same went down the same veth before it — transmitted during that
+// call, which returned before the sentinel left — so the namespace's
+// counters, read after the sentinel arrived, hold every such packet: what
+// a fixed sleep could only hope for.
+func sentinelThrough(t *testing.T, n *testNet, port int) {
+	t.Helper()
+	var pc net.PacketConn
+	err := n.inside(func() (err error) {
+		pc, err = net.ListenPacket("udp4", netip.AddrPortFrom(n.peer4, uint16(port)).String())
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the sentinel's listener in the netns: %v", err)
+	}
+	defer pc.Close()
+	c, err := net.Dial("udp4", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("sentinel")); err != nil {
+		t.Fatal(err)
+	}
+	pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := pc.ReadFrom(make([]byte, 64)); err != nil {
+		t.Fatalf("the sentinel datagram never reached the netns host, so its counters prove nothing: %v", err)
+	}
 }
 
 // TestNetSupervisorNetnsPrivateMode: in private mode, the same netns host

@@ -15,8 +15,9 @@ import (
 // supervisor, and exported as classic BPF. There are two:
 //
 //   - the main program (Main): everything a confined process may
-//     never do. It is loaded once on each spawner thread (the sandbox's spawner_linux.go)
-//     and every child vfork'd from that thread inherits it: attaching a
+//     never do. It is loaded once on each spawner thread
+//     (sandbox/internal/spawn's spawner_linux.go) and every child
+//     vfork'd from that thread inherits it: attaching a
 //     program of a few hundred instructions costs 100-300 µs (the kernel
 //     converts, JIT-compiles and emulates it to fill its action cache),
 //     which per spawn would be more than the rest of the confinement;

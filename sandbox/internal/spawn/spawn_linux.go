@@ -1,13 +1,10 @@
-package sandbox
+package spawn
 
 /*
 #cgo CFLAGS: -O2 -Wall -Wno-unused-result
 #include <stdlib.h>
 #include <string.h>
 #include "confine.h"
-#include "init.h"
-
-static const char *la_init_marker(void) { return LA_INIT_MARKER; }
 */
 import "C"
 
@@ -16,15 +13,17 @@ import (
 	"fmt"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// confinePieces are what a process needs to confine itself: the Landlock
+// Pieces are what a process needs to confine itself: the Landlock
 // ruleset fd, the compiled seccomp programs and how to drop capabilities.
 // The spawn path gives them to la_confine in the vfork'd child (the main
 // program is already on the spawner thread); a re-executed Go child (custom
 // tool handlers) can receive them and call la_confine from a cgo
 // constructor, before its runtime starts, with both programs.
-type confinePieces struct {
+type Pieces struct {
 	RulesetFD      int    // -1: no Landlock (best effort only)
 	MainBPF        []byte // struct sock_filter[]; nil: no seccomp (best effort only)
 	ChildBPF       []byte // namespace rules + notified calls; nil: none
@@ -34,9 +33,9 @@ type confinePieces struct {
 	LockSecurebits bool
 }
 
-// cPieces is the part of confinePieces every spawn passes, copied into C
+// CPieces is the part of Pieces every spawn passes, copied into C
 // memory once per Sandbox so that spawns neither copy nor pin Go memory.
-type cPieces struct {
+type CPieces struct {
 	rulesetFD      int
 	child          unsafe.Pointer
 	childN         int
@@ -46,8 +45,8 @@ type cPieces struct {
 	lockSecurebits bool
 }
 
-func newCPieces(p confinePieces) *cPieces {
-	c := &cPieces{rulesetFD: p.RulesetFD, lastCap: p.LastCap, childNotifies: p.ChildNotifies,
+func NewCPieces(p Pieces) *CPieces {
+	c := &CPieces{rulesetFD: p.RulesetFD, lastCap: p.LastCap, childNotifies: p.ChildNotifies,
 		dropBounding: p.DropBounding, lockSecurebits: p.LockSecurebits}
 	if len(p.ChildBPF) > 0 {
 		c.child, c.childN = C.CBytes(p.ChildBPF), len(p.ChildBPF)/8
@@ -55,79 +54,78 @@ func newCPieces(p confinePieces) *cPieces {
 	return c
 }
 
-func (c *cPieces) free() {
+// Free releases the C copy.
+func (c *CPieces) Free() {
 	if c.child != nil {
 		C.free(c.child)
 		c.child = nil
 	}
 }
 
-// spawnRequest is one confined command, ready to start.
-type spawnRequest struct {
-	path  string
-	argv  []string
-	envp  []string
-	dir   string
-	stdio [3]int
+// Request is one confined command, ready to start.
+type Request struct {
+	Path  string
+	Argv  []string
+	Envp  []string
+	Dir   string
+	Stdio [3]int
 	// v2 cgroup the child is born in (directory fd, and its cgroup.procs
 	// for kernels without clone3); -1 when none. v1 cgroups need nothing
 	// here: the spawner thread already sits in them.
-	cgroupDir   int
-	cgroupProcs int
-	rlimits     []rlimit
-	newPID      bool
-	newUser     bool
-	uidMap      string
-	gidMap      string
-	// mounts, with newNS: the child makes a private mount namespace,
+	CgroupDir   int
+	CgroupProcs int
+	Rlimits     []Rlimit
+	NewPID      bool
+	NewUser     bool
+	UIDMap      string
+	GIDMap      string
+	// Mounts, with NewNS: the child makes a private mount namespace,
 	// read-only but these roots (la_mount_setup).
-	newNS    bool
-	mounts   *cMountRoots
-	pieces   *cPieces
-	pidMax   string // with newPID: the namespace's pid_max, or ""
-	noClone3 bool   // the spawner thread's program refuses clone3: use clone
-	// initFD is the init's status pipe (init_linux.c), kept open across
-	// the execve of the init; 0: the program is the command itself.
-	initFD int
-	// child, when set, replaces pieces' child program (the one with change
+	NewNS    bool
+	Mounts   *Mounts
+	Pieces   *CPieces
+	PidMax   string // with NewPID: the namespace's pid_max, or ""
+	NoClone3 bool   // the spawner thread's program refuses clone3: use clone
+	// InitFD is the init's status pipe (pidinit), kept open across the
+	// execve of the init; 0: the program is the command itself.
+	InitFD int
+	// Child, when set, replaces Pieces' child program (the one with change
 	// capture, for commands that ask for it).
-	child *cProgram
+	Child *Program
 }
 
-// initMarker is the argv[0] that makes this program the init of a PID
-// namespace (init_linux.c).
-var initMarker = C.GoString(C.la_init_marker())
-
-// stepExec is the execve step, for code outside this cgo file.
-const stepExec = C.LA_STEP_EXEC
-
-// cProgram is a seccomp program in C memory.
-type cProgram struct {
+// Program is a seccomp program in C memory.
+type Program struct {
 	insns    unsafe.Pointer
 	n        int
 	notifies bool
 }
 
-// newCProgram copies bpf into C memory, so that spawns neither copy nor
+// NewProgram copies bpf into C memory, so that spawns neither copy nor
 // pin Go memory; free releases it.
-func newCProgram(bpf []byte, notifies bool) *cProgram {
-	return &cProgram{insns: C.CBytes(bpf), n: len(bpf) / 8, notifies: notifies}
+func NewProgram(bpf []byte, notifies bool) *Program {
+	return &Program{insns: C.CBytes(bpf), n: len(bpf) / 8, notifies: notifies}
 }
 
-func (c *cProgram) free() {
+// Free releases the C copy (nil: nothing).
+func (c *Program) Free() {
 	if c != nil && c.insns != nil {
 		C.free(c.insns)
 		c.insns = nil
 	}
 }
 
-type rlimit struct {
-	resource int
-	cur, max uint64
+// Rlimit is one resource limit the child sets on itself.
+type Rlimit struct {
+	Resource int
+	Cur, Max uint64
 }
 
-type spawnResult struct {
-	pid, pidfd, listener int
+// Result is a started command: its pid, a pidfd of it (the caller's to
+// close), and the seccomp listener of its child program in the caller's
+// fd table (the caller's to serve or close), or -1.
+type Result struct {
+	Pid, Pidfd, Listener int
 }
 
 // stepNames name the steps of la_spawn (enum la_step).
@@ -156,45 +154,52 @@ var stepNames = [...]string{
 	C.LA_STEP_EXEC:           "executing the command",
 }
 
-// SpawnError says which step of starting a confined command failed.
-type SpawnError struct {
-	Step  string
-	Errno syscall.Errno
+// Error says which step of starting a confined command failed. Package
+// sandbox turns it into its public SpawnError (Context becomes a prefix).
+type Error struct {
+	// Context names what was being started when it was not a command
+	// ("spawner thread"), or "".
+	Context string
+	Step    string
+	Errno   syscall.Errno
 }
 
-func (e *SpawnError) Error() string {
+func (e *Error) Error() string {
+	if e.Context != "" {
+		return fmt.Sprintf("sandbox: %s: sandbox: %s: %v", e.Context, e.Step, e.Errno)
+	}
 	return fmt.Sprintf("sandbox: %s: %v", e.Step, e.Errno)
 }
 
-func (e *SpawnError) Unwrap() error { return e.Errno }
+func (e *Error) Unwrap() error { return e.Errno }
 
 // spawn runs la_spawn. On error the child, if one was created, has exited
 // and has been reaped.
-func spawn(r *spawnRequest) (spawnResult, error) {
+func spawn(r *Request) (Result, error) {
 	// One C allocation holds the argument struct, the argv/envp arrays and
 	// every string, so a spawn costs one malloc and one free.
-	strs := make([]string, 0, len(r.argv)+len(r.envp)+4)
-	strs = append(strs, r.path, r.dir, r.uidMap, r.gidMap, r.pidMax)
-	strs = append(strs, r.argv...)
-	strs = append(strs, r.envp...)
+	strs := make([]string, 0, len(r.Argv)+len(r.Envp)+4)
+	strs = append(strs, r.Path, r.Dir, r.UIDMap, r.GIDMap, r.PidMax)
+	strs = append(strs, r.Argv...)
+	strs = append(strs, r.Envp...)
 	ptrSize := int(unsafe.Sizeof(uintptr(0)))
 	structSize := int(unsafe.Sizeof(C.struct_la_spawn_args{}))
 	structSize = (structSize + 15) &^ 15
-	size := structSize + (len(r.argv)+1+len(r.envp)+1)*ptrSize
+	size := structSize + (len(r.Argv)+1+len(r.Envp)+1)*ptrSize
 	for _, s := range strs {
 		size += len(s) + 1
 	}
 	mem := C.malloc(C.size_t(size))
 	if mem == nil {
-		return spawnResult{}, errors.New("sandbox: out of memory")
+		return Result{}, errors.New("sandbox: out of memory")
 	}
 	defer C.free(mem)
 	buf := unsafe.Slice((*byte)(mem), size)
 	clear(buf[:structSize])
 	a := (*C.struct_la_spawn_args)(mem)
-	argv := unsafe.Slice((**C.char)(unsafe.Pointer(&buf[structSize])), len(r.argv)+1)
-	envp := unsafe.Slice((**C.char)(unsafe.Pointer(&buf[structSize+(len(r.argv)+1)*ptrSize])), len(r.envp)+1)
-	off := structSize + (len(r.argv)+1+len(r.envp)+1)*ptrSize
+	argv := unsafe.Slice((**C.char)(unsafe.Pointer(&buf[structSize])), len(r.Argv)+1)
+	envp := unsafe.Slice((**C.char)(unsafe.Pointer(&buf[structSize+(len(r.Argv)+1)*ptrSize])), len(r.Envp)+1)
+	off := structSize + (len(r.Argv)+1+len(r.Envp)+1)*ptrSize
 	put := func(s string) *C.char {
 		p := (*C.char)(unsafe.Pointer(&buf[off]))
 		copy(buf[off:], s)
@@ -202,51 +207,51 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 		off += len(s) + 1
 		return p
 	}
-	a.path = put(r.path)
-	a.dir = put(r.dir)
-	a.uid_map = put(r.uidMap)
-	a.gid_map = put(r.gidMap)
-	a.pid_max = put(r.pidMax)
-	if r.pidMax == "" {
+	a.path = put(r.Path)
+	a.dir = put(r.Dir)
+	a.uid_map = put(r.UIDMap)
+	a.gid_map = put(r.GIDMap)
+	a.pid_max = put(r.PidMax)
+	if r.PidMax == "" {
 		a.pid_max = nil
 	}
-	for i, s := range r.argv {
+	for i, s := range r.Argv {
 		argv[i] = put(s)
 	}
-	argv[len(r.argv)] = nil
-	for i, s := range r.envp {
+	argv[len(r.Argv)] = nil
+	for i, s := range r.Envp {
 		envp[i] = put(s)
 	}
-	envp[len(r.envp)] = nil
+	envp[len(r.Envp)] = nil
 	a.argv = &argv[0]
 	a.envp = &envp[0]
 	for i := range 3 {
-		a.stdio[i] = C.int(r.stdio[i])
+		a.stdio[i] = C.int(r.Stdio[i])
 	}
-	if len(r.rlimits) > len(a.rlimits) {
-		return spawnResult{}, errors.New("sandbox: internal: too many rlimits")
+	if len(r.Rlimits) > len(a.rlimits) {
+		return Result{}, errors.New("sandbox: internal: too many rlimits")
 	}
-	a.cgroup_dir = C.int(r.cgroupDir)
-	a.cgroup_procs = C.int(r.cgroupProcs)
-	for i, rl := range r.rlimits {
-		a.rlimits[i].resource = C.int(rl.resource)
-		a.rlimits[i].cur = C.uint64_t(rl.cur)
-		a.rlimits[i].max = C.uint64_t(rl.max)
+	a.cgroup_dir = C.int(r.CgroupDir)
+	a.cgroup_procs = C.int(r.CgroupProcs)
+	for i, rl := range r.Rlimits {
+		a.rlimits[i].resource = C.int(rl.Resource)
+		a.rlimits[i].cur = C.uint64_t(rl.Cur)
+		a.rlimits[i].max = C.uint64_t(rl.Max)
 	}
-	a.n_rlimits = C.int(len(r.rlimits))
-	a.no_clone3 = cbool(r.noClone3)
+	a.n_rlimits = C.int(len(r.Rlimits))
+	a.no_clone3 = cbool(r.NoClone3)
 	a.status_fd = -1
-	if r.initFD > 0 {
-		a.status_fd = C.int(r.initFD)
+	if r.InitFD > 0 {
+		a.status_fd = C.int(r.InitFD)
 	}
-	a.new_pid = cbool(r.newPID)
-	a.new_user = cbool(r.newUser)
-	if r.newNS {
+	a.new_pid = cbool(r.NewPID)
+	a.new_user = cbool(r.NewUser)
+	if r.NewNS {
 		a.new_ns = 1
-		a.mount_roots, a.n_mount_roots = r.mounts.ptr(), C.int(r.mounts.len())
-		a.own = r.mounts.ownPtr()
+		a.mount_roots, a.n_mount_roots = r.Mounts.ptr(), C.int(r.Mounts.len())
+		a.own = r.Mounts.ownPtr()
 	}
-	p := r.pieces
+	p := r.Pieces
 	a.confine.last_cap = C.int(p.lastCap)
 	a.confine.drop_bounding = cbool(p.dropBounding)
 	a.confine.lock_securebits = cbool(p.lockSecurebits)
@@ -255,27 +260,28 @@ func spawn(r *spawnRequest) (spawnResult, error) {
 	a.confine.child = p.child
 	a.confine.child_len = C.uint16_t(p.childN)
 	a.confine.child_listener = cbool(p.childNotifies)
-	if c := r.child; c != nil {
+	if c := r.Child; c != nil {
 		a.confine.child = c.insns
 		a.confine.child_len = C.uint16_t(c.n)
 		a.confine.child_listener = cbool(c.notifies)
 	}
 
 	rc := C.la_spawn(a)
-	res := spawnResult{pid: int(a.pid), pidfd: int(a.pidfd), listener: int(a.listener)}
+	res := Result{Pid: int(a.pid), Pidfd: int(a.pidfd), Listener: int(a.listener)}
 	if rc == 0 {
 		return res, nil
 	}
-	err := &SpawnError{Step: stepName(int(a.err_step)), Errno: syscall.Errno(a.err_errno)}
+	err := &Error{Step: stepName(int(a.err_step)), Errno: syscall.Errno(a.err_errno)}
 	if a.err_step == C.LA_STEP_MOUNTNS {
-		err.Step += r.mounts.describe(int(a.mount_failed_root))
+		err.Step += r.Mounts.describe(int(a.mount_failed_root))
 	}
-	if res.pidfd >= 0 {
+	if res.Pidfd >= 0 {
 		// The child exited (status 127) before or at execve: reap it.
-		reapPidfd(res.pidfd)
-		syscall.Close(res.pidfd)
+		for unix.Waitid(unix.P_PIDFD, res.Pidfd, nil, unix.WEXITED, nil) == unix.EINTR {
+		}
+		syscall.Close(res.Pidfd)
 	}
-	return spawnResult{}, err
+	return Result{}, err
 }
 
 func stepName(s int) string {
@@ -299,15 +305,17 @@ type mountRoot struct {
 	dev, ino uint64
 }
 
-// cMountRoots is a struct la_mount_root[] in C memory, made once per
-// Sandbox (nil: none), with what every namespace the sandbox makes
-// mounts of its own (struct la_ns_mounts, also in C memory: its devpts
-// instance and its /proc, devpts_linux.go and procfs_linux.go), whose
-// fds it owns.
-type cMountRoots struct {
+// Mounts is what every private mount namespace of one sandbox gets,
+// made once per Sandbox (nil: none): its writable roots (a struct
+// la_mount_root[] in C memory) and what the sandbox mounts of its own
+// there (struct la_ns_mounts, also in C memory: its devpts instance, its
+// /proc and its root skeleton, devpts_linux.go, procfs_linux.go and
+// rootfs_linux.go), whose fds it owns. Free releases it all.
+type Mounts struct {
 	arr   unsafe.Pointer
 	n     int
 	paths []string
+	roots []mountRoot // the identities recorded at New (rootfs_linux.go)
 	own   *C.struct_la_ns_mounts
 	// bindPaths name the root skeleton's binds, for errors (setRoot);
 	// rootDev is the skeleton's device (0: none).
@@ -317,11 +325,11 @@ type cMountRoots struct {
 	roPaths []string
 }
 
-func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
+func newMounts(roots []mountRoot) (*Mounts, error) {
 	if len(roots) > C.LA_MAX_MOUNT_ROOTS {
 		return nil, fmt.Errorf("sandbox: %d read-write roots (at most %d)", len(roots), C.LA_MAX_MOUNT_ROOTS)
 	}
-	c := &cMountRoots{n: len(roots)}
+	c := &Mounts{n: len(roots), roots: roots}
 	c.own = (*C.struct_la_ns_mounts)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_la_ns_mounts{}))))
 	c.own.devpts_fd, c.own.proc_skel_fd, c.own.proc_fd, c.own.root_skel_fd = -1, -1, -1, -1
 	if len(roots) == 0 {
@@ -339,14 +347,14 @@ func newCMountRoots(roots []mountRoot) (*cMountRoots, error) {
 	return c, nil
 }
 
-func (c *cMountRoots) ptr() *C.struct_la_mount_root {
+func (c *Mounts) ptr() *C.struct_la_mount_root {
 	if c == nil || c.arr == nil {
 		return nil
 	}
 	return (*C.struct_la_mount_root)(c.arr)
 }
 
-func (c *cMountRoots) len() int {
+func (c *Mounts) len() int {
 	if c == nil {
 		return 0
 	}
@@ -354,7 +362,7 @@ func (c *cMountRoots) len() int {
 }
 
 // describe names root i for an error ("" when none is to blame).
-func (c *cMountRoots) describe(i int) string {
+func (c *Mounts) describe(i int) string {
 	if d := c.describeReadOnlyBind(i); d != "" {
 		return d
 	}
@@ -368,7 +376,7 @@ func (c *cMountRoots) describe(i int) string {
 }
 
 // ownPtr is what the sandbox mounts of its own (NULL for nil).
-func (c *cMountRoots) ownPtr() *C.struct_la_ns_mounts {
+func (c *Mounts) ownPtr() *C.struct_la_ns_mounts {
 	if c == nil {
 		return nil
 	}
@@ -376,7 +384,7 @@ func (c *cMountRoots) ownPtr() *C.struct_la_ns_mounts {
 }
 
 // devpts is the sandbox's devpts instance, or -1.
-func (c *cMountRoots) devpts() int {
+func (c *Mounts) devpts() int {
 	if c == nil {
 		return -1
 	}
@@ -384,10 +392,10 @@ func (c *cMountRoots) devpts() int {
 }
 
 // setDevpts hands c the sandbox's devpts instance.
-func (c *cMountRoots) setDevpts(fd int) { c.own.devpts_fd = C.int(fd) }
+func (c *Mounts) setDevpts(fd int) { c.own.devpts_fd = C.int(fd) }
 
 // procSkeleton is the sandbox's /proc skeleton, or -1.
-func (c *cMountRoots) procSkeleton() int {
+func (c *Mounts) procSkeleton() int {
 	if c == nil {
 		return -1
 	}
@@ -396,7 +404,7 @@ func (c *cMountRoots) procSkeleton() int {
 
 // setProc hands c the sandbox's /proc: its skeleton, the procfs instance
 // to clone (-1: each namespace makes its own) and the host files bound in.
-func (c *cMountRoots) setProc(skel, proc int, files []string) {
+func (c *Mounts) setProc(skel, proc int, files []string) {
 	c.own.proc_skel_fd, c.own.proc_fd = C.int(skel), C.int(proc)
 	if len(files) == 0 {
 		return
@@ -408,7 +416,8 @@ func (c *cMountRoots) setProc(skel, proc int, files []string) {
 	c.own.proc_files, c.own.n_proc_files = arr, C.int(len(files))
 }
 
-func (c *cMountRoots) free() {
+// Free closes the instances' fds and releases the C memory (nil: nothing).
+func (c *Mounts) Free() {
 	if c == nil {
 		return
 	}
@@ -442,21 +451,26 @@ func (c *cMountRoots) free() {
 // threadMountNS gives the calling (locked, spawner) thread its private,
 // read-only mount namespace, and returns the namespace's inode; see
 // la_thread_mountns.
-func threadMountNS(c *cMountRoots) (uint64, error) {
+func threadMountNS(c *Mounts) (uint64, error) {
 	var which C.int
 	var ino C.uint64_t
 	if rc := int(C.la_thread_mountns(c.ptr(), C.int(c.len()), c.ownPtr(), &which, &ino)); rc < 0 {
-		return 0, &SpawnError{Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
+		return 0, &Error{Context: "spawner thread", Step: stepName(C.LA_STEP_MOUNTNS) + c.describe(int(which)), Errno: syscall.Errno(-rc)}
 	}
 	return uint64(ino), nil
 }
 
-// probeMountNS reports whether a child can get the private read-only
-// mount namespace: as root directly, else in a user namespace of its own
-// mapping only uid and gid.
-// With own (nil: nothing), mounting what it names works there too,
-// newPID in a PID namespace of the child's own.
-func probeMountNS(newUser, newPID bool, uid, gid int, own *cMountRoots) error {
+// ProbeMountNS reports whether a child of u can get the private
+// read-only mount namespace: as root directly, else in a user namespace of
+// its own mapping only u's uid and gid.
+func ProbeMountNS(u User) error {
+	return probeMountNS(!u.Root, false, u.UID, u.GID, nil)
+}
+
+// probeMountNS is ProbeMountNS for newUser (a user namespace) and, with
+// own (nil: nothing), mounting what it names there too, newPID in a PID
+// namespace of the child's own.
+func probeMountNS(newUser, newPID bool, uid, gid int, own *Mounts) error {
 	um := C.CString(fmt.Sprintf("%d %d 1", uid, uid))
 	gm := C.CString(fmt.Sprintf("%d %d 1", gid, gid))
 	defer C.free(unsafe.Pointer(um))
@@ -467,8 +481,8 @@ func probeMountNS(newUser, newPID bool, uid, gid int, own *cMountRoots) error {
 	return nil
 }
 
-// landlockABI returns the kernel's Landlock ABI version (0: none).
-func landlockABI() (int, error) {
+// LandlockABI returns the kernel's Landlock ABI version (0: none).
+func LandlockABI() (int, error) {
 	v := int(C.la_landlock_abi())
 	if v < 0 {
 		return 0, syscall.Errno(-v)
@@ -476,9 +490,9 @@ func landlockABI() (int, error) {
 	return v, nil
 }
 
-// probeUserNS reports whether this user can make a user+PID namespace and
+// ProbeUserNS reports whether this user can make a user+PID namespace and
 // map itself into it.
-func probeUserNS(uid, gid int) error {
+func ProbeUserNS(uid, gid int) error {
 	um := C.CString(fmt.Sprintf("%d %d 1", uid, uid))
 	gm := C.CString(fmt.Sprintf("%d %d 1", gid, gid))
 	defer C.free(unsafe.Pointer(um))
@@ -489,14 +503,14 @@ func probeUserNS(uid, gid int) error {
 	return nil
 }
 
-// confineThread applies p to the calling OS thread, irreversibly: Landlock
+// ConfineThread applies p to the calling OS thread, irreversibly: Landlock
 // and seccomp apply to one thread (no TSYNC), so the caller must have locked
 // it (runtime.LockOSThread) and must never unlock it, and only a process
 // with one thread is wholly confined by it — the intended caller is a
 // re-executed child before its runtime starts (then from C), or a test in a
 // subprocess. It returns the seccomp listener (owned by the caller) when
 // the child program notifies, else -1.
-func confineThread(p confinePieces) (int, error) {
+func ConfineThread(p Pieces) (int, error) {
 	var a C.struct_la_confine_args
 	a.last_cap = C.int(p.LastCap)
 	a.drop_bounding = cbool(p.DropBounding)
@@ -515,7 +529,7 @@ func confineThread(p confinePieces) (int, error) {
 	}
 	var listener, step C.int
 	if rc := C.la_confine(&a, &listener, &step); rc < 0 {
-		return -1, &SpawnError{Step: stepName(int(step)), Errno: syscall.Errno(-rc)}
+		return -1, &Error{Step: stepName(int(step)), Errno: syscall.Errno(-rc)}
 	}
 	return int(listener), nil
 }

@@ -118,8 +118,9 @@ static void la_init_main(int argc, char **argv, char **envp)
 	}
 }
 
-// Runs in every program that links package sandbox, before the Go runtime;
-// it returns at once unless this process is a sandbox init.
+// Runs in every program that links package sandbox (which imports package
+// pidinit for it), before the Go runtime; it returns at once unless this
+// process is a sandbox init.
 __attribute__((constructor)) static void la_init_check(int argc, char **argv, char **envp)
 {
 	if (argc >= 4 && argv && argv[0] && strcmp(argv[0], LA_INIT_MARKER) == 0)

@@ -1,5 +1,5 @@
-// The confined spawn path of package sandbox: a vfork-style clone whose
-// child confines itself and execs the command. See confine.h.
+// The confined spawn path of the sandbox (package spawn): a vfork-style
+// clone whose child confines itself and execs the command. See confine.h.
 //
 // Why C and not syscall.ForkExec: the child must run landlock_restrict_self,
 // capset and seccomp(2) between fork and exec, which the Go runtime's
@@ -121,6 +121,16 @@ struct la_mount_attr {
 
 #define LA_FAIL(s) do { *step = (s); return -errno; } while (0)
 
+int la_drop_bounding(int last_cap)
+{
+	for (int c = 0; c <= last_cap; c++) {
+		// EINVAL: a capability this kernel does not know.
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	}
+	return 0;
+}
+
 int la_confine(const struct la_confine_args *a, int *listener, int *step)
 {
 	*listener = -1;
@@ -134,10 +144,10 @@ int la_confine(const struct la_confine_args *a, int *listener, int *step)
 	// full, which is harmless: permitted/effective are already empty and
 	// no_new_privs makes setuid and file capabilities inert at execve.
 	if (a->drop_bounding) {
-		for (int c = 0; c <= a->last_cap; c++) {
-			// EINVAL: a capability this kernel does not know.
-			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-				LA_FAIL(LA_STEP_CAPS_BOUNDING);
+		int r = la_drop_bounding(a->last_cap);
+		if (r < 0) {
+			errno = -r;
+			LA_FAIL(LA_STEP_CAPS_BOUNDING);
 		}
 	}
 	// Securebits: uid 0 gets no capabilities from execve (NOROOT), ambient

@@ -1,4 +1,4 @@
-// The PID-namespace init of package sandbox (init_linux.c).
+// The PID-namespace init of package sandbox (init_linux.c, package pidinit).
 #ifndef LITE_AGENT_INIT_H
 #define LITE_AGENT_INIT_H
 

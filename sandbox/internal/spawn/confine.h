@@ -1,4 +1,4 @@
-// Child-side confinement of package sandbox (Linux).
+// Child-side confinement of the sandbox (package spawn, Linux).
 //
 // Two callers share this code:
 //   - la_spawn (spawn_linux.c) runs it in the vfork-style child of the Go
@@ -74,6 +74,11 @@ struct la_confine_args {
 // -errno and stores the failed step in *step. Irreversible: call it only in a
 // process (thread) that is to be confined.
 int la_confine(const struct la_confine_args *a, int *listener, int *step);
+
+// la_drop_bounding empties the calling thread's capability bounding set
+// (needs CAP_SETPCAP): la_confine's first step, also run once by a spawner
+// thread whose children inherit the result. 0 or -errno.
+int la_drop_bounding(int last_cap);
 
 // la_mount_root is one writable root of the private mount namespace: its
 // canonical path (no symlinks) and the identity it must have, taken by the
@@ -213,7 +218,7 @@ struct la_spawn_args {
 	struct { int resource; uint64_t cur, max; } rlimits[8];
 	int n_rlimits;
 	int status_fd;         // kept open across execve (the init's status
-	                       // pipe, see init_linux.c); -1 = none
+	                       // pipe, see pidinit's init_linux.c); -1 = none
 	int no_clone3;         // use clone, not clone3 (the thread's seccomp
 	                       // program refuses clone3)
 	int new_pid;           // CLONE_NEWPID

@@ -1,4 +1,4 @@
-package sandbox
+package spawn
 
 import (
 	"fmt"
@@ -32,15 +32,16 @@ const (
 
 	llFileOnly = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
 
-	// Read-only (and executable): system paths, Policy.ReadOnlyPaths.
-	llRO = llExecute | llReadFile | llReadDir
-	// Read-write: the workspace, the temp dir, Policy.ReadWritePaths.
+	// RO, read-only (and executable): system paths, Policy.ReadOnlyPaths.
+	RO = llExecute | llReadFile | llReadDir
+	// RW, read-write: the workspace, the temp dir, Policy.ReadWritePaths.
 	// Everything except creating device nodes (which also needs
 	// CAP_MKNOD, gone anyway).
-	llRW = llRO | llWriteFile | llRemoveDir | llRemoveFile | llMakeDir | llMakeReg |
+	RW = RO | llWriteFile | llRemoveDir | llRemoveFile | llMakeDir | llMakeReg |
 		llMakeSock | llMakeFifo | llMakeSym | llRefer | llTruncate | llIoctlDev
-	// The data sinks and sources of /dev a shell redirects to and from.
-	llDevRW = llReadFile | llWriteFile
+	// DevRW: the data sinks and sources of /dev a shell redirects to and
+	// from.
+	DevRW = llReadFile | llWriteFile
 	// Pseudo-terminals: /dev/ptmx and the /dev/pts entries need their
 	// ioctls (TIOCGPTN, TIOCSPTLCK, TCGETS, TIOCSWINSZ...) as well. The
 	// ioctls that act on another terminal's input or the console
@@ -65,67 +66,20 @@ func handledFS(abi int) uint64 {
 	return h
 }
 
-// devReadWrite are the device files a system path list may name that are
-// also written to (`> /dev/null`). Any other device stays read-only.
-var devReadWrite = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true}
-
-// devPty are PseudoTerminalPaths. No rule is ever made from these paths
-// (/dev/pts names the host's devpts, the user's other terminals): a
-// policy naming them gets ptyRules, on the sandbox's own devpts instance,
-// when it can have one (devpts_linux.go).
-var devPty = map[string]bool{"/dev/ptmx": true, "/dev/pts": true}
-
-// llRule is one path_beneath rule before it is opened.
-type llRule struct {
-	path   string
-	access uint64
+// Rule is one path_beneath rule before it is opened: a path and the
+// rights it grants (RO, RW, DevRW; rights the ABI lacks are dropped, and
+// directory rights on a file).
+type Rule struct {
+	Path   string
+	Access uint64
 }
 
-// landlockRules lists the rules of a normalized policy. tmp is the
-// directory that holds per-command temporary directories (or the policy's
-// TempDir).
-func landlockRules(p *Policy, tmp string) []llRule {
-	var rules []llRule
-	for _, s := range p.SystemPaths {
-		if procSelfLike(s) || devPty[s] {
-			continue // see procSelfLike, devPty
-		}
-		acc := uint64(llRO)
-		if devReadWrite[s] {
-			acc = llDevRW
-		}
-		rules = append(rules, llRule{s, acc})
-	}
-	for _, s := range p.ReadOnlyPaths {
-		if procSelfLike(s) {
-			continue
-		}
-		rules = append(rules, llRule{s, llRO})
-	}
-	for _, s := range p.ReadWritePaths {
-		if procSelfLike(s) {
-			continue
-		}
-		rules = append(rules, llRule{s, llRW})
-	}
-	if p.Workspace != "" {
-		rules = append(rules, llRule{p.Workspace, llRW})
-	}
-	if tmp != "" {
-		rules = append(rules, llRule{tmp, llRW})
-	}
-	return rules
-}
-
-// landlockHandled returns what a ruleset for this ABI and network mode
-// handles (and so denies unless a rule allows it).
-func landlockHandled(abi int, mode NetworkMode) unix.LandlockRulesetAttr {
+// Handled returns what a ruleset for this ABI handles (and so denies
+// unless a rule allows it); denyTCP: every TCP bind and connect too (the
+// sandbox decides when, by network mode).
+func Handled(abi int, denyTCP bool) unix.LandlockRulesetAttr {
 	attr := unix.LandlockRulesetAttr{Access_fs: handledFS(abi)}
-	// TCP bind/connect by port: in "none" no IP socket can even be made
-	// (seccomp), Landlock refusing every port is a second wall. In the
-	// supervised modes the supervisor binds and connects on its own copy of
-	// the socket, so the child's own calls never run; Landlock stays out.
-	if abi >= 4 && mode == NetworkNone {
+	if abi >= 4 && denyTCP {
 		attr.Access_net = llBindTCP | llConnectTCP
 	}
 	// Scoping (ABI 6): no connecting to abstract unix sockets and no
@@ -136,9 +90,10 @@ func landlockHandled(abi int, mode NetworkMode) unix.LandlockRulesetAttr {
 	return attr
 }
 
-// buildRuleset creates the Landlock ruleset once per policy. The fd is
-// O_CLOEXEC; children receive it through the spawn arguments.
-func buildRuleset(abi int, attr unix.LandlockRulesetAttr, rules []llRule) (int, error) {
+// BuildRuleset creates the Landlock ruleset once per policy, handling
+// attr and granting rules. The fd is O_CLOEXEC; children receive it
+// through the spawn arguments (Pieces.RulesetFD).
+func BuildRuleset(attr unix.LandlockRulesetAttr, rules []Rule) (int, error) {
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET,
 		uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if e != 0 {
@@ -159,26 +114,26 @@ func buildRuleset(abi int, attr unix.LandlockRulesetAttr, rules []llRule) (int, 
 	return int(fd), nil
 }
 
-func addPathRule(rulesetFD int, handled uint64, r llRule) error {
+func addPathRule(rulesetFD int, handled uint64, r Rule) error {
 	// O_PATH follows symlinks: the rule lands on what the path names now
 	// (/bin -> usr/bin, /etc/resolv.conf -> /run/...), which is what the
 	// child will reach through it.
-	pfd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	pfd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("landlock: opening %s: %w", r.path, err)
+		return fmt.Errorf("landlock: opening %s: %w", r.Path, err)
 	}
 	defer unix.Close(pfd)
 	return addFDRule(rulesetFD, handled, pfd, r)
 }
 
-// addFDRule adds the rule r on the open file pfd, which r.path names (in
+// addFDRule adds the rule r on the open file pfd, which r.Path names (in
 // errors only: a detached mount has no path).
-func addFDRule(rulesetFD int, handled uint64, pfd int, r llRule) error {
+func addFDRule(rulesetFD int, handled uint64, pfd int, r Rule) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return fmt.Errorf("landlock: stat %s: %w", r.path, err)
+		return fmt.Errorf("landlock: stat %s: %w", r.Path, err)
 	}
-	acc := r.access & handled
+	acc := r.Access & handled
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		// Directory rights on a file are EINVAL.
 		acc &= llFileOnly
@@ -189,7 +144,29 @@ func addFDRule(rulesetFD int, handled uint64, pfd int, r llRule) error {
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: acc, Parent_fd: int32(pfd)}
 	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD),
 		unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); e != 0 {
-		return fmt.Errorf("landlock: rule for %s: %w", r.path, e)
+		return fmt.Errorf("landlock: rule for %s: %w", r.Path, e)
+	}
+	return nil
+}
+
+// AddRules adds to the ruleset the rules of what m mounts of its own, by
+// fd: its devpts instance (addPtyRules), its /proc skeleton (addProcRule)
+// and its root skeleton (addRootRule), each when it has one. m may be nil.
+func (m *Mounts) AddRules(rulesetFD int, handled uint64) error {
+	if fd := m.devpts(); fd >= 0 {
+		if err := addPtyRules(rulesetFD, handled, fd); err != nil {
+			return err
+		}
+	}
+	if fd := m.procSkeleton(); fd >= 0 {
+		if err := addProcRule(rulesetFD, handled, fd); err != nil {
+			return err
+		}
+	}
+	if fd := m.RootSkeleton(); fd >= 0 {
+		if err := addRootRule(rulesetFD, handled, fd); err != nil {
+			return err
+		}
 	}
 	return nil
 }

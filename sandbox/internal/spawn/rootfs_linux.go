@@ -1,4 +1,4 @@
-package sandbox
+package spawn
 
 /*
 #include <stdlib.h>
@@ -49,10 +49,10 @@ import (
 // before any command exists) lets the command list them. Every clone is
 // a mount of the one tmpfs superblock, so the rule names the root of
 // every clone. Rules are hierarchical, so that READ_DIR also reaches into
-// the bound trees: every directory rule of landlockRules already carries
-// READ_DIR (llRO, llRW), the sandbox's /proc rule too; the one grant
-// without it is the sandbox's devpts (llPty), which becomes listable: its
-// entries are the numbers of this sandbox's own ptys, nothing of the
+// the bound trees: every directory rule of package sandbox's
+// landlockRules already carries READ_DIR (RO, RW), the sandbox's /proc
+// rule too; the one grant without it is the sandbox's devpts (llPty),
+// which becomes listable: its entries are the numbers of this sandbox's own ptys, nothing of the
 // host's. Granted files carry no directory right, which needs none.
 //
 // The switch (la_attach_root, rootfs_linux.c): the skeleton is stacked
@@ -61,7 +61,7 @@ import (
 // runc does: nothing of the host's tree stays mounted in the namespace,
 // so /proc/self/root, ".." from / and every path lead only into the
 // skeleton. The working directory is set after the switch (la_child's
-// chdir). A root spawner thread (mountThread) switches its own root once:
+// chdir). A root spawner thread (MountThread) switches its own root once:
 // the Go code it runs afterwards opens no path (spawn works on fds and C
 // memory; the cgroup joins and the namespace's identity come first).
 //
@@ -225,21 +225,21 @@ func pathWithin(p, q string) bool {
 }
 
 // planRoot lists the skeleton of the paths the Landlock ruleset grants
-// (rules: the very list buildRuleset is given, so the skeleton is never a
+// (rules: the very list BuildRuleset is given, so the skeleton is never a
 // second copy of the grants), with the sandbox's own /proc, and its
 // devpts if it has one (ownPty). rw are the read-write roots as la_mount_setup
 // made them writable, with their identities.
-func planRoot(rules []llRule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
+func planRoot(rules []Rule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
 	r := &rootPlan{have: map[string]byte{}, stats: map[string]statResult{}}
 	for _, l := range rules {
-		if l.path == "/proc" || strings.HasPrefix(l.path, "/proc/") {
+		if l.Path == "/proc" || strings.HasPrefix(l.Path, "/proc/") {
 			continue // in the sandbox's /proc, bound below
 		}
 		kind := bindRO
-		if l.access == llRW {
+		if l.Access == RW {
 			kind = bindRW
 		}
-		if err := r.add(l.path, kind); err != nil {
+		if err := r.add(l.Path, kind); err != nil {
 			return nil, err
 		}
 	}
@@ -297,41 +297,40 @@ func planRoot(rules []llRule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
 	return r, nil
 }
 
-// sandboxRoot gives the sandbox's namespaces a root of granted paths (see
-// the top of this file), or says why not ("" when it did).
-func (s *Sandbox) sandboxRoot(rules []llRule) (off string) {
+// AddRoot gives m's namespaces (m: the sandbox's mounts, nil with
+// MountNone) a root of granted paths (see the top of this file), or says
+// why not ("" when it did). rules are the very list BuildRuleset is
+// given, so the skeleton is never a second copy of the grants; it needs
+// the sandbox's /proc (AddProc) and, if the sandbox has one, its devpts
+// (AddDevpts) first.
+func (m *Mounts) AddRoot(u User, ns MountMode, rules []Rule) (off string) {
 	switch {
-	case s.mountNS == mountNone || s.mounts == nil:
+	case ns == MountNone || m == nil:
 		return "no private mount namespace to make one in"
-	case s.mounts.procSkeleton() < 0:
+	case m.procSkeleton() < 0:
 		// /proc/self/fd and the /dev links into it are what shells
 		// and runtimes use; the host's /proc cannot be bound in whole
 		// (every process's directory would be listable).
 		return "no /proc of the sandbox's own to put in it"
 	}
-	rw, _, err := mountRootsFor(s.rwRoots)
+	plan, err := planRoot(rules, m.devpts() >= 0, m.roots)
 	if err != nil {
 		return err.Error()
 	}
-	plan, err := planRoot(rules, s.mounts.devpts() >= 0, rw)
+	fd, err := makeRootSkeleton(u, plan.entries)
 	if err != nil {
 		return err.Error()
 	}
-	fd, err := makeRootSkeleton(!s.h.root, plan.entries)
-	if err != nil {
-		return err.Error()
-	}
-	s.mounts.setRoot(fd, plan.binds)
+	m.setRoot(fd, plan.binds)
 	return ""
 }
 
 // makeRootSkeleton makes the detached, read-only skeleton tmpfs with
 // entries (parents first), as an unprivileged user in a throwaway user
-// namespace (userns).
-func makeRootSkeleton(userns bool, entries []skelEntry) (int, error) {
-	h := host()
-	um := C.CString(fmt.Sprintf("%d %d 1", h.uid, h.uid))
-	gm := C.CString(fmt.Sprintf("%d %d 1", h.gid, h.gid))
+// namespace.
+func makeRootSkeleton(u User, entries []skelEntry) (int, error) {
+	um := C.CString(fmt.Sprintf("%d %d 1", u.UID, u.UID))
+	gm := C.CString(fmt.Sprintf("%d %d 1", u.GID, u.GID))
 	defer C.free(unsafe.Pointer(um))
 	defer C.free(unsafe.Pointer(gm))
 	n := len(entries)
@@ -347,7 +346,7 @@ func makeRootSkeleton(userns bool, entries []skelEntry) (int, error) {
 			defer C.free(unsafe.Pointer(arr[i].target))
 		}
 	}
-	fd := int(C.la_make_root_skeleton(cbool(userns), um, gm, ce, C.int(n)))
+	fd := int(C.la_make_root_skeleton(cbool(!u.Root), um, gm, ce, C.int(n)))
 	if fd < 0 {
 		return -1, fmt.Errorf("making the root skeleton: %w", syscall.Errno(-fd))
 	}
@@ -358,11 +357,11 @@ func makeRootSkeleton(userns bool, entries []skelEntry) (int, error) {
 // its root, by fd (see the top of this file for why this grants nothing
 // new inside the bound trees).
 func addRootRule(rulesetFD int, handled uint64, skel int) error {
-	return addFDRule(rulesetFD, handled, skel, llRule{"/ (the sandbox's root skeleton)", llReadDir})
+	return addFDRule(rulesetFD, handled, skel, Rule{"/ (the sandbox's root skeleton)", llReadDir})
 }
 
-// rootSkeleton is the sandbox's root skeleton, or -1.
-func (c *cMountRoots) rootSkeleton() int {
+// RootSkeleton is the sandbox's root skeleton, or -1.
+func (c *Mounts) RootSkeleton() int {
 	if c == nil {
 		return -1
 	}
@@ -370,7 +369,7 @@ func (c *cMountRoots) rootSkeleton() int {
 }
 
 // setRoot hands c the root skeleton and the trees bound into it.
-func (c *cMountRoots) setRoot(skel int, binds []rootBind) {
+func (c *Mounts) setRoot(skel int, binds []rootBind) {
 	c.own.root_skel_fd = C.int(skel)
 	var st unix.Stat_t
 	if unix.Fstat(skel, &st) == nil {
@@ -393,7 +392,7 @@ func (c *cMountRoots) setRoot(skel int, binds []rootBind) {
 
 // freeRoot releases what setRoot allocated (the fd is closed with the
 // others in free).
-func (c *cMountRoots) freeRoot() {
+func (c *Mounts) freeRoot() {
 	o := c.own
 	if n := int(o.n_root_binds); n > 0 {
 		for _, b := range unsafe.Slice(o.root_binds, n) {
@@ -404,20 +403,25 @@ func (c *cMountRoots) freeRoot() {
 	}
 }
 
-// execError explains an execve that failed with ENOENT under the
-// sandbox's root: a program outside the grants is not there at all. When
-// the host has it, e says so as Landlock would have (EACCES), with what
-// to do.
-func (c *cMountRoots) execError(path string, e *SpawnError) {
+// ExecError is the error of an execve of path that failed with errno
+// (the spawn's last step, or the PID-namespace init's report of it). Under
+// the sandbox's root an ENOENT may mean that a program outside the grants
+// is not there at all: when the host has it, the error says so as Landlock
+// would have (EACCES), with what to do. m may be nil. It stats path, so
+// it runs in the caller's root, not on a spawner thread (whose root may
+// be the sandbox's).
+func (m *Mounts) ExecError(path string, errno syscall.Errno) *Error {
+	e := &Error{Step: stepName(C.LA_STEP_EXEC), Errno: errno}
 	var st unix.Stat_t
-	if c.rootSkeleton() >= 0 && e.Errno == syscall.ENOENT && unix.Stat(path, &st) == nil {
+	if m.RootSkeleton() >= 0 && e.Errno == syscall.ENOENT && unix.Stat(path, &st) == nil {
 		e.Step += " (" + path + " is outside the paths the sandbox grants: allow it to be read)"
 		e.Errno = syscall.EACCES
 	}
+	return e
 }
 
-// rootDevice is the root skeleton's device, or 0 (notify.Options.RootDev).
-func (c *cMountRoots) rootDevice() uint64 {
+// RootDevice is the root skeleton's device, or 0 (notify.Options.RootDev).
+func (c *Mounts) RootDevice() uint64 {
 	if c == nil {
 		return 0
 	}

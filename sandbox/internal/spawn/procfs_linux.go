@@ -1,4 +1,4 @@
-package sandbox
+package spawn
 
 /*
 #include <stdlib.h>
@@ -8,12 +8,8 @@ import "C"
 
 import (
 	"fmt"
-	"strings"
-	"sync"
 	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // /proc of the sandbox's own: /proc/self/status, stat, maps, fd/,
@@ -44,9 +40,9 @@ import (
 //     namespaces, so the rule reaches nothing else.
 //
 // Where the procfs instance comes from: it belongs to one PID namespace.
-// Root's spawner threads (mountThread) share one made at New in the
+// Root's spawner threads (MountThread) share one made at New in the
 // host's PID namespace (hidepid still hides all but the reader's own
-// domain); a command with a namespace of its own (mountChild) makes one
+// domain); a command with a namespace of its own (MountChild) makes one
 // for its PID namespace in the child, before /proc is covered (an
 // unprivileged user may mount a procfs only for a PID namespace its user
 // namespace owns, and only while a full one is visible). /proc/self is
@@ -58,55 +54,27 @@ import (
 // PID namespace, the host's /proc stays and only the policy's global
 // files are readable, as before; a note says so.
 
-// procFiles are the host's global /proc files a policy names among its
-// system paths ("/proc/cpuinfo" -> "cpuinfo"), those that exist: the
-// skeleton gets them bound in.
-func procFiles(systemPaths []string) []string {
-	var files []string
-	for _, p := range systemPaths {
-		name, ok := strings.CutPrefix(p, "/proc/")
-		if !ok || name == "" || strings.Contains(name, "/") || procSelfLike(p) {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			files = append(files, name)
-		}
-	}
-	return files
-}
-
-// wantsProc: the policy names /proc/self (DefaultSystemPaths does).
-func wantsProc(systemPaths []string) bool {
-	for _, p := range systemPaths {
-		if p == "/proc/self" || p == "/proc/thread-self" {
-			return true
-		}
-	}
-	return false
-}
-
 // procProbe says whether this user's sandboxes can have a /proc of their
 // own, by mounting one as they would: root with an instance made here,
 // others making theirs in a PID namespace of their own.
-var procProbe = sync.OnceValue(func() error {
-	h := host()
-	own, _ := newCMountRoots(nil)
-	defer own.free()
-	skel, proc, err := makeProc(h.root, []string{"cpuinfo"})
+var procProbe probeOnce
+
+func probeProc(u User) error {
+	own, _ := newMounts(nil)
+	defer own.Free()
+	skel, proc, err := makeProc(u, u.Root, []string{"cpuinfo"})
 	if err != nil {
 		return err
 	}
 	own.setProc(skel, proc, []string{"cpuinfo"})
-	return probeMountNS(!h.root, !h.root, h.uid, h.gid, own)
-})
+	return probeMountNS(!u.Root, !u.Root, u.UID, u.GID, own)
+}
 
-// makeProc makes the skeleton with files and, with shared, the procfs
+// makeProc makes u's skeleton with files and, with shared, the procfs
 // instance every namespace clones (else -1: each makes its own).
-func makeProc(shared bool, files []string) (skel, proc int, err error) {
-	h := host()
-	um := C.CString(fmt.Sprintf("%d %d 1", h.uid, h.uid))
-	gm := C.CString(fmt.Sprintf("%d %d 1", h.gid, h.gid))
+func makeProc(u User, shared bool, files []string) (skel, proc int, err error) {
+	um := C.CString(fmt.Sprintf("%d %d 1", u.UID, u.UID))
+	gm := C.CString(fmt.Sprintf("%d %d 1", u.GID, u.GID))
 	defer C.free(unsafe.Pointer(um))
 	defer C.free(unsafe.Pointer(gm))
 	cf := make([]*C.char, len(files)+1)
@@ -114,7 +82,7 @@ func makeProc(shared bool, files []string) (skel, proc int, err error) {
 		cf[i] = C.CString(f)
 		defer C.free(unsafe.Pointer(cf[i]))
 	}
-	skel = int(C.la_make_proc_skeleton(cbool(!h.root), um, gm, &cf[0], C.int(len(files))))
+	skel = int(C.la_make_proc_skeleton(cbool(!u.Root), um, gm, &cf[0], C.int(len(files))))
 	if skel < 0 {
 		return -1, -1, fmt.Errorf("making the /proc skeleton: %w", syscall.Errno(-skel))
 	}
@@ -128,31 +96,29 @@ func makeProc(shared bool, files []string) (skel, proc int, err error) {
 	return skel, proc, nil
 }
 
-// sandboxProc gives mounts (the sandbox's, non-nil) its /proc, or says
-// why the host's stays. ns is the sandbox's mount mode, newPID whether
-// each command gets a PID namespace, root whether we are.
-func sandboxProc(mounts *cMountRoots, ns mountMode, newPID, root bool, systemPaths []string) (off string) {
+// AddProc gives m (the sandbox's mounts, nil with MountNone) its /proc,
+// with the host's global /proc files named (bound into the skeleton:
+// "cpuinfo", ...), or says why the host's stays. ns is the sandbox's
+// mount mode, newPID whether each command gets a PID namespace.
+func (m *Mounts) AddProc(u User, ns MountMode, newPID bool, files []string) (off string) {
 	switch {
-	case !wantsProc(systemPaths):
-		return ""
-	case ns == mountNone || mounts == nil:
+	case ns == MountNone || m == nil:
 		return "no private mount namespace to mount one in"
-	case ns == mountChild && !newPID && !root:
+	case ns == MountChild && !newPID && !u.Root:
 		return "no PID namespace of the command's own, the only one an unprivileged user may mount a procfs for"
 	}
-	if err := procProbe(); err != nil {
+	if err := procProbe.do(func() error { return probeProc(u) }); err != nil {
 		return "a procfs of the sandbox's own cannot be mounted here: " + err.Error()
 	}
-	files := procFiles(systemPaths)
-	skel, proc, err := makeProc(ns == mountThread, files)
+	skel, proc, err := makeProc(u, ns == MountThread, files)
 	if err != nil {
 		return err.Error()
 	}
-	mounts.setProc(skel, proc, files)
+	m.setProc(skel, proc, files)
 	return ""
 }
 
 // addProcRule grants the sandbox's /proc: its skeleton's root, by fd.
 func addProcRule(rulesetFD int, handled uint64, skel int) error {
-	return addFDRule(rulesetFD, handled, skel, llRule{"/proc (the sandbox's own)", llReadFile | llReadDir})
+	return addFDRule(rulesetFD, handled, skel, Rule{"/proc (the sandbox's own)", llReadFile | llReadDir})
 }

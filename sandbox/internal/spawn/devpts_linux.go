@@ -1,4 +1,4 @@
-package sandbox
+package spawn
 
 /*
 #include <stdlib.h>
@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -42,59 +41,62 @@ import (
 // devptsProbe says whether a devpts instance made here can be mounted in
 // another namespace (cloning a detached mount from elsewhere: Linux
 // 6.15+), by doing exactly that once.
-var devptsProbe = sync.OnceValue(func() error {
-	h := host()
-	fd, err := makeDevpts()
+var devptsProbe probeOnce
+
+func probeDevpts(u User) error {
+	fd, err := makeDevpts(u)
 	if err != nil {
 		return err
 	}
-	own, _ := newCMountRoots(nil)
-	defer own.free() // closes fd
+	own, _ := newMounts(nil)
+	defer own.Free() // closes fd
 	own.setDevpts(fd)
-	return probeMountNS(!h.root, false, h.uid, h.gid, own)
-})
+	return probeMountNS(!u.Root, false, u.UID, u.GID, own)
+}
 
-// makeDevpts creates this user's detached devpts instance: directly as
-// root, else in a throwaway user namespace (whose superblock keeps it).
-func makeDevpts() (int, error) {
-	h := host()
-	um := C.CString(fmt.Sprintf("%d %d 1", h.uid, h.uid))
-	gm := C.CString(fmt.Sprintf("%d %d 1", h.gid, h.gid))
+// makeDevpts creates u's detached devpts instance: directly as root,
+// else in a throwaway user namespace (whose superblock keeps it).
+func makeDevpts(u User) (int, error) {
+	um := C.CString(fmt.Sprintf("%d %d 1", u.UID, u.UID))
+	gm := C.CString(fmt.Sprintf("%d %d 1", u.GID, u.GID))
 	defer C.free(unsafe.Pointer(um))
 	defer C.free(unsafe.Pointer(gm))
-	fd := int(C.la_make_devpts(cbool(!h.root), um, gm))
+	fd := int(C.la_make_devpts(cbool(!u.Root), um, gm))
 	if fd < 0 {
 		return -1, fmt.Errorf("making a devpts instance: %w", syscall.Errno(-fd))
 	}
 	return fd, nil
 }
 
-// sandboxDevpts returns the sandbox's devpts instance, or -1 and why ptys
-// are off. ns is the sandbox's mount mode; wanted, whether its policy
-// names the pseudo-terminal paths.
-func sandboxDevpts(ns mountMode, wanted bool) (fd int, off string) {
+// AddDevpts gives m (the sandbox's mounts, nil with MountNone) a devpts
+// instance of the sandbox's own, or says why ptys are off (off "" and
+// !ok: the policy does not want them). ns is the sandbox's mount mode;
+// wanted, whether its policy names the pseudo-terminal paths (and
+// Landlock can grant them).
+func (m *Mounts) AddDevpts(u User, ns MountMode, wanted bool) (ok bool, off string) {
 	switch {
 	case !wanted:
-		return -1, ""
-	case ns == mountNone:
-		return -1, "no private mount namespace to hide the host's devpts in"
+		return false, ""
+	case ns == MountNone || m == nil:
+		return false, "no private mount namespace to hide the host's devpts in"
 	}
-	if err := devptsProbe(); err != nil {
-		return -1, "a devpts instance of the sandbox's own cannot be mounted here: " + err.Error()
+	if err := devptsProbe.do(func() error { return probeDevpts(u) }); err != nil {
+		return false, "a devpts instance of the sandbox's own cannot be mounted here: " + err.Error()
 	}
-	fd, err := makeDevpts()
+	fd, err := makeDevpts(u)
 	if err != nil {
-		return -1, err.Error()
+		return false, err.Error()
 	}
-	return fd, ""
+	m.setDevpts(fd)
+	return true, ""
 }
 
 // addPtyRules grants the sandbox's ptys: /dev/ptmx (the host's device
 // node, which allocates in the instance mounted beside it) and, by its
 // fd, the instance's root — the one rule that reaches /dev/pts/N.
 func addPtyRules(rulesetFD int, handled uint64, devpts int) error {
-	if err := addPathRule(rulesetFD, handled, llRule{"/dev/ptmx", llPty}); err != nil {
+	if err := addPathRule(rulesetFD, handled, Rule{"/dev/ptmx", llPty}); err != nil {
 		return err
 	}
-	return addFDRule(rulesetFD, handled, devpts, llRule{"/dev/pts (the sandbox's devpts instance)", llPty})
+	return addFDRule(rulesetFD, handled, devpts, Rule{"/dev/pts (the sandbox's devpts instance)", llPty})
 }

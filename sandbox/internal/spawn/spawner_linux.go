@@ -1,16 +1,20 @@
-package sandbox
+package spawn
+
+/*
+#include "confine.h"
+*/
+import "C"
 
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// A spawner is a dedicated OS thread that starts confined commands.
+// A Spawner is a dedicated OS thread that starts confined commands.
 //
 // Two things that cost milliseconds or hundreds of microseconds when done
 // per spawn are done once per thread instead, because a vfork'd child
@@ -20,7 +24,8 @@ import (
 //     JIT, the kernel's action-cache emulation); the thread attaches it once
 //     and every child is born with it. seccomp programs and no_new_privs
 //     are per thread, so the rest of the Go process is untouched;
-//   - v1 cgroups (slots, see cgroup_linux.go): in v1 a single thread can
+//   - v1 cgroups (slots, see package sandbox's cgroup_linux.go; joined by
+//     StartSpawner's join): in v1 a single thread can
 //     join a cgroup, and a child is born in its parent thread's cgroups. The
 //     thread's one migration (an RCU grace period: ~10 ms) buys every later
 //     spawn a migration-free start.
@@ -34,7 +39,7 @@ import (
 // What the thread itself still does under the main program: futex, mmap,
 // signal handling, clone/clone3 with CLONE_VM|CLONE_VFORK (and namespace
 // flags: those rules live in the child program for that reason).
-type spawner struct {
+type Spawner struct {
 	calls chan *spawnCall
 	done  chan struct{}
 	// listener is the seccomp listener of a sealed thread's program (its
@@ -51,36 +56,52 @@ type spawner struct {
 	exited int
 }
 
-// threadProgram is what a spawner thread loads.
-type threadProgram struct {
-	bpf      []byte // nil: none
-	notifies bool   // load with SECCOMP_FILTER_FLAG_NEW_LISTENER
-	// mounts, when set: the thread first makes its private read-only
-	// mount namespace with these writable roots (mountns_linux.go).
-	mounts *cMountRoots
+// ThreadProgram is what a spawner thread loads.
+type ThreadProgram struct {
+	BPF      []byte // the main seccomp program; nil: none
+	Notifies bool   // load with SECCOMP_FILTER_FLAG_NEW_LISTENER
+	// Mounts, when set (MountThread): the thread first makes its private
+	// read-only mount namespace with these writable roots and what the
+	// sandbox mounts of its own (mountns_linux.go).
+	Mounts *Mounts
+	// DropBounding: the thread empties its own capability bounding set
+	// (capabilities 0 to LastCap, la_drop_bounding: la_confine's first
+	// step), once, and every child it starts outside a new user namespace
+	// inherits the empty set (clone copies the thread's credentials), so
+	// the child does not repeat the 41 PR_CAPBSET_DROP calls (~65 µs per
+	// spawn, measured). The thread never executes anything, so an empty
+	// bounding set takes nothing from it: its effective capabilities
+	// (namespace and mount set-up) are untouched. A child in a new user
+	// namespace gets a full set there and still drops it itself
+	// (Pieces.DropBounding).
+	DropBounding bool
+	LastCap      int
 }
 
 type spawnCall struct {
-	req  *spawnRequest
-	res  spawnResult
+	req  *Request
+	res  Result
 	err  error
 	done chan struct{}
 }
 
-// startSpawner starts a spawner thread that joins the v1 cgroup
-// directories dirs (may be none) and loads prog. supervise, if the program
-// notifies, is started on the listener and stopped with the spawner.
-func startSpawner(prog threadProgram, dirs []string, supervise func(listener int, mountNS uint64) (func(), error)) (*spawner, error) {
-	sp := &spawner{calls: make(chan *spawnCall), done: make(chan struct{}), listener: -1, exited: -1}
+// StartSpawner starts a spawner thread, which first runs join (nil:
+// nothing; the caller's v1 cgroup joins, which must move this thread
+// only), then makes its mount namespace and loads prog. supervise, if the
+// program notifies, is started on the listener (with the inode of the
+// thread's mount namespace, which its children inherit) and stopped with
+// the Spawner.
+func StartSpawner(prog ThreadProgram, join func() error, supervise func(listener int, mountNS uint64) (func(), error)) (*Spawner, error) {
+	sp := &Spawner{calls: make(chan *spawnCall), done: make(chan struct{}), listener: -1, exited: -1}
 	ready := make(chan error, 1)
-	go sp.loop(prog, dirs, ready)
+	go sp.loop(prog, join, ready)
 	if err := <-ready; err != nil {
 		return nil, err
 	}
 	if sp.listener >= 0 {
 		stop, err := supervise(sp.listener, sp.mountNS)
 		if err != nil {
-			sp.stop()
+			sp.Stop()
 			return nil, err
 		}
 		sp.stopSup = stop
@@ -88,7 +109,7 @@ func startSpawner(prog threadProgram, dirs []string, supervise func(listener int
 	return sp, nil
 }
 
-func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
+func (sp *Spawner) loop(prog ThreadProgram, join func() error, ready chan<- error) {
 	runtime.LockOSThread() // never unlocked, except below: see the type's comment
 	if unix.Gettid() == unix.Getpid() {
 		// This is the process's main thread, which the runtime never ends
@@ -104,7 +125,7 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 		go func() {
 			runtime.LockOSThread()
 			close(elsewhere)
-			sp.loop(prog, dirs, ready)
+			sp.loop(prog, join, ready)
 		}()
 		<-elsewhere
 		runtime.UnlockOSThread()
@@ -115,8 +136,8 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 		sp.exited = fd
 	}
 	var err error
-	if sp.listener, sp.mountNS, err = prepareSpawnerThread(prog, dirs); err != nil {
-		if sp.exited >= 0 { // startSpawner fails: no stop will close it
+	if sp.listener, sp.mountNS, err = prepareSpawnerThread(prog, join); err != nil {
+		if sp.exited >= 0 { // StartSpawner fails: no Stop will close it
 			unix.Close(sp.exited)
 			sp.exited = -1
 		}
@@ -134,16 +155,10 @@ func (sp *spawner) loop(prog threadProgram, dirs []string, ready chan<- error) {
 	}
 }
 
-func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, mountNS uint64, err error) {
-	for _, d := range dirs {
-		// "tasks" moves this thread only; cgroup.procs would move the
-		// whole Go process. "0" (the writing thread) rather than our tid:
-		// a thread moving itself is the one migration the kernel does
-		// without its global threadgroup rwsem (cgroup_procs_write_start),
-		// whose write lock waits for an RCU grace period — 0.04 ms
-		// instead of 5-15 ms here.
-		if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
-			return -1, 0, fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
+func prepareSpawnerThread(prog ThreadProgram, join func() error) (listener int, mountNS uint64, err error) {
+	if join != nil {
+		if err := join(); err != nil {
+			return -1, 0, err
 		}
 	}
 	// The read-only mount namespace after the cgroup joins (cgroupfs is
@@ -152,12 +167,17 @@ func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, moun
 	// but this one ever runs in the namespace. With a root skeleton
 	// (rootfs_linux.go) the thread's own root is switched too: from here
 	// on it opens no path (spawn works on fds and C memory).
-	if prog.mounts != nil {
-		if mountNS, err = threadMountNS(prog.mounts); err != nil {
-			return -1, 0, fmt.Errorf("sandbox: spawner thread: %w", err)
+	if prog.Mounts != nil {
+		if mountNS, err = threadMountNS(prog.Mounts); err != nil {
+			return -1, 0, err
 		}
 	}
-	if len(prog.bpf) == 0 {
+	if prog.DropBounding {
+		if rc := C.la_drop_bounding(C.int(prog.LastCap)); rc < 0 {
+			return -1, 0, fmt.Errorf("sandbox: spawner thread: dropping the capability bounding set: %w", unix.Errno(-rc))
+		}
+	}
+	if len(prog.BPF) == 0 {
 		return -1, mountNS, nil
 	}
 	// no_new_privs first: the kernel requires it (or CAP_SYS_ADMIN) to
@@ -166,15 +186,15 @@ func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, moun
 		return -1, 0, fmt.Errorf("sandbox: spawner thread: no_new_privs: %w", err)
 	}
 	fprog := unix.SockFprog{
-		Len:    uint16(len(prog.bpf) / 8),
-		Filter: (*unix.SockFilter)(unsafe.Pointer(&prog.bpf[0])),
+		Len:    uint16(len(prog.BPF) / 8),
+		Filter: (*unix.SockFilter)(unsafe.Pointer(&prog.BPF[0])),
 	}
 	// No SECCOMP_FILTER_FLAG_TSYNC: this thread only. With a listener: the
 	// thread's children share one (the thread itself never makes the
 	// notified calls); it is created O_CLOEXEC, and the spawn path marks
 	// every fd but 0-2 close-on-exec anyway, so no command inherits it.
 	flags := uintptr(0)
-	if prog.notifies {
+	if prog.Notifies {
 		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 	}
 	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
@@ -182,32 +202,38 @@ func prepareSpawnerThread(prog threadProgram, dirs []string) (listener int, moun
 		flags &^= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV // before 5.19
 		r, _, e = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	}
-	runtime.KeepAlive(prog.bpf)
+	runtime.KeepAlive(prog.BPF)
 	if e != 0 {
 		return -1, 0, fmt.Errorf("sandbox: spawner thread: loading the seccomp filter: %w", e)
 	}
-	if prog.notifies {
+	if prog.Notifies {
 		return int(r), mountNS, nil
 	}
 	return -1, mountNS, nil
 }
 
-// spawn starts r from the spawner's thread.
-func (sp *spawner) spawn(r *spawnRequest) (spawnResult, error) {
+// Spawn starts r from the spawner's thread. On error the child, if one
+// was created, has exited and has been reaped; an *Error names the step.
+func (sp *Spawner) Spawn(r *Request) (Result, error) {
 	c := &spawnCall{req: r, done: make(chan struct{})}
 	sp.calls <- c
 	<-c.done
 	// Here, not on the thread: its root may be the sandbox's, where the
-	// host's paths are not (execError stats one).
-	var se *SpawnError
-	if errors.As(c.err, &se) && se.Step == stepNames[stepExec] {
-		r.mounts.execError(r.path, se)
+	// host's paths are not (ExecError stats one).
+	var se *Error
+	if errors.As(c.err, &se) && se.Step == stepName(C.LA_STEP_EXEC) {
+		return c.res, r.Mounts.ExecError(r.Path, se.Errno)
 	}
 	return c.res, c.err
 }
 
-// stop ends the thread once it is idle, then its supervisor.
-func (sp *spawner) stop() {
+// Supervised reports whether the thread's listener has its server
+// (StartSpawner's supervise was started): a sealed thread's commands are
+// served by it alone.
+func (sp *Spawner) Supervised() bool { return sp.stopSup != nil }
+
+// Stop ends the thread once it is idle, then its supervisor.
+func (sp *Spawner) Stop() {
 	close(sp.calls)
 	<-sp.done
 	// done is closed before the goroutine returns and the runtime ends

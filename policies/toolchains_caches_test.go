@@ -1,0 +1,82 @@
+package policies
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The user's package caches are granted only where the tool reads them
+// as granted. npm's (found by `npm config get cache`) is granted — its
+// _cacache only, read-only — and used, only offline: npm cannot look a
+// request up in a read-only cache (a lookup rewrites the index), so with
+// a registry granted it keeps the per-workspace cache and the user's is
+// not granted. pip's and uv's caches and cargo's registry are never
+// granted: no tool would read them (toolchains.go says why; the e2e
+// tests TestNodeInstallFromTheUsersCacheOffline and
+// TestRustCargoBuildVendoredCrateOffline show what works instead).
+func TestUserCachesOnlyWhereTheToolReadsThem(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	npmCache := filepath.Join(root, "npm-cache") // npm_config_cache, not ~/.npm
+	mkdirs(t, home, ".cache/pip/http-v2", ".cache/uv", ".cargo/bin", ".cargo/registry/cache", ".cargo/git", "bin")
+	mkdirs(t, root, "npm-cache/_cacache/index-v5", "npm-cache/_logs", "ws", "cache")
+	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
+		bins: map[string]string{"npm": filepath.Join(home, "bin/npm"), "pip3": filepath.Join(home, "bin/pip3"),
+			"cargo": filepath.Join(home, ".cargo/bin/cargo")},
+		out: map[string]string{"npm config get cache": npmCache + "\n"}}
+	strict, _ := PresetByName("strict")
+	ws := filepath.Join(root, "ws")
+	all := []string{"node", "python", "rust"}
+	for _, tc := range []struct {
+		name    string
+		domains []Grant
+	}{
+		{"network none", nil},
+		{"a registry granted", []Grant{{"127.0.0.1:4873", "--allow-domain"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: all, AllowDomains: tc.domains}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offline := tc.domains == nil
+			env := strings.Join(p.Env, "\n") + "\n"
+			if got := slices.Contains(p.ReadOnlyPaths, npmCache+"/_cacache"); got != offline {
+				t.Errorf("the user's npm _cacache granted = %v, want %v: %v", got, offline, p.ReadOnlyPaths)
+			}
+			wantCache := "npm_config_cache=" + filepath.Join(root, "cache/node/npm") + "\n"
+			if offline {
+				wantCache = "npm_config_cache=" + npmCache + "\n"
+				if !strings.Contains(env, "npm_config_prefer_offline=true\n") ||
+					!strings.Contains(env, "npm_config_logs_dir="+filepath.Join(root, "cache/node/npm-logs")+"\n") {
+					t.Errorf("offline npm: offline-first, its logs in the per-workspace cache:\n%s", env)
+				}
+			}
+			if !strings.Contains(env, wantCache) || strings.Count(env, "npm_config_cache=") != 1 {
+				t.Errorf("env: want one %q:\n%s", wantCache, env)
+			}
+			for _, r := range p.ReadOnlyPaths {
+				if r == npmCache || strings.Contains(r, "/.cache/") || strings.Contains(r, "/.cargo/registry") || strings.Contains(r, "/.cargo/git") {
+					t.Errorf("granted %s, which no tool reads as granted", r)
+				}
+			}
+			for _, w := range p.ReadWritePaths {
+				if !strings.HasPrefix(w, filepath.Join(root, "cache")+"/") {
+					t.Errorf("writable %s outside the per-workspace caches", w)
+				}
+			}
+		})
+	}
+	// No usable npm cache (no _cacache there, or npm gave no answer): the
+	// per-workspace cache stays npm's, and nothing is granted for it.
+	h.out["npm config get cache"] = filepath.Join(root, "nothing-here") + "\n"
+	p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"node"}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := strings.Join(p.Env, "\n"); !strings.Contains(env, "npm_config_cache="+filepath.Join(root, "cache/node/npm")+"\n") {
+		t.Errorf("without a user cache npm keeps the per-workspace one:\n%s", env)
+	}
+}

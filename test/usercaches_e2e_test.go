@@ -1,0 +1,193 @@
+package test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What the toolchain profiles take from the user's own machine, through
+// lite-agent run, network none: npm's cache, vendored crates, pyenv's
+// python.
+
+// npmTarball is an npm package tarball: package/package.json and
+// package/index.js.
+func npmTarball(t *testing.T, name, version, index string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct{ name, body string }{
+		{"package/package.json", fmt.Sprintf(`{"name": %q, "version": %q, "main": "index.js"}`, name, version)},
+		{"package/index.js", index},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(f.body))
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+// npmRegistry is a loopback npm registry serving one package.
+func npmRegistry(t *testing.T, name, version string, tgz []byte) *httptest.Server {
+	t.Helper()
+	sum512 := sha512.Sum512(tgz)
+	sum1 := sha1.Sum(tgz)
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/" + name:
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{
+				"name": name, "dist-tags": map[string]string{"latest": version},
+				"versions": map[string]any{version: map[string]any{
+					"name": name, "version": version, "main": "index.js",
+					"dist": map[string]string{
+						"tarball":   srv.URL + "/" + name + "/-/" + name + "-" + version + ".tgz",
+						"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum512[:]),
+						"shasum":    hex.EncodeToString(sum1[:]),
+					},
+				}},
+			})
+		case "/" + name + "/-/" + name + "-" + version + ".tgz":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(tgz)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	return srv
+}
+
+// TestNodeInstallFromTheUsersCacheOffline: a package that the user's npm
+// installed before (so it is in their npm cache) installs in the
+// sandbox with the network off — `npm ci` of the project's lockfile —
+// from that cache, read-only: nothing in it changes. Without the profile
+// (its cache is then the sandbox's empty HOME) the same npm ci fails
+// fetching the package. The user's cache is where their npm_config_cache
+// says, not ~/.npm: the profile asks npm (`npm config get cache`).
+func TestNodeInstallFromTheUsersCacheOffline(t *testing.T) {
+	need(t, "Node", "node", "npm")
+	const name, version = "rw-cached-dep", "1.0.0"
+	tgz := npmTarball(t, name, version, `module.exports = () => "from the user's npm cache";`)
+	srv := npmRegistry(t, name, version, tgz)
+	userCache := filepath.Join(t.TempDir(), "npm-cache")
+	u := newFakeUser(t, "npm_config_cache="+userCache)
+	pkg := fmt.Sprintf(`{"name": "rw", "version": "1.0.0", "scripts": {"test": "node test.js"}, "dependencies": {%q: %q}}`, name, version)
+	// The user installs the package once, outside the sandbox, from
+	// their registry (here a loopback one): the lockfile records its
+	// resolved URL and integrity, their cache its tarball.
+	seed := t.TempDir()
+	writeFile(t, filepath.Join(seed, "package.json"), pkg)
+	install := exec.Command("npm", "install", "--registry", srv.URL+"/", "--omit-lockfile-registry-resolved=false", "--no-audit", "--no-fund")
+	install.Dir, install.Env = seed, u.env
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install outside the sandbox (seeding the user's cache): %v\n%s", err, out)
+	}
+	srv.Close() // from now on the package exists only in the cache
+	lock, err := os.ReadFile(filepath.Join(seed, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "package.json"), pkg)
+	writeFile(t, filepath.Join(ws, "package-lock.json"), string(lock))
+	writeFile(t, filepath.Join(ws, "test.js"), `const assert = require("assert"); assert.strictEqual(require("`+name+`")(), "from the user's npm cache"); console.log("node tests passed");`)
+	before := treeState(t, filepath.Join(userCache, "_cacache"))
+
+	res, _ := u.bashSession(t, ws, []string{"--toolchains", "none"}, "npm ci --fetch-retries=0 2>&1 | tail -3; ls node_modules")
+	if strings.Contains(res[0].text, name) {
+		t.Fatalf("without the profile npm ci installed %s (from where?):\n%s", name, res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, nil, "npm ci 2>&1 | tail -3 && npm test", "npm config get cache")
+	if !strings.Contains(res[0].text, "node tests passed") {
+		t.Fatalf("npm ci + npm test from the user's cache, network none:\n%s", res[0].text)
+	}
+	// (The last line: npm warns first that it knows no store-dir, the
+	// node profile's setting for pnpm.)
+	lines := strings.Split(strings.TrimSpace(res[1].text), "\n")
+	if got := lines[len(lines)-1]; got != userCache {
+		t.Errorf("npm's cache in the sandbox is %q, want the user's %s", got, userCache)
+	}
+	if after := treeState(t, filepath.Join(userCache, "_cacache")); !maps.Equal(after, before) {
+		t.Errorf("the user's npm cache changed:\nbefore:\n%v\nafter:\n%v", before, after)
+	}
+}
+
+// TestRustCargoBuildVendoredCrateOffline: cargo builds and tests a crate
+// with a registry dependency, offline, from vendored sources (what
+// `cargo vendor` writes, and the [source] replacement it prints in
+// .cargo/config.toml). cargo cannot use the user's ~/.cargo/registry
+// read-only — it reads it only as its own CARGO_HOME, which must be
+// writable — so the profile does not grant it (policies/toolchains.go).
+func TestRustCargoBuildVendoredCrateOffline(t *testing.T) {
+	need(t, "Rust", "cargo", "rustc")
+	// rustup's toolchains live in the real HOME: this test keeps it (the
+	// profile must find ~/.cargo/bin and ~/.rustup there).
+	home, _ := os.UserHomeDir()
+	u := newFakeUser(t, "HOME="+home)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "Cargo.toml"), "[package]\nname = \"rw\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinydep = \"1.0\"\n")
+	writeFile(t, filepath.Join(ws, "src", "main.rs"), "fn main() { println!(\"rust built {}\", tinydep::answer()); }\n#[test]\nfn t() { assert_eq!(tinydep::answer(), 42); }\n")
+	writeFile(t, filepath.Join(ws, "vendor", "tinydep", "Cargo.toml"), "[package]\nname = \"tinydep\"\nversion = \"1.0.0\"\nedition = \"2021\"\n")
+	writeFile(t, filepath.Join(ws, "vendor", "tinydep", "src", "lib.rs"), "pub fn answer() -> u32 { 42 }\n")
+	writeFile(t, filepath.Join(ws, "vendor", "tinydep", ".cargo-checksum.json"), `{"files": {}, "package": null}`)
+	writeFile(t, filepath.Join(ws, ".cargo", "config.toml"), "[source.crates-io]\nreplace-with = \"vendored-sources\"\n\n[source.vendored-sources]\ndirectory = \"vendor\"\n")
+	res, _ := u.bashSession(t, ws, nil, "cargo build --offline -q && ./target/debug/rw && cargo test --offline -q 2>&1 | tail -3")
+	if !strings.Contains(res[0].text, "rust built 42") || !strings.Contains(res[0].text, "test result: ok") {
+		t.Fatalf("cargo with a vendored crate in the sandbox:\n%s", res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cargo --version")
+	if !res[0].isError && !strings.Contains(res[0].text, "not found") && !strings.Contains(res[0].text, "denied") {
+		t.Errorf("cargo ran without its profile:\n%s", res[0].text)
+	}
+}
+
+// TestPyenvPythonStaysThePyenvOne: the issue's "a pyenv python3 silently
+// becomes the system one". With the python profile on, python3 in the
+// sandbox is the interpreter it is outside (pyenv's shim resolves
+// through the granted $PYENV_ROOT); without it, the shim's directory is
+// unreadable and python3 is the system's — the regression itself.
+func TestPyenvPythonStaysThePyenvOne(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	u := newFakeUser(t, "HOME="+home)
+	const probe = `python3 -c 'import sys; print(sys.executable)'`
+	outside := exec.Command("sh", "-c", probe)
+	outside.Env = u.env
+	out, err := outside.Output()
+	if err != nil {
+		t.Skipf("python3 is not installed (%v): this test would check that the sandbox's python3 is the user's", err)
+	}
+	want := strings.TrimSpace(string(out))
+	shim, _ := exec.LookPath("python3")
+	if !strings.Contains(shim, "/shims/") || strings.HasPrefix(want, "/usr/") {
+		t.Skipf("python3 here is %s (%s), not a pyenv shim: this test would check that a pyenv python3 stays the pyenv one in the sandbox", shim, want)
+	}
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "requirements.txt"), "pytest\n")
+	res, _ := u.bashSession(t, ws, nil, probe)
+	if got := strings.TrimSpace(res[0].text); got != want {
+		t.Errorf("python3 in the sandbox is %q, outside %q", got, want)
+	}
+	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, probe)
+	if got := strings.TrimSpace(res[0].text); got == want {
+		t.Errorf("without the profile python3 is still %s: the test shows nothing", got)
+	}
+}
