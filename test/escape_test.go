@@ -486,7 +486,8 @@ class OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 def openat2(path, mode):
     how = OpenHow(os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, 0)
-    check(libc.syscall(437, -100, path.encode(), ctypes.byref(how), ctypes.sizeof(how)))
+    # syscall() reads every argument as a long: the size goes as one (a C int's upper half is undefined)
+    check(libc.syscall(ctypes.c_long(437), ctypes.c_long(-100), path.encode(), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how))))
 def fchmod(path, mode):
     fd = os.open(path, os.O_RDONLY)
     try:
