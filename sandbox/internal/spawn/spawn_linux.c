@@ -518,6 +518,20 @@ int la_write_file_at(int dir, const char *path, const char *data)
 
 #define LA_CHILD_FAIL(s) do { a->err_step = (s); a->err_errno = errno; goto fail; } while (0)
 
+// la_child_exit ends the vfork'd child by SYS_exit, not glibc's _exit
+// (exit_group): the change-capture program notifies exit_group, and its
+// listener reaches the parent only when the clone returns, which is when
+// this child execs or exits. A child that failed after loading that
+// program and left by exit_group would wait for an answer no one can
+// give, holding the parent in clone: a command that does not exist
+// (`sandbox run -- ./no-such-program`) hung for good. The child is one
+// thread, so SYS_exit ends the process.
+static void __attribute__((noreturn)) la_child_exit(int code)
+{
+	for (;;)
+		syscall(SYS_exit, code);
+}
+
 static int la_child(void *arg)
 {
 	struct la_spawn_args *a = arg;
@@ -590,7 +604,7 @@ static int la_child(void *arg)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		LA_CHILD_FAIL(LA_STEP_SETSID);
 	if (!a->new_pid && getppid() != a->parent_pid)
-		_exit(127);
+		la_child_exit(127);
 
 	if (setsid() < 0)
 		LA_CHILD_FAIL(LA_STEP_SETSID);
@@ -663,7 +677,7 @@ static int la_child(void *arg)
 	a->err_step = LA_STEP_EXEC;
 	a->err_errno = errno;
 fail:
-	_exit(127);
+	la_child_exit(127);
 }
 
 // One child stack per OS thread, made once: mmap/munmap on every spawn
