@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -182,7 +181,7 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 		// An agent-writable entry (local clears the flag under a preset
 		// that trusts the workspace): only what is readable anyway, and
 		// no ReadOnlyPaths of its own.
-		progs = slices.DeleteFunc(progs, func(f string) bool { return ws == "" || !under(f, []string{ws}) })
+		progs = workspaceOnly(progs, ws)
 	} else {
 		p.ReadOnlyPaths = append(p.ReadOnlyPaths, cfg.ReadOnlyPaths...)
 	}
@@ -194,8 +193,14 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 	p.Limits.OutputBytes = math.MaxInt64
 	p.Limits.WallTime = 0
 	// A server that may change the workspace has its changes captured,
-	// when the manager was given somewhere to report them.
-	p.CaptureChanges = m.opts.BeforeChange != nil && p.Workspace != ""
+	// when the manager was given somewhere to report them — and, while
+	// .git is protected, in any case: change capture is what refuses a
+	// new .git (the sandbox captures every command of a sandbox made
+	// with CaptureChanges for that rule, with a no-op hook), as it does
+	// for the agent's commands (kernel/confine.go). Without it a server a
+	// workspace .mcp.json may start could make a .git the user's git
+	// would run hooks from.
+	p.CaptureChanges = p.Workspace != "" && (m.opts.BeforeChange != nil || !p.GitWritable)
 	return p, dir, nil
 }
 
@@ -213,6 +218,31 @@ func (m *Manager) foreignHook(pol sandbox.Policy) sandbox.ForeignFunc {
 		return nil
 	}
 	return m.opts.ForeignChange
+}
+
+// workspaceOnly keeps, of an agent-writable entry's program paths, those
+// whose real path lies in the workspace's real path, as that real path:
+// a path that is in the workspace as written but leads out of it through
+// a symlink the agent planted (ws/k -> ~/.ssh/id_rsa, or a linked
+// directory on the way) would otherwise be granted, for Landlock's rule
+// follows the link to the file it names. The grant is the resolved path,
+// so that it is what was checked.
+func workspaceOnly(progs []string, ws string) []string {
+	if ws == "" {
+		return nil
+	}
+	wsReal, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range progs {
+		real, err := filepath.EvalSymlinks(f)
+		if err == nil && under(real, []string{wsReal}) {
+			out = append(out, real)
+		}
+	}
+	return dedupe(out)
 }
 
 // programPaths are the paths the server's program needs to be read and run
