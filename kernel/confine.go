@@ -31,6 +31,12 @@ func (r *run) prepareSandbox() error {
 	if r.opts.Checkpoints != nil || r.opts.Snapshots != nil {
 		p.CaptureChanges = true
 	}
+	// The .git name rule (a command may not make a new .git: sandbox
+	// Policy.GitWritable) is enforced by change capture, so a protected
+	// .git needs it even without checkpoints.
+	if !p.GitWritable {
+		p.CaptureChanges = true
+	}
 	p.OnNetwork = r.network.observer(p.OnNetwork)
 	p.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, p.OnUnknownDomain)
 	sb, err := sandbox.New(p)

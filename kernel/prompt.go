@@ -186,6 +186,9 @@ type promptData struct {
 	Tools               []string
 	Mode, ModeText      string
 	Writable, Network   string
+	// GitReadOnly: the sandbox keeps .git read-only
+	// (sandbox.Policy.GitWritable off), which the model is told.
+	GitReadOnly bool
 }
 
 var modeText = map[PermissionMode]string{
@@ -238,6 +241,7 @@ func (r *run) systemPrompt(created time.Time) (string, error) {
 			Git: root != "", Branch: branch, RepoRoot: root,
 			Tools: r.names, Mode: string(r.gate.mode), ModeText: modeText[r.gate.mode],
 			Writable: strings.Join(writable, ", "), Network: networkText(r.basePolicy),
+			GitReadOnly: !r.basePolicy.GitWritable,
 		}
 		if d.Mode == "" {
 			d.Mode = string(PermissionDefault)

@@ -75,6 +75,7 @@ func TestDefaultSystemPromptIsStableAndInformative(t *testing.T) {
 		"Permission mode: default",
 		"- read_file",
 		"Network: none",
+		"Git: `.git` is read-only", "git status, git diff and git log work; committing and other changes to the repository are the person's",
 		"unreadable by design",
 		"do not retry around it",
 		"Read before you edit",

@@ -386,7 +386,7 @@ func (fp *fileParser) keyValue(key []string, line int, v *unstable.Node) error {
 			return nil
 		}
 	}
-	return fp.errorf(line, "unknown key %s (known: permissions.allow, .ask, .deny, .default_mode; sandbox.network, .allow_domains, .deny_domains, .read, .write, .env, .toolchains; hooks: event, matcher, command, timeout, name)", name)
+	return fp.errorf(line, "unknown key %s (known: permissions.allow, .ask, .deny, .default_mode; sandbox.network, .allow_domains, .deny_domains, .read, .write, .env, .toolchains, .git; hooks: event, matcher, command, timeout, name)", name)
 }
 
 func (fp *fileParser) str(name string, line int, v *unstable.Node) (string, error) {

@@ -47,8 +47,9 @@ type Preset struct {
 // protectRules keep the file tools away from what runs outside the
 // sandbox later: the policy files and hooks (.lite-agent/) and git's
 // hooks and configuration (.git/), which git runs unconfined when the user
-// next commits. The bash tool can still write there — inside the sandbox;
-// see the README's Permissions section.
+// next commits. Commands cannot write .git either, unless the user sets
+// [sandbox] git = "writable" (sandbox.Policy.GitWritable); these rules
+// hold for the file tools even then.
 var protectRules = []string{
 	"write_file(.lite-agent/**)", "edit_file(.lite-agent/**)",
 	"write_file(.git/**)", "edit_file(.git/**)",

@@ -39,6 +39,28 @@ type SandboxSettings struct {
 	// or profile names (ParseToolchains).
 	Toolchains       []string `json:"toolchains,omitempty"`
 	ToolchainsSource string   `json:"toolchains_source,omitempty"`
+	// Git is "" when the layer sets none, else GitReadOnly or
+	// GitWritable (sandbox.Policy.GitWritable).
+	Git       string `json:"git,omitempty"`
+	GitSource string `json:"git_source,omitempty"`
+}
+
+// The values of the [sandbox] git key and the --git flag: whether
+// commands may write the workspace's .git (sandbox.Policy.GitWritable).
+// Read-only is the default; writable lets an agent commit, and also lets
+// it plant hooks and config that the user's git runs outside the sandbox.
+const (
+	GitReadOnly = "read-only"
+	GitWritable = "writable"
+)
+
+// ParseGit checks a git value given as text.
+func ParseGit(s string) (string, error) {
+	switch s {
+	case GitReadOnly, GitWritable:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown git mode %q (%s or %s)", s, GitReadOnly, GitWritable)
 }
 
 // ParseToolchains reads a --toolchains value: "auto", "none" or a comma
@@ -90,6 +112,9 @@ func (s *SandboxSettings) merge(o SandboxSettings) {
 	if o.Toolchains != nil {
 		s.Toolchains, s.ToolchainsSource = slices.Clone(o.Toolchains), o.ToolchainsSource
 	}
+	if o.Git != "" {
+		s.Git, s.GitSource = o.Git, o.GitSource
+	}
 }
 
 // sandboxTightenOnly refuses what would widen the sandbox in a file the
@@ -117,6 +142,11 @@ func sandboxTightenOnly(d distrust, inForce SandboxSettings, f *File) error {
 	for _, g := range s.Env {
 		return deny(g.Source, fmt.Sprintf("sandbox.env %q", g.Value))
 	}
+	if s.Git == GitWritable && inForce.Git != GitWritable {
+		// The very file an agent that could write .git would want
+		// trusted: only the user's file, a trusted one, or a flag.
+		return deny(s.GitSource, fmt.Sprintf("sandbox.git %q (commands could plant git hooks the user's git runs)", s.Git))
+	}
 	return nil
 }
 
@@ -137,6 +167,9 @@ type SandboxReport struct {
 	Env           []Grant             `json:"env,omitempty"`
 	AllowDomains  []Grant             `json:"allow_domains,omitempty"`
 	DenyDomains   []Grant             `json:"deny_domains,omitempty"`
+	// Git is GitReadOnly or GitWritable, with where it came from.
+	Git       string `json:"git"`
+	GitSource string `json:"git_source"`
 	// Toolchains are the profiles in force and what each found.
 	Toolchains       []ToolchainGrant `json:"toolchains,omitempty"`
 	ToolchainsSource string           `json:"toolchains_source"`
@@ -150,7 +183,7 @@ type SandboxReport struct {
 // It returns the policy and the report of where each grant came from.
 func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sandbox.Policy, *SandboxReport, error) {
 	s := SandboxSettings{Network: pol.Preset.Sandbox.Network, NetworkSource: "preset " + pol.Preset.Name,
-		Toolchains: []string{"auto"}, ToolchainsSource: "default"}
+		Toolchains: []string{"auto"}, ToolchainsSource: "default", Git: GitReadOnly, GitSource: "default"}
 	if s.Network == "" {
 		s.Network = sandbox.NetworkNone
 	}
@@ -159,7 +192,8 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	p := pol.Preset.Policy(ws)
 	p.Network = s.Network
 	rep := &SandboxReport{Network: s.Network, NetworkSource: s.NetworkSource, ToolchainsSource: s.ToolchainsSource,
-		DenyDomains: slices.Clone(s.DenyDomains)}
+		DenyDomains: slices.Clone(s.DenyDomains), Git: s.Git, GitSource: s.GitSource}
+	p.GitWritable = s.Git == GitWritable
 	for _, g := range s.Read {
 		p.ReadOnlyPaths = append(p.ReadOnlyPaths, g.Value)
 		rep.Read = append(rep.Read, g)

@@ -358,3 +358,47 @@ func (h *countingHost) Output(argv ...string) (string, error) {
 	*h.ran = true
 	return h.fakeHost.Output(argv...)
 }
+
+// TestGitSetting: .git is read-only unless the user's file (or a flag,
+// the options layer) says writable; a workspace file may say read-only
+// (it tightens nothing, and is allowed); a bad value names the line.
+func TestGitSetting(t *testing.T) {
+	standard, _ := PresetByName("standard")
+	ws, dir := t.TempDir(), t.TempDir()
+	user := filepath.Join(dir, "policy.toml")
+	load := func(userText, wsText string) (*Policy, error) {
+		os.WriteFile(user, []byte(userText), 0o644)
+		os.MkdirAll(filepath.Join(ws, ".lite-agent"), 0o755)
+		os.WriteFile(WorkspaceFile(ws), []byte(wsText), 0o644)
+		return Load(standard, ws, &LoadOptions{UserFile: user, TrustStore: t.TempDir()})
+	}
+	host := &fakeHost{env: map[string]string{}, home: t.TempDir()}
+	for _, tc := range []struct {
+		name, user, ws string
+		extra          SandboxSettings
+		writable       bool
+		source         string
+	}{
+		{"default", "", "", SandboxSettings{}, false, "default"},
+		{"user file", "[sandbox]\ngit = \"writable\"\n", "", SandboxSettings{}, true, user + ":2"},
+		{"flag", "", "", SandboxSettings{Git: GitWritable, GitSource: "--git"}, true, "--git"},
+		{"workspace tightens", "[sandbox]\ngit = \"writable\"\n", "[sandbox]\ngit = \"read-only\"\n", SandboxSettings{}, false, WorkspaceFile(ws) + ":2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := load(tc.user, tc.ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, rep, err := pol.SandboxPolicy(ws, tc.extra, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.GitWritable != tc.writable || rep.GitSource != tc.source {
+				t.Errorf("GitWritable %v from %q, want %v from %q", p.GitWritable, rep.GitSource, tc.writable, tc.source)
+			}
+		})
+	}
+	if _, err := load("[sandbox]\ngit = \"rw\"\n", ""); err == nil || !strings.Contains(err.Error(), ":2: sandbox.git: unknown git mode \"rw\" (read-only or writable)") {
+		t.Errorf("bad value: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 //	write         = ["/srv/scratch"]            # read-write paths
 //	env           = ["GOFLAGS", "CI=1"]         # NAME (copied) or NAME=VALUE
 //	toolchains    = "auto"                      # auto, none, or ["go", "node"]
+//	git           = "read-only"                 # or "writable" (commands may commit, and plant hooks)
 //
 // A path is absolute, "~/..." (the user's home), or — in a workspace's
 // file — relative to the workspace.
@@ -40,6 +41,17 @@ func (fp *fileParser) sandboxKey(key, name string, line int, v *unstable.Node) (
 			return fp.errorf(line, "%s: unknown network mode %q (none, loopback, private or unrestricted)", name, str), true
 		}
 		s.Network, s.NetworkSource = m, src
+		return nil, true
+	case "git":
+		str, err := fp.str(name, line, v)
+		if err != nil {
+			return err, true
+		}
+		g, err := ParseGit(str)
+		if err != nil {
+			return fp.errorf(line, "%s: %v", name, err), true
+		}
+		s.Git, s.GitSource = g, src
 		return nil, true
 	case "toolchains":
 		var text string

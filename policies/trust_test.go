@@ -36,6 +36,8 @@ func TestUntrustedWorkspaceFileOnlyTightens(t *testing.T) {
 		{"allow rule", "[permissions]\n\nallow = [\"bash(*)\"]\n", ":3: allow rule \"bash(*)\""},
 		{"wider network", "[sandbox]\nnetwork = \"unrestricted\"\n", ":2: sandbox.network \"unrestricted\" is wider"},
 		{"read path", "[sandbox]\nread = [\"~/.ssh\"]\n", ":2: sandbox.read \""},
+		// An agent that wrote this could commit — and plant hooks.
+		{"writable git", "[sandbox]\ngit = \"writable\"\n", ":2: sandbox.git \"writable\""},
 		{"looser mode", "[permissions]\ndefault_mode = \"acceptEdits\"\n", ":2: default_mode \"acceptEdits\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +62,9 @@ func TestUntrustedWorkspaceFileOnlyTightens(t *testing.T) {
 			}
 			if tc.name == "allow rule" && pol.Rules[len(pol.Rules)-1].Text != "bash(*)" {
 				t.Errorf("the trusted file's allow rule is not in force: %+v", pol.Rules)
+			}
+			if tc.name == "writable git" && pol.Sandbox.Git != GitWritable {
+				t.Errorf("the trusted file's git is not in force: %q", pol.Sandbox.Git)
 			}
 			if tc.name == "wider network" && pol.Sandbox.Network != "unrestricted" {
 				t.Errorf("the trusted file's network is not in force: %q", pol.Sandbox.Network)

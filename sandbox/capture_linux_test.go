@@ -253,3 +253,36 @@ func TestCaptureManyFiles(t *testing.T) {
 	}
 	t.Logf("100 files created under capture in %v", elapsed)
 }
+
+// TestCaptureStartErrors: a captured command that cannot start (no such
+// program; one Landlock does not let run) fails with the usual error
+// rather than hanging. The child fails after loading the capture program,
+// which notifies exit_group, and its listener reaches the parent only
+// once the child has gone: a child leaving by exit_group waited for ever,
+// holding the spawn (`lite-agent sandbox run -- ./no-such-program` hung).
+func TestCaptureStartErrors(t *testing.T) {
+	sb, ws := newTestSandbox(t, capturing)
+	other := t.TempDir()
+	denied := filepath.Join(other, "prog")
+	if err := os.WriteFile(denied, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"./no-such-program", denied} {
+		done := make(chan error, 1)
+		go func() {
+			st, err := sb.Run(context.Background(), &Command{Path: path, Dir: ws, BeforeChange: func([]string) error { return nil }})
+			if err == nil && st.Code == 0 {
+				err = errors.New("it ran")
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil && err.Error() == "it ran" {
+				t.Errorf("%s ran in the sandbox", path)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s under change capture: Run did not return in a minute (the child waits on its exit_group)", path)
+		}
+	}
+}

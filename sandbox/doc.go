@@ -367,6 +367,55 @@
 // 200,000 entries the call is refused). A unix socket bound in the
 // workspace is reported as a new path, so a rewind removes it.
 //
+// # The workspace's .git
+//
+// git runs code that a repository's own files name: .git/hooks/*, and
+// config keys such as core.fsmonitor (run by every `git status`, which
+// most shell prompts run in the directory), core.hooksPath,
+// core.sshCommand, filters and aliases. A command that could write them
+// would plant code the user's next git command runs outside the sandbox,
+// with all of the user's rights. So, unless Policy.GitWritable:
+//
+//   - Existing .git entries are read-only. New finds, in the workspace
+//     and each of Policy.ReadWritePaths (not the private TMPDIR), the
+//     root's .git and the .git of each directory directly inside it; a
+//     .git file (worktrees, submodules: "gitdir: PATH") is protected
+//     itself, with the directory it names and that directory's
+//     commondir when they lie beneath a writable root (gitguard_linux.go).
+//     In every private mount namespace the sandbox makes, each is bound
+//     over itself read-only, after the writable roots and before the
+//     root skeleton clones them, reached by the same symlink-free walk
+//     that must end on the inode recorded at New. A write beneath one
+//     fails with EROFS; the entry is a mount point in the command's
+//     namespace, so `mv .git x && mkdir .git` and `rm -rf .git` fail
+//     with EBUSY. git status, diff and log work (status skips its index
+//     refresh when it cannot take the lock); commit fails with "Unable to
+//     create .git/index.lock: Read-only file system". A .git replaced
+//     outside since New fails the spawn, naming it (make a new Sandbox).
+//   - No new .git name: change capture refuses, with EPERM, any call that
+//     makes a name whose last component is .git (any case; the one rule
+//     is notify.ProtectedName, exported as ProtectedName for the file
+//     tools): mkdir, open with O_CREAT or for writing, mknod, symlink,
+//     link, rename onto or away from it, bind — judged on the name as
+//     resolved, so a symlink followed to a new .git is caught. In a
+//     sandbox made with CaptureChanges every command is captured for this
+//     rule, a command without BeforeChange with a no-op hook; the kernel
+//     (the agent's commands and handlers) and `lite-agent sandbox run`
+//     set CaptureChanges whenever .git is protected (~0.25 ms per
+//     command: /bin/true through Run, 1.05 ms without, 1.29 ms with).
+//
+// Limits, each said in Enforcement().Notes: without a private mount
+// namespace (BestEffort without the kernel support, or a read-write root
+// that is / itself) existing .git entries are not protected; without
+// CaptureChanges (a Go caller that does not ask for it; a stdio MCP
+// server, whose sandbox captures only when checkpoints record it) new
+// .git names are not refused — a command there can `git init` a
+// directory, or make a .git where none exists; repositories nested
+// deeper than one directory are not looked for at New (walking the whole
+// tree would cost in proportion to the workspace); at most 32 entries are
+// bound. Policy.GitWritable restores the old behaviour: commands may
+// commit, and may plant hooks.
+//
 // # Other writers
 //
 // With Command.ForeignChange as well, a process outside the command's tree

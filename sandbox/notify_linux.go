@@ -46,8 +46,14 @@ func internalMode(m NetworkMode) notify.Mode {
 // The capture keeps the Landlock write rule: the read-write roots, and
 // the writable devices among the policy's system paths.
 func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
-	if cmd.BeforeChange == nil || s.workspaceReal == "" {
+	if (cmd.BeforeChange == nil && !s.guardsGitNames()) || s.workspaceReal == "" {
 		return nil, nil
+	}
+	hook := cmd.BeforeChange
+	if hook == nil {
+		// Captured only for the .git name rule (guardsGitNames): nothing
+		// to record.
+		hook = func([]string) error { return nil }
 	}
 	var devices []string
 	for _, p := range s.pol.SystemPaths {
@@ -55,8 +61,8 @@ func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
 			devices = append(devices, p)
 		}
 	}
-	opts := notify.CaptureOptions{Workspace: s.workspaceReal, Hook: cmd.BeforeChange,
-		Binds: !s.notifyCalls.Has("bind"), Roots: s.rwRoots, Devices: devices}
+	opts := notify.CaptureOptions{Workspace: s.workspaceReal, Hook: hook,
+		Binds: !s.notifyCalls.Has("bind"), Roots: s.rwRoots, Devices: devices, GitWritable: s.pol.GitWritable}
 	fw := newForeignWatch(cmd.ForeignChange)
 	if fw != nil {
 		opts.Watch = fw // not a nil *foreignWatch in the interface

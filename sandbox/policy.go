@@ -113,6 +113,17 @@ type Policy struct {
 	// command of the sandbox a seccomp listener of its own (~0.2 ms per
 	// spawn), so it is off unless asked for.
 	CaptureChanges bool
+	// GitWritable lets confined processes write the workspace's .git and
+	// create new .git entries. The zero value protects them: every
+	// existing .git of the workspace and the read-write paths is bound
+	// read-only in the command's mount namespace, and change capture
+	// refuses a new .git name (see the package doc, "The workspace's
+	// .git"). Why: git runs code named in a repository's files — hooks,
+	// core.fsmonitor on every `git status` — outside the sandbox, so a
+	// writable .git lets a command plant code the user's next git
+	// command runs. Set it only for an agent that must commit, knowing
+	// that it may then plant hooks.
+	GitWritable bool
 	// BestEffort runs even when the kernel cannot enforce everything the
 	// policy asks for; what was not enforced is reported by
 	// Sandbox.Enforcement. The default fails closed.

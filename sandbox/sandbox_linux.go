@@ -219,7 +219,7 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	if q.CaptureChanges && s.notify == notifyNone {
-		miss("capturing changes for checkpoints (needs seccomp user notification and pidfd_getfd, Linux 5.6+)")
+		miss("capturing changes, for checkpoints and the .git name rule (needs seccomp user notification and pidfd_getfd, Linux 5.6+; Policy.GitWritable drops the rule)")
 	}
 	foreignOK := q.CaptureChanges && foreignAvailable()
 	if q.CaptureChanges {
@@ -437,6 +437,7 @@ func New(p Policy) (*Sandbox, error) {
 			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
 		}
 	}
+	s.enf.Notes = append(s.enf.Notes, s.protectGit()...)
 	// Pseudo-terminals: only on a devpts of the sandbox's own, which every
 	// namespace above mounts over the host's (spawn's devpts_linux.go).
 	wantPty := slices.ContainsFunc(q.SystemPaths, func(p string) bool { return devPty[p] })
@@ -1115,7 +1116,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		req.Argv = append([]string{pidinit.Marker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
 	}
 	var capt *notify.Capture
-	if cmd.BeforeChange != nil {
+	if cmd.BeforeChange != nil || s.guardsGitNames() {
 		if s.captureChild == nil {
 			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 		}

@@ -28,6 +28,7 @@ var unprivilegedTests = []string{
 	"TestPseudoTerminalUsableTIOCSTIStillRefused", "TestHostPseudoTerminalsUnreachable", "TestPseudoTerminalsOffWithoutMountNS", "TestProcSelfFiles",
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestServerResolvesRelativePathsInRoot", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 	"TestParentsListNamesOnly", "TestOldRootUnreachable", "TestRootSymlinksOnTheWay",
+	"TestGitReadOnly", "TestGitNewNamesRefused", "TestGitStillReads",
 }
 
 const nobody = 65534

@@ -21,9 +21,13 @@ def tryit(name, f):
         f(); print(name, "ok")
     except OSError as e:
         print(name, errno.errorcode.get(e.errno, e.errno))
+# syscall() is variadic and reads every argument as a long: a Python int
+# goes as a C int, whose register's upper half is left undefined (a size
+# read as garbage: E2BIG), so integers go as longs.
 def raw(nr, *args):
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
     def f():
-        if libc.syscall(nr, *args) != 0:
+        if libc.syscall(ctypes.c_long(nr), *args) != 0:
             e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
     return f
 tryit("setxattr", lambda: os.setxattr(p, "user.planted", b"1"))

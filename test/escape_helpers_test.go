@@ -108,10 +108,12 @@ type scenario struct {
 	// script runs with bash -c in the workspace, after the prelude;
 	// {{NAME}} placeholders are filled from the fixture.
 	script string
-	// flags are extra `sandbox run` flags (placeholders allowed).
-	flags []string
-	via   via
-	needs needs
+	// flags are extra `sandbox run` flags (placeholders allowed);
+	// runFlags are extra `run` flags of the bash-tool runs.
+	flags    []string
+	runFlags []string
+	via      via
+	needs    needs
 	// setup prepares the fixture of one run (victims, listeners).
 	setup func(t *testing.T, fx *fixture)
 	// stdin is given to unconfined and sandbox-run runs; pty gives them
@@ -421,7 +423,8 @@ func (s *suite) run(t *testing.T, fx *fixture, sc *scenario, m mode) *result {
 			t.Errorf("%s: %v", m, err)
 		}
 		argv = []string{s.bin, "run", "--workspace", fx.ws, "--state-dir", filepath.Join(fx.agent, "state"),
-			"--script", scriptFile, "--allowed-tools", "bash", "--output-format", "stream-json", "run the command"}
+			"--script", scriptFile, "--allowed-tools", "bash", "--output-format", "stream-json"}
+		argv = append(append(argv, sc.runFlags...), "run the command")
 	}
 	if s.unpriv {
 		argv = append([]string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--"}, argv...)

@@ -259,10 +259,13 @@ EOF`,
 			script: `python3 -c 'import json, tempfile; print(json.dumps({"n": 6 * 7})); tempfile.NamedTemporaryFile(); print("tmp ok")'`,
 			want:   []string{`{"n": 42}`, "tmp ok"}},
 		{name: "git", works: true, via: viaSandboxRun, unpriv: true,
-			flags:  []string{"--env", "GIT_AUTHOR_NAME=Sandbox Test", "--env", "GIT_AUTHOR_EMAIL=test@example.com", "--env", "GIT_COMMITTER_NAME=Sandbox Test", "--env", "GIT_COMMITTER_EMAIL=test@example.com"},
+			flags:  []string{"--git", "writable", "--env", "GIT_AUTHOR_NAME=Sandbox Test", "--env", "GIT_AUTHOR_EMAIL=test@example.com", "--env", "GIT_COMMITTER_NAME=Sandbox Test", "--env", "GIT_COMMITTER_EMAIL=test@example.com"},
 			script: `git init -q repo && cd repo && echo a > a.txt && git add a.txt && git commit -q -m "first commit" && git log --format='%s by %an'`,
 			want:   []string{"first commit by Sandbox Test"}},
-		{name: "git-in-bash-tool", works: true, via: viaBashTool,
+		// Committing needs a writable .git, which the agent's commands
+		// get only when the user says so (TestAgentCannotPlantGitHooks
+		// shows what the default refuses).
+		{name: "git-in-bash-tool", works: true, via: viaBashTool, runFlags: []string{"--git", "writable"},
 			script: `export GIT_AUTHOR_NAME="Sandbox Test" GIT_AUTHOR_EMAIL=test@example.com GIT_COMMITTER_NAME="Sandbox Test" GIT_COMMITTER_EMAIL=test@example.com
 git init -q repo && cd repo && echo a > a.txt && git add a.txt && git commit -q -m "first commit" && git log --format='%s by %an'`,
 			want: []string{"first commit by Sandbox Test"}},
@@ -483,7 +486,8 @@ class OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 def openat2(path, mode):
     how = OpenHow(os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, 0)
-    check(libc.syscall(437, -100, path.encode(), ctypes.byref(how), ctypes.sizeof(how)))
+    # syscall() reads every argument as a long: the size goes as one (a C int's upper half is undefined)
+    check(libc.syscall(ctypes.c_long(437), ctypes.c_long(-100), path.encode(), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how))))
 def fchmod(path, mode):
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -369,6 +369,9 @@ func printLoosens(w io.Writer, f *policies.File) {
 	if len(sb.Toolchains) > 0 {
 		line("sandbox.toolchains %s", esc(strings.Join(sb.Toolchains, ", ")))
 	}
+	if sb.Git != "" {
+		line("sandbox.git %s %s", esc(sb.Git), esc(sb.GitSource))
+	}
 	if n == 0 {
 		fmt.Fprintln(w, "  (nothing: it only denies or asks)")
 	}

@@ -257,6 +257,11 @@ func sandboxPolicy(f *sandboxRunFlags, set map[string]bool) (sandbox.Policy, err
 		pol.Limits.Processes = f.maxProcs
 	}
 	pol.BestEffort = f.bestEffort
+	// The .git name rule (no command may make a new .git, which the
+	// user's git would run hooks from) is enforced by change capture: the
+	// sandbox captures every command of a sandbox that has it, as the
+	// kernel asks for the agent's (~0.25 ms per command).
+	pol.CaptureChanges = !pol.GitWritable
 	return pol, nil
 }
 

@@ -20,6 +20,7 @@ type sandboxGrantFlags struct {
 	env         []string
 	allowDomain []string
 	toolchains  string
+	git         string
 }
 
 func repeatedFlag(dst *[]string) func(string) error {
@@ -34,6 +35,7 @@ func (g *sandboxGrantFlags) register(fs *flag.FlagSet) {
 	fs.Func("env", "pass `NAME` from this environment, or set NAME=VALUE (repeatable); by default only a small allowlist passes, and a NAME that looks like a secret passes only as NAME=VALUE", repeatedFlag(&g.env))
 	fs.Func("allow-domain", "let commands reach `DOMAIN` through lite-agent's domain proxy (repeatable, or a comma list): example.com, *.example.com, IP[:PORT], or a registry from a toolchain's own configuration: @go, @npm, @pypi, @crates, @maven, @registries", repeatedFlag(&g.allowDomain))
 	fs.StringVar(&g.toolchains, "toolchains", "", "toolchain profiles: auto (default: detected from the workspace and what is installed), none, or a list such as go,node")
+	fs.StringVar(&g.git, "git", "", "`MODE` of the workspace's .git for commands: read-only (default: git status, diff and log work, committing is yours) or writable (commands may commit, and may also plant hooks and config that your git runs outside the sandbox)")
 }
 
 // settings turns the flags that were given into the options layer of the
@@ -86,6 +88,13 @@ func (g *sandboxGrantFlags) settings(set map[string]bool) (policies.SandboxSetti
 		}
 		s.Toolchains, s.ToolchainsSource = tcs, "--toolchains"
 	}
+	if set["git"] {
+		g, err := policies.ParseGit(g.git)
+		if err != nil {
+			return s, usageErrorf("--git: %v", err)
+		}
+		s.Git, s.GitSource = g, "--git"
+	}
 	return s, nil
 }
 
@@ -105,6 +114,13 @@ func printSandboxReport(w io.Writer, rep *policies.SandboxReport) {
 		tcs = strings.Join(names, ", ")
 	}
 	fmt.Fprintf(w, "  toolchains  %s [%s]\n", esc(tcs), esc(rep.ToolchainsSource))
+	git := rep.Git
+	if git == policies.GitWritable {
+		git += " (commands may commit, and may plant hooks your git runs)"
+	} else {
+		git += " (.git cannot be written by commands: committing is yours)"
+	}
+	fmt.Fprintf(w, "  git         %s [%s]\n", esc(git), esc(rep.GitSource))
 	for _, sec := range []struct {
 		name   string
 		grants []policies.Grant

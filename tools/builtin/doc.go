@@ -15,6 +15,19 @@
 // planted inside the workspace — with RESOLVE_BENEATH semantics. Paths the
 // model gives may be relative to the workspace or absolute inside it.
 //
+// # The workspace's .git
+//
+// write_file and edit_file refuse a path with a .git component (any case:
+// sandbox.ProtectedName, the sandbox's own rule), unless the call's
+// sandbox has Policy.GitWritable: git runs code named in .git (hooks,
+// core.fsmonitor) outside the sandbox, and the file tools run outside the
+// commands' mount namespace, where the sandbox binds .git read-only. They
+// check the path as given, the real path of its existing part (a symlink
+// in the workspace may lead into .git), and the real path of the file
+// they opened, before its first byte changes (gitguard.go). The error
+// says why and what to do instead. The presets' deny rules on .git/**
+// (policies) stop the same calls earlier, at the workspace's root only.
+//
 // # Recording changes
 //
 // write_file and edit_file call Context.RecordSnapshot for every path they

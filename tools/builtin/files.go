@@ -470,6 +470,9 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	if rel == "." {
 		return "", errors.New("path must name a file inside the workspace, not the workspace directory itself")
 	}
+	if err := refuseGitPath(ctx, in.Path, rel); err != nil {
+		return "", err
+	}
 
 	// Find the parent directories that do not exist yet, top-down.
 	missing, err := fileMissingParents(ctx, in.Path, rel)
@@ -526,10 +529,23 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 			return "", rootErr(ctx, dir, err)
 		}
 	}
-	// O_TRUNC writes in place: an existing file keeps its mode, owner and
-	// hard links. The mode only applies to a new file.
-	f, err := ctx.Root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Truncated in place: an existing file keeps its mode, owner and
+	// hard links. The mode only applies to a new file. Not O_TRUNC: the
+	// file opened is checked first (the .git rule), before it loses a
+	// byte.
+	f, err := ctx.Root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
+		return "", rootErr(ctx, in.Path, err)
+	}
+	if err := checkOpenedNotGit(ctx, in.Path, f); err != nil {
+		f.Close()
+		if !existed {
+			ctx.Root.Remove(rel) // the empty file this call made
+		}
+		return "", err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
 		return "", rootErr(ctx, in.Path, err)
 	}
 	if _, err := io.WriteString(f, in.Content); err != nil {
@@ -597,6 +613,9 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := refuseGitPath(ctx, in.Path, rel); err != nil {
+		return "", err
+	}
 	info, err := ctx.Root.Stat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s does not exist; edit_file only changes existing files (use write_file to create one)", in.Path)
@@ -633,9 +652,18 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 		return "", err
 	}
 	// Write in place, without O_CREATE: the file keeps its mode, and if it
-	// vanished meanwhile the edit fails instead of recreating it.
-	f, err := ctx.Root.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
+	// vanished meanwhile the edit fails instead of recreating it. Checked
+	// (the .git rule) before it is truncated.
+	f, err := ctx.Root.OpenFile(rel, os.O_WRONLY, 0)
 	if err != nil {
+		return "", rootErr(ctx, in.Path, err)
+	}
+	if err := checkOpenedNotGit(ctx, in.Path, f); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
 		return "", rootErr(ctx, in.Path, err)
 	}
 	if _, err := io.WriteString(f, updated); err != nil {

@@ -778,7 +778,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.atCall(w, n, tid, dirfd, p, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
+		return c.atCall(w, n, tid, dirfd, p, false, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
 	case "mkdir", "mkdirat", "mknod", "mknodat":
 		dirfd, addr, mode, dev := atFDCWD, a[0], uint32(a[1]), a[2]
 		if call == "mkdirat" || call == "mknodat" {
@@ -789,7 +789,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 			return 0, e, false, false
 		}
 		umask := childUmask(tid)
-		return c.atCall(w, n, tid, dirfd, p, func(t *target) error {
+		return c.atCall(w, n, tid, dirfd, p, true, func(t *target) error {
 			unix.Umask(umask) // this thread's own (CLONE_FS unshared)
 			if strings.HasPrefix(call, "mkdir") {
 				return unix.Mkdirat(t.dir, t.name, mode)
@@ -810,7 +810,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.atCall(w, n, tid, dirfd, p, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
+		return c.atCall(w, n, tid, dirfd, p, true, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
 	case "rename", "renameat", "renameat2":
 		od, oa, nd, na, flags := atFDCWD, a[0], atFDCWD, a[1], uint(0)
 		if call != "rename" {
@@ -953,6 +953,11 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	if flags&unix.O_PATH != 0 {
 		// O_PATH ignores the access mode: nothing can change.
 		flags &= unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	}
+	if c.refusesName(&t) && flags&unix.O_PATH == 0 {
+		// A new .git, or new bytes in a .git file (its gitdir: line):
+		// code the user's git would run (ProtectedName).
+		return 0, unix.EPERM, false, false
 	}
 	st, err := t.stat()
 	exists := err == nil
@@ -1269,7 +1274,7 @@ func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p strin
 
 // atCall makes a call that changes one directory entry (unlink, rmdir,
 // mkdir, mknod, symlink) in the resolved directory.
-func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, op func(*target) error) (int64, unix.Errno, bool, bool) {
+func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates bool, op func(*target) error) (int64, unix.Errno, bool, bool) {
 	t, e := c.resolve(w, n, tid, dirfd, p, false, takeFD(tid, n))
 	defer t.close()
 	if e != 0 {
@@ -1277,6 +1282,9 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 	}
 	if t.dir < 0 {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or remove
+	}
+	if creates && c.refusesName(&t) {
+		return 0, unix.EPERM, false, false // a new .git (ProtectedName)
 	}
 	if !c.writable(&t) {
 		return 0, unix.EACCES, false, false
@@ -1309,6 +1317,13 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int
 	}
 	if t.dir < 0 || (o.dir < 0 && !link) {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or move
+	}
+	if c.refusesName(&t) || (!link && c.refusesName(&o)) {
+		// A new .git by rename or link (ProtectedName); and a .git
+		// renamed away, which RENAME_EXCHANGE would turn into a new
+		// one (an existing .git the sandbox protects is a mount point
+		// and cannot move anyway).
+		return 0, unix.EPERM, false, false
 	}
 	if !c.writable(&t) {
 		return 0, unix.EACCES, false, false
@@ -1399,6 +1414,9 @@ func (c *Capture) bindCall(w *credWorker, n notifier, tid int, sockfd int32, add
 	}
 	if len(t.base()) > 107 || t.name != t.base() {
 		return 0, unix.EINVAL, false, false
+	}
+	if c.refusesName(&t) {
+		return 0, unix.EPERM, false, false // a socket file named .git (ProtectedName)
 	}
 	if e := c.record([]string{t.path}); e != 0 {
 		return 0, e, false, false

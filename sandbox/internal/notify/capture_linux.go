@@ -148,6 +148,8 @@ type Capture struct {
 	// (openFIFO), pinned by O_PATH descriptors.
 	fifoMu sync.Mutex
 	fifos  map[int]struct{}
+	// gitWritable: CaptureOptions.GitWritable.
+	gitWritable bool
 }
 
 // CaptureOptions configures the change capture of one command.
@@ -171,6 +173,9 @@ type CaptureOptions struct {
 	// Watch, if set, is the command's writer watch (the sandbox's
 	// fanotify listener).
 	Watch Watch
+	// GitWritable lets the command create .git names (ProtectedName):
+	// the sandbox's Policy.GitWritable. The zero value refuses them.
+	GitWritable bool
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -210,7 +215,15 @@ func NewCapture(opts CaptureOptions) *Capture {
 		w = opts.Watch
 	}
 	return &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
-		roots: opts.Roots, devices: devices, foreign: w}
+		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable}
+}
+
+// refusesName reports whether the name a call makes (or writes, or
+// renames away) is one the command may not touch: ProtectedName of the
+// last component as resolved, so a symlink followed to a new ".git" is
+// judged by the name it creates.
+func (c *Capture) refusesName(t *target) bool {
+	return !c.gitWritable && ProtectedName(t.base())
 }
 
 // handles reports whether nr is a capture call.
@@ -238,7 +251,13 @@ func (c *Capture) callHook(paths []string) unix.Errno {
 // sockets itself (server_linux.go) and calls this, with the path it
 // resolved, before it does.
 func (c *Capture) beforeBind(path string) unix.Errno {
-	if c == nil || !Within(path, c.workspace) || path == c.workspace {
+	if c == nil {
+		return 0
+	}
+	if !c.gitWritable && ProtectedName(filepath.Base(path)) {
+		return unix.EPERM // a socket file named .git (ProtectedName)
+	}
+	if !Within(path, c.workspace) || path == c.workspace {
 		return 0
 	}
 	c.mu.Lock()

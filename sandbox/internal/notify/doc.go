@@ -15,7 +15,10 @@
 //   - one IP decision per mode (addr_linux.go) and one set of the tree's
 //     own loopback addresses (ownports_linux.go);
 //   - the change-capture handlers (capture_linux.go,
-//     capture_emulate_linux.go), which share the listener.
+//     capture_emulate_linux.go), which share the listener, and with them
+//     the one rule of names no command may create (ProtectedName:
+//     ".git", refused with EPERM unless CaptureOptions.GitWritable; the
+//     sandbox's file tools share it through sandbox.ProtectedName).
 //
 // (It replaced a second, connect-only server of modes none and
 // unrestricted, whose copy of the AF_UNIX rule resolved paths in the

@@ -127,7 +127,15 @@ struct la_ns_mounts {
 	                    // or -1: the host's / stays
 	const struct la_root_bind *root_binds; // trees bound into it,
 	int n_root_binds;                       // parents first
+	const struct la_mount_root *ro_binds;   // bound over themselves
+	int n_ro_binds;                         // read-only after the
+	                                        // writable roots: the
+	                                        // workspace's .git
+	                                        // (gitguard_linux.go)
 };
+
+// A failed read-only bind i is reported as *which = LA_RO_BIND_BASE + i.
+#define LA_RO_BIND_BASE (2 * LA_MAX_MOUNT_ROOTS)
 
 // la_mount_setup makes the caller's (fresh, private) mount namespace
 // read-only except for the writable roots, which keep the mount flags they

@@ -329,6 +329,46 @@ static int la_open_root(const struct la_mount_root *r)
 	return fd;
 }
 
+// la_bind_readonly binds each of own's ro_binds (the workspace's .git
+// entries: see gitguard_linux.go for why) over itself, read-only, after
+// the writable roots are attached: a write beneath it fails with EROFS,
+// and the entry, a mount point in this namespace now, cannot be renamed
+// or removed (EBUSY), so `mv .git x && mkdir .git` finds nothing to move.
+// Each is reached by la_open_root's walk, which follows no symlink and
+// must end on the (device, inode) recorded at New: a .git replaced since
+// then fails the spawn (ESTALE) rather than leave the new one writable
+// or protect a path the walk did not check. The clone is recursive (a
+// submount in .git stays, read-only too) and made read-only while still
+// detached, so no moment exists where it is attached writable.
+static int la_bind_readonly(const struct la_ns_mounts *own, int *which)
+{
+	for (int i = 0; own && i < own->n_ro_binds; i++) {
+		int fd = la_open_root(&own->ro_binds[i]);
+		if (fd < 0) {
+			*which = LA_RO_BIND_BASE + i;
+			return -errno;
+		}
+		struct la_mount_attr attr;
+		memset(&attr, 0, sizeof attr);
+		attr.attr_set = MOUNT_ATTR_RDONLY;
+		long t = syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		int e = errno;
+		if (t >= 0 && syscall(SYS_mount_setattr, (int)t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0 &&
+		    syscall(SYS_move_mount, (int)t, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0)
+			e = 0;
+		else if (t >= 0)
+			e = errno;
+		if (t >= 0)
+			close((int)t);
+		close(fd);
+		if (e) {
+			*which = LA_RO_BIND_BASE + i;
+			return -e;
+		}
+	}
+	return 0;
+}
+
 // la_beneath reports whether path p is q or beneath it.
 static int la_beneath(const char *p, const char *q)
 {
@@ -409,6 +449,10 @@ int la_mount_setup(const struct la_mount_root *roots, int n, const struct la_ns_
 			goto out;
 		}
 	}
+	// The workspace's .git, read-only over itself, before anything
+	// clones the writable roots (la_attach_root takes it along).
+	if ((e = -la_bind_readonly(own, which)) != 0)
+		goto out;
 	// The sandbox's own devpts over the host's (devpts_linux.c) and its
 	// /proc (procfs_linux.c), last: after the read-only step, which would
 	// make the devpts read-only too, and with nothing mounted above them.
@@ -473,6 +517,20 @@ int la_write_file_at(int dir, const char *path, const char *data)
 }
 
 #define LA_CHILD_FAIL(s) do { a->err_step = (s); a->err_errno = errno; goto fail; } while (0)
+
+// la_child_exit ends the vfork'd child by SYS_exit, not glibc's _exit
+// (exit_group): the change-capture program notifies exit_group, and its
+// listener reaches the parent only when the clone returns, which is when
+// this child execs or exits. A child that failed after loading that
+// program and left by exit_group would wait for an answer no one can
+// give, holding the parent in clone: a command that does not exist
+// (`sandbox run -- ./no-such-program`) hung for good. The child is one
+// thread, so SYS_exit ends the process.
+static void __attribute__((noreturn)) la_child_exit(int code)
+{
+	for (;;)
+		syscall(SYS_exit, code);
+}
 
 static int la_child(void *arg)
 {
@@ -546,7 +604,7 @@ static int la_child(void *arg)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		LA_CHILD_FAIL(LA_STEP_SETSID);
 	if (!a->new_pid && getppid() != a->parent_pid)
-		_exit(127);
+		la_child_exit(127);
 
 	if (setsid() < 0)
 		LA_CHILD_FAIL(LA_STEP_SETSID);
@@ -619,7 +677,7 @@ static int la_child(void *arg)
 	a->err_step = LA_STEP_EXEC;
 	a->err_errno = errno;
 fail:
-	_exit(127);
+	la_child_exit(127);
 }
 
 // One child stack per OS thread, made once: mmap/munmap on every spawn

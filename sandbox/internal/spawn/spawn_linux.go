@@ -321,6 +321,8 @@ type Mounts struct {
 	// rootDev is the skeleton's device (0: none).
 	bindPaths []string
 	rootDev   uint64
+	// roPaths name the read-only binds (setReadOnlyBinds), for errors.
+	roPaths []string
 }
 
 func newMounts(roots []mountRoot) (*Mounts, error) {
@@ -361,6 +363,9 @@ func (c *Mounts) len() int {
 
 // describe names root i for an error ("" when none is to blame).
 func (c *Mounts) describe(i int) string {
+	if d := c.describeReadOnlyBind(i); d != "" {
+		return d
+	}
 	if c != nil && i >= C.LA_MAX_MOUNT_ROOTS && i-C.LA_MAX_MOUNT_ROOTS < len(c.bindPaths) {
 		return fmt.Sprintf(" (binding %s into the sandbox's root: changed since the sandbox was made?)", c.bindPaths[i-C.LA_MAX_MOUNT_ROOTS])
 	}
@@ -418,6 +423,7 @@ func (c *Mounts) Free() {
 	}
 	if o := c.own; o != nil {
 		c.freeRoot()
+		c.freeReadOnlyBinds()
 		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd, o.root_skel_fd} {
 			if fd >= 0 {
 				syscall.Close(int(fd))
