@@ -484,9 +484,10 @@
 // Sandbox a cgroup.Manager that carries out the plan New decides
 // (cgroup.Plan): the per-Sandbox directories, the pooled per-command v2
 // directories (the child born in one: CLONE_INTO_CGROUP) and v1 slots
-// (a spawner thread parked in the slot's directories, started by New's
-// callback and joined with cgroup.JoinV1, so it does not import the spawn
-// path), killing and awaiting a command's tree, what limit it hit, and
+// (a spawner thread parked in the slot's directories, started by this
+// package's callback, Sandbox.newSlotThread, and joined with
+// cgroup.JoinV1, so that it does not import the spawn path), killing and
+// awaiting a command's tree, what limit it hit, and
 // the sweep of dead owners' directories. Its doc.go says why no spawn
 // ever migrates a process.
 //

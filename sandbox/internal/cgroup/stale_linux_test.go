@@ -29,13 +29,19 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 	}
 	stale := filepath.Join(base, "lite-agent."+strconv.Itoa(c.Process.Pid)+".1")
 	live := filepath.Join(base, "lite-agent."+strconv.Itoa(os.Getpid())+".999")
-	for _, d := range []string{stale, filepath.Join(stale, "c1"), live} {
+	// The stale directory is made under a name no sweep looks at, and
+	// renamed once it is complete: any lite-agent process's New (another
+	// package's tests, running beside these) sweeps a dead owner's
+	// directory, which must not vanish half made. A sweep other than ours
+	// passes the test as well.
+	prep := filepath.Join(base, "lite-agent-test."+strconv.Itoa(os.Getpid()))
+	for _, d := range []string{prep, filepath.Join(prep, "c1"), live} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	defer func() { // children first: a failed sweep leaves them
-		for _, d := range []string{filepath.Join(stale, "c1"), stale, live} {
+		for _, d := range []string{filepath.Join(prep, "c1"), prep, filepath.Join(stale, "c1"), stale, live} {
 			os.Remove(d)
 		}
 	}()
@@ -46,7 +52,10 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer orphan.Process.Kill()
-	if err := writeFile(filepath.Join(stale, "c1", "cgroup.procs"), strconv.Itoa(orphan.Process.Pid)); err != nil {
+	if err := writeFile(filepath.Join(prep, "c1", "cgroup.procs"), strconv.Itoa(orphan.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(prep, stale); err != nil {
 		t.Fatal(err)
 	}
 
