@@ -442,7 +442,8 @@
 // process (beside its first command; Close waits for it), and
 // RemoveStaleTempDirs, remove those of owners that are gone: a session
 // killed with SIGKILL leaves its temp dir only until the next start. Its
-// cgroups are removed the same way by the next New (cleanStale).
+// cgroups are removed the same way by the next New (internal/cgroup's
+// cleanStale).
 //
 // # Fail closed
 //
@@ -459,10 +460,10 @@
 // on Linux by deciding what a policy needs — sandbox_linux.go (New, Start,
 // the process tree's end), probe_linux.go (what the host offers), the
 // policy's grants in the spawn path's terms (grants_linux.go: Landlock
-// rules and rights, the /proc files), cgroups (cgroup_linux.go), temp
-// dirs (tmpdirs_linux.go), the writer watch (foreign_linux.go), the
-// domain proxy's wiring (domains*.go), and the one way into each internal
-// package (spawnpath_linux.go, notify_linux.go).
+// rules and rights, the /proc files), the cgroup plan (which hierarchies,
+// for what: in New), temp dirs (tmpdirs_linux.go), the writer watch
+// (foreign_linux.go), the domain proxy's wiring (domains*.go), and the one
+// way into each internal package (spawnpath_linux.go, notify_linux.go).
 //
 // sandbox/internal/spawn is the spawn path: the C pieces (spawn_linux.c's
 // la_spawn and la_child, confine.h's la_confine, the mount namespace,
@@ -476,8 +477,19 @@
 // internal/spawn/pidinit (a C constructor): this package imports it
 // explicitly, as runc's main imports nsenter, so every program linking
 // the sandbox can be re-executed as a namespace's init. Still here, to
-// move after it: cgroups (what slots and v2 directories a command gets,
-// cgroup_linux.go) and the writer watch (foreign_linux.go).
+// move after it: the writer watch (foreign_linux.go).
+//
+// sandbox/internal/cgroup is the cgroup manager: where this process sits
+// in each hierarchy (cgroup.Detect, read by probe_linux.go), and per
+// Sandbox a cgroup.Manager that carries out the plan New decides
+// (cgroup.Plan): the per-Sandbox directories, the pooled per-command v2
+// directories (the child born in one: CLONE_INTO_CGROUP) and v1 slots
+// (a spawner thread parked in the slot's directories, started by this
+// package's callback, Sandbox.newSlotThread, and joined with
+// cgroup.JoinV1, so that it does not import the spawn path), killing and
+// awaiting a command's tree, what limit it hit, and
+// the sweep of dead owners' directories. Its doc.go says why no spawn
+// ever migrates a process.
 //
 // sandbox/internal/seccomp builds the seccomp programs (the main and the
 // child program, per network mode and notified calls) and keeps their

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,7 @@ type hostInfo struct {
 	notify     bool
 	pidfdGetfd bool
 	userns     error // nil: user+PID namespaces work for this user
-	cg         cgroupInfo
+	cg         cgroup.Info
 	cgWritable map[string]bool // "v2", "pids", "memory"
 	v2Subtree  []string        // controllers our v2 parent delegates to children
 	lastCap    int
@@ -102,23 +103,23 @@ func probeHost() *hostInfo {
 		}
 	}
 
-	h.cg = detectCgroups()
-	c.CgroupV2 = h.cg.v2Base != ""
+	h.cg = cgroup.Detect()
+	c.CgroupV2 = h.cg.V2Base != ""
 	for _, ctl := range []string{"pids", "memory"} {
-		if _, ok := h.cg.v1[ctl]; ok {
+		if _, ok := h.cg.V1[ctl]; ok {
 			c.CgroupV1 = append(c.CgroupV1, ctl)
 		}
 	}
-	if h.cg.v2Base != "" && canMkdir(h.cg.v2Base) {
+	if h.cg.V2Base != "" && canMkdir(h.cg.V2Base) {
 		h.cgWritable["v2"] = true
-		if b, err := os.ReadFile(filepath.Join(h.cg.v2Base, "cgroup.subtree_control")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(h.cg.V2Base, "cgroup.subtree_control")); err == nil {
 			h.v2Subtree = strings.Fields(string(b))
 		}
 		// Only controllers our cgroup already delegates are used: this
 		// package never rewrites the caller's cgroup or an ancestor.
 	}
 	for _, ctl := range []string{"pids", "memory"} {
-		if base, ok := h.cg.v1[ctl]; ok && canMkdir(base) {
+		if base, ok := h.cg.V1[ctl]; ok && canMkdir(base) {
 			h.cgWritable[ctl] = true
 		}
 	}
@@ -169,4 +170,30 @@ func hasEffectiveCap(c int) bool {
 // (containers) fails the same check with EROFS.
 func canMkdir(base string) bool {
 	return unix.Faccessat(unix.AT_FDCWD, base, unix.W_OK|unix.X_OK, unix.AT_EACCESS) == nil
+}
+
+// kernelVersion is this kernel's major and minor release (uname), for the
+// few choices a feature probe cannot make (kernelAtLeast).
+var kernelVersion = sync.OnceValue(func() [2]int {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return [2]int{}
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var v [2]int
+	parts := strings.SplitN(rel, ".", 3)
+	for i := 0; i < 2 && i < len(parts); i++ {
+		num := parts[i]
+		end := 0
+		for end < len(num) && num[end] >= '0' && num[end] <= '9' {
+			end++
+		}
+		v[i], _ = strconv.Atoi(num[:end])
+	}
+	return v
+})
+
+func kernelAtLeast(major, minor int) bool {
+	v := kernelVersion()
+	return v[0] > major || v[0] == major && v[1] >= minor
 }

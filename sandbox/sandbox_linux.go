@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
+	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
@@ -89,8 +90,8 @@ type Sandbox struct {
 	// (threadProgram.dropBounding), so theirs need no dropping.
 	threadBounding bool
 
-	cg     *cgroupManager
-	plan   cgroupPlan
+	cg     *cgroup.Manager
+	plan   cgroup.Plan
 	spMu   sync.Mutex
 	spIdle []*spawner // spawner threads without a slot, idle
 	spAll  []*spawner
@@ -231,19 +232,19 @@ func New(p Policy) (*Sandbox, error) {
 	}
 
 	// Processes: tracking the tree, the process limit, memory, signal
-	// isolation. Cgroups first (see cgroup_linux.go for why no spawn ever
-	// migrates a process): a v2 directory when v2 delegates a controller to
+	// isolation. Cgroups first (see internal/cgroup's doc.go for why no
+	// spawn ever migrates a process): a v2 directory when v2 delegates a controller to
 	// us; v1 slots for what v2 lacks; a v2 directory without controllers
 	// only to track the tree when nothing else can.
-	plan := cgroupPlan{}
-	v2Pids := h.cgWritable["v2"] && hasString(h.v2Subtree, "pids")
-	v2Mem := h.cgWritable["v2"] && hasString(h.v2Subtree, "memory")
-	plan.v2, plan.v2Pids, plan.v2Mem = v2Pids || v2Mem, v2Pids, v2Mem
-	plan.v1Pids = !v2Pids && h.cgWritable["pids"]
-	plan.v1Mem = !v2Mem && h.cgWritable["memory"]
-	plan.v1Track = !plan.v2 && plan.v1Pids
-	if !plan.tracks() && h.cgWritable["v2"] && !h.root && h.userns != nil {
-		plan.v2 = true // the only way left to find the whole tree
+	plan := cgroup.Plan{}
+	v2Pids := h.cgWritable["v2"] && slices.Contains(h.v2Subtree, "pids")
+	v2Mem := h.cgWritable["v2"] && slices.Contains(h.v2Subtree, "memory")
+	plan.V2, plan.V2Pids, plan.V2Mem = v2Pids || v2Mem, v2Pids, v2Mem
+	plan.V1Pids = !v2Pids && h.cgWritable["pids"]
+	plan.V1Mem = !v2Mem && h.cgWritable["memory"]
+	plan.V1Track = !plan.V2 && plan.V1Pids
+	if !plan.Tracks() && h.cgWritable["v2"] && !h.root && h.userns != nil {
+		plan.V2 = true // the only way left to find the whole tree
 	}
 	if forced := testForceMechanism; forced != "" {
 		plan = forcedPlan(forced, plan, h)
@@ -253,7 +254,7 @@ func New(p Policy) (*Sandbox, error) {
 	// A PID namespace when no cgroup can find the whole tree, or when
 	// Landlock cannot scope signals (ABI < 6): processes outside a PID
 	// namespace have no pid inside it, so they cannot be signalled.
-	if !plan.tracks() || h.abi < 6 {
+	if !plan.Tracks() || h.abi < 6 {
 		switch {
 		case h.root:
 			s.newPID = true
@@ -262,9 +263,9 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 	switch {
-	case plan.v2:
+	case plan.V2:
 		notes = append(notes, "process tree: cgroup v2 directory per command (cgroup.kill)")
-	case plan.v1Track:
+	case plan.V1Track:
 		notes = append(notes, "process tree: cgroup v1 pids directory per command")
 	case s.newPID:
 		notes = append(notes, "process tree: PID namespace (under an init: the command is PID 2)")
@@ -279,7 +280,7 @@ func New(p Policy) (*Sandbox, error) {
 	// where the count is per namespace. A PID namespace has its own pid_max
 	// from Linux 6.14 on (no lower than 301).
 	switch {
-	case plan.pidsLimit():
+	case plan.PidsLimit():
 		notes = append(notes, "processes: cgroup pids.max")
 	case !h.root && usernsOK:
 		s.newUser = true
@@ -292,7 +293,7 @@ func New(p Policy) (*Sandbox, error) {
 	default:
 		miss("per-sandbox process limit (no pids cgroup and no user namespace)")
 	}
-	if plan.memLimit() {
+	if plan.MemLimit() {
 		notes = append(notes, "memory: cgroup limit for the whole tree")
 	} else {
 		notes = append(notes, "memory: RLIMIT_AS per process (no memory cgroup: the tree as a whole is not bounded, and MemoryExceeded is not reported)")
@@ -321,7 +322,7 @@ func New(p Policy) (*Sandbox, error) {
 	s.enf = Enforcement{
 		LandlockABI:  h.abi,
 		Seccomp:      h.seccomp,
-		Cgroup:       plan.version(),
+		Cgroup:       plan.Version(),
 		NetworkMode:  string(filterMode),
 		Missing:      missing,
 		Unprivileged: !h.root,
@@ -339,7 +340,7 @@ func New(p Policy) (*Sandbox, error) {
 	// process has at most one listener in its filter chain: with change
 	// capture they stay in the child program, whose per-command listener
 	// also carries the capture calls).
-	s.sealed = !s.newPID && !s.newUser && !plan.v2
+	s.sealed = !s.newPID && !s.newUser && !plan.V2
 	s.spec = seccomp.MainSpec{Network: internalMode(filterMode), DenyConnect: denyConnect}
 	var childNotify seccomp.NotifySpec
 	if s.notify == notifyNet {
@@ -534,10 +535,10 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	s.rlimits = append(s.rlimits, spawn.Rlimit{Resource: unix.RLIMIT_CORE})
 	s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_FSIZE, uint64(q.Limits.FileBytes)))
-	if !plan.memLimit() {
+	if !plan.MemLimit() {
 		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_AS, uint64(q.Limits.MemoryBytes)))
 	}
-	if s.newUser && !plan.pidsLimit() {
+	if s.newUser && !plan.PidsLimit() {
 		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_NPROC, uint64(q.Limits.Processes)))
 	}
 	if initExe != "" {
@@ -551,19 +552,19 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 
-	if plan.any() {
-		if s.cg, err = newCgroupManager(h.cg, plan, q.Limits); err != nil {
+	if plan.Any() {
+		if s.cg, err = cgroup.NewManager(h.cg, plan, cgroup.Limits{Processes: q.Limits.Processes, MemoryBytes: q.Limits.MemoryBytes}); err != nil {
 			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
 		}
 	}
 	// Make one spawner thread now, so that a kernel or hierarchy that
 	// refuses it fails New, not the first Start.
-	if plan.slots() {
-		sl, err := s.cg.acquireSlot(s.newSpawner)
+	if plan.Slots() {
+		sl, err := s.cg.AcquireSlot(s.newSlotThread)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		s.cg.releaseSlot(sl, false)
+		s.cg.ReleaseSlot(sl, false)
 	} else {
 		sp, err := s.acquireSpawner()
 		if err != nil {
@@ -619,6 +620,16 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
 	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
 		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice()})
+}
+
+// newSlotThread is newSpawner as a cgroup slot's thread (the dirs are the
+// slot's, to join).
+func (s *Sandbox) newSlotThread(dirs []string) (cgroup.Thread, error) {
+	sp, err := s.newSpawner(dirs)
+	if err != nil {
+		return nil, err
+	}
+	return sp, nil
 }
 
 func (s *Sandbox) releaseSpawner(sp *spawner) {
@@ -723,10 +734,10 @@ func (s *Sandbox) release() error {
 	s.spAll, s.spIdle = nil, nil
 	s.spMu.Unlock()
 	for _, sp := range sps {
-		sp.stop()
+		sp.Stop()
 	}
 	if s.cg != nil {
-		first = s.cg.close()
+		first = s.cg.Close()
 		s.cg = nil
 	}
 	if s.pieces != nil {
@@ -911,9 +922,9 @@ type Process struct {
 	s     *Sandbox
 	pid   int
 	pidfd int
-	mntNS int    // a reference to its mount namespace (spawn.HoldMountNS), or -1
-	v2    *v2Set // v2 directory the tree lives in, or nil
-	slot  *slot  // v1 slot the tree lives in, or nil
+	mntNS int           // a reference to its mount namespace (spawn.HoldMountNS), or -1
+	v2    *cgroup.V2Set // v2 directory the tree lives in, or nil
+	slot  *cgroup.Slot  // v1 slot the tree lives in, or nil
 	// slotEmpty: finishTree saw the slot without a process of the tree.
 	slotEmpty bool
 	tmpDir    string
@@ -1115,21 +1126,21 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 			req.Child = s.captureChild
 		}
 	}
-	if s.plan.v2 {
-		if p.v2, err = s.cg.acquireV2(); err != nil {
+	if s.plan.V2 {
+		if p.v2, err = s.cg.AcquireV2(); err != nil {
 			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
 		}
-		req.CgroupDir, req.CgroupProcs = int(p.v2.dirFile.Fd()), int(p.v2.procs.Fd())
+		req.CgroupDir, req.CgroupProcs = p.v2.FDs()
 	}
 	var res spawn.Result
-	if s.plan.slots() {
+	if s.plan.Slots() {
 		// The slot's thread sits in the command's v1 cgroups: the child is
 		// born there. The slot stays with the command until its tree is
 		// gone.
-		if p.slot, err = s.cg.acquireSlot(s.newSpawner); err != nil {
+		if p.slot, err = s.cg.AcquireSlot(s.newSlotThread); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		res, err = p.slot.sp.spawn(req)
+		res, err = p.slot.Thread().(*spawner).spawn(req)
 	} else {
 		var sp *spawner
 		if sp, err = s.acquireSpawner(); err != nil {
@@ -1331,11 +1342,11 @@ func (p *Process) run(ctx context.Context) {
 		}
 	}
 	if s2 := p.v2; s2 != nil {
-		st.MemoryExceeded = p.s.plan.v2Mem && s2.oomKills() > s2.oomBase
-		st.ProcessLimitHit = p.s.plan.v2Pids && s2.maxEvents() > s2.maxBase
+		st.MemoryExceeded = p.s.plan.V2Mem && s2.OOMKilled()
+		st.ProcessLimitHit = p.s.plan.V2Pids && s2.PidsMaxHit()
 	}
 	if sl := p.slot; sl != nil {
-		oom, pidsMax := sl.settle()
+		oom, pidsMax := sl.Settle()
 		st.MemoryExceeded = st.MemoryExceeded || oom
 		st.ProcessLimitHit = st.ProcessLimitHit || pidsMax
 	}
@@ -1358,16 +1369,15 @@ func (p *Process) run(ctx context.Context) {
 func (p *Process) finishTree() {
 	switch {
 	case p.v2 != nil:
-		if p.v2.populated() {
-			p.v2.kill()
-			p.v2.waitEmpty(10 * time.Second)
+		if p.v2.Populated() {
+			p.v2.Kill()
+			p.v2.WaitEmpty(10 * time.Second)
 		}
-	case p.slot != nil && p.s.plan.v1Track:
-		self := p.s.cg.self
-		p.slotEmpty = p.slot.empty(self)
+	case p.slot != nil && p.s.plan.V1Track:
+		p.slotEmpty = p.slot.Empty()
 		if !p.slotEmpty {
-			p.slot.kill(self)
-			p.slotEmpty = p.slot.waitEmpty(self, 10*time.Second)
+			p.slot.Kill()
+			p.slotEmpty = p.slot.WaitEmpty(10 * time.Second)
 		}
 	case p.s.newPID:
 		// PID 1 of the namespace has exited: the kernel killed the rest
@@ -1424,10 +1434,10 @@ func (p *Process) killTree() {
 	defer p.killMu.Unlock()
 	switch {
 	case p.v2 != nil:
-		p.v2.kill()
+		p.v2.Kill()
 		return
-	case p.slot != nil && p.s.plan.v1Track:
-		p.slot.kill(p.s.cg.self)
+	case p.slot != nil && p.s.plan.V1Track:
+		p.slot.Kill()
 		return
 	}
 	if p.exited || p.pidfd < 0 {
@@ -1457,11 +1467,11 @@ func (p *Process) cleanup() {
 	// while the command's own goroutine releases them.
 	p.killMu.Lock()
 	if p.v2 != nil {
-		p.s.cg.releaseV2(p.v2)
+		p.s.cg.ReleaseV2(p.v2)
 		p.v2 = nil
 	}
 	if p.slot != nil {
-		p.s.cg.releaseSlot(p.slot, p.slotEmpty)
+		p.s.cg.ReleaseSlot(p.slot, p.slotEmpty)
 		p.slot = nil
 	}
 	if p.pidfd >= 0 {

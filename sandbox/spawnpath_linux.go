@@ -2,18 +2,18 @@ package sandbox
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 	"syscall"
 
+	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
 
 // The sandbox's side of the spawn path (sandbox/internal/spawn): its
-// errors as this package's SpawnError, its spawner threads as the idle
-// list and the cgroup slots hold them, and the v1 cgroup joins they make
-// first. What the spawn path does, and in what order, is its own (see its
+// errors as this package's SpawnError, and its spawner threads as the idle
+// list and the cgroup slots (sandbox/internal/cgroup) hold them, joined to
+// a slot's v1 directories first (cgroup.JoinV1). What the spawn path does, and in what order, is its own (see its
 // doc.go); nothing here confines anything.
 
 // SpawnError says which step of starting a confined command failed.
@@ -43,40 +43,18 @@ func spawnError(err error) error {
 }
 
 // spawner is one spawner thread (spawn.Spawner): idle in Sandbox.spIdle,
-// or parked in a cgroup slot's v1 directories (cgroup_linux.go).
+// or parked in a cgroup slot's v1 directories (a cgroup.Thread).
 type spawner struct{ t *spawn.Spawner }
 
 // startSpawner starts a spawner thread that joins the v1 cgroup
 // directories dirs (may be none) and loads prog. supervise, if the program
 // notifies, is started on the listener and stopped with the spawner.
 func startSpawner(prog spawn.ThreadProgram, dirs []string, supervise func(listener int, mountNS uint64) (func(), error)) (*spawner, error) {
-	t, err := spawn.StartSpawner(prog, joinV1(dirs), supervise)
+	t, err := spawn.StartSpawner(prog, cgroup.JoinV1(dirs), supervise)
 	if err != nil {
 		return nil, spawnError(err)
 	}
 	return &spawner{t}, nil
-}
-
-// joinV1 moves the calling thread (a spawner thread, first thing) into
-// the v1 cgroup directories dirs; nil when there are none.
-func joinV1(dirs []string) func() error {
-	if len(dirs) == 0 {
-		return nil
-	}
-	return func() error {
-		for _, d := range dirs {
-			// "tasks" moves this thread only; cgroup.procs would move the
-			// whole Go process. "0" (the writing thread) rather than our tid:
-			// a thread moving itself is the one migration the kernel does
-			// without its global threadgroup rwsem (cgroup_procs_write_start),
-			// whose write lock waits for an RCU grace period — 0.04 ms
-			// instead of 5-15 ms here.
-			if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
-				return fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
-			}
-		}
-		return nil
-	}
 }
 
 // spawn starts r from the spawner's thread (spawn.Spawner.Spawn).
@@ -85,8 +63,9 @@ func (sp *spawner) spawn(r *spawn.Request) (spawn.Result, error) {
 	return res, spawnError(err)
 }
 
-// stop ends the thread once it is idle, then its supervisor.
-func (sp *spawner) stop() { sp.t.Stop() }
+// Stop ends the thread once it is idle, then its supervisor (a slot's
+// cgroup.Thread: the slot stops it before removing its directories).
+func (sp *spawner) Stop() { sp.t.Stop() }
 
 // user is who the spawn path makes its instances for.
 func (h *hostInfo) user() spawn.User {

@@ -1,5 +1,7 @@
 package sandbox
 
+import "github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
+
 // testForceMechanism lets tests exercise every way of tracking a process
 // tree on one machine: "" (automatic), "v2" (a cgroup v2 directory per
 // command, child born in it, plus v1 slots for limits where v2 has no
@@ -7,18 +9,18 @@ package sandbox
 // "nocgroup" (no cgroups at all). Set only by tests, before New.
 var testForceMechanism string
 
-func forcedPlan(forced string, plan cgroupPlan, h *hostInfo) cgroupPlan {
+func forcedPlan(forced string, plan cgroup.Plan, h *hostInfo) cgroup.Plan {
 	switch forced {
 	case "v2":
 		if h.cgWritable["v2"] {
-			plan.v2, plan.v1Track = true, false
+			plan.V2, plan.V1Track = true, false
 		}
 	case "pidns":
-		plan.v2, plan.v2Pids, plan.v2Mem, plan.v1Track = false, false, false, false
-		plan.v1Pids = plan.v1Pids || h.cgWritable["pids"]
-		plan.v1Mem = plan.v1Mem || h.cgWritable["memory"]
+		plan.V2, plan.V2Pids, plan.V2Mem, plan.V1Track = false, false, false, false
+		plan.V1Pids = plan.V1Pids || h.cgWritable["pids"]
+		plan.V1Mem = plan.V1Mem || h.cgWritable["memory"]
 	case "nocgroup":
-		plan = cgroupPlan{}
+		plan = cgroup.Plan{}
 	}
 	return plan
 }

@@ -24,8 +24,8 @@ import (
 //     JIT, the kernel's action-cache emulation); the thread attaches it once
 //     and every child is born with it. seccomp programs and no_new_privs
 //     are per thread, so the rest of the Go process is untouched;
-//   - v1 cgroups (slots, see package sandbox's cgroup_linux.go; joined by
-//     StartSpawner's join): in v1 a single thread can
+//   - v1 cgroups (slots, see sandbox/internal/cgroup; joined by
+//     StartSpawner's join, cgroup.JoinV1): in v1 a single thread can
 //     join a cgroup, and a child is born in its parent thread's cgroups. The
 //     thread's one migration (an RCU grace period: ~10 ms) buys every later
 //     spawn a migration-free start.

@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,31 +17,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Cgroups give each command a process limit that also binds root (pids.max),
-// a memory limit for the whole tree, and — where the kernel has it — an
-// atomic way to kill the tree (cgroup.kill) and to learn that it is gone
-// (cgroup.events "populated 0"). They are optional: without a writable
-// hierarchy the sandbox falls back to rlimits and a PID namespace (see
-// sandbox_linux.go), or fails closed.
-//
-// Layout: under the cgroup this process already belongs to (so that an
-// outer limit, such as a systemd unit's or a container's, still applies),
-// one directory per Sandbox, lite-agent.<pid>.<n>, and in it one directory
-// per running command, c<k>. Command directories are pooled (v2 sets and v1
-// slots below): making one costs a mkdir and, for a slot, a migration;
-// reusing an empty one costs nothing. Directories of processes that died
-// without Close are removed by the next New (cleanStale). This package
-// never writes to the caller's own cgroup or an ancestor's.
-
-// cgroupInfo is where this process sits in each hierarchy.
-type cgroupInfo struct {
-	v2Base        string            // <cgroup2 mount>/<our cgroup>, "" if no cgroup2
-	v2Controllers []string          // available in v2Base/cgroup.controllers
-	v1            map[string]string // controller -> <mount>/<our cgroup>
+// Info is where this process sits in each hierarchy: what Detect found,
+// for the caller to decide a Plan by (and to report) and for NewManager to
+// make its directories under.
+type Info struct {
+	V2Base        string            // <cgroup2 mount>/<our cgroup>, "" if no cgroup2
+	v2Controllers []string          // available in V2Base/cgroup.controllers
+	V1            map[string]string // controller ("pids", "memory") -> <mount>/<our cgroup>
 }
 
-func detectCgroups() cgroupInfo {
-	info := cgroupInfo{v1: map[string]string{}}
+// Detect reads /proc/self/cgroup and /proc/self/mountinfo: the cgroup2
+// directory this process belongs to and its v1 pids and memory ones. It
+// creates nothing and checks no permission (the caller decides what is
+// writable); a host without cgroups gives an empty Info.
+func Detect() Info {
+	info := Info{V1: map[string]string{}}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return info
@@ -77,11 +68,11 @@ func detectCgroups() cgroupInfo {
 		switch g[0] {
 		case "cgroup2":
 			p, ok := paths[""]
-			if !ok || info.v2Base != "" {
+			if !ok || info.V2Base != "" {
 				continue
 			}
 			if base, ok := joinCgroup(mnt, root, p); ok {
-				info.v2Base = base
+				info.V2Base = base
 			}
 		case "cgroup":
 			for _, opt := range strings.Split(g[2], ",") {
@@ -92,17 +83,17 @@ func detectCgroups() cgroupInfo {
 				if !ok {
 					continue
 				}
-				if _, dup := info.v1[opt]; dup {
+				if _, dup := info.V1[opt]; dup {
 					continue
 				}
 				if base, ok := joinCgroup(mnt, root, p); ok {
-					info.v1[opt] = base
+					info.V1[opt] = base
 				}
 			}
 		}
 	}
-	if info.v2Base != "" {
-		if b, err := os.ReadFile(filepath.Join(info.v2Base, "cgroup.controllers")); err == nil {
+	if info.V2Base != "" {
+		if b, err := os.ReadFile(filepath.Join(info.V2Base, "cgroup.controllers")); err == nil {
 			info.v2Controllers = strings.Fields(string(b))
 		}
 	}
@@ -140,64 +131,63 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-func hasString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+// Plan is which hierarchies a Sandbox uses, and for what. The sandbox
+// decides it (from Info, what is writable and what v2 delegates, and its
+// test hooks); the manager only carries it out, and the sandbox reads it
+// again to know how a command's tree is tracked.
+type Plan struct {
+	V2      bool // a v2 directory per command, the child born in it
+	V2Pids  bool // ... with pids.max
+	V2Mem   bool // ... with memory.max
+	V1Pids  bool // a v1 pids directory per command (slot)
+	V1Mem   bool // a v1 memory directory per command (slot)
+	V1Track bool // find and kill the tree through the slot's pids directory
 }
 
-// cgroupPlan is which hierarchies a Sandbox uses, and for what.
-type cgroupPlan struct {
-	v2      bool // a v2 directory per command, the child born in it
-	v2Pids  bool // ... with pids.max
-	v2Mem   bool // ... with memory.max
-	v1Pids  bool // a v1 pids directory per command (slot)
-	v1Mem   bool // a v1 memory directory per command (slot)
-	v1Track bool // find and kill the tree through the slot's pids directory
-}
+// Any says the plan needs a Manager at all.
+func (p Plan) Any() bool { return p.V2 || p.Slots() }
 
-func (p cgroupPlan) any() bool       { return p.v2 || p.slots() }
-func (p cgroupPlan) slots() bool     { return p.v1Pids || p.v1Mem }
-func (p cgroupPlan) pidsLimit() bool { return p.v2Pids || p.v1Pids }
-func (p cgroupPlan) memLimit() bool  { return p.v2Mem || p.v1Mem }
-func (p cgroupPlan) tracks() bool    { return p.v2 || p.v1Track }
+// Slots says commands start from v1 slots (AcquireSlot), not from an idle
+// spawner thread.
+func (p Plan) Slots() bool { return p.V1Pids || p.V1Mem }
 
-func (p cgroupPlan) version() string {
+// PidsLimit says a pids controller bounds each command's tree.
+func (p Plan) PidsLimit() bool { return p.V2Pids || p.V1Pids }
+
+// MemLimit says a memory controller bounds each command's tree.
+func (p Plan) MemLimit() bool { return p.V2Mem || p.V1Mem }
+
+// Tracks says a cgroup finds (and kills) each command's whole tree.
+func (p Plan) Tracks() bool { return p.V2 || p.V1Track }
+
+// Version is the hierarchy that enforces the limits, as the sandbox
+// reports it (Enforcement.Cgroup: "v2", "v1", or "" for none).
+func (p Plan) Version() string {
 	switch {
-	case p.v2Pids || p.v2Mem:
+	case p.V2Pids || p.V2Mem:
 		return "v2"
-	case p.slots():
+	case p.Slots():
 		return "v1"
-	case p.v2:
+	case p.V2:
 		return "v2"
 	}
 	return ""
 }
 
+// Limits are the per-command bounds a Manager writes into each directory:
+// the sandbox's Limits.Processes and Limits.MemoryBytes.
+type Limits struct {
+	Processes   int
+	MemoryBytes int64
+}
+
 var sandboxSeq atomic.Int64
 
-// Joining a cgroup — writing to cgroup.procs or tasks — takes the kernel's
-// global threadgroup rwsem for writing, and that waits for an RCU grace
-// period whenever no other migration happened in the last few tens of
-// milliseconds: 7-15 ms here, measured, against 6 µs back to back. So no
-// spawn ever migrates a process:
-//
-//   - v2: the child is born in its directory (clone3 CLONE_INTO_CGROUP,
-//     which takes the locks only for reading);
-//   - v1 has no such flag, but in v1 a single thread can be moved, and a
-//     child forked by a thread is born in that thread's cgroups. So each
-//     per-command set of v1 directories is a "slot" with a spawner thread
-//     parked in it (spawner_linux.go): the thread migrates once, when the
-//     slot is made, and every command started from it is born inside.
-//     Slots are pooled; a slot is reused once its last command's tree is
-//     gone.
-
-// cgroupManager owns one Sandbox's cgroup directories.
-type cgroupManager struct {
-	plan   cgroupPlan
+// Manager owns one Sandbox's cgroup directories: the per-Sandbox parents
+// NewManager makes, and the pooled per-command v2 sets and v1 slots under
+// them, until Close.
+type Manager struct {
+	plan   Plan
 	limits Limits
 	self   int // our pid: present in a slot's cgroup.procs (the spawner thread)
 	// per-Sandbox parents
@@ -210,14 +200,16 @@ type cgroupManager struct {
 
 	mu     sync.Mutex
 	n      int
-	v2Free []*v2Set
-	v2All  []*v2Set
-	slots  []*slot // idle
-	allSl  []*slot
+	v2Free []*V2Set
+	v2All  []*V2Set
+	slots  []*Slot // idle
+	allSl  []*Slot
 }
 
-// v2Set is one command's v2 directory.
-type v2Set struct {
+// V2Set is one command's v2 directory (AcquireV2): the child is born in
+// it (FDs), and it tells when the tree is gone (Populated, WaitEmpty),
+// kills it (Kill) and says which limit it hit (OOMKilled, PidsMaxHit).
+type V2Set struct {
 	dir      string
 	dirFile  *os.File // for CLONE_INTO_CGROUP
 	procs    *os.File // cgroup.procs, for kernels without clone3
@@ -227,11 +219,14 @@ type v2Set struct {
 	maxBase  int64
 }
 
-// slot is one command's v1 directories and the spawner thread parked in
-// them.
-type slot struct {
+// Slot is one command's v1 directories and the spawner thread parked in
+// them (AcquireSlot): the command is started from Thread, so it is born in
+// them; Empty, WaitEmpty and Kill work on its tree, Settle says which limit
+// it hit.
+type Slot struct {
 	pids, mem string
-	sp        *spawner
+	sp        Thread
+	self      int // our pid: present in the slot's cgroup.procs (the thread)
 	oomBase   int64
 	maxBase   int64
 	// Kept open for every command of the slot (-1: absent), read with
@@ -243,12 +238,43 @@ type slot struct {
 	pidsCurrent, pidsEvents, oomControl int
 }
 
-// newCgroupManager creates the per-Sandbox directories the plan needs.
-func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupManager, error) {
-	m := &cgroupManager{plan: plan, limits: limits, self: os.Getpid()}
+// Thread is what a v1 slot keeps parked in its directories: the spawner
+// thread AcquireSlot's callback starts once they exist (joined to them
+// first thing: JoinV1), which every command of the slot is started from.
+// The slot stops it, which takes it out of them, before they are removed.
+type Thread interface{ Stop() }
+
+// JoinV1 moves the calling thread (a spawner thread, first thing) into
+// the v1 cgroup directories dirs; nil when there are none. It is what a
+// Thread runs before anything else (spawn.StartSpawner's join).
+func JoinV1(dirs []string) func() error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	return func() error {
+		for _, d := range dirs {
+			// "tasks" moves this thread only; cgroup.procs would move the
+			// whole Go process. "0" (the writing thread) rather than our tid:
+			// a thread moving itself is the one migration the kernel does
+			// without its global threadgroup rwsem (cgroup_procs_write_start),
+			// whose write lock waits for an RCU grace period — 0.04 ms
+			// instead of 5-15 ms here.
+			if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
+				return fmt.Errorf("sandbox: cgroup: moving the spawner thread into %s: %w", d, err)
+			}
+		}
+		return nil
+	}
+}
+
+// NewManager creates the per-Sandbox directories the plan needs, and
+// sweeps, beside the first command, the directories of lite-agent
+// processes that died without Close (Close waits for the sweep).
+func NewManager(info Info, plan Plan, limits Limits) (*Manager, error) {
+	m := &Manager{plan: plan, limits: limits, self: os.Getpid()}
 	name := fmt.Sprintf("lite-agent.%d.%d", os.Getpid(), sandboxSeq.Add(1))
 	var made, bases []string
-	fail := func(err error) (*cgroupManager, error) {
+	fail := func(err error) (*Manager, error) {
 		for i := len(made) - 1; i >= 0; i-- {
 			unix.Rmdir(made[i])
 		}
@@ -264,18 +290,18 @@ func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupM
 		return d, nil
 	}
 	var err error
-	if plan.v2 {
-		if m.v2Dir, err = mk(info.v2Base); err != nil {
+	if plan.V2 {
+		if m.v2Dir, err = mk(info.V2Base); err != nil {
 			return fail(err)
 		}
 		// Delegate the controllers to the command directories. Our parent
 		// already has them in its subtree_control (the plan checked); our
 		// new directory has no processes, so this is allowed.
 		var ctl []string
-		if plan.v2Pids {
+		if plan.V2Pids {
 			ctl = append(ctl, "+pids")
 		}
-		if plan.v2Mem {
+		if plan.V2Mem {
 			ctl = append(ctl, "+memory")
 		}
 		if len(ctl) > 0 {
@@ -284,13 +310,13 @@ func newCgroupManager(info cgroupInfo, plan cgroupPlan, limits Limits) (*cgroupM
 			}
 		}
 	}
-	if plan.v1Pids {
-		if m.v1PidsDir, err = mk(info.v1["pids"]); err != nil {
+	if plan.V1Pids {
+		if m.v1PidsDir, err = mk(info.V1["pids"]); err != nil {
 			return fail(err)
 		}
 	}
-	if plan.v1Mem {
-		if m.v1MemDir, err = mk(info.v1["memory"]); err != nil {
+	if plan.V1Mem {
+		if m.v1MemDir, err = mk(info.V1["memory"]); err != nil {
 			return fail(err)
 		}
 	}
@@ -350,17 +376,18 @@ func removeCgroupTree(dir string) {
 	unix.Rmdir(dir)
 }
 
-func (m *cgroupManager) nextName() string {
+func (m *Manager) nextName() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.n++
 	return "c" + strconv.Itoa(m.n)
 }
 
-// acquireV2 returns an empty v2 directory for one command.
-func (m *cgroupManager) acquireV2() (*v2Set, error) {
+// AcquireV2 returns an empty v2 directory for one command, pooled or
+// new (with the plan's limits), its counters read as the command's start.
+func (m *Manager) AcquireV2() (*V2Set, error) {
 	m.mu.Lock()
-	var s *v2Set
+	var s *V2Set
 	if n := len(m.v2Free); n > 0 {
 		s, m.v2Free = m.v2Free[n-1], m.v2Free[:n-1]
 	}
@@ -376,8 +403,8 @@ func (m *cgroupManager) acquireV2() (*v2Set, error) {
 	return s, nil
 }
 
-func (m *cgroupManager) createV2() (*v2Set, error) {
-	s := &v2Set{dir: filepath.Join(m.v2Dir, m.nextName())}
+func (m *Manager) createV2() (*V2Set, error) {
+	s := &V2Set{dir: filepath.Join(m.v2Dir, m.nextName())}
 	if err := os.Mkdir(s.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -388,12 +415,12 @@ func (m *cgroupManager) createV2() (*v2Set, error) {
 		}
 	}()
 	l := m.limits
-	if m.plan.v2Pids {
+	if m.plan.V2Pids {
 		if err := writeFile(filepath.Join(s.dir, "pids.max"), strconv.Itoa(l.Processes)); err != nil {
 			return nil, err
 		}
 	}
-	if m.plan.v2Mem {
+	if m.plan.V2Mem {
 		if err := writeFile(filepath.Join(s.dir, "memory.max"), strconv.FormatInt(l.MemoryBytes, 10)); err != nil {
 			return nil, err
 		}
@@ -422,28 +449,29 @@ func (m *cgroupManager) createV2() (*v2Set, error) {
 	return s, nil
 }
 
-// releaseV2 pools a directory once its tree is gone.
-func (m *cgroupManager) releaseV2(s *v2Set) {
-	if s.populated() {
-		return // should not happen; leave it to close
+// ReleaseV2 pools a directory once its tree is gone.
+func (m *Manager) ReleaseV2(s *V2Set) {
+	if s.Populated() {
+		return // should not happen; leave it to Close
 	}
 	m.mu.Lock()
 	m.v2Free = append(m.v2Free, s)
 	m.mu.Unlock()
 }
 
-// acquireSlot returns an idle slot, making one (and its spawner thread)
-// when none is free.
-func (m *cgroupManager) acquireSlot(newSpawner func(dirs []string) (*spawner, error)) (*slot, error) {
+// AcquireSlot returns an idle slot, making one when none is free: its
+// directories (with the plan's limits), then its thread, started by
+// newThread with the directories to join.
+func (m *Manager) AcquireSlot(newThread func(dirs []string) (Thread, error)) (*Slot, error) {
 	m.mu.Lock()
-	var sl *slot
+	var sl *Slot
 	if n := len(m.slots); n > 0 {
 		sl, m.slots = m.slots[n-1], m.slots[:n-1]
 	}
 	m.mu.Unlock()
 	if sl == nil {
 		var err error
-		if sl, err = m.createSlot(newSpawner); err != nil {
+		if sl, err = m.createSlot(newThread); err != nil {
 			return nil, err
 		}
 	}
@@ -452,18 +480,21 @@ func (m *cgroupManager) acquireSlot(newSpawner func(dirs []string) (*spawner, er
 	return sl, nil
 }
 
-// settle records the counters a finished command left, as the next
+// Thread is the spawner thread parked in the slot's directories.
+func (sl *Slot) Thread() Thread { return sl.sp }
+
+// Settle records the counters a finished command left, as the next
 // command's starting point, and reports what this one hit.
-func (sl *slot) settle() (oom, pidsMax bool) {
+func (sl *Slot) Settle() (oom, pidsMax bool) {
 	o, m := sl.oomKills(), sl.maxEvents()
 	oom, pidsMax = o > sl.oomBase, m > sl.maxBase
 	sl.oomBase, sl.maxBase = o, m
 	return oom, pidsMax
 }
 
-func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, error)) (*slot, error) {
+func (m *Manager) createSlot(newThread func(dirs []string) (Thread, error)) (*Slot, error) {
 	name := m.nextName()
-	sl := &slot{pidsCurrent: -1, pidsEvents: -1, oomControl: -1}
+	sl := &Slot{self: m.self, pidsCurrent: -1, pidsEvents: -1, oomControl: -1}
 	ok := false
 	defer func() {
 		if !ok {
@@ -471,7 +502,7 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 		}
 	}()
 	l := m.limits
-	if m.plan.v1Pids {
+	if m.plan.V1Pids {
 		sl.pids = filepath.Join(m.v1PidsDir, name)
 		if err := os.Mkdir(sl.pids, 0o755); err != nil {
 			return nil, err
@@ -481,7 +512,7 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 			return nil, err
 		}
 	}
-	if m.plan.v1Mem {
+	if m.plan.V1Mem {
 		sl.mem = filepath.Join(m.v1MemDir, name)
 		if err := os.Mkdir(sl.mem, 0o755); err != nil {
 			return nil, err
@@ -513,7 +544,7 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 			dirs = append(dirs, d)
 		}
 	}
-	sp, err := newSpawner(dirs)
+	sp, err := newThread(dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -526,12 +557,12 @@ func (m *cgroupManager) createSlot(newSpawner func(dirs []string) (*spawner, err
 	return sl, nil
 }
 
-// releaseSlot pools a slot once its tree is gone; seenEmpty says the
+// ReleaseSlot pools a slot once its tree is gone; seenEmpty says the
 // caller found it empty after the command's main process was reaped (no
 // process can enter an empty slot: only a member's fork would, and the
 // spawner thread starts nothing until the slot is acquired again).
-func (m *cgroupManager) releaseSlot(sl *slot, seenEmpty bool) {
-	if !seenEmpty && !sl.empty(m.self) {
+func (m *Manager) ReleaseSlot(sl *Slot, seenEmpty bool) {
+	if !seenEmpty && !sl.Empty() {
 		return
 	}
 	m.mu.Lock()
@@ -539,8 +570,9 @@ func (m *cgroupManager) releaseSlot(sl *slot, seenEmpty bool) {
 	m.mu.Unlock()
 }
 
-// close removes every directory; trees still in them are killed first.
-func (m *cgroupManager) close() error {
+// Close removes every directory; trees still in them are killed first,
+// and the slots' threads stopped. The Manager is not used after.
+func (m *Manager) Close() error {
 	<-m.swept
 	m.mu.Lock()
 	v2, sls := m.v2All, m.allSl
@@ -553,16 +585,16 @@ func (m *cgroupManager) close() error {
 		}
 	}
 	for _, s := range v2 {
-		if s.populated() {
-			s.kill()
-			s.waitEmpty(2 * time.Second)
+		if s.Populated() {
+			s.Kill()
+			s.WaitEmpty(2 * time.Second)
 		}
 		keep(s.remove())
 	}
 	for _, sl := range sls {
-		if !sl.empty(m.self) {
-			sl.kill(m.self)
-			sl.waitEmpty(m.self, 2*time.Second)
+		if !sl.Empty() {
+			sl.Kill()
+			sl.WaitEmpty(2 * time.Second)
 		}
 		keep(sl.remove())
 	}
@@ -574,7 +606,7 @@ func (m *cgroupManager) close() error {
 	return first
 }
 
-func (s *v2Set) remove() error {
+func (s *V2Set) remove() error {
 	for _, f := range []*os.File{s.dirFile, s.procs, s.events} {
 		if f != nil {
 			f.Close()
@@ -586,9 +618,9 @@ func (s *v2Set) remove() error {
 
 // remove ends the spawner thread (which leaves the cgroups with it) and
 // removes the directories.
-func (sl *slot) remove() error {
+func (sl *Slot) remove() error {
 	if sl.sp != nil {
-		sl.sp.stop()
+		sl.sp.Stop()
 		sl.sp = nil
 	}
 	for _, fd := range []*int{&sl.pidsCurrent, &sl.pidsEvents, &sl.oomControl} {
@@ -625,7 +657,14 @@ func rmdirRetry(d string) error {
 	return fmt.Errorf("removing %s (tasks: %q): %w", d, procs, err)
 }
 
-func (s *v2Set) populated() bool {
+// FDs are the descriptors a spawn puts the child into the directory with:
+// the directory (clone3 CLONE_INTO_CGROUP) and its cgroup.procs (kernels
+// without clone3).
+func (s *V2Set) FDs() (dir, procs int) { return int(s.dirFile.Fd()), int(s.procs.Fd()) }
+
+// Populated reports whether a process is left in the directory
+// (cgroup.events; true when it cannot tell).
+func (s *V2Set) Populated() bool {
 	if s.events == nil {
 		return false
 	}
@@ -642,20 +681,20 @@ func (s *v2Set) populated() bool {
 	return true
 }
 
-// kill kills every process of the directory. cgroup.kill is atomic in the
+// Kill kills every process of the directory. cgroup.kill is atomic in the
 // kernel: it also catches processes forked while it runs.
-func (s *v2Set) kill() {
+func (s *V2Set) Kill() {
 	if s.killFile != "" && writeFile(s.killFile, "1") == nil {
 		return
 	}
 	killMembers(s.dir, -1, true)
 }
 
-// waitEmpty waits until the directory has no process left, up to d. kernfs
+// WaitEmpty waits until the directory has no process left, up to d. kernfs
 // wakes pollers of cgroup.events (POLLPRI) on every change.
-func (s *v2Set) waitEmpty(d time.Duration) bool {
+func (s *V2Set) WaitEmpty(d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for s.populated() {
+	for s.Populated() {
 		left := time.Until(deadline)
 		if left <= 0 {
 			return false
@@ -666,14 +705,22 @@ func (s *v2Set) waitEmpty(d time.Duration) bool {
 	return true
 }
 
-func (s *v2Set) oomKills() int64 { return readKeyed(filepath.Join(s.dir, "memory.events"), "oom_kill") }
-func (s *v2Set) maxEvents() int64 {
+func (s *V2Set) oomKills() int64 { return readKeyed(filepath.Join(s.dir, "memory.events"), "oom_kill") }
+func (s *V2Set) maxEvents() int64 {
 	return readKeyed(filepath.Join(s.dir, "pids.events"), "max")
 }
 
-// empty reports whether no command process is left in the slot (our own
+// OOMKilled reports whether the memory limit killed a process of the
+// directory since AcquireV2 (memory.events oom_kill).
+func (s *V2Set) OOMKilled() bool { return s.oomKills() > s.oomBase }
+
+// PidsMaxHit reports whether a fork failed on pids.max since AcquireV2
+// (pids.events max).
+func (s *V2Set) PidsMaxHit() bool { return s.maxEvents() > s.maxBase }
+
+// Empty reports whether no command process is left in the slot (our own
 // pid is there: the spawner thread).
-func (sl *slot) empty(self int) bool {
+func (sl *Slot) Empty() bool {
 	// pids.current counts every task charged to the cgroup: a process is
 	// charged before it exists (fork) and uncharged only once reaped, and
 	// the spawner thread parked here is one. 1 is therefore proof that
@@ -692,26 +739,27 @@ func (sl *slot) empty(self int) bool {
 		d = sl.mem
 	}
 	for _, pid := range readPids(filepath.Join(d, "cgroup.procs")) {
-		if pid != self {
+		if pid != sl.self {
 			return false
 		}
 	}
 	return true
 }
 
-// kill kills every command process of the slot (v1 has no cgroup.kill).
-func (sl *slot) kill(self int) {
+// Kill kills every command process of the slot (v1 has no cgroup.kill).
+func (sl *Slot) Kill() {
 	if sl.pids != "" {
-		killMembers(sl.pids, self, false)
+		killMembers(sl.pids, sl.self, false)
 	} else if sl.mem != "" {
-		killMembers(sl.mem, self, false)
+		killMembers(sl.mem, sl.self, false)
 	}
 }
 
-func (sl *slot) waitEmpty(self int, d time.Duration) bool {
+// WaitEmpty waits until no command process is left in the slot, up to d.
+func (sl *Slot) WaitEmpty(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	sleep := 100 * time.Microsecond
-	for !sl.empty(self) {
+	for !sl.Empty() {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -721,14 +769,14 @@ func (sl *slot) waitEmpty(self int, d time.Duration) bool {
 	return true
 }
 
-func (sl *slot) oomKills() int64 {
+func (sl *Slot) oomKills() int64 {
 	if sl.mem == "" {
 		return 0
 	}
 	return readKeyedFD(sl.oomControl, filepath.Join(sl.mem, "memory.oom_control"), "oom_kill")
 }
 
-func (sl *slot) maxEvents() int64 {
+func (sl *Slot) maxEvents() int64 {
 	if sl.pids == "" {
 		return 0
 	}
@@ -779,7 +827,7 @@ func killIfMember(pid int, rel string, v2 bool) {
 		if len(parts) != 3 {
 			continue
 		}
-		if v2 && parts[0] == "0" || !v2 && (hasString(strings.Split(parts[1], ","), "pids") || hasString(strings.Split(parts[1], ","), "memory")) {
+		if v2 && parts[0] == "0" || !v2 && (slices.Contains(strings.Split(parts[1], ","), "pids") || slices.Contains(strings.Split(parts[1], ","), "memory")) {
 			if strings.HasSuffix(parts[2], rel) {
 				member = true
 			}
@@ -892,28 +940,4 @@ func writeFile(path, s string) error {
 		err = cerr
 	}
 	return err
-}
-
-var kernelVersion = sync.OnceValue(func() [2]int {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return [2]int{}
-	}
-	rel := unix.ByteSliceToString(u.Release[:])
-	var v [2]int
-	parts := strings.SplitN(rel, ".", 3)
-	for i := 0; i < 2 && i < len(parts); i++ {
-		num := parts[i]
-		end := 0
-		for end < len(num) && num[end] >= '0' && num[end] <= '9' {
-			end++
-		}
-		v[i], _ = strconv.Atoi(num[:end])
-	}
-	return v
-})
-
-func kernelAtLeast(major, minor int) bool {
-	v := kernelVersion()
-	return v[0] > major || v[0] == major && v[1] >= minor
 }
