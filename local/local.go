@@ -361,6 +361,12 @@ func untrustedServerErrors(preset policies.Preset, name string, sc mcp.ServerCon
 	if commands := preset.Sandbox.Network; !sec.Network.Within(commands) {
 		fields = append(fields, fmt.Sprintf("field network %q (the agent's commands have %q)", sec.Network, commands))
 	}
+	// Believing the server's readOnlyHint lets its tools past plan mode
+	// and run them concurrently as reads: the agent's own server would be
+	// vouching for itself.
+	if sc.TrustAnnotations {
+		fields = append(fields, "field trustAnnotations")
+	}
 	// The variables the agent's commands see anyway (sandbox.DefaultEnv)
 	// may be referenced; any other would hand the server the user's
 	// environment.

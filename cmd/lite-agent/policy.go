@@ -300,6 +300,15 @@ func trustOtherFile(verb, ws, file string, stdout io.Writer) error {
 		if len(sc.EnvRefs) > 0 {
 			fmt.Fprintf(stdout, ", environment %s", esc(strings.Join(sc.EnvRefs, ", ")))
 		}
+		if len(sc.Env) > 0 {
+			fmt.Fprintf(stdout, ", sets %s", esc(strings.Join(slices.Sorted(maps.Keys(sc.Env)), ", ")))
+		}
+		if len(sc.Headers) > 0 {
+			fmt.Fprintf(stdout, ", headers %s", esc(strings.Join(slices.Sorted(maps.Keys(sc.Headers)), ", ")))
+		}
+		if sc.TrustAnnotations {
+			fmt.Fprint(stdout, ", its read-only hints believed (trustAnnotations)")
+		}
 		fmt.Fprintln(stdout, ")")
 	}
 	rec, err := policies.TrustFile("", ws, rel, digest)
