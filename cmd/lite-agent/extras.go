@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -43,7 +45,7 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 		cfg.MCPServers = c.Servers
 	}
 	if f.agents != "" {
-		data, err := jsonArg("--agents", f.agents, f.workspace)
+		data, rel, err := jsonArgFrom("--agents", f.agents, f.workspace)
 		if err != nil {
 			return err
 		}
@@ -53,6 +55,11 @@ func applyExtras(f *runFlags, cfg *local.Config) error {
 		}
 		if len(agents) == 0 {
 			return failf("--agents %s: no agent is defined", argName(f.agents))
+		}
+		if rel != "" {
+			if err := workspaceAgentsWiden(f.agents, agents); err != nil {
+				return err
+			}
 		}
 		cfg.Agents = agents
 	}
@@ -101,18 +108,45 @@ func loadMCPConfig(v, workspace string) (*mcp.Config, error) {
 // beneath the workspace with no symlinks followed, without blocking, a
 // regular file of at most 1 MiB — else an error naming the file.
 func jsonArg(flagName, v, workspace string) ([]byte, error) {
+	data, _, err := jsonArgFrom(flagName, v, workspace)
+	return data, err
+}
+
+// jsonArgFrom is jsonArg that also says where in the workspace the file
+// lay ("" for inline JSON or a file outside it): one the agent could
+// have written.
+func jsonArgFrom(flagName, v, workspace string) ([]byte, string, error) {
 	if strings.HasPrefix(strings.TrimSpace(v), "{") {
-		return []byte(v), nil
+		return []byte(v), "", nil
 	}
 	if workspace == "" {
 		// The CLI's default workspace is the current directory.
 		workspace = "."
 	}
-	data, err := safefile.ReadUserFile(v, workspace, safefile.DefaultLimit)
+	data, rel, err := safefile.ReadUserFileFrom(v, workspace, safefile.DefaultLimit)
 	if err != nil {
-		return nil, failf("%s: %v", flagName, err)
+		return nil, "", failf("%s: %v", flagName, err)
 	}
-	return data, nil
+	return data, rel, nil
+}
+
+// workspaceAgentsWiden refuses, in an --agents file inside the workspace,
+// a definition whose permissionMode could be wider than the main agent's
+// (acceptEdits, dontAsk, bypassPermissions…): the agent could have written
+// the file in an earlier session, and its subagent would then run with a
+// mode the person never chose. "plan" and "default" are never wider than
+// a mode the person could have picked; the rest of a definition (prompt,
+// tools, which only narrow) is what the file is for.
+func workspaceAgentsWiden(file string, agents map[string]kernel.AgentDefinition) error {
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		switch m := agents[name].PermissionMode; m {
+		case "", kernel.PermissionDefault, kernel.PermissionPlan:
+		default:
+			return failf("--agents %s: the file is in the workspace, where the agent could have written it, and agent %q sets permissionMode %q, which could widen what it may do beyond the mode you chose; pass the definitions inline or from a file outside the workspace",
+				esc(file), esc(name), esc(string(m)))
+		}
+	}
+	return nil
 }
 
 // argName names a flag's value in messages: the file, or "(inline JSON)".

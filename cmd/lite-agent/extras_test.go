@@ -80,3 +80,45 @@ func TestRunTextShowsSubagentsOnStderr(t *testing.T) {
 		t.Errorf("json: exit %d, %s", code, out)
 	}
 }
+
+// TestWorkspaceAgentsFileMayNotWiden: an --agents file inside the
+// workspace (the agent could have written it) may not give a subagent a
+// permission mode wider than the person chose; the same file outside
+// the workspace may, and a workspace file without a mode, or with plan,
+// is accepted.
+func TestWorkspaceAgentsFileMayNotWiden(t *testing.T) {
+	e := newCLIEnv(t)
+	ok := e.script(`{"turns": [{"text": "ok"}]}`)
+	def := func(mode string) string {
+		d := map[string]any{"helper": map[string]any{"description": "d", "prompt": "p", "permissionMode": mode}}
+		b, _ := json.Marshal(d)
+		return string(b)
+	}
+	for _, c := range []struct {
+		mode, where string
+		refused     bool
+	}{
+		{"acceptEdits", "workspace", true},
+		{"dontAsk", "workspace", true},
+		{"acceptEdits", "outside", false},
+		{"plan", "workspace", false},
+		{"", "workspace", false},
+	} {
+		dir := t.TempDir()
+		if c.where == "workspace" {
+			dir = filepath.Join(e.ws, ".agents")
+			os.MkdirAll(dir, 0o755)
+		}
+		file := filepath.Join(dir, "agents-"+c.mode+".json")
+		if err := os.WriteFile(file, []byte(def(c.mode)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := e.run("", "run", "--script", ok, "--agents", file, "hi")
+		switch {
+		case c.refused && (code == 0 || !strings.Contains(errOut, "could have written it")):
+			t.Errorf("mode %q from the %s: exit %d, stderr %q; want a refusal", c.mode, c.where, code, errOut)
+		case !c.refused && code != 0:
+			t.Errorf("mode %q from the %s: exit %d, stderr %q; want it accepted", c.mode, c.where, code, errOut)
+		}
+	}
+}
