@@ -1045,7 +1045,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	case *os.File:
 		stdio[0] = int(in.Fd())
 	default:
-		r, w, err := pipe()
+		r, w, err := pipe(pipeOursWrite)
 		if err != nil {
 			return nil, err
 		}
@@ -1073,7 +1073,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		if wr == nil {
 			return int(s.devNull.Fd()), nil
 		}
-		r, w, err := pipe()
+		r, w, err := pipe(pipeOursRead)
 		if err != nil {
 			return -1, err
 		}
@@ -1222,16 +1222,34 @@ func (s *Sandbox) commandEnv(extra []string, tmp string) []string {
 	return s.proxyEnv(env)
 }
 
-// pipe returns a pipe whose read end (ours or the child's) is r. The end we
-// keep is non-blocking (the runtime poller serves it); the child's end stays
-// blocking, as programs expect.
-func pipe() (r, w *os.File, err error) {
+// pipe returns a pipe; ours names the end we keep (pipeOursRead: the read
+// end, for output; pipeOursWrite: the write end, for stdin). Our end is
+// non-blocking, so the runtime poller serves it; the child's end stays
+// blocking, as programs expect (O_NONBLOCK belongs to each end's open
+// file, not to the pipe). A blocking read of the command's output held a
+// thread and its P in the syscall: with both of a 2-P program's Ps so
+// held, a ready goroutine — the notification server answering the
+// command's exit_group — waited for sysmon to retake one, up to 10 ms.
+func pipe(ours pipeEnd) (r, w *os.File, err error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
+	if err := unix.SetNonblock(fds[ours], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
 	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
+
+// pipeEnd is the end of a pipe we keep: the index in pipe2's pair.
+type pipeEnd int
+
+const (
+	pipeOursRead  pipeEnd = 0
+	pipeOursWrite pipeEnd = 1
+)
 
 // trimmedPATH caches trimPath for the (usually unchanging) parent PATH.
 func (s *Sandbox) trimmedPATH(path string) string {
@@ -1311,7 +1329,13 @@ func (p *Process) run(ctx context.Context) {
 			p.killTree()
 		}()
 	}
-	info, err := waitPidfd(p.pidfd)
+	var info childInfo
+	var err error
+	if p.stopSup != nil {
+		info, err = waitPidfdPolled(p.pidfd)
+	} else {
+		info, err = waitPidfd(p.pidfd)
+	}
 	p.killMu.Lock()
 	p.exited = true
 	p.killMu.Unlock()
@@ -1521,6 +1545,58 @@ func waitPidfd(pidfd int) (childInfo, error) {
 }
 
 func reapPidfd(pidfd int) { waitPidfd(pidfd) }
+
+// waitPidfdPolled is waitPidfd through the runtime's poller (a pidfd is
+// readable once its process has exited), for a command whose seccomp
+// notifications this process serves. A blocking waitid there held the
+// caller's thread and P in a syscall while the rest of the program sat
+// idle, with no thread left waiting in the poller: a notification (the
+// command's exit_group, which change capture stops) was then seen only by
+// sysmon's poll, up to 10 ms later — `lite-agent sandbox run -- /bin/true`
+// took ~30 ms instead of ~16 once its commands were captured for the .git
+// rule. Parked in the poller, the wait leaves a thread in epoll_wait that
+// wakes for both. Commands without a server keep the plain wait (one
+// syscall, no goroutine switch).
+func waitPidfdPolled(pidfd int) (childInfo, error) {
+	dup, err := unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return waitPidfd(pidfd)
+	}
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return waitPidfd(pidfd)
+	}
+	f := os.NewFile(uintptr(dup), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return waitPidfd(pidfd)
+	}
+	var info childInfo
+	var werr error
+	err = rc.Read(func(uintptr) bool {
+		for {
+			info = childInfo{}
+			_, _, e := unix.Syscall6(unix.SYS_WAITID, unix.P_PIDFD, uintptr(pidfd),
+				uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, 0, 0)
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			case 0:
+				return info.Pid != 0 // WNOHANG: no pid while it runs
+			default:
+				werr = e
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return waitPidfd(pidfd)
+	}
+	return info, werr
+}
 
 // initStarted reads the init's first report: the command's execve
 // succeeded, or why it failed (the error a direct spawn would give).
