@@ -68,7 +68,11 @@ type Policy struct {
 	// slice means none.
 	SystemPaths []string
 	// TempDir is the private TMPDIR, readable and writable. Empty means a
-	// fresh directory per command, removed when it ends.
+	// fresh directory per command, emptied when it ends. Private from
+	// everything outside the sandbox, not between its commands: one
+	// Landlock grant covers the directory all of a Sandbox's temp dirs
+	// live in, so commands of one Sandbox running at once (background
+	// tasks, subagents) can reach each other's — they are the same agent.
 	TempDir string
 	// Network is the network mode; empty means NetworkNone.
 	Network NetworkMode
