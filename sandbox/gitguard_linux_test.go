@@ -276,6 +276,11 @@ func TestGitDirsRefused(t *testing.T) {
 				b, _ := os.ReadFile(filepath.Join(ws, "a/b/.git/config"))
 				return strings.Contains(string(b), "fsmonitor")
 			}},
+		{name: "existing hard link of a nested .git file", before: `git init -q a/b && ln a/b/.git/config cfg`, script: `echo "[core] fsmonitor = x" >> cfg`,
+			done: func(ws, _ string) bool {
+				b, _ := os.ReadFile(filepath.Join(ws, "a/b/.git/config"))
+				return strings.Contains(string(b), "fsmonitor")
+			}, wantReadOnly: true},
 		{name: ".git made after New", after: `git init -q .`, script: `printf '#!/bin/sh\ntouch MARKER\n' > .git/hooks/pre-commit`,
 			done: exists(".git/hooks/pre-commit"), wantReadOnly: true},
 	} {
