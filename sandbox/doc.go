@@ -381,7 +381,10 @@
 //     root's .git and the .git of each directory directly inside it; a
 //     .git file (worktrees, submodules: "gitdir: PATH") is protected
 //     itself, with the directory it names and that directory's
-//     commondir when they lie beneath a writable root (gitguard_linux.go).
+//     commondir when they lie beneath a writable root; and the root or a
+//     directory directly inside it that is itself a git directory (a
+//     HEAD file beside objects/ and refs/: a bare repository, which git
+//     finds without any .git name) is protected whole (gitguard_linux.go).
 //     In every private mount namespace the sandbox makes, each is bound
 //     over itself read-only, after the writable roots and before the
 //     root skeleton clones them, reached by the same symlink-free walk
@@ -392,14 +395,27 @@
 //     refresh when it cannot take the lock); commit fails with "Unable to
 //     create .git/index.lock: Read-only file system". A .git replaced
 //     outside since New fails the spawn, naming it (make a new Sandbox).
-//   - No new .git name: change capture refuses, with EPERM, any call that
-//     makes a name whose last component is .git (any case; the one rule
-//     is notify.ProtectedName, exported as ProtectedName for the file
-//     tools): mkdir, open with O_CREAT or for writing, mknod, symlink,
-//     link, rename onto or away from it, bind — judged on the name as
-//     resolved, so a symlink followed to a new .git is caught. In a
-//     sandbox made with CaptureChanges every command is captured for this
-//     rule, a command without BeforeChange with a no-op hook; the kernel
+//   - No new repository, and no change in any .git: change capture
+//     refuses, with EPERM, any call that makes or writes a name whose
+//     last component is .git (any case) or HEAD (exactly: beside objects/
+//     and refs/ it makes its directory a bare repository, `git init
+//     --bare` or a hand-made layout whose config's core.fsmonitor the
+//     user's next `git status` beneath it would run); and, with EROFS as
+//     the read-only bind answers, any change whose path has a .git
+//     component anywhere — a .git nested deeper than New looks, or made
+//     after New (by the user's `git init`), is as read-only to commands
+//     as a bound one. The calls: mkdir, open with O_CREAT or for
+//     writing, truncate, the chmod family, mknod, symlink, link and
+//     rename (either name: a file moved or hard-linked out of a .git is
+//     a second way to write it; the other names of a multiply-linked file
+//     opened for writing too), bind — judged on the path as resolved, so
+//     a symlink followed into a .git or to a new .git is caught. Removals
+//     (unlink, rmdir) are allowed: they plant nothing, and a bound .git
+//     is a mount point (EBUSY). The one rule is notify.RefusedGitPath,
+//     exported as RefusedGitPath for the file tools, which refuse the
+//     same paths. In a sandbox made with CaptureChanges every command is
+//     captured for this rule, a command without BeforeChange with a
+//     no-op hook; the kernel
 //     (the agent's commands and handlers) and `lite-agent sandbox run`
 //     set CaptureChanges whenever .git is protected (~0.25 ms per
 //     command: /bin/true through Run, 1.05 ms without, 1.29 ms with).
@@ -410,11 +426,15 @@
 // CaptureChanges (a Go caller that does not ask for it; a stdio MCP
 // server, whose sandbox captures only when checkpoints record it) new
 // .git names are not refused — a command there can `git init` a
-// directory, or make a .git where none exists; repositories nested
-// deeper than one directory are not looked for at New (walking the whole
-// tree would cost in proportion to the workspace); at most 32 entries are
-// bound. Policy.GitWritable restores the old behaviour: commands may
-// commit, and may plant hooks.
+// directory, or make a .git where none exists, and write in a .git New did
+// not bind; repositories nested deeper than one directory are not looked
+// for at New (walking the whole tree would cost in proportion to the
+// workspace: change capture covers them); at most 32 entries are bound.
+// A HEAD refused anywhere costs tools that keep bare repositories in a
+// writable root (Go's module cache fetching straight from VCS, cargo's
+// git checkouts, whose `git init --bare` writes a HEAD): they fail there
+// unless Policy.GitWritable. Policy.GitWritable restores the old
+// behaviour: commands may commit, and may plant hooks.
 //
 // # Other writers
 //

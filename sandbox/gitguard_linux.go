@@ -30,22 +30,27 @@ import (
 //     beneath one fails with EROFS; the entry is a mount point in the
 //     command's namespace, so it cannot be renamed away or removed
 //     (EBUSY): `mv .git x && mkdir .git` has nothing to move.
-//  2. New .git names are refused by change capture (notify.ProtectedName,
-//     one decision shared with the in-process file tools).
+//  2. Change capture refuses, where rule 1 cannot reach, a new .git or
+//     HEAD name and any change beneath a .git, however deep or new
+//     (notify.RefusedGitPath, one decision shared with the in-process
+//     file tools).
 //
 // Which entries (gitEntries, at New): for each writable root but the
 // private TMPDIR — the workspace and Policy.ReadWritePaths — its own
 // .git, and the .git of each directory directly inside it (a folder of
-// checkouts side by side). A .git directory is protected whole; a .git
+// checkouts side by side), and each of those directories that is itself
+// a git directory (isGitDir: a bare repository; the root too, which then
+// is read-only whole, as a repository is). A .git directory is protected
+// whole; a .git
 // file ("gitdir: PATH", a worktree or a submodule's checkout) is itself
 // protected (its line redirects git), and so are the directory it names
 // and that directory's commondir (a worktree's shared config and hooks)
 // when they lie beneath a writable root (elsewhere they are read-only
 // already). A .git symlink's target is protected the same way; the link
-// itself is a name, covered by rule 2. Repositories nested deeper are not
-// looked for: walking the whole tree at every New would cost in
-// proportion to the workspace (node_modules), and rule 2 still keeps a
-// command from making one.
+// itself is a name, covered by rule 2. Repositories nested deeper, and
+// those made after New, are not looked for: walking the whole tree at
+// every New would cost in proportion to the workspace (node_modules);
+// rule 2 still keeps a command from making one or writing in one.
 //
 // Limits, said in Enforcement's notes: without a private mount namespace
 // (BestEffort without the kernel support, or a read-write root that is
@@ -74,8 +79,12 @@ func gitEntries(scan, rw []string) (out []spawn.ReadOnlyBind, left string) {
 		}
 		out = append(out, spawn.ReadOnlyBind{Path: p, Dev: st.Dev, Ino: st.Ino})
 	}
-	// one protects dir/.git and what it leads to.
+	// one protects dir/.git and what it leads to, and dir itself when it
+	// is a git directory (a bare repository).
 	one := func(dir string) {
+		if isGitDir(dir) {
+			add(dir)
+		}
 		p := filepath.Join(dir, ".git")
 		var st unix.Stat_t
 		if unix.Lstat(p, &st) != nil {
@@ -139,6 +148,27 @@ func gitEntries(scan, rw []string) (out []spawn.ReadOnlyBind, left string) {
 	return kept, left
 }
 
+// isGitDir reports whether dir is itself a git directory, as git's
+// is_git_directory judges one without a .git name: a HEAD file (or
+// symlink) beside objects/ and refs/ directories. A bare repository (git
+// init --bare, a mirror clone) in the workspace is one: `git -C dir ...`
+// and a `git status` in a directory beneath it whose config names it as
+// core.worktree's repository use its config and hooks. (The content of
+// HEAD is not checked: git checks it, but a HEAD it rejects today is
+// still not one a command should rewrite.)
+func isGitDir(dir string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(filepath.Join(dir, "HEAD"), &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return false
+	}
+	for _, d := range []string{"objects", "refs"} {
+		if unix.Stat(filepath.Join(dir, d), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return false
+		}
+	}
+	return true
+}
+
 // gitdirOf reads a .git file's "gitdir: PATH" line: the canonical
 // directory it names (relative to the file's directory), or "".
 func gitdirOf(file string) string {
@@ -197,9 +227,9 @@ func (s *Sandbox) protectGit() []string {
 	var notes []string
 	// The same condition New compiles the capture program on (read
 	// here, not s.captureChild, which a goroutine is still making).
-	names := "new .git names refused (every command's calls that make names go through change capture)"
+	names := "new .git and HEAD names, and changes beneath any .git, refused (every command's calls that change names go through change capture)"
 	if !s.pol.CaptureChanges || s.notify == notifyNone {
-		names = "new .git names NOT refused (no change capture in this sandbox: Policy.CaptureChanges)"
+		names = "new .git names NOT refused (no change capture in this sandbox: Policy.CaptureChanges), nor HEAD names or changes beneath a .git made later or nested deeper"
 	}
 	if s.mounts == nil || s.mountNS == spawn.MountNone {
 		return append(notes, "git: existing .git entries are NOT protected (no private mount namespace to bind them read-only in); "+names)

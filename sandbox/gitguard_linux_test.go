@@ -216,3 +216,157 @@ func slicesContainsPrefix(ss []string, prefix string) bool {
 	}
 	return false
 }
+
+// unconfinedGit runs git as the user would, outside the sandbox, in dir.
+func unconfinedGit(t *testing.T, home, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+	cmd.CombinedOutput() // its effect is what the callers look at
+}
+
+// TestGitDirsRefused: with change capture, no command can make a
+// repository git finds without a .git name (a HEAD file beside objects/
+// and refs/: a bare repository, whose config's core.fsmonitor the user's
+// next `git status` beneath it runs), nor write in a .git that New did
+// not bind (nested deeper than one level, or made after New). Each attack
+// works with GitWritable, shown by its effect: for the bare layout, the
+// user's unconfined git status running the payload, which only touches a
+// file of the test's.
+func TestGitDirsRefused(t *testing.T) {
+	requireGit(t)
+	exists := func(rel string) func(ws, marker string) bool {
+		return func(ws, _ string) bool { _, err := os.Lstat(filepath.Join(ws, rel)); return err == nil }
+	}
+	layout := `mkdir -p y/objects y/refs && echo "ref: refs/heads/main" > y/h && `
+	for _, tc := range []struct {
+		name         string
+		before       string // unconfined, before New
+		after        string // unconfined, after New
+		script       string // confined; MARKER is the payload's file
+		done         func(ws, marker string) bool
+		wantReadOnly bool // refused with EROFS, as a bound .git is
+	}{
+		{name: "bare layout with fsmonitor", script: `mkdir -p src/objects src/refs src/pkg && echo "ref: refs/heads/master" > src/HEAD && ` +
+			`printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "touch MARKER; false"\n' > src/config`,
+			done: func(ws, marker string) bool {
+				unconfinedGit(t, ws, filepath.Join(ws, "src/pkg"), "status")
+				_, err := os.Stat(marker)
+				return err == nil
+			}},
+		{name: "git init --bare", script: `git init -q --bare x`, done: func(ws, _ string) bool { return isGitDir(filepath.Join(ws, "x")) }},
+		{name: "rename onto HEAD", script: layout + `mv y/h y/HEAD`, done: exists("y/HEAD")},
+		{name: "hard link to HEAD", script: layout + `ln y/h y/HEAD`, done: exists("y/HEAD")},
+		{name: "symlink HEAD", script: `mkdir -p y/objects y/refs && ln -s refs/heads/main y/HEAD`, done: exists("y/HEAD")},
+		{name: "nested .git hook", before: `git init -q a/b`, script: `printf '#!/bin/sh\ntouch MARKER\n' > a/b/.git/hooks/pre-commit && chmod +x a/b/.git/hooks/pre-commit`,
+			done: exists("a/b/.git/hooks/pre-commit"), wantReadOnly: true},
+		{name: "nested .git config", before: `git init -q a/b`, script: `git -C a/b config core.fsmonitor "touch MARKER; false"`,
+			done: func(ws, _ string) bool {
+				b, _ := os.ReadFile(filepath.Join(ws, "a/b/.git/config"))
+				return strings.Contains(string(b), "fsmonitor")
+			}},
+		{name: "nested hook made executable", before: `git init -q a/b && printf '#!/bin/sh\n' > a/b/.git/hooks/pre-commit`, script: `chmod +x a/b/.git/hooks/pre-commit`,
+			done: func(ws, _ string) bool {
+				fi, err := os.Stat(filepath.Join(ws, "a/b/.git/hooks/pre-commit"))
+				return err == nil && fi.Mode()&0o100 != 0
+			}, wantReadOnly: true},
+		{name: "hard link of a nested .git file", before: `git init -q a/b`, script: `ln a/b/.git/config cfg && echo "[core] fsmonitor = x" >> cfg`,
+			done: func(ws, _ string) bool {
+				b, _ := os.ReadFile(filepath.Join(ws, "a/b/.git/config"))
+				return strings.Contains(string(b), "fsmonitor")
+			}},
+		{name: "existing hard link of a nested .git file", before: `git init -q a/b && ln a/b/.git/config cfg`, script: `echo "[core] fsmonitor = x" >> cfg`,
+			done: func(ws, _ string) bool {
+				b, _ := os.ReadFile(filepath.Join(ws, "a/b/.git/config"))
+				return strings.Contains(string(b), "fsmonitor")
+			}, wantReadOnly: true},
+		{name: ".git made after New", after: `git init -q .`, script: `printf '#!/bin/sh\ntouch MARKER\n' > .git/hooks/pre-commit`,
+			done: exists(".git/hooks/pre-commit"), wantReadOnly: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, writable := range []bool{true, false} {
+				ws := t.TempDir()
+				marker := filepath.Join(t.TempDir(), "ran")
+				run := func(script string) {
+					if script == "" {
+						return
+					}
+					cmd := exec.Command("/bin/sh", "-c", script)
+					cmd.Dir = ws
+					cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+ws)
+					if out, err := cmd.CombinedOutput(); err != nil {
+						t.Fatalf("%s: %v\n%s", script, err, out)
+					}
+				}
+				run(tc.before)
+				sb, err := New(Policy{Workspace: ws, GitWritable: writable, CaptureChanges: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sb.captureChild == nil && !writable {
+					sb.Close()
+					t.Skipf("no change capture here (%v): would check that %q is refused", sb.Enforcement().Missing, tc.script)
+				}
+				run(tc.after)
+				r := sh(t, sb, strings.ReplaceAll(tc.script, "MARKER", marker))
+				sb.Close()
+				done := tc.done(ws, marker)
+				switch {
+				case writable && !done:
+					t.Fatalf("with GitWritable the attack did not work, so this test proves nothing: %v", r)
+				case !writable && done:
+					t.Fatalf("the attack worked: %v", r)
+				case !writable && r.st.Code == 0:
+					t.Errorf("refused, but the command did not say so: %v", r)
+				case !writable && tc.wantReadOnly && !strings.Contains(r.err, "Read-only file system"):
+					t.Errorf("a write in a .git not bound at New: want EROFS, as a bound one answers: %v", r)
+				}
+				if _, err := os.Stat(marker); err == nil && !writable {
+					t.Errorf("the payload ran")
+				}
+				if !writable {
+					t.Logf("refused: %s", strings.SplitN(strings.TrimSpace(r.err), "\n", 2)[0])
+				}
+			}
+		})
+	}
+}
+
+// TestGitBareRepoBound: a bare repository already in the workspace (a
+// child directory that is a git directory, no .git name) is bound
+// read-only at New like a .git, without change capture; a root that is
+// one is found too (gitEntries).
+func TestGitBareRepoBound(t *testing.T) {
+	requireGit(t)
+	for _, writable := range []bool{true, false} {
+		ws := t.TempDir()
+		unconfinedGit(t, ws, ws, "init", "-q", "--bare", "store")
+		if !isGitDir(filepath.Join(ws, "store")) {
+			t.Fatal("git init --bare made no git directory")
+		}
+		sb, err := New(Policy{Workspace: ws, GitWritable: writable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sh(t, sb, `printf '[core]\n\tfsmonitor = "touch x; false"\n' >> store/config`)
+		notes := sb.Enforcement().Notes
+		sb.Close()
+		b, _ := os.ReadFile(filepath.Join(ws, "store/config"))
+		planted := strings.Contains(string(b), "fsmonitor")
+		switch {
+		case writable && !planted:
+			t.Fatalf("with GitWritable the bare repository's config was not written, so this test proves nothing: %v", r)
+		case !writable && (planted || !strings.Contains(r.err, "Read-only file system")):
+			t.Fatalf("bare repository's config: planted %v: %v", planted, r)
+		case !writable && !slicesContainsPrefix(notes, "git: read-only (bound over itself, so it cannot be written, moved or removed): "+canonical([]string{ws})[0]+"/store"):
+			t.Errorf("Enforcement does not name the bare repository: %q", notes)
+		}
+	}
+	ws := t.TempDir()
+	unconfinedGit(t, ws, ws, "init", "-q", "--bare", ".")
+	real := canonical([]string{ws})
+	if list, _ := gitEntries(real, real); len(list) != 1 || list[0].Path != real[0] {
+		t.Errorf("a workspace that is a bare repository: gitEntries = %v, want the root", list)
+	}
+}

@@ -2,9 +2,16 @@ package sandbox
 
 import "github.com/lite-agent/lite-agent/sandbox/internal/notify"
 
-// ProtectedName reports whether name, one path component, is one that
-// no confined process may create or write while Policy.GitWritable is
-// off: ".git", in any case. It is change capture's own rule, exported so
-// that the in-process file tools (tools/builtin) refuse the same names
-// rather than keep a copy of the rule.
+// ProtectedName reports whether name, one path component, is ".git", in
+// any case: the name of a repository's entry (notify.ProtectedName).
 func ProtectedName(name string) bool { return notify.ProtectedName(name) }
+
+// RefusedGitPath reports whether a path (slash-separated; relative to the
+// workspace, or canonical) is one no confined process may create or write
+// while Policy.GitWritable is off: it has a .git component anywhere, or
+// its last component is .git or HEAD (the file that, beside objects/ and
+// refs/, makes its directory a bare repository). It is change capture's
+// own rule (notify.RefusedGitPath), exported so that the in-process file
+// tools (tools/builtin) refuse the same paths rather than keep a copy of
+// the rule. Reading is never refused.
+func RefusedGitPath(p string) bool { return notify.RefusedGitPath(p) }

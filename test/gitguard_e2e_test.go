@@ -186,18 +186,34 @@ func TestGitSettingShown(t *testing.T) {
 
 // TestSandboxRunProtectsGit: `lite-agent sandbox run` (a user running a
 // command they do not trust, `npm install`) keeps .git read-only and
-// refuses a new one, in a repository and where there is none; each
-// attack works with --git writable.
+// refuses a new one, in a repository and where there is none, and a
+// repository without a .git name (a HEAD beside objects/ and refs/, which
+// git takes for a bare repository: the user's `git status` beneath it
+// runs its config's core.fsmonitor); each attack works with --git
+// writable. The payload only touches a file of the test's.
 func TestSandboxRunProtectsGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed: would check that sandbox run keeps .git read-only")
 	}
 	u := newFakeUser(t, "GIT_CONFIG_NOSYSTEM=1")
+	marker := filepath.Join(t.TempDir(), "ran")
+	// userGitStatusRuns: the user's own git status in src/pkg, outside
+	// any sandbox, ran the payload.
+	userGitStatusRuns := func(ws string) bool {
+		cmd := exec.Command("git", "status")
+		cmd.Dir, cmd.Env = filepath.Join(ws, "src/pkg"), u.env
+		cmd.CombinedOutput()
+		_, err := os.Stat(marker)
+		return err == nil
+	}
 	for _, a := range []struct {
 		name, script string
 		repo         bool
 		planted      func(ws string) bool
 	}{
+		{"bare layout beside the repository", `mkdir -p src/objects src/refs src/pkg && echo "ref: refs/heads/master" > src/HEAD && ` +
+			`printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "touch ` + marker + `; false"\n' > src/config`,
+			true, func(ws string) bool { return userGitStatusRuns(ws) || exists(ws, "src/HEAD") }},
 		{"fsmonitor", `printf '[core]\n\tfsmonitor = ./evil.sh\n' >> .git/config`, true, func(ws string) bool { return fileHas(ws, ".git/config", "fsmonitor") }},
 		{"git init where there is no repository", `git init -q . && git config core.fsmonitor ./evil.sh`, false, func(ws string) bool { return fileHas(ws, ".git/config", "fsmonitor") }},
 		{"new .git beside", `mkdir -p sub/.git`, true, func(ws string) bool { return exists(ws, "sub/.git") }},
@@ -211,9 +227,13 @@ func TestSandboxRunProtectsGit(t *testing.T) {
 			if writable {
 				args = append(args, "--git", "writable")
 			}
+			os.Remove(marker)
 			cmd := exec.Command(binary, append(args, "--", "bash", "-c", a.script)...)
 			cmd.Env = u.env
 			out, err := cmd.CombinedOutput()
+			if writable && strings.Contains(a.script, marker) && !userGitStatusRuns(ws) {
+				t.Fatalf("%s with --git writable: the user's git status did not run the payload, so this test proves nothing\n%s", a.name, out)
+			}
 			switch {
 			case writable && (err != nil || !a.planted(ws)):
 				t.Fatalf("%s with --git writable did not work, so this test proves nothing: %v\n%s", a.name, err, out)

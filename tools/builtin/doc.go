@@ -17,11 +17,14 @@
 //
 // # The workspace's .git
 //
-// write_file and edit_file refuse a path with a .git component (any case:
-// sandbox.ProtectedName, the sandbox's own rule), unless the call's
-// sandbox has Policy.GitWritable: git runs code named in .git (hooks,
-// core.fsmonitor) outside the sandbox, and the file tools run outside the
-// commands' mount namespace, where the sandbox binds .git read-only. They
+// write_file and edit_file refuse a path with a .git component (any
+// case), or whose last component is HEAD (exactly: the file that, beside
+// objects/ and refs/, makes its directory a bare repository git finds
+// without a .git) — sandbox.RefusedGitPath, the rule change capture
+// applies to commands — unless the call's sandbox has Policy.GitWritable:
+// git runs code named in .git (hooks, core.fsmonitor) outside the
+// sandbox, and the file tools run outside the commands' mount namespace,
+// where the sandbox binds .git read-only. Reading is never refused. They
 // check the path as given, the real path of its existing part (a symlink
 // in the workspace may lead into .git), and the real path of the file
 // they opened, before its first byte changes (gitguard.go). The error

@@ -14,7 +14,9 @@ import (
 )
 
 // The .git rule of the file tools: write_file and edit_file refuse a path
-// with a .git component (sandbox.ProtectedName, the sandbox's own rule),
+// with a .git component, or whose last component is HEAD (the file that,
+// beside objects/ and refs/, makes its directory a bare repository git
+// finds without a .git): sandbox.RefusedGitPath, the sandbox's own rule,
 // as the sandbox refuses it to commands (sandbox.Policy.GitWritable: git
 // runs code named in .git — hooks, core.fsmonitor — outside the sandbox).
 // The tools run in-process, outside the command's mount namespace where
@@ -26,7 +28,7 @@ import (
 
 // errGitPath is the refusal, with what to do instead.
 func errGitPath(given string) error {
-	return fmt.Errorf("%s is in or names a .git directory, which is read-only to the agent: git runs code named there (hooks, config) outside the sandbox. "+
+	return fmt.Errorf("%s is in or names a .git directory, or is named HEAD (which makes its directory a git repository), and these are read-only to the agent: git runs code named there (hooks, config) outside the sandbox. "+
 		"Edit the working files instead; git status, git diff and git log work, and committing is left to the user "+
 		"(who can allow it with git = \"writable\" in the [sandbox] table of their policy file)", given)
 }
@@ -37,20 +39,15 @@ func gitGuarded(ctx *tools.Context) bool {
 	return ctx.Sandbox == nil || !ctx.Sandbox.Policy().GitWritable
 }
 
-// hasGitComponent reports whether a slash-separated relative path has a
-// protected component.
+// hasGitComponent reports whether a relative path is one the rule
+// refuses: a .git component, or a last component HEAD.
 func hasGitComponent(rel string) bool {
-	for _, c := range strings.Split(filepath.ToSlash(rel), "/") {
-		if sandbox.ProtectedName(c) {
-			return true
-		}
-	}
-	return false
+	return sandbox.RefusedGitPath(filepath.ToSlash(rel))
 }
 
 // refuseGitPath refuses rel (relative to the workspace, as resolvePath
 // gives it) when it, or the real path of its deepest existing ancestor
-// followed by the rest, has a .git component.
+// followed by the rest, has a .git component or ends in HEAD.
 func refuseGitPath(ctx *tools.Context, given, rel string) error {
 	if !gitGuarded(ctx) {
 		return nil
@@ -82,7 +79,7 @@ func refuseGitPath(ctx *tools.Context, given, rel string) error {
 }
 
 // checkOpenedNotGit is the check on the file a write opened: its real
-// path has no .git component.
+// path has no .git component and is not named HEAD.
 func checkOpenedNotGit(ctx *tools.Context, given string, f *os.File) error {
 	if !gitGuarded(ctx) {
 		return nil

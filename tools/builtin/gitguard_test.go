@@ -27,6 +27,11 @@ func TestFileToolsRefuseGit(t *testing.T) {
 		{"through a symlinked file", "write", filesObj{"path": "cfg", "content": "x"}, ".git/config"},
 		{"edit config", "edit", filesObj{"path": ".git/config", "old_string": "bare = false", "new_string": "bare = false\n\tfsmonitor = ./evil"}, ".git/config"},
 		{"upper case", "write", filesObj{"path": "sub/.GIT/config", "content": "x"}, "sub/.GIT/config"},
+		// HEAD beside objects/ and refs/ makes bare/ a git directory
+		// git finds without a .git (bare/config then names hooks).
+		{"new HEAD", "write", filesObj{"path": "bare/HEAD", "content": "ref: refs/heads/main\n"}, "bare/HEAD"},
+		{"edit HEAD", "edit", filesObj{"path": "old/HEAD", "old_string": "junk", "new_string": "ref: refs/heads/main"}, "old/HEAD"},
+		{"HEAD through a symlinked file", "write", filesObj{"path": "h", "content": "ref: refs/heads/main\n"}, "old/HEAD"},
 	}
 	setup := func(t *testing.T) *filesTestEnv {
 		e := newFilesTestEnv(t)
@@ -34,6 +39,10 @@ func TestFileToolsRefuseGit(t *testing.T) {
 		os.Mkdir(filepath.Join(e.ws, ".git/hooks"), 0o755)
 		os.Symlink(".git/hooks", filepath.Join(e.ws, "hooks"))
 		os.Symlink(".git/config", filepath.Join(e.ws, "cfg"))
+		os.MkdirAll(filepath.Join(e.ws, "bare/objects"), 0o755)
+		os.MkdirAll(filepath.Join(e.ws, "bare/refs"), 0o755)
+		e.write(t, "old/HEAD", "junk\n", 0o644)
+		os.Symlink("old/HEAD", filepath.Join(e.ws, "h"))
 		return e
 	}
 	read := func(e *filesTestEnv, rel string) string {
@@ -88,6 +97,15 @@ func TestFileToolsRefuseGit(t *testing.T) {
 	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": ".gitignore", "content": "x\n"})
 	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "git/.github/x", "content": "x\n"})
 	filesMustOK(t, e.ctx, EditFile(), filesObj{"path": ".gitignore", "old_string": "x", "new_string": "y"})
+	// Names near HEAD are not HEAD (git looks for "HEAD" exactly), and
+	// reading HEAD, or anything in .git, is never refused.
+	for _, p := range []string{"head", "HEADER", "HEAD.md", "src/ORIG_HEAD"} {
+		filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": p, "content": "x\n"})
+	}
+	if got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "old/HEAD"}); got != "     1\tjunk" {
+		t.Errorf("read_file old/HEAD: %q", got)
+	}
+	filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": ".git/config"})
 }
 
 // TestOpenedFileCheckedForGit: the check on the file a write opened,

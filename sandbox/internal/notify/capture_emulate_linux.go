@@ -954,10 +954,13 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 		// O_PATH ignores the access mode: nothing can change.
 		flags &= unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	}
-	if c.refusesName(&t) && flags&unix.O_PATH == 0 {
-		// A new .git, or new bytes in a .git file (its gitdir: line):
-		// code the user's git would run (ProtectedName).
-		return 0, unix.EPERM, false, false
+	if flags&unix.O_PATH == 0 {
+		// A new .git or HEAD, new bytes in a .git file (its gitdir:
+		// line) or beneath a .git: code the user's git would run
+		// (RefusedGitPath).
+		if e := c.refusesGit(&t); e != 0 {
+			return 0, e, false, false
+		}
 	}
 	st, err := t.stat()
 	exists := err == nil
@@ -1002,6 +1005,10 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 		paths = append(append(paths, t.links...), t.path)
 		if exists {
 			if paths, e = c.inodeNames(&t, paths); e != 0 {
+				return 0, e, false, false
+			}
+			// The inode's other names: a hard link of a file in a .git.
+			if e := c.refusesGit(&t, paths[len(t.links):]...); e != 0 {
 				return 0, e, false, false
 			}
 		}
@@ -1173,6 +1180,9 @@ func (c *Capture) truncate(w *credWorker, n notifier, tid int, p string, length 
 	if e != 0 {
 		return c.failed(e)
 	}
+	if e := c.refusesGit(&t); e != 0 {
+		return 0, e, false, false // a file in a .git, or a HEAD (RefusedGitPath)
+	}
 	st, err := t.stat()
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1238,6 +1248,12 @@ func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p strin
 		return 0, unix.EOPNOTSUPP, false, false // fchmodat2(AT_SYMLINK_NOFOLLOW) on a link
 	}
 	named := t.path != ""
+	if named {
+		// chmod +x of a hook in a .git (RefusedGitPath).
+		if e := c.refusesGit(&t); e != 0 {
+			return 0, e, false, false
+		}
+	}
 	if t.dir < 0 && !named {
 		// A pipe, a socket, a deleted file: no name, nothing in any
 		// workspace; its mode is changed on the very file.
@@ -1283,8 +1299,13 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 	if t.dir < 0 {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or remove
 	}
-	if creates && c.refusesName(&t) {
-		return 0, unix.EPERM, false, false // a new .git (ProtectedName)
+	if creates {
+		// A new .git or HEAD, or a new entry in a .git (RefusedGitPath).
+		// Removals are allowed: they plant nothing, and an existing
+		// .git the sandbox protects is a mount point (EBUSY).
+		if e := c.refusesGit(&t); e != 0 {
+			return 0, e, false, false
+		}
 	}
 	if !c.writable(&t) {
 		return 0, unix.EACCES, false, false
@@ -1318,12 +1339,19 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int
 	if t.dir < 0 || (o.dir < 0 && !link) {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or move
 	}
-	if c.refusesName(&t) || (!link && c.refusesName(&o)) {
-		// A new .git by rename or link (ProtectedName); and a .git
-		// renamed away, which RENAME_EXCHANGE would turn into a new
-		// one (an existing .git the sandbox protects is a mount point
-		// and cannot move anyway).
-		return 0, unix.EPERM, false, false
+	// A new .git or HEAD by rename or link, or a new name in a .git
+	// (RefusedGitPath); and the old name: a .git or HEAD renamed away,
+	// which RENAME_EXCHANGE would turn into a new one (an existing .git
+	// the sandbox protects is a mount point and cannot move anyway), a
+	// file moved out of a .git, or a hard link of one, a second name to
+	// write it through.
+	if e := c.refusesGit(&t); e != 0 {
+		return 0, e, false, false
+	}
+	if o.dir >= 0 || o.path != "" {
+		if e := c.refusesGit(&o); e != 0 {
+			return 0, e, false, false
+		}
 	}
 	if !c.writable(&t) {
 		return 0, unix.EACCES, false, false
@@ -1415,8 +1443,8 @@ func (c *Capture) bindCall(w *credWorker, n notifier, tid int, sockfd int32, add
 	if len(t.base()) > 107 || t.name != t.base() {
 		return 0, unix.EINVAL, false, false
 	}
-	if c.refusesName(&t) {
-		return 0, unix.EPERM, false, false // a socket file named .git (ProtectedName)
+	if e := c.refusesGit(&t); e != 0 {
+		return 0, e, false, false // a socket file named .git or HEAD, or in a .git (RefusedGitPath)
 	}
 	if e := c.record([]string{t.path}); e != 0 {
 		return 0, e, false, false

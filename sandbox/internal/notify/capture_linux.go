@@ -173,8 +173,9 @@ type CaptureOptions struct {
 	// Watch, if set, is the command's writer watch (the sandbox's
 	// fanotify listener).
 	Watch Watch
-	// GitWritable lets the command create .git names (ProtectedName):
-	// the sandbox's Policy.GitWritable. The zero value refuses them.
+	// GitWritable lets the command create .git and HEAD names and change
+	// paths in a .git (RefusedGitPath): the sandbox's Policy.GitWritable.
+	// The zero value refuses them.
 	GitWritable bool
 }
 
@@ -218,12 +219,42 @@ func NewCapture(opts CaptureOptions) *Capture {
 		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable}
 }
 
-// refusesName reports whether the name a call makes (or writes, or
-// renames away) is one the command may not touch: ProtectedName of the
-// last component as resolved, so a symlink followed to a new ".git" is
-// judged by the name it creates.
-func (c *Capture) refusesName(t *target) bool {
-	return !c.gitWritable && ProtectedName(t.base())
+// refusesGit is the .git rule's answer to a change of what t names (0:
+// allowed; always 0 with GitWritable): RefusedGitPath of its canonical
+// path and of any other names given (an inode's hard links), and
+// GitDirName of its last component as resolved, so a symlink followed to
+// a new ".git" is judged by the name it creates. A name that would make
+// a repository (.git, HEAD) is refused with EPERM; a path beneath a .git,
+// one bound read-only at New or not (made later, nested deeper), with
+// EROFS, what the read-only bind answers, so that git says "Read-only
+// file system" either way. Removals are not judged (their callers do not
+// ask): they plant nothing.
+func (c *Capture) refusesGit(t *target, also ...string) unix.Errno {
+	if c.gitWritable {
+		return 0
+	}
+	if GitDirName(t.base()) {
+		return unix.EPERM
+	}
+	for _, p := range append([]string{t.path}, also...) {
+		if e := gitErrno(p); e != 0 {
+			return e
+		}
+	}
+	return 0
+}
+
+// gitErrno is the .git rule's answer to a change of the canonical path
+// p: 0, EPERM (p's last component makes a repository) or EROFS (p lies
+// in a .git).
+func gitErrno(p string) unix.Errno {
+	if !RefusedGitPath(p) {
+		return 0
+	}
+	if GitDirName(filepath.Base(p)) {
+		return unix.EPERM
+	}
+	return unix.EROFS
 }
 
 // handles reports whether nr is a capture call.
@@ -254,8 +285,8 @@ func (c *Capture) beforeBind(path string) unix.Errno {
 	if c == nil {
 		return 0
 	}
-	if !c.gitWritable && ProtectedName(filepath.Base(path)) {
-		return unix.EPERM // a socket file named .git (ProtectedName)
+	if e := gitErrno(path); e != 0 && !c.gitWritable {
+		return e // a socket file named .git or HEAD, or in a .git (RefusedGitPath)
 	}
 	if !Within(path, c.workspace) || path == c.workspace {
 		return 0

@@ -16,9 +16,13 @@
 //     own loopback addresses (ownports_linux.go);
 //   - the change-capture handlers (capture_linux.go,
 //     capture_emulate_linux.go), which share the listener, and with them
-//     the one rule of names no command may create (ProtectedName:
-//     ".git", refused with EPERM unless CaptureOptions.GitWritable; the
-//     sandbox's file tools share it through sandbox.ProtectedName).
+//     the one rule of paths no command may change (RefusedGitPath,
+//     names.go: a new or written name .git, any case, or HEAD, exactly,
+//     which beside objects/ and refs/ makes a bare repository git finds
+//     without a .git, refused with EPERM; any path with a .git component,
+//     however deep or new, with EROFS; removals allowed, as they plant
+//     nothing; all of it off with CaptureOptions.GitWritable). The
+//     sandbox's file tools share it through sandbox.RefusedGitPath.
 //
 // (It replaced a second, connect-only server of modes none and
 // unrestricted, whose copy of the AF_UNIX rule resolved paths in the
