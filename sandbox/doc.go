@@ -423,15 +423,17 @@
 // Limits, each said in Enforcement().Notes: without a private mount
 // namespace (BestEffort without the kernel support, or a read-write root
 // that is / itself) existing .git entries are not protected; without
-// CaptureChanges (a Go caller that does not ask for it; a stdio MCP
-// server, whose sandbox captures only when checkpoints record it) new
+// CaptureChanges (a Go caller that does not ask for it; the kernel, the
+// CLI and the MCP manager ask for it whenever .git is protected) new
 // .git names are not refused — a command there can `git init` a
 // directory, or make a .git where none exists, and write in a .git New did
 // not bind; repositories nested deeper than one directory are not looked
 // for at New (walking the whole tree would cost in proportion to the
 // workspace: change capture covers them); at most 32 entries are bound.
-// A HEAD refused anywhere costs tools that keep bare repositories in a
-// writable root (Go's module cache fetching straight from VCS, cargo's
+// The rule holds in every writable root, not only the workspace: a
+// repository made in the private TMPDIR or a toolchain cache could be
+// moved or linked into the workspace. A HEAD refused anywhere costs tools
+// that keep bare repositories in a writable root (Go's module cache fetching straight from VCS, cargo's
 // git checkouts, whose `git init --bare` writes a HEAD): they fail there
 // unless Policy.GitWritable. Policy.GitWritable restores the old
 // behaviour: commands may commit, and may plant hooks.
