@@ -75,7 +75,10 @@
 // entry of a file found in the workspace (ServerConfig.FromWorkspace,
 // WorkspaceFile, WorkspaceDigest; ParseConfig records each entry's
 // EnvRefs): local holds such an entry to the agent's own confinement
-// unless the user trusted that version of the file.
+// unless the user trusted that version of the file, and its program and
+// absolute arguments are granted only by their real path inside the
+// workspace's real path (a symlink the agent planted there, to a key
+// outside, grants nothing).
 //
 // A stdio server runs inside the sandbox (sandbox.Sandbox.Start, its stdin
 // and stdout the transport) with the confinement its entry declares:
@@ -121,7 +124,8 @@
 //     servers run under that ceiling (with MaxNetwork's network when set)
 //     narrowed per entry, passes BeforeChange so that what a server that
 //     may write the workspace changes there is captured like a command's
-//     changes, and connects every server, concurrently, each bounded by
+//     changes (and, while .git is protected, captured even without
+//     checkpoints, so that it may make no .git either), and connects every server, concurrently, each bounded by
 //     ConnectTimeout (default 30 s);
 //   - puts the Manager's Status in the session_start event: per server,
 //     connected with its tools, or failed with the reason (the program
