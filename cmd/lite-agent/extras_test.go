@@ -122,3 +122,33 @@ func TestWorkspaceAgentsFileMayNotWiden(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagFileInWriteGrantRefused: an --mcp-config or --agents file
+// beneath an --allow-write directory outside the workspace (which the
+// agent's commands may write) is refused, naming the grant; the same file
+// elsewhere outside the workspace is the user's and is read.
+func TestFlagFileInWriteGrantRefused(t *testing.T) {
+	e := newCLIEnv(t)
+	ok := e.script(`{"turns": [{"text": "ok"}]}`)
+	grant, elsewhere := t.TempDir(), t.TempDir()
+	files := map[string]string{
+		"--mcp-config": `{"mcpServers": {}}`,
+		"--agents":     `{"helper": {"description": "d", "prompt": "p"}}`,
+	}
+	for flagName, body := range files {
+		for _, dir := range []string{grant, elsewhere} {
+			file := filepath.Join(dir, strings.TrimPrefix(flagName, "--")+".json")
+			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := e.run("", "run", "--script", ok, "--allow-write", grant, flagName, file, "hi")
+			refused := strings.Contains(errOut, "which the agent's commands may write")
+			switch {
+			case dir == grant && (code == 0 || !refused):
+				t.Errorf("%s in the write grant: exit %d, stderr %q; want a refusal", flagName, code, errOut)
+			case dir == elsewhere && code != 0:
+				t.Errorf("%s outside every grant: exit %d, stderr %q; want it read", flagName, code, errOut)
+			}
+		}
+	}
+}

@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -101,7 +104,48 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 	if err != nil {
 		return nil, failf("%v", err)
 	}
+	if o := agent.Options(); o.Sandbox != nil {
+		if err := flagFilesOutsideWrites(o.Sandbox.ReadWritePaths, map[string]string{
+			"--mcp-config": f.mcpConfig, "--agents": f.agents, "--output-schema": f.outputSchema,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return agent, nil
+}
+
+// flagFilesOutsideWrites refuses a flag's file (not inline JSON) that lies
+// beneath one of the session's write grants outside the workspace
+// (--allow-write, a [sandbox] write, a toolchain cache): the agent's
+// commands could have written it in an earlier session, yet, being
+// outside the workspace, it would be read as the user's own — an MCP
+// server with the user's rights, a subagent in a wider mode. A file in
+// the workspace is judged as the agent's already (mcp.LoadConfigIn,
+// workspaceAgentsWiden).
+func flagFilesOutsideWrites(writes []string, files map[string]string) error {
+	for _, flagName := range slices.Sorted(maps.Keys(files)) {
+		v := files[flagName]
+		if v == "" || strings.HasPrefix(strings.TrimSpace(v), "{") {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(v)
+		if err != nil {
+			continue // reading it has said what is wrong
+		}
+		if real, err = filepath.Abs(real); err != nil {
+			continue
+		}
+		for _, w := range writes {
+			rw, err := filepath.EvalSymlinks(w)
+			if err != nil {
+				rw = w
+			}
+			if real == rw || strings.HasPrefix(real, strings.TrimSuffix(rw, "/")+"/") {
+				return failf("%s %s lies beneath %s, which the agent's commands may write: it could have been planted there. Move it outside every write grant (or pass it inline)", flagName, esc(v), esc(w))
+			}
+		}
+	}
+	return nil
 }
 
 // ruleList splits a comma list of rules, keeping commas inside an
