@@ -159,8 +159,7 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 			return p, "", fmt.Errorf(`filesystem "workspace" needs a workspace, and the session has none`)
 		}
 		if sec.SideEffects == tools.SideEffectsNone {
-			p.ReadOnlyPaths = append(p.ReadOnlyPaths, ws)
-			p.Workspace = ""
+			tools.ReadOnlyWorkspace(&p, ws)
 		}
 		dir = ws
 	case tools.FilesystemUnrestricted:

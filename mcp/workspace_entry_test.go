@@ -134,3 +134,51 @@ func TestServerHeldToGitNameRule(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSideEffectsServerWritesNoGrant: a server declaring filesystem
+// "workspace" with side effects "none" gets the session's write grants
+// read-only, like the workspace. Kept writable (the sandbox then had no
+// workspace, so no change capture), such a server — one a workspace
+// .mcp.json may start — made a .git in an --allow-write directory. With
+// side effects "workspace" the same write goes through (and the .git is
+// refused by capture there: TestServerHeldToGitNameRule).
+func TestNoSideEffectsServerWritesNoGrant(t *testing.T) {
+	requireSandbox(t, "a no-side-effects server writes no grant")
+	for _, se := range []tools.SideEffects{tools.SideEffectsWorkspace, tools.SideEffectsNone} {
+		ws, grant := t.TempDir(), t.TempDir()
+		ts, err := NewToolset(&Options{Servers: map[string]ServerConfig{"w": func() ServerConfig {
+			c := goServer("stdio")
+			c.Filesystem, c.SideEffects = tools.FilesystemWorkspace, se
+			return c
+		}()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := sandbox.Policy{Workspace: ws, ReadWritePaths: []string{grant}, Network: sandbox.NetworkNone, CaptureChanges: true}
+		open, err := ts.Open(context.Background(), &tools.ToolsetEnv{Workspace: ws, Sandbox: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := open.(*Manager)
+		plain := filepath.Join(grant, "x")
+		rPlain := call(t, m, "mcp__w__write_file", fmt.Sprintf(`{"path": %q, "data": "x"}`, plain))
+		planted := filepath.Join(grant, ".git")
+		rGit := call(t, m, "mcp__w__write_file", fmt.Sprintf(`{"path": %q, "data": "gitdir: ../evil\n"}`, planted))
+		m.Close()
+		_, errPlain := os.Lstat(plain)
+		_, errGit := os.Lstat(planted)
+		switch se {
+		case tools.SideEffectsWorkspace:
+			if errPlain != nil {
+				t.Fatalf("side effects workspace: the grant was not writable, so this test proves nothing: %q", rPlain.TextOf())
+			}
+			if errGit == nil {
+				t.Errorf("side effects workspace: a .git was made in the write grant: %q", rGit.TextOf())
+			}
+		case tools.SideEffectsNone:
+			if errPlain == nil || errGit == nil {
+				t.Errorf("side effects none: the write grant was written (x: %v %q; .git: %v %q)", errPlain, rPlain.TextOf(), errGit, rGit.TextOf())
+			}
+		}
+	}
+}

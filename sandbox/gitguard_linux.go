@@ -228,8 +228,13 @@ func (s *Sandbox) protectGit() []string {
 	// The same condition New compiles the capture program on (read
 	// here, not s.captureChild, which a goroutine is still making).
 	names := "new .git and HEAD names, and changes beneath any .git, refused (every command's calls that change names go through change capture)"
-	if !s.pol.CaptureChanges || s.notify == notifyNone {
+	switch {
+	case !s.pol.CaptureChanges || s.notify == notifyNone:
 		names = "new .git names NOT refused (no change capture in this sandbox: Policy.CaptureChanges), nor HEAD names or changes beneath a .git made later or nested deeper"
+	case s.workspaceReal == "":
+		// Change capture works relative to the workspace (newCapture):
+		// a sandbox with write grants but no workspace has none.
+		names = "new .git names NOT refused (no workspace, so no change capture: the write grants are not guarded), nor HEAD names or changes beneath a .git made later or nested deeper"
 	}
 	if s.mounts == nil || s.mountNS == spawn.MountNone {
 		return append(notes, "git: existing .git entries are NOT protected (no private mount namespace to bind them read-only in); "+names)

@@ -1562,6 +1562,10 @@ func waitPidfdPolled(pidfd int) (childInfo, error) {
 	if err != nil {
 		return waitPidfd(pidfd)
 	}
+	// The dup shares pidfd's open file description, O_NONBLOCK included:
+	// it is cleared again before any blocking wait on pidfd (the
+	// fallbacks below, and whoever waits on it later), which would
+	// otherwise answer EAGAIN and lose the exit status.
 	if err := unix.SetNonblock(dup, true); err != nil {
 		unix.Close(dup)
 		return waitPidfd(pidfd)
@@ -1570,6 +1574,7 @@ func waitPidfdPolled(pidfd int) (childInfo, error) {
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {
+		unix.SetNonblock(pidfd, false)
 		return waitPidfd(pidfd)
 	}
 	var info childInfo
@@ -1592,6 +1597,7 @@ func waitPidfdPolled(pidfd int) (childInfo, error) {
 			}
 		}
 	})
+	unix.SetNonblock(pidfd, false)
 	if err != nil {
 		return waitPidfd(pidfd)
 	}

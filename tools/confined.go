@@ -108,13 +108,29 @@ func HandlerPolicy(ceiling sandbox.Policy, sec *Security) (sandbox.Policy, error
 		p.ReadOnlyPaths = WithoutRoot(p.ReadOnlyPaths)
 		p.ReadWritePaths = WithoutRoot(p.ReadWritePaths)
 		if s.SideEffects == SideEffectsNone {
-			p.ReadOnlyPaths = append(p.ReadOnlyPaths, ceiling.Workspace)
-			p.Workspace = ""
+			ReadOnlyWorkspace(&p, ceiling.Workspace)
 		}
 	case FilesystemUnrestricted:
 		// Nothing is added: ceiling decides how much of "/" there is.
 	}
 	return p, nil
+}
+
+// ReadOnlyWorkspace is what a declaration of filesystem "workspace" with
+// side effects "none" gets, the one rule for custom handlers
+// (HandlerPolicy) and sandboxed MCP servers: the workspace and every write
+// grant of the ceiling (--allow-write, a toolchain cache) become
+// read-only. Kept writable, the grants were writable through a sandbox
+// with no workspace, where change capture — which refuses a new .git —
+// does not run: a server declaring no side effects could plant a
+// repository, hooks and all, in a write grant.
+func ReadOnlyWorkspace(p *sandbox.Policy, workspace string) {
+	if workspace != "" {
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, workspace)
+	}
+	p.ReadOnlyPaths = append(p.ReadOnlyPaths, p.ReadWritePaths...)
+	p.Workspace = ""
+	p.ReadWritePaths = nil
 }
 
 // NarrowNetwork narrows p's network to what declared allows, the one

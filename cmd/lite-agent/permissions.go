@@ -128,12 +128,17 @@ func flagFilesOutsideWrites(writes []string, files map[string]string) error {
 		if v == "" || strings.HasPrefix(strings.TrimSpace(v), "{") {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(v)
+		// Made absolute (and so cleaned, `..` lexically) first, as the
+		// reader (safefile.ReadUserFileFrom) does, then resolved: the
+		// file checked is the file read, not the one a `..` through a
+		// planted symlink would name.
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(abs)
 		if err != nil {
 			continue // reading it has said what is wrong
-		}
-		if real, err = filepath.Abs(real); err != nil {
-			continue
 		}
 		for _, w := range writes {
 			rw, err := filepath.EvalSymlinks(w)
