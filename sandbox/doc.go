@@ -400,7 +400,9 @@
 //     last component is .git (any case) or HEAD (exactly: beside objects/
 //     and refs/ it makes its directory a bare repository, `git init
 //     --bare` or a hand-made layout whose config's core.fsmonitor the
-//     user's next `git status` beneath it would run); and, with EROFS as
+//     user's next `git status` beneath it would run), or objects, refs
+//     or commondir in a directory that already holds a HEAD (which they
+//     would complete: notify.CompletesGitDir); and, with EROFS as
 //     the read-only bind answers, any change whose path has a .git
 //     component anywhere — a .git nested deeper than New looks, or made
 //     after New (by the user's `git init`), is as read-only to commands

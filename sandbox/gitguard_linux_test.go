@@ -256,6 +256,13 @@ func TestGitDirsRefused(t *testing.T) {
 				return err == nil
 			}},
 		{name: "git init --bare", script: `git init -q --bare x`, done: func(ws, _ string) bool { return isGitDir(filepath.Join(ws, "x")) }},
+		{name: "objects and refs beside an existing HEAD", before: `mkdir -p d/pkg && echo "ref: refs/heads/main" > d/HEAD`,
+			script: `mkdir d/objects d/refs && printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "touch MARKER; false"\n' > d/config`,
+			done: func(ws, marker string) bool {
+				unconfinedGit(t, ws, filepath.Join(ws, "d/pkg"), "status")
+				_, err := os.Stat(marker)
+				return err == nil
+			}},
 		{name: "rename onto HEAD", script: layout + `mv y/h y/HEAD`, done: exists("y/HEAD")},
 		{name: "hard link to HEAD", script: layout + `ln y/h y/HEAD`, done: exists("y/HEAD")},
 		{name: "symlink HEAD", script: `mkdir -p y/objects y/refs && ln -s refs/heads/main y/HEAD`, done: exists("y/HEAD")},

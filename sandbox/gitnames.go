@@ -15,3 +15,11 @@ func ProtectedName(name string) bool { return notify.ProtectedName(name) }
 // tools (tools/builtin) refuse the same paths rather than keep a copy of
 // the rule. Reading is never refused.
 func RefusedGitPath(p string) bool { return notify.RefusedGitPath(p) }
+
+// CompletesGitDir reports whether making name in a directory that
+// hasHEAD says holds an entry HEAD is refused while .git is protected:
+// objects, refs or commondir beside a HEAD complete a repository. The
+// sandbox's own rule (notify.CompletesGitDir), for the file tools.
+func CompletesGitDir(name string, hasHEAD func() bool) bool {
+	return notify.CompletesGitDir(name, hasHEAD)
+}

@@ -67,6 +67,14 @@ func refuseGitPath(ctx *tools.Context, given, rel string) error {
 		rest = filepath.Join(filepath.Base(have), rest)
 		have = filepath.Dir(have)
 	}
+	// The first missing component is made in have: objects, refs or
+	// commondir beside a HEAD already there would complete a repository.
+	if first, _, _ := strings.Cut(filepath.ToSlash(rest), "/"); first != "" && sandbox.CompletesGitDir(first, func() bool {
+		_, err := ctx.Root.Lstat(filepath.Join(have, "HEAD"))
+		return err == nil
+	}) {
+		return errGitPath(given)
+	}
 	f, err := ctx.Root.Open(have)
 	if err != nil {
 		return nil // the write reports it

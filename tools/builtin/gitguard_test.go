@@ -32,6 +32,10 @@ func TestFileToolsRefuseGit(t *testing.T) {
 		{"new HEAD", "write", filesObj{"path": "bare/HEAD", "content": "ref: refs/heads/main\n"}, "bare/HEAD"},
 		{"edit HEAD", "edit", filesObj{"path": "old/HEAD", "old_string": "junk", "new_string": "ref: refs/heads/main"}, "old/HEAD"},
 		{"HEAD through a symlinked file", "write", filesObj{"path": "h", "content": "ref: refs/heads/main\n"}, "old/HEAD"},
+		// objects/ and refs/ beside a HEAD already there (old/) complete
+		// the git directory.
+		{"objects beside an existing HEAD", "write", filesObj{"path": "old/objects/x", "content": "x"}, "old/objects/x"},
+		{"refs beside an existing HEAD", "write", filesObj{"path": "old/refs/heads/main", "content": "x"}, "old/refs/heads/main"},
 	}
 	setup := func(t *testing.T) *filesTestEnv {
 		e := newFilesTestEnv(t)
@@ -97,9 +101,9 @@ func TestFileToolsRefuseGit(t *testing.T) {
 	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": ".gitignore", "content": "x\n"})
 	filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": "git/.github/x", "content": "x\n"})
 	filesMustOK(t, e.ctx, EditFile(), filesObj{"path": ".gitignore", "old_string": "x", "new_string": "y"})
-	// Names near HEAD are not HEAD (git looks for "HEAD" exactly), and
-	// reading HEAD, or anything in .git, is never refused.
-	for _, p := range []string{"head", "HEADER", "HEAD.md", "src/ORIG_HEAD"} {
+	// Names near HEAD are not HEAD (git looks for "HEAD" exactly),
+	// objects/ and refs/ where no HEAD is are ordinary, and reading HEAD, or anything in .git, is never refused.
+	for _, p := range []string{"head", "HEADER", "HEAD.md", "src/ORIG_HEAD", "pkg/objects/x", "pkg/refs/y"} {
 		filesMustOK(t, e.ctx, WriteFile(), filesObj{"path": p, "content": "x\n"})
 	}
 	if got := filesMustOK(t, e.ctx, ReadFile(), filesObj{"path": "old/HEAD"}); got != "     1\tjunk" {

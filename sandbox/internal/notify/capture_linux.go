@@ -236,6 +236,12 @@ func (c *Capture) refusesGit(t *target, also ...string) unix.Errno {
 	if GitDirName(t.base()) {
 		return unix.EPERM
 	}
+	if t.dir >= 0 && CompletesGitDir(t.base(), func() bool {
+		var st unix.Stat_t
+		return unix.Fstatat(t.dir, "HEAD", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+	}) {
+		return unix.EPERM // objects/, refs/ beside a HEAD: a repository
+	}
 	for _, p := range append([]string{t.path}, also...) {
 		if e := gitErrno(p); e != 0 {
 			return e

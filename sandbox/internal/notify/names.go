@@ -71,3 +71,25 @@ func RefusedGitPath(p string) bool {
 	p = strings.TrimRight(p, "/")
 	return InGitDir(p) || GitDirName(p[strings.LastIndexByte(p, '/')+1:])
 }
+
+// GitDirPart reports whether name, one path component, is one of the
+// entries that, beside an existing HEAD, complete a git directory:
+// "objects" and "refs" (git's is_git_directory), and "commondir", through
+// which it looks for them. A new one is refused in a directory that holds
+// a HEAD (CompletesGitDir): a HEAD already there — a fixture, a leftover —
+// is no repository until a command adds them.
+func GitDirPart(name string) bool {
+	switch strings.TrimRight(name, "/") {
+	case "objects", "refs", "commondir":
+		return true
+	}
+	return false
+}
+
+// CompletesGitDir reports whether making name in a directory is refused
+// while .git is protected: name is a GitDirPart and the directory has an
+// entry named HEAD (hasHEAD says so: the caller looks, in the directory
+// it resolved, without following a link).
+func CompletesGitDir(name string, hasHEAD func() bool) bool {
+	return GitDirPart(name) && hasHEAD()
+}
