@@ -1,7 +1,8 @@
 // The new mount API (fsopen/fsconfig/fsmount, open_tree, move_mount,
-// mount_setattr) as the sandbox's private instances use it: devpts_linux.c
-// and procfs_linux.c. Prefixed names (LA_*): glibc's <sys/mount.h> may
-// define the kernel's names as enum members, which a macro would break.
+// mount_setattr) as the sandbox uses it: devpts_linux.c, procfs_linux.c,
+// rootfs_linux.c and spawn_linux.c. Prefixed names (LA_*): glibc's
+// <sys/mount.h> may define the kernel's names as enum members, which a
+// macro would break.
 #ifndef LA_MOUNTAPI_H
 #define LA_MOUNTAPI_H
 
@@ -41,7 +42,7 @@
 #define LA_MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 
 // struct mount_attr (mount_setattr(2)).
-struct la_mount_attr_p {
+struct la_mount_attr {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
@@ -71,7 +72,7 @@ static inline int la_fs_fsmount(const char *fstype, const char *const (*opts)[2]
 static inline int la_seal_skeleton(int m, int e)
 {
 	if (!e) {
-		struct la_mount_attr_p attr = { 0 };
+		struct la_mount_attr attr = { 0 };
 		attr.attr_set = LA_MOUNT_ATTR_RDONLY;
 		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
 			e = errno;

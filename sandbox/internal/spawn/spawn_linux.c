@@ -38,6 +38,7 @@
 //     so that no Go signal handler can ever run on the child's stack.
 #define _GNU_SOURCE
 #include "confine.h"
+#include "mountapi.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,15 +89,6 @@
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #endif
 
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#endif
-#ifndef SYS_move_mount
-#define SYS_move_mount 429
-#endif
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
 #endif
@@ -115,9 +107,6 @@
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
 #endif
-struct la_mount_attr {
-	uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
 
 #define LA_FAIL(s) do { *step = (s); return -errno; } while (0)
 
