@@ -123,13 +123,7 @@ func TestDirectGrantsReachBeyondTheMode(t *testing.T) {
 	echo(t, c, fd, "beyond")
 	before := n.datagrams.Load()
 	c.must(netReq{Op: "sendto", FD: c.socket("inet", "dgram", 0), Addr: granted.String(), Data: []byte("dgram")})
-	deadline := time.Now().Add(5 * time.Second)
-	for n.datagrams.Load() == before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n.datagrams.Load() == before {
-		t.Fatal("the granted netns host got no datagram")
-	}
+	n.awaitDatagram(t, before, "the granted netns host got no datagram")
 	accepted := n.accepted.Load()
 	c.expect(unix.EPERM, netReq{Op: "connect", FD: c.socket("inet", "stream", 0), Addr: netip.AddrPortFrom(n.peer4, otherPort).String()})
 	c.expect(unix.EPERM, netReq{Op: "connect", FD: c.socket("inet6", "stream", 0), Addr: netip.AddrPortFrom(n.peer6, port).String()})

@@ -937,6 +937,18 @@ type testNet struct {
 	accepted, datagrams atomic.Int64
 }
 
+// awaitDatagram waits (polled, 5 s at most) for the host to count a
+// datagram more than before, failing with why if none arrives: UDP gives
+// the sender no word of delivery to wait on.
+func (n *testNet) awaitDatagram(t *testing.T, before int64, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); n.datagrams.Load() == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+	}
+}
+
 var testNetSeq atomic.Int64
 
 // newTestNet makes the namespace, or skips the test (saying what it would

@@ -467,13 +467,7 @@ func TestNetSupervisorNetnsPrivateMode(t *testing.T) {
 	udp := c.socket("inet", "dgram", 0)
 	before := n.datagrams.Load()
 	c.must(netReq{Op: "sendto", FD: udp, Addr: netip.AddrPortFrom(n.peer4, port).String(), Data: []byte("dgram")})
-	deadline := time.Now().Add(5 * time.Second)
-	for n.datagrams.Load() == before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n.datagrams.Load() == before {
-		t.Fatal("the netns host got no datagram in private mode")
-	}
+	n.awaitDatagram(t, before, "the netns host got no datagram in private mode")
 	// Private mode may bind a private local address; the wildcard is
 	// given loopback, not every interface.
 	b := c.socket("inet", "stream", 0)
