@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/lite-agent
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test deps bench-deps lint fmt-check bench clean
+.PHONY: all build demo test deps demo-deps bench-deps lint fmt-check bench clean
 
 all: build
 
@@ -12,13 +12,18 @@ all: build
 deps:
 	@scripts/deps.sh
 
+# demo-deps installs only what the demo needs (the sandbox's cgo library,
+# gcc, python3 for the demo's test, git).
+demo-deps:
+	@scripts/deps.sh --demo
+
 bench-deps:
 	@scripts/deps.sh --bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lite-agent
 
-demo: deps build
+demo: demo-deps build
 	@scripts/demo.sh
 
 fmt-check:

@@ -13,22 +13,35 @@
 #   Maven plugins and junit4 in Debian's /usr/share/maven-repo, with which
 #   `mvn package` builds, tests and packages offline (~40 MB, ~25 s here);
 #   gradle (Debian 12's 4.4.1, ~62 MB, ~28 s) for the Gradle build test
+#
+#   --demo  only what `make demo` needs: libseccomp-dev, gcc, python3, git
+#   --bench also the benchmark tools
+#   a second argument --list prints the packages wanted, one a line, and
+#   installs nothing (the Makefile test reads it)
 set -euo pipefail
 
 want=(libseccomp-dev gcc python3 git)
-# Toolchains are judged by the command, not the package: a node, JDK or
-# cargo installed another way (nvm, a vendor JDK, rustup) is fine.
-command -v node >/dev/null || want+=(nodejs)
-command -v npm >/dev/null || want+=(npm)
-command -v javac >/dev/null || want+=(default-jdk-headless)
-command -v mvn >/dev/null || want+=(maven)
-command -v gradle >/dev/null || want+=(gradle)
-command -v cargo >/dev/null || want+=(cargo)
-want+=(libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java libmaven-jar-plugin-java junit4)
-/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want+=(python3-venv)
-/usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
-if [[ "${1:-}" == "--bench" ]]; then
-  want+=(ripgrep hyperfine bubblewrap)
+mode=${1:-}
+if [[ $mode != "--demo" ]]; then
+  # Toolchains are judged by the command, not the package: a node, JDK or
+  # cargo installed another way (nvm, a vendor JDK, rustup) is fine.
+  command -v node >/dev/null || want+=(nodejs)
+  command -v npm >/dev/null || want+=(npm)
+  command -v javac >/dev/null || want+=(default-jdk-headless)
+  command -v mvn >/dev/null || want+=(maven)
+  command -v gradle >/dev/null || want+=(gradle)
+  command -v cargo >/dev/null || want+=(cargo)
+  want+=(libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java libmaven-jar-plugin-java junit4)
+  /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want+=(python3-venv)
+  /usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
+  if [[ $mode == "--bench" ]]; then
+    want+=(ripgrep hyperfine bubblewrap)
+  fi
+fi
+
+if [[ ${2:-} == "--list" ]]; then
+  printf '%s\n' "${want[@]}"
+  exit 0
 fi
 
 missing=()
@@ -41,7 +54,7 @@ done
 # without them, naming make deps; no test installs anything); pinned in
 # internal/mcptest/servers.txt, the list the tests read too, into a cache
 # outside the repository.
-if command -v npm >/dev/null; then
+if [[ $mode != "--demo" ]] && command -v npm >/dev/null; then
   npm_dir="${LITE_AGENT_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lite-agent/npm}"
   npm_pkgs=()
   npm_missing=0

@@ -46,3 +46,40 @@ func TestDemoInstallsDepsFirst(t *testing.T) {
 		t.Error("scripts/deps.sh does not mention libseccomp, which the build needs")
 	}
 }
+
+// TestDemoInstallsOnlyWhatItNeeds: the demo's install step asks for the
+// build's cgo library and the demo's own interpreter, not the toolchains
+// the real-work tests use (JDK, Maven, Gradle, cargo: hundreds of MB a
+// newcomer trying the demo never runs).
+func TestDemoInstallsOnlyWhatItNeeds(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed: would check that `make -n demo` installs only the demo's packages")
+	}
+	out, err := exec.Command("make", "-n", "-C", root, "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n demo: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "scripts/deps.sh --demo") {
+		t.Fatalf("make demo does not run scripts/deps.sh --demo:\n%s", out)
+	}
+	list, err := exec.Command("bash", filepath.Join(root, "scripts/deps.sh"), "--demo", "--list").Output()
+	if err != nil {
+		t.Fatalf("deps.sh --demo --list: %v", err)
+	}
+	got := strings.Fields(string(list))
+	want := []string{"libseccomp-dev", "gcc", "python3", "git"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the demo installs %v, want exactly %v", got, want)
+	}
+	full, err := exec.Command("bash", filepath.Join(root, "scripts/deps.sh"), "--full", "--list").Output()
+	if err != nil {
+		t.Fatalf("deps.sh --list: %v", err)
+	}
+	if !strings.Contains(string(full), "junit4") {
+		t.Errorf("the full install no longer lists the real-work tests' packages:\n%s", full)
+	}
+}
