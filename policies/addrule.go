@@ -273,3 +273,37 @@ func writeReplace(root *os.Root, name string, data []byte) error {
 	}
 	return err
 }
+
+// WorkspaceAllowRefusal says why an allow rule added to workspace's
+// policy file (AddRuleToWorkspaceFile) would make the next session there
+// refuse to start under preset, or returns "" when the file would load
+// with the rule. It is the question an "allow always, in this
+// workspace's file" choice must ask before it is offered: a preset that
+// never trusts the workspace's file refuses a file with an allow rule
+// (tightenOnly), and so does any preset while the file exists in a
+// version the user has not trusted (the edit keeps it untrusted).
+func WorkspaceAllowRefusal(preset Preset, workspace string) string {
+	if !preset.TrustWorkspacePolicy {
+		return fmt.Sprintf("the %s preset never lets a workspace's policy file allow anything (the next start would refuse the file)", preset.Name)
+	}
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return "the workspace cannot be opened: " + err.Error()
+	}
+	defer root.Close()
+	data, err := root.ReadFile(filepath.Join(".lite-agent", "policy.toml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		return "the workspace's policy file cannot be read: " + err.Error()
+	}
+	f, err := ParseFile(WorkspaceFile(workspace), data)
+	if err != nil {
+		return "the workspace's policy file does not parse: " + err.Error()
+	}
+	if !Trusted("", workspace, f) {
+		return fmt.Sprintf("the workspace's policy file is not trusted in its current version, so it may only tighten (the next start would refuse an allow rule in it); review it and run `%s` first", TrustCommand(workspace))
+	}
+	return ""
+}

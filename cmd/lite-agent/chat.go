@@ -203,6 +203,24 @@ func (a *chatApp) rebuild() error {
 	return nil
 }
 
+// workspaceAllowRefusal says why an allow rule written to the
+// workspace's policy file would stop the next start (the preset never
+// trusts the file, or it exists untrusted), "" when it would load. The
+// preset is the agent's; before the first build, the flag's.
+func (a *chatApp) workspaceAllowRefusal() string {
+	var preset policies.Preset
+	if a.agent != nil {
+		preset = a.agent.Preset()
+	} else {
+		p, err := policies.PresetByName(a.f.preset)
+		if err != nil {
+			return err.Error()
+		}
+		preset = p
+	}
+	return policies.WorkspaceAllowRefusal(preset, a.f.workspace)
+}
+
 // approvalMsg asks the screen about one call; the answer comes back on reply.
 type approvalMsg struct {
 	name   string

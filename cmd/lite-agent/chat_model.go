@@ -635,7 +635,8 @@ func (m *chatModel) approvalKey(k tea.KeyMsg) tea.Cmd {
 }
 
 // alwaysKey answers "allow always, in which policy file?": u the user's,
-// w the workspace's. The rules shown are written to the file, then the
+// w the workspace's (offered only where the next start would load it:
+// workspaceAllowRefusal). The rules shown are written to the file, then the
 // call is allowed with them for the rest of the session too (the file is
 // read when a session starts).
 func (m *chatModel) alwaysKey(k tea.KeyMsg) tea.Cmd {
@@ -645,6 +646,11 @@ func (m *chatModel) alwaysKey(k tea.KeyMsg) tea.Cmd {
 	case "u":
 		write = func(rule string) (string, error) { return policies.AddRuleToUserFile(policies.Allow, rule) }
 	case "w":
+		if why := m.app.workspaceAllowRefusal(); why != "" {
+			// Never write a rule whose file the next start refuses.
+			m.notice = "not written to the workspace's file: " + field(why, 200)
+			return nil
+		}
 		ws := m.app.f.workspace
 		write = func(rule string) (string, error) { return policies.AddRuleToWorkspaceFile(ws, policies.Allow, rule) }
 	case "esc":

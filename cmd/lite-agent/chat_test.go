@@ -16,6 +16,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -151,13 +152,9 @@ func TestApprovalAllowAlways(t *testing.T) {
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
 	t.Setenv("XDG_STATE_HOME", t.TempDir()) // w trusts the new workspace file: not in the machine's store
-	ws := t.TempDir()
-	for _, c := range []struct{ key, file string }{
-		{"u", filepath.Join(cfg, "lite-agent", "policy.toml")},
-		{"w", filepath.Join(ws, ".lite-agent", "policy.toml")},
-	} {
+	ask := func(ws, preset string) (*chatModel, chan kernel.PermissionResult) {
 		reply := make(chan kernel.PermissionResult, 1)
-		m := &chatModel{app: &chatApp{f: runFlags{workspace: ws}}}
+		m := &chatModel{app: &chatApp{f: runFlags{workspace: ws, preset: preset}}}
 		m.approval = &approvalMsg{name: "bash", input: json.RawMessage(`{"command":"go test ./..."}`),
 			info: kernel.ToolUseInfo{Suggestions: []string{"bash(go test:*)"}}, reply: reply}
 		m.approvalKey(keyRunes("A"))
@@ -167,12 +164,75 @@ func TestApprovalAllowAlways(t *testing.T) {
 			t.Fatalf("answered before the file was chosen: %+v", r)
 		default:
 		}
+		return m, reply
+	}
+	// nextStartLoads: the policy a new session in ws would load.
+	nextStartLoads := func(ws, preset string) error {
+		p, err := policies.PresetByName(preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = policies.Load(p, ws, nil)
+		return err
+	}
+	for _, c := range []struct{ key, preset string }{{"u", "strict"}, {"w", "standard"}} {
+		ws := t.TempDir()
+		file := filepath.Join(cfg, "lite-agent", "policy.toml")
+		if c.key == "w" {
+			file = filepath.Join(ws, ".lite-agent", "policy.toml")
+		}
+		m, reply := ask(ws, c.preset)
 		m.approvalKey(keyRunes(c.key))
 		if r := <-reply; !r.Allow || !reflect.DeepEqual(r.AllowRules, []string{"bash(go test:*)"}) {
 			t.Errorf("%s: %+v", c.key, r)
 		}
-		if b, err := os.ReadFile(c.file); err != nil || !strings.Contains(string(b), `allow = ["bash(go test:*)"]`) {
-			t.Errorf("%s: %s holds %q (%v)", c.key, c.file, b, err)
+		if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), `allow = ["bash(go test:*)"]`) {
+			t.Errorf("%s: %s holds %q (%v)", c.key, file, b, err)
+		}
+		if err := nextStartLoads(ws, c.preset); err != nil {
+			t.Errorf("%s under %s: the next start refuses: %v", c.key, c.preset, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(cfg, "lite-agent", "policy.toml")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Where the next start would refuse the workspace's file with the rule
+	// in it — strict never trusts it; under standard, a file that exists
+	// untrusted stays untrusted — w is not offered, writes nothing, says
+	// why, and leaves the question open for u or Esc.
+	untrusted := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(untrusted, ".lite-agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	planted := "[permissions]\ndeny = [\"bash(rm:*)\"]\n"
+	if err := os.WriteFile(filepath.Join(untrusted, ".lite-agent", "policy.toml"), []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ws, preset, why string }{
+		{t.TempDir(), "strict", "strict preset never lets"},
+		{untrusted, "standard", "not trusted"},
+	} {
+		m, reply := ask(c.ws, c.preset)
+		m.width = 200
+		if v := m.approvalView(); strings.Contains(v, "[w] this workspace") || !strings.Contains(v, c.why) {
+			t.Errorf("%s: the choice offers [w] or does not say why not:\n%s", c.preset, v)
+		}
+		m.approvalKey(keyRunes("w"))
+		select {
+		case r := <-reply:
+			t.Fatalf("%s: w answered: %+v", c.preset, r)
+		default:
+		}
+		if m.approval == nil || !strings.Contains(m.notice, c.why) {
+			t.Errorf("%s: after w, approval %v, notice %q", c.preset, m.approval != nil, m.notice)
+		}
+		b, _ := os.ReadFile(filepath.Join(c.ws, ".lite-agent", "policy.toml"))
+		if strings.Contains(string(b), "go test") {
+			t.Errorf("%s: w wrote the rule: %q", c.preset, b)
+		}
+		if err := nextStartLoads(c.ws, c.preset); err != nil {
+			t.Errorf("%s: the next start refuses: %v", c.preset, err)
 		}
 	}
 }

@@ -178,12 +178,12 @@ func (m *chatModel) approvalView() string {
 	b.WriteString(body)
 	if m.approvalAt == "always" {
 		user, _ := policies.UserFile()
-		trust := ""
-		if !m.app.agent.Preset().TrustWorkspacePolicy {
-			trust = " — the " + m.app.agent.Preset().Name + " preset ignores its allow rules"
+		ws := "[w] this workspace's .lite-agent/policy.toml"
+		if why := m.app.workspaceAllowRefusal(); why != "" {
+			ws = "(no [w]: " + esc(why) + ")"
 		}
-		fmt.Fprintf(&b, "\nallow always %s — write it to:\n[u] your policy file %s\n[w] this workspace's .lite-agent/policy.toml%s\n[Esc] back",
-			esc(strings.Join(a.info.Suggestions, ", ")), esc(user), trust)
+		fmt.Fprintf(&b, "\nallow always %s — write it to:\n[u] your policy file %s, read in every workspace\n%s\n[Esc] back",
+			esc(strings.Join(a.info.Suggestions, ", ")), esc(user), ws)
 	} else if m.approvalAt == "message" {
 		fmt.Fprintf(&b, "\ndeny with this message for the model (Enter sends, Esc back): %s█", termsafe.Escape(string(m.denyText)))
 	} else {
