@@ -374,6 +374,25 @@ func TestChatNeedsTerminal(t *testing.T) {
 	}
 }
 
+// TestChatFirstPromptArgument: `lite-agent [flags] PROMPT` in a terminal,
+// as a Claude Code user types it, opens the interactive session and sends
+// PROMPT as its first prompt (before, "chat takes no prompt", exit 2);
+// the session then goes on as usual.
+func TestChatFirstPromptArgument(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"text": "First answer."},
+		map[string]any{"text": "Second answer."})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script, "fix the bug")
+	s.waitFor("> fix the bug", "First answer.", "ready · ")
+	s.send("more\r")
+	s.waitFor("Second answer.")
+	s.send("\x04")
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
 // TestChatEscapesAgentStrings: the attack (terminal_e2e_test.go) in the
 // model's text and in a command to approve reaches the pty escaped. That
 // the CLI does receive these raw bytes from the same script is shown by

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -69,34 +68,50 @@ type chatApp struct {
 	// injection that survives from prompt to prompt would get a fresh
 	// budget with each. Not reset by /clear (only the answers are).
 	domainBudget netproxy.QuestionBudget
+	// firstPrompt, from the command line (lite-agent "fix the bug"), is
+	// sent as the session's first prompt once the screen is up.
+	firstPrompt string
 }
+
+// chatSkipsFlags are run's flags that chat refuses (run's one-prompt
+// output), left out of chat --help.
+var chatSkipsFlags = []string{"p", "output-format", "verbose"}
 
 func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f runFlags
 	fs := runFlagSet("chat", &f, stderr)
-	cont := fs.Bool("continue", false, "resume the newest session of this workspace")
+	cont := &f.cont
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lite-agent [chat] [flags]   (an interactive session; --resume with no id picks a session)")
-		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "usage: lite-agent [chat] [flags] [PROMPT]   (an interactive session, starting with PROMPT if given; --resume with no id picks a session)")
+		printFlags(stderr, fs, chatSkipsFlags...)
 	}
 	// "--resume" with no id (at the end, or before another flag) opens a
 	// picker; the flag package would take the next flag as the id.
+	original := args
 	args, pick := resumeWithoutID(args)
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2}
+		return err // -h, or a usage error (exit 2) in one line
 	}
-	if len(positional) > 0 || f.prompt != "" {
-		return usageErrorf("chat takes no prompt: type it in the session (for one prompt and out, use lite-agent run PROMPT)")
+	if f.prompt != "" {
+		return usageErrorf("-p runs one prompt and exits: lite-agent -p PROMPT (or lite-agent run PROMPT); the interactive session takes its first prompt as an argument: lite-agent PROMPT")
 	}
 	if f.outputFormat != "text" {
 		return usageErrorf("--output-format applies to run; chat is interactive")
 	}
+	if f.verbose {
+		return usageErrorf("--verbose applies to run's text output; chat always shows tool calls")
+	}
+	first := strings.Join(positional, " ")
 	if !isTerminal(stdin) || !isTerminalWriter(stdout) {
+		if first != "" {
+			// lite-agent [flags] PROMPT without a terminal: run it.
+			return cmdRun(original, stdin, stdout, stderr)
+		}
 		return usageErrorf("the interactive mode needs a terminal; without one use: lite-agent run [flags] PROMPT")
+	}
+	if pick && first != "" {
+		return usageErrorf("--resume without an id opens a picker, which would drop the prompt: give the id (lite-agent sessions lists them) or type the prompt once the session is picked")
 	}
 	if *cont && (pick || f.resume != "") {
 		return usageErrorf("--continue and --resume exclude each other")
@@ -121,7 +136,7 @@ func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	// The state dir, resolved, for every command of the session.
 	f.stateDir = stateDir
-	app := &chatApp{f: f, set: set, model: model, modelName: modelName, stateDir: stateDir, sessionID: f.resume}
+	app := &chatApp{f: f, set: set, model: model, modelName: modelName, stateDir: stateDir, sessionID: f.resume, firstPrompt: first}
 	if *cont {
 		sessions := workspaceSessions(stateDir, ws)
 		if len(sessions) == 0 {
@@ -162,7 +177,7 @@ func resumeWithoutID(args []string) ([]string, bool) {
 			out = append(out, args[i:]...)
 			break
 		}
-		if (a == "--resume" || a == "-resume") && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
+		if (a == "--resume" || a == "-resume" || a == "-r" || a == "--r") && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
 			pick = true
 			continue
 		}

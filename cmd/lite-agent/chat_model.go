@@ -143,7 +143,13 @@ func (m *chatModel) Init() tea.Cmd {
 	if m.app.sessionID != "" {
 		intro += "\nresuming session " + esc(m.app.sessionID)
 	}
-	return tea.Sequence(tea.Println(styleDim(intro+"\n/help for commands, Esc or Ctrl-C stops a turn, Ctrl-D exits")), textarea.Blink)
+	cmds := []tea.Cmd{tea.Println(styleDim(intro + "\n/help for commands, Esc or Ctrl-C stops a turn, Ctrl-D exits")), textarea.Blink}
+	if p := m.app.firstPrompt; strings.TrimSpace(p) != "" && m.picker == nil {
+		// The prompt given on the command line, as if typed.
+		m.app.firstPrompt = ""
+		cmds = append(cmds, m.dispatch(p)...)
+	}
+	return tea.Sequence(cmds...)
 }
 
 func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {

@@ -50,10 +50,7 @@ func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, &exitError{code: 2}
+		return nil, err // -h, or a usage error (exit 2) in one line
 	}
 	return pos, nil
 }

@@ -30,12 +30,18 @@ func failf(format string, args ...any) error {
 	return &exitError{code: 1, msg: fmt.Sprintf(format, args...)}
 }
 
-const usageText = `usage: lite-agent <command> [flags]
+const usageText = `usage: lite-agent [flags] [PROMPT]   an interactive session (starting with PROMPT)
+       lite-agent -p PROMPT [flags]   run PROMPT, print the answer, exit (= run)
+       lite-agent <command> [flags]
+
+  -c, --continue       continue the newest session of this workspace (chat and run)
+  -r, --resume [ID]    resume session ID (chat without ID: pick one)
+  -v, --version        print the version
 
 commands:
-  run [flags] PROMPT   run an agent (see 'lite-agent run -h')
+  run [flags] PROMPT   run an agent headless (see 'lite-agent run --help')
   sandbox run|check    run one command confined, or show what this kernel can enforce
-                       (see 'lite-agent sandbox -h')
+                       (see 'lite-agent sandbox --help')
   policy show [NAME]   print a preset (strict, standard, permissive) as data, and with
                        --workspace DIR the rules and hooks its policy files add
   policy trust         trust the workspace's policy file in this version, so that under
@@ -45,12 +51,13 @@ commands:
   checkpoints SESSION  list a session's checkpoints and the files each changed
   rewind SESSION --to N
                        go back to checkpoint N: files and conversation
-                       (see 'lite-agent rewind -h')
+                       (see 'lite-agent rewind --help')
   gc                   remove old checkpoints (--max-age, --max-count, --max-size)
   verify               re-hash the checkpoint store and report corruption
   version              print the version
-  chat [flags]         an interactive session (also: no command, in a terminal);
-                       run's flags, --continue, --resume [ID]
+  chat [flags] [PROMPT]
+                       the interactive session (also: no command, in a terminal;
+                       see 'lite-agent chat --help')
 `
 
 // runCLI is main without the process: it returns the exit code.
@@ -59,6 +66,22 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usageText)
 		fmt.Fprintln(stderr, "(with no command in a terminal, lite-agent opens an interactive session; without one, use run)")
 		return 2
+	}
+	if len(args) > 0 && (args[0] == "-p" || args[0] == "--print" || strings.HasPrefix(args[0], "--print=")) {
+		// Claude Code's "print and exit" is run.
+		return exitCode(cmdRun(args, stdin, stdout, stderr), stderr)
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !isCommand(args[0]) {
+		// A prompt as the first argument starts a session with it: the
+		// interactive one in a terminal, run (prints and exits) without.
+		// One word near a command's name is a mistyped command.
+		if err := promptOrTypo(args[0]); err != nil {
+			return exitCode(err, stderr)
+		}
+		if !isTerminal(stdin) || !isTerminalWriter(stdout) {
+			return exitCode(cmdRun(args, stdin, stdout, stderr), stderr)
+		}
+		return exitCode(cmdChat(args, stdin, stdout, stderr), stderr)
 	}
 	if isChatCommand(args) {
 		// The interactive mode: no command, "chat", or chat's flags.
@@ -85,14 +108,24 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdGC(args[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(args[1:], stdout, stderr)
-	case "version", "--version":
+	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "lite-agent", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usageText)
 	default:
-		err = usageErrorf("unknown command %q\n%s", args[0], strings.TrimRight(usageText, "\n"))
+		err = usageErrorf("unknown flag %s; lite-agent --help lists the commands, lite-agent chat --help the flags", args[0])
 	}
 	return exitCode(err, stderr)
+}
+
+// isCommand reports whether name is one of the CLI's commands (or help).
+func isCommand(name string) bool {
+	for _, c := range commands {
+		if name == c {
+			return true
+		}
+	}
+	return false
 }
 
 // isChatCommand reports whether args start the interactive mode: no
@@ -102,7 +135,7 @@ func isChatCommand(args []string) bool {
 		return true
 	}
 	switch args[0] {
-	case "-h", "--help", "--version":
+	case "-h", "--help", "--version", "-v":
 		return false
 	}
 	return strings.HasPrefix(args[0], "-")
@@ -132,11 +165,27 @@ func exitCode(err error, stderr io.Writer) int {
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("run PROMPT --max-turns 3" as well as "run --max-turns 3
 // PROMPT"). Everything after "--" is positional.
+//
+// Flag names spelled in camelCase or snake_case are taken in fs's
+// kebab-case (normalizeFlagNames). A mistake is one usage error line
+// naming the nearest flag (flagError); the flag package's own message
+// and full usage are printed only for -h.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	args = normalizeFlagNames(fs, args)
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
 	var positional []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage = usage
+				fs.SetOutput(out)
+				usage()
+				return nil, err
+			}
+			return nil, flagError(fs, err)
 		}
 		rest := fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {

@@ -133,9 +133,9 @@ func TestExitCodes(t *testing.T) {
 		wantErr string
 	}{
 		{"no command", nil, nil, 2, "usage"},
-		{"unknown command", nil, []string{"frobnicate"}, 2, "unknown command"},
+		{"mistyped command", nil, []string{"sesions"}, 2, `unknown command "sesions": did you mean "sessions"?`},
 		{"no prompt", nil, []string{"run", "--script", badJSON}, 2, "no prompt"},
-		{"bad flag", nil, []string{"run", "--frob", "x"}, 2, "flag provided but not defined"},
+		{"bad flag", nil, []string{"run", "--frob", "x"}, 2, "unknown flag --frob"},
 		{"bad format", nil, []string{"run", "--output-format", "xml", "hi"}, 2, "--output-format"},
 		{"prompt twice", nil, []string{"run", "-p", "a", "b"}, 2, "not both"},
 		{"scripted without script", nil, []string{"run", "--provider", "scripted", "hi"}, 2, "needs --script"},
@@ -227,4 +227,114 @@ func TestFieldIsUnambiguous(t *testing.T) {
 		}
 		seen[f] = s
 	}
+}
+
+// TestClaudeCodeHabits: what a Claude Code user types works where it
+// means the same here, and a mistake is one line naming the nearest
+// command or flag, exit 2.
+func TestClaudeCodeHabits(t *testing.T) {
+	ok := `{"turns": [{"text": "ok"}]}`
+	t.Run("prompt as first argument, no terminal, runs it", func(t *testing.T) {
+		e := newCLIEnv(t)
+		code, out, errOut := e.run("", "--workspace", e.ws, "--state-dir", e.state, "--script", e.script(ok), "fix the bug")
+		if code != 0 || out != "ok\n" {
+			t.Fatalf("exit %d %q %q", code, out, errOut)
+		}
+		code, out, errOut = e.run("", "fix the bug", "--workspace", e.ws, "--state-dir", e.state, "--script", e.script(ok))
+		if code != 0 || out != "ok\n" {
+			t.Fatalf("prompt first: exit %d %q %q", code, out, errOut)
+		}
+	})
+	t.Run("-p prints and exits", func(t *testing.T) {
+		e := newCLIEnv(t)
+		for _, args := range [][]string{
+			{"-p", "hello", "--script", e.script(ok)},
+			{"-p", "--script", e.script(ok), "hello"},
+			{"--print", "--output-format", "text", "--script", e.script(ok), "hello"},
+			{"run", "-p", "--script", e.script(ok), "hello"},
+		} {
+			args = append(args, "--workspace", e.ws, "--state-dir", e.state)
+			code, out, errOut := e.run("", args...)
+			if code != 0 || out != "ok\n" {
+				t.Errorf("%q: exit %d %q %q", args, code, out, errOut)
+			}
+		}
+	})
+	t.Run("camelCase flags", func(t *testing.T) {
+		e := newCLIEnv(t)
+		code, out, errOut := e.run("", "run", "--script", e.script(writeScript), "--allowedTools", "write_file", "--maxTurns=5", "go")
+		if code != 0 || !strings.Contains(out, "Done writing.") {
+			t.Fatalf("exit %d %q %q", code, out, errOut)
+		}
+		if b, err := os.ReadFile(filepath.Join(e.ws, "a.txt")); err != nil || string(b) != "alpha\n" {
+			t.Errorf("--allowedTools did not allow write_file: %q %v", b, err)
+		}
+	})
+	t.Run("continue and resume", func(t *testing.T) {
+		e := newCLIEnv(t)
+		if code, _, errOut := e.run("", "run", "--script", e.script(ok), "first"); code != 0 {
+			t.Fatalf("first run: %s", errOut)
+		}
+		three := `{"turns": [{"text": "ok"}, {"text": "ok"}, {"text": "ok"}]}` // the session's turns so far
+		for _, flagName := range []string{"-c", "--continue"} {
+			code, out, errOut := e.run("", "run", flagName, "--output-format", "json", "--script", e.script(three), "again")
+			var res map[string]any
+			if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+				t.Fatalf("%s: exit %d %q %q", flagName, code, out, errOut)
+			}
+			if n := strings.Count(sessionsList(t, e), "\n") - 1; n != 1 { // less the header
+				t.Errorf("%s started a new session: %d sessions", flagName, n)
+			}
+		}
+		code, _, errOut := e.run("", "run", "-r", "--script", e.script(ok), "x")
+		if code != 2 || !strings.Contains(errOut, "needs a session id") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("run -r without id: exit %d %q", code, errOut)
+		}
+	})
+	t.Run("mistakes are one line", func(t *testing.T) {
+		e := newCLIEnv(t)
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"run", "--allowed-tool", "x", "hi"}, "unknown flag --allowed-tool (did you mean --allowed-tools?)"},
+			{[]string{"run", "--modle", "x", "hi"}, "(did you mean --model?)"},
+			{[]string{"chekpoints"}, `did you mean "checkpoints"?`},
+			{[]string{"gc", "--max-sise", "1M"}, "(did you mean --max-size?)"},
+		} {
+			code, _, errOut := e.run("", c.args...)
+			if code != 2 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Errorf("%q: exit %d, stderr %q (want one line with %q)", c.args, code, errOut, c.want)
+			}
+		}
+	})
+	t.Run("-v and help", func(t *testing.T) {
+		e := newCLIEnv(t)
+		if code, out, _ := e.run("", "-v"); code != 0 || !strings.HasPrefix(out, "lite-agent ") {
+			t.Errorf("-v: exit %d %q", code, out)
+		}
+		code, _, errOut := e.run("", "run", "--help")
+		if code != 0 || !strings.Contains(errOut, "\n  --allowed-tools string") || strings.Contains(errOut, "\n  -allowed-tools") {
+			t.Errorf("run --help: exit %d, want double-dash flags:\n%s", code, errOut)
+		}
+		_, _, chatHelp := e.run("", "chat", "--help")
+		for _, refused := range []string{"\n  -p string", "--output-format", "--verbose"} {
+			if strings.Contains(chatHelp, refused) {
+				t.Errorf("chat --help lists %s, which chat refuses:\n%s", refused, chatHelp)
+			}
+		}
+		if !strings.Contains(chatHelp, "--continue") || !strings.Contains(chatHelp, "--resume") {
+			t.Errorf("chat --help lacks --continue/--resume:\n%s", chatHelp)
+		}
+	})
+}
+
+// sessionsList is `lite-agent sessions` of e's state dir.
+func sessionsList(t *testing.T, e *cliEnv) string {
+	t.Helper()
+	code, out, errOut := e.run("", "sessions", "--state-dir", e.state)
+	if code != 0 {
+		t.Fatalf("sessions: %s", errOut)
+	}
+	return out
 }

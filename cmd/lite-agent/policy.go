@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,10 +47,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 	}
 	positional, err := parseInterleaved(fs, args[1:])
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2}
+		return err // -h, or a usage error (exit 2) in one line
 	}
 	if len(positional) > 1 {
 		return usageErrorf("policy show takes one preset name, not %q", strings.Join(positional, " "))
@@ -201,10 +197,7 @@ func cmdPolicyTrust(verb string, args []string, stdout, stderr io.Writer) error 
 	}
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2}
+		return err // -h, or a usage error (exit 2) in one line
 	}
 	if len(positional) > 1 {
 		return usageErrorf("policy %s takes at most one file, not %q (the workspace is --workspace DIR)", verb, strings.Join(positional, " "))

@@ -44,6 +44,7 @@ type runFlags struct {
 	systemPrompt    string
 	stateDir        string
 	resume          string
+	cont            bool // --continue: resume the workspace's newest session
 	verbose         bool
 	noCheckpoints   bool
 	// Permissions (permissions.go).
@@ -73,15 +74,16 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f runFlags
 	fs := runFlagSet("run", &f, stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT")
-		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "usage: lite-agent run [flags] PROMPT   (also: lite-agent -p PROMPT [flags])")
+		printFlags(stderr, fs)
+	}
+	args, pick := resumeWithoutID(printIsMode(args))
+	if pick {
+		return usageErrorf("run --resume needs a session id (lite-agent sessions lists them; --continue takes the newest)")
 	}
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2}
+		return err // -h, or a usage error (exit 2) in one line
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -107,6 +109,20 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f.workspace = ws
 	if notice != "" && f.outputFormat == "text" {
 		fmt.Fprintln(stderr, notice) // before anything else the run prints
+	}
+	if f.cont {
+		if f.resume != "" {
+			return usageErrorf("--continue and --resume exclude each other")
+		}
+		stateDir, err := stateDirOf(f.stateDir)
+		if err != nil {
+			return err
+		}
+		sessions := workspaceSessions(stateDir, ws)
+		if len(sessions) == 0 {
+			return failf("no session of %s to continue in %s; start one with: lite-agent run PROMPT", esc(ws), esc(stateDir))
+		}
+		f.resume = sessions[0].SessionID
 	}
 	agent, err := buildAgent(&f, set, model, modelName, stdin, stderr)
 	if err != nil {
@@ -142,6 +158,9 @@ func runFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "replace the default system prompt (what the model is told about its work, environment and sandbox) with this text")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where sessions are kept (default: $XDG_STATE_HOME/lite-agent)")
 	fs.StringVar(&f.resume, "resume", "", "continue the session with this id")
+	fs.StringVar(&f.resume, "r", "", "the same as --resume")
+	fs.BoolVar(&f.cont, "continue", false, "continue the newest session of this workspace")
+	fs.BoolVar(&f.cont, "c", false, "the same as --continue")
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
 	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
 	permissionFlags(fs, f)
