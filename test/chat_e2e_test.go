@@ -393,6 +393,47 @@ func TestChatFirstPromptArgument(t *testing.T) {
 	}
 }
 
+// TestChatSessionAllowOutlivesTheTurn: "a" (allow for this session)
+// holds for the session's later prompts too — each prompt is a query, and
+// the rule used to last one query, so the next prompt asked again and
+// /permissions said "(none)"; a call the person denies is said once (not
+// three times: the answer, the permission event, the error result).
+func TestChatSessionAllowOutlivesTheTurn(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"tool_calls": []any{call("b1", "bash", map[string]any{"command": "echo first"})}},
+		map[string]any{"text": "Ran once."},
+		map[string]any{"tool_calls": []any{call("b2", "bash", map[string]any{"command": "echo first"})}},
+		map[string]any{"text": "Ran twice."},
+		map[string]any{"tool_calls": []any{call("b3", "bash", map[string]any{"command": "touch x-file"})}},
+		map[string]any{"text": "Could not."})
+	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script)
+	s.waitFor("ready · ")
+	s.send("one\r")
+	s.waitFor("? bash wants to run", "[a] allow for this session")
+	s.send("a")
+	s.waitFor("allowed for this session", "Ran once.", "ready · ")
+	s.send("two\r")
+	scr := s.waitFor("Ran twice.", "ready · ")
+	if strings.Contains(scr, "wants to run") {
+		t.Errorf("the session's allow did not hold for the next prompt:\n%s", scr)
+	}
+	s.send("/permissions\r")
+	s.waitFor("allowed here: bash(echo")
+	s.send("three\r")
+	s.waitFor("? bash wants to run", "[n] deny, the agent goes on", "[Esc] deny and")
+	s.send("n")
+	scr = s.waitFor("Could not.", "ready · ")
+	if got := strings.Count(scr, "denied"); got != 1 {
+		t.Errorf("the denial was said %d times, want once:\n%s", got, scr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x-file")); err == nil {
+		t.Error("the denied command ran")
+	}
+	s.send("\x04")
+	s.waitExit()
+}
+
 // TestChatEscapesAgentStrings: the attack (terminal_e2e_test.go) in the
 // model's text and in a command to approve reaches the pty escaped. That
 // the CLI does receive these raw bytes from the same script is shown by

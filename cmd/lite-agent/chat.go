@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -71,6 +72,38 @@ type chatApp struct {
 	// firstPrompt, from the command line (lite-agent "fix the bug"), is
 	// sent as the session's first prompt once the screen is up.
 	firstPrompt string
+	// sessionAllow are the rules answered "allow for this session" (or
+	// always) during the last turn, added to the agent's allow rules
+	// before the next (keepSessionAllows).
+	sessionAllow []string
+}
+
+// keepSessionAllows adds the rules allowed for the session during the
+// last turn to the agent's allow rules, between turns (the agent is
+// rebuilt, as for /allow), so that the next prompt does not ask again.
+func (a *chatApp) keepSessionAllows() error {
+	if len(a.sessionAllow) == 0 {
+		return nil
+	}
+	old := a.f.allowedTools
+	for _, r := range a.sessionAllow {
+		if slices.Contains(commaList(a.f.allowedTools), r) {
+			continue
+		}
+		if a.f.allowedTools != "" {
+			a.f.allowedTools += ","
+		}
+		a.f.allowedTools += r
+	}
+	a.sessionAllow = nil
+	if a.f.allowedTools == old {
+		return nil
+	}
+	if err := a.rebuild(); err != nil {
+		a.f.allowedTools = old
+		return fmt.Errorf("the rules allowed for this session could not be kept: %w", err)
+	}
+	return nil
 }
 
 // chatSkipsFlags are run's flags that chat refuses (run's one-prompt

@@ -109,6 +109,10 @@ type chatModel struct {
 	history []string
 	histAt  int
 	queued  []string // typed while a turn ran, sent when it ends
+	// personDenied are the calls the person denied at the prompt, by
+	// call id: their denial is shown once, by the answer's own line, not
+	// again by the permission event and the call's error result.
+	personDenied map[string]bool
 	ending  string   // how the turn ended, if it failed: shown at its end
 
 	undo *undoRewind // the last rewind, until the next prompt
@@ -336,6 +340,9 @@ func (m *chatModel) dispatch(text string) []tea.Cmd {
 
 // startTurn runs one prompt as a query resuming the session.
 func (m *chatModel) startTurn(prompt string) tea.Cmd {
+	if err := m.app.keepSessionAllows(); err != nil {
+		return tea.Println(styleErr(termsafe.Text(err.Error())))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.running, m.cancel = true, cancel
 	m.undo = nil
@@ -399,10 +406,14 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 	case kernel.EventToolCall:
 		m.calls = append(m.calls, runningCall{id: ev.ToolCall.ID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), input: ev.ToolCall.Input, start: time.Now()})
 	case kernel.EventPermission:
-		if ev.Permission.Decision == "deny" {
+		if ev.Permission.Decision == "deny" && !m.personDenied[ev.Permission.ID] {
 			return tea.Println(styleErr("  ✗ denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
 		}
 	case kernel.EventToolResult:
+		if m.personDenied[ev.ToolResult.ID] {
+			delete(m.personDenied, ev.ToolResult.ID)
+			return nil // said by the answer's line
+		}
 		d := time.Duration(0)
 		var sub []subCall
 		for i, c := range m.calls {
@@ -585,6 +596,17 @@ func (m *chatModel) answer(r kernel.PermissionResult, shown string) tea.Cmd {
 	a := m.approval
 	m.approval = nil
 	a.reply <- r
+	if r.Allow && len(r.AllowRules) > 0 {
+		// "For this session" outlives the turn: the kernel keeps the rule
+		// for this query only, and each prompt is a query.
+		m.app.sessionAllow = append(m.app.sessionAllow, r.AllowRules...)
+	}
+	if !r.Allow && !r.Interrupt && a.info.ToolUseID != "" {
+		if m.personDenied == nil {
+			m.personDenied = map[string]bool{}
+		}
+		m.personDenied[a.info.ToolUseID] = true
+	}
 	return tea.Println(styleDim("  " + shown + " " + callSummary(a.name, a.input)))
 }
 

@@ -147,7 +147,7 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		return say(styleDim(strings.TrimPrefix(name, "/") + " " + termsafe.Escape(rule) + " (this session)"))
 	case "/permissions":
 		return say(fmt.Sprintf("mode %s; preset %s; sandbox %s\nallowed here: %s\ndenied here: %s",
-			m.app.mode, m.app.agent.Preset().Name, networkGrant(m.app.opts.Sandbox, 2000), orNone(m.app.f.allowedTools), orNone(m.app.f.disallowedTools)))
+			m.app.mode, m.app.agent.Preset().Name, networkGrant(m.app.opts.Sandbox, 2000), orNone(strings.Join(append(commaList(m.app.f.allowedTools), m.app.sessionAllow...), ",")), orNone(m.app.f.disallowedTools)))
 	case "/checkpoints":
 		if m.app.sessionID == "" {
 			return needSession()

@@ -191,7 +191,7 @@ func (m *chatModel) approvalView() string {
 		if len(a.info.Suggestions) > 0 {
 			always = " (" + esc(strings.Join(a.info.Suggestions, ", ")) + ")"
 		}
-		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session%s  [A] allow always  [n] deny  [m] deny with a message  [Esc] stop the turn", always)
+		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session%s  [A] allow always  [n] deny, the agent goes on  [m] deny with a message  [Esc] deny and stop the turn", always)
 	}
 	return boxStyle.Width(m.width).Render(b.String())
 }
