@@ -335,7 +335,12 @@ func (m *chatModel) dispatch(text string) []tea.Cmd {
 	if strings.HasPrefix(text, "/") {
 		return []tea.Cmd{echo, m.slash(strings.TrimSpace(text))}
 	}
-	return []tea.Cmd{echo, m.startTurn(text)}
+	prompt, notes := m.app.attachFiles(context.Background(), text)
+	cmds := []tea.Cmd{echo}
+	for _, n := range notes {
+		cmds = append(cmds, tea.Println(styleDim("  "+esc(n))))
+	}
+	return append(cmds, m.startTurn(prompt))
 }
 
 // startTurn runs one prompt as a query resuming the session.
