@@ -113,7 +113,7 @@ type chatModel struct {
 	// call id: their denial is shown once, by the answer's own line, not
 	// again by the permission event and the call's error result.
 	personDenied map[string]bool
-	ending  string   // how the turn ended, if it failed: shown at its end
+	ending       string // how the turn ended, if it failed: shown at its end
 
 	undo *undoRewind // the last rewind, until the next prompt
 
