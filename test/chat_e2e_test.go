@@ -434,6 +434,27 @@ func TestChatSessionAllowOutlivesTheTurn(t *testing.T) {
 	s.waitExit()
 }
 
+// TestChatContinueShowsEarlierConversation: --continue (and --resume ID)
+// open on the earlier conversation — the prompts, the agent's answers,
+// its tool calls — not on an empty screen.
+func TestChatContinueShowsEarlierConversation(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	script := scriptFile(t,
+		map[string]any{"text": "Listing.", "tool_calls": []any{call("l1", "list_dir", map[string]any{"path": "."})}},
+		map[string]any{"text": "The answer is forty-two."},
+		map[string]any{"text": "Continued fine."})
+	if _, stderr, code := cliRun(t, ws, "run", "--workspace", ws, "--state-dir", state, "--script", script, "what is the answer"); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{{"--continue"}, {"-c"}} {
+		args = append(args, "--workspace", ws, "--state-dir", state, "--script", script)
+		s := startPTY(t, ws, args...)
+		s.waitFor("> what is the answer", "The answer is forty-two.", "list_dir", "earlier conversation above", "ready · ")
+		s.send("\x04")
+		s.waitExit()
+	}
+}
+
 // TestChatEscapesAgentStrings: the attack (terminal_e2e_test.go) in the
 // model's text and in a command to approve reaches the pty escaped. That
 // the CLI does receive these raw bytes from the same script is shown by

@@ -148,6 +148,9 @@ func (m *chatModel) Init() tea.Cmd {
 		intro += "\nresuming session " + esc(m.app.sessionID)
 	}
 	cmds := []tea.Cmd{tea.Println(styleDim(intro + "\n/help for commands, Esc or Ctrl-C stops a turn, Ctrl-D exits")), textarea.Blink}
+	if r := m.recap(); r != nil {
+		cmds = append(cmds, r)
+	}
 	if p := m.app.firstPrompt; strings.TrimSpace(p) != "" && m.picker == nil {
 		// The prompt given on the command line, as if typed.
 		m.app.firstPrompt = ""
@@ -749,6 +752,9 @@ func sessionPicker(app *chatApp) *picker {
 	p.pick = func(m *chatModel, id string) tea.Cmd {
 		m.app.sessionID = id
 		m.app.forgetSessionDomains()
+		if r := m.recap(); r != nil {
+			return tea.Sequence(tea.Println(styleDim("resuming session "+esc(id))), r)
+		}
 		return tea.Println(styleDim("resuming session " + esc(id)))
 	}
 	return p
