@@ -363,6 +363,10 @@ type ToolchainGrant struct {
 	Path  []string `json:"path,omitempty"`
 	Env   []Grant  `json:"env,omitempty"`
 	Notes []string `json:"notes,omitempty"`
+	// systemRoots are its installs beneath the system paths (/usr for
+	// /usr/bin/node), whose credential files hideSystemCredentials
+	// takes out of those paths.
+	systemRoots []string
 }
 
 type selected struct {
@@ -446,6 +450,14 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	for _, b := range bins {
 		dir := filepath.Dir(b)
 		if systemPath(dir) {
+			// Granted by the system paths, with its configuration
+			// (a node in /usr reads /usr/etc/npmrc): hideSystemCredentials.
+			if filepath.Base(dir) == "bin" {
+				dir = filepath.Dir(dir)
+			}
+			if !slices.Contains(g.systemRoots, dir) {
+				g.systemRoots = append(g.systemRoots, dir)
+			}
 			continue
 		}
 		// An install's root is the parent of its bin/ (nvm's

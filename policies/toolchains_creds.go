@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // # Credentials inside the roots a profile grants
@@ -180,4 +182,61 @@ func (g *ToolchainGrant) hideCredentials(h Host) {
 		g.Notes = append(g.Notes, fmt.Sprintf("%s: not granting %s (%s): grant it with --allow-read %s (or read in a policy file's [sandbox])",
 			g.Name, c.path, c.what, c.path))
 	}
+}
+
+// symlinkResolver is the optional Host capability of resolving a path's
+// symlinks (local's MachineHost has it).
+type symlinkResolver interface {
+	EvalSymlinks(path string) (string, error)
+}
+
+// hideSystemCredentials takes the credential files of the profiles'
+// installs beneath the system paths (/usr/etc/npmrc of a node in /usr,
+// /usr/local/pip.conf of a python in /usr/local, a Maven home's
+// conf/settings.xml under /usr/share) out of the system paths that hold
+// them: that path is granted as its other entries (splitAround). A file
+// whose real location is outside every system path (Debian's
+// /usr/share/maven/conf, a link to /etc/maven) is not exposed by them, and
+// the path stays whole.
+func hideSystemCredentials(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant, h Host) {
+	sys := p.SystemPaths
+	if sys == nil {
+		sys = sandbox.DefaultSystemPaths()
+	}
+	hidden := map[string][]string{} // system path -> real paths of its credential files
+	var notes []string
+	for _, g := range tcs {
+		list := toolchainCredentials(g.Name)
+		for _, root := range g.systemRoots {
+			for _, c := range credentialsIn(root, list, h) {
+				real := c.path
+				if r, ok := h.(symlinkResolver); ok {
+					var err error
+					if real, err = r.EvalSymlinks(c.path); err != nil {
+						continue // gone: nothing to read
+					}
+				}
+				for _, s := range sys {
+					if strings.HasPrefix(real, s+"/") && !slices.Contains(hidden[s], real) {
+						hidden[s] = append(hidden[s], real)
+						notes = append(notes, fmt.Sprintf("%s: not granting %s (%s): grant it with --allow-read %s (or read in a policy file's [sandbox])",
+							g.Name, real, c.what, real))
+					}
+				}
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return
+	}
+	var out []string
+	for _, s := range sys {
+		if hs := hidden[s]; len(hs) > 0 {
+			out = append(out, splitAround(s, hs, h)...)
+		} else {
+			out = append(out, s)
+		}
+	}
+	p.SystemPaths = out
+	rep.Notes = append(rep.Notes, notes...)
 }

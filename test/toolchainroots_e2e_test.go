@@ -101,3 +101,36 @@ func TestCredentialsInToolchainRootsUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemNodeGlobalNpmrcUnreadable: a node installed under the system
+// paths (/usr/bin/node, prefix /usr) reads its global configuration from
+// {prefix}/etc/npmrc — /usr/etc/npmrc, which the system path /usr grants
+// to every command. With the node profile on, the sandbox's /usr is /usr
+// without that file, and node and npm still run.
+func TestSystemNodeGlobalNpmrcUnreadable(t *testing.T) {
+	need(t, "node", "node", "npm")
+	out, err := exec.Command("npm", "config", "get", "globalconfig").Output()
+	npmrc := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(npmrc, "/usr/") {
+		t.Skipf("npm's global npmrc is not beneath /usr here (%q, %v): this test would show a system node's {prefix}/etc/npmrc unreadable", npmrc, err)
+	}
+	if _, err := os.Stat(npmrc); err != nil {
+		t.Skipf("%s does not exist here: this test would show a system node's global npmrc unreadable", npmrc)
+	}
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "package.json"), "{}\n")
+	env := append(os.Environ(), "HOME="+t.TempDir())
+	script := "cat " + npmrc + " >/dev/null 2>&1 && echo READABLE-npmrc; node -e 'console.log(\"node-ran\")'; npm --version >/dev/null && echo npm-ran\n"
+	// Without the profile /usr is whole: the file is readable (the attack).
+	before, errOut := sandboxRunEnv(t, env, "--workspace", ws, "--toolchains", "none", "--", "sh", "-c", script)
+	if !strings.Contains(before, "READABLE-npmrc") {
+		t.Fatalf("%s is not readable without the profile (the test would prove nothing):\n%s%s", npmrc, before, errOut)
+	}
+	after, errOut := sandboxRunEnv(t, env, "--workspace", ws, "--toolchains", "node", "--", "sh", "-c", script)
+	if strings.Contains(after, "READABLE-npmrc") {
+		t.Errorf("%s is readable with the node profile on:\n%s", npmrc, after)
+	}
+	if !strings.Contains(after, "node-ran") || !strings.Contains(after, "npm-ran") {
+		t.Errorf("node or npm no longer runs:\n%s%s", after, errOut)
+	}
+}
