@@ -123,6 +123,10 @@ func (h *MachineHost) Glob(pattern string) []string {
 
 func (h *MachineHost) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
 
+// EvalSymlinks is the real location of p (a profile's credential file
+// beneath a system path may be a link out of it).
+func (h *MachineHost) EvalSymlinks(p string) (string, error) { return filepath.EvalSymlinks(p) }
+
 func (h *MachineHost) WorkspaceCache(ws, profile string) (string, error) {
 	root := h.CacheRoot
 	if root == "" {

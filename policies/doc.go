@@ -129,7 +129,10 @@
 // through Host.WriteFile into a per-workspace directory the sandbox may
 // read and not write. Every grant of a profile
 // passes credentialClash: nothing that is, holds or lies inside a
-// credentials path (credentialPaths) is ever granted by a profile.
+// credentials path (credentialPaths) is ever granted by a profile; inside
+// the roots it grants (and the system paths its installs lie beneath),
+// the tool's own credential files (toolchains_creds.go, patterns per
+// profile) are left out by granting the rest of the root around them.
 //
 // # Offline, a refusal says why
 //

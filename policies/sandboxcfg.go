@@ -233,6 +233,7 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 		}
 	}
 	applyToolchains(&p, rep, tcs, h.Getenv("PATH"))
+	hideSystemCredentials(&p, rep, tcs, h)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {

@@ -36,7 +36,10 @@ import (
 // package runs nothing itself. Every read-only and writable grant of a
 // profile passes credentialClash: a directory that is, holds or lies in a
 // credentials path (credentialPaths) is never granted, whatever a profile
-// or an installation layout says.
+// or an installation layout says. Inside the roots it grants, the tool's
+// own configuration files (npm's {prefix}/etc/npmrc, pip's site pip.conf,
+// Maven's conf/settings.xml...) are not granted either
+// (toolchains_creds.go).
 
 // Host is the machine a profile is resolved on. local supplies the real
 // one; tests supply fakes.
@@ -271,7 +274,7 @@ var toolchains = []Toolchain{
 		Registry: "@maven",
 		Markers:  []string{"pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"},
 		Binaries: []string{"java", "javac", "mvn", "gradle"},
-		Roots:    []string{"$JAVA_HOME", "{home}/.sdkman/candidates"},
+		Roots:    []string{"$JAVA_HOME", "$SDKMAN_DIR/candidates", "{home}/.sdkman/candidates"},
 		// Debian's JDK keeps its security and logging configuration in
 		// /etc/java-N-openjdk (the JDK's conf/ links there), Maven its
 		// m2.conf, logging and global settings in /etc/maven (Maven's
@@ -360,6 +363,10 @@ type ToolchainGrant struct {
 	Path  []string `json:"path,omitempty"`
 	Env   []Grant  `json:"env,omitempty"`
 	Notes []string `json:"notes,omitempty"`
+	// systemRoots are its installs beneath the system paths (/usr for
+	// /usr/bin/node), whose credential files hideSystemCredentials
+	// takes out of those paths.
+	systemRoots []string
 }
 
 type selected struct {
@@ -443,6 +450,14 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	for _, b := range bins {
 		dir := filepath.Dir(b)
 		if systemPath(dir) {
+			// Granted by the system paths, with its configuration
+			// (a node in /usr reads /usr/etc/npmrc): hideSystemCredentials.
+			if filepath.Base(dir) == "bin" {
+				dir = filepath.Dir(dir)
+			}
+			if !slices.Contains(g.systemRoots, dir) {
+				g.systemRoots = append(g.systemRoots, dir)
+			}
 			continue
 		}
 		// An install's root is the parent of its bin/ (nvm's
@@ -479,6 +494,9 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 			read(v, "the user's "+c+", read-only")
 		}
 	}
+	// The tool's own configuration files in what was granted: never
+	// (toolchains_creds.go).
+	g.hideCredentials(h)
 	g.Write = append(g.Write, Grant{cache, src + " (its per-workspace cache)"})
 	if conf != "" {
 		// Read-only: what lite-agent wrote is what the tool reads.

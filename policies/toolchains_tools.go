@@ -298,6 +298,9 @@ var credentialPaths = []string{
 	".aws", ".config/gcloud", ".azure", ".kube", ".config/gh", ".config/hub",
 	".gradle/gradle.properties", ".terraform.d", ".local/share/keyrings", ".password-store",
 	".config/go/env", ".config/op", ".vault-token",
+	// pnpm's global rc; Gradle's user init scripts (repository
+	// credentials are often set there).
+	".config/pnpm", ".gradle/init.d", ".gradle/init.gradle", ".gradle/init.gradle.kts",
 }
 
 // CredentialPaths returns the credential paths under home.

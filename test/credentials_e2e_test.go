@@ -20,7 +20,7 @@ var credentialFiles = []string{
 	".docker/config.json", ".ssh/id_ed25519", ".aws/credentials", ".config/gcloud/credentials.db",
 	".azure/msal_token_cache.json", ".kube/config", ".gnupg/private-keys-v1.d/key.key",
 	".local/share/keyrings/login.keyring", ".config/gh/hosts.yml", ".gradle/gradle.properties",
-	".config/go/env",
+	".config/go/env", ".config/pnpm/rc", ".gradle/init.d/repos.gradle", ".gradle/init.gradle",
 }
 
 // fakeToolHome lays out a HOME with each toolchain installed the way

@@ -1,0 +1,242 @@
+package policies
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/sandbox"
+)
+
+// # Credentials inside the roots a profile grants
+//
+// An install holds its tool's own configuration next to what the tool
+// executes: npm's global npmrc in {prefix}/etc, pip's site pip.conf in
+// sys.prefix (every pyenv version), Maven's conf/settings.xml in its home
+// (sdkman's candidates, /etc/maven), Gradle's gradle.properties and
+// init.d in its distribution, cargo's credentials.toml in a CARGO_HOME
+// outside the home. Each may hold a token or a password. A profile grants
+// what the tool runs and its libraries, never these: before a root is
+// granted, the profile's credential files (credentialFile, patterns
+// relative to the root) that exist in it are found, and the root is
+// granted as its other entries instead (splitAround) — down the path to
+// each such file, every sibling granted whole, the file itself not.
+// Landlock cannot deny inside an allowed tree, so the tree holding a
+// credential file is never allowed; the sandbox's root skeleton, made from
+// the very grants, then has no name for the file at all (a tool sees no
+// such file, as if it had none), and without a private mount namespace
+// reading it fails with EACCES. The person grants one with --allow-read
+// FILE (a policy file's [sandbox] read), which the refusal note names.
+//
+// What is matched is what exists when the policy is made: a credential
+// file created inside an install while a session runs is granted to that
+// session through its directory, and hidden from the next.
+
+// credentialFile is one configuration file (or directory) a toolchain
+// reads credentials from, as a pattern relative to a granted root
+// (filepath.Match syntax, one component per '/'), and what it is.
+type credentialFile struct {
+	Pattern string
+	What    string
+}
+
+// installCredentials are hidden in the roots of every profile: the
+// per-directory rc files that tools look up from a directory upwards, and
+// the home-style stores, should a root hold one.
+var installCredentials = []credentialFile{
+	{".npmrc", "an npm configuration"},
+	{".yarnrc", "a yarn configuration"},
+	{".yarnrc.yml", "a yarn configuration"},
+	{".pypirc", "a PyPI upload configuration"},
+	{".netrc", "a netrc (host passwords)"},
+	{".git-credentials", "a git credential store"},
+	{".config/git/credentials", "a git credential store"},
+}
+
+// Each profile's own, by install layout.
+var (
+	nodeCredentials = []credentialFile{
+		{"etc/npmrc", "npm's global configuration ({prefix}/etc/npmrc, read by npm and pnpm)"},
+		{"lib/node_modules/npm/npmrc", "npm's built-in configuration"},
+		{"npmrc", "npm's built-in configuration"}, // a root that is npm's own directory
+		// Volta keeps each node in tools/image/node/VERSION.
+		{"tools/image/node/*/etc/npmrc", "npm's global configuration"},
+		{"tools/image/node/*/lib/node_modules/npm/npmrc", "npm's built-in configuration"},
+	}
+	pythonCredentials = []credentialFile{
+		{"pip.conf", "pip's site configuration (sys.prefix/pip.conf)"},
+		// pyenv: each version is a sys.prefix; pyenv-virtualenv's envs too.
+		{"versions/*/pip.conf", "pip's site configuration"},
+		{"versions/*/envs/*/pip.conf", "pip's site configuration"},
+		// uv's managed pythons: one sys.prefix per directory.
+		{"*/pip.conf", "pip's site configuration"},
+	}
+	rustCredentials = []credentialFile{
+		{"credentials", "cargo's registry tokens"},
+		{"credentials.toml", "cargo's registry tokens"},
+		{"config", "cargo's configuration (may hold registry tokens)"},
+		{"config.toml", "cargo's configuration (may hold registry tokens)"},
+	}
+	javaCredentials = []credentialFile{
+		{"conf/settings.xml", "Maven's global settings (server passwords)"},
+		{"conf/settings-security.xml", "Maven's master password"},
+		{"settings.xml", "Maven's settings (server passwords)"}, // /etc/maven, Maven's conf/ itself
+		{"settings-security.xml", "Maven's master password"},
+		{"gradle.properties", "Gradle's properties (repository credentials)"},
+		{"init.d", "Gradle's init scripts (may carry repository credentials)"},
+		// sdkman: candidates/TOOL/VERSION (and its current link).
+		{"maven/*/conf/settings.xml", "Maven's global settings (server passwords)"},
+		{"maven/*/conf/settings-security.xml", "Maven's master password"},
+		{"gradle/*/gradle.properties", "Gradle's properties (repository credentials)"},
+		{"gradle/*/init.d", "Gradle's init scripts (may carry repository credentials)"},
+	}
+)
+
+// toolchainCredentials are the credential files profile name hides in
+// every root it grants.
+func toolchainCredentials(name string) []credentialFile {
+	own := map[string][]credentialFile{"node": nodeCredentials, "python": pythonCredentials,
+		"rust": rustCredentials, "java": javaCredentials}[name]
+	return append(slices.Clone(installCredentials), own...)
+}
+
+// hiddenCredential is a credential file found in a granted root.
+type hiddenCredential struct {
+	path, what string
+}
+
+// credentialsIn lists the credential files (of list) that exist in root.
+func credentialsIn(root string, list []credentialFile, h Host) []hiddenCredential {
+	var out []hiddenCredential
+	for _, c := range list {
+		for _, m := range h.Glob(filepath.Join(globQuote(root), c.Pattern)) {
+			m = filepath.Clean(m)
+			if m != root && strings.HasPrefix(m, root+"/") && !slices.ContainsFunc(out, func(x hiddenCredential) bool { return x.path == m }) {
+				out = append(out, hiddenCredential{m, c.What})
+			}
+		}
+	}
+	return out
+}
+
+// splitAround lists what granting dir without the hidden paths beneath it
+// means: every entry of dir that neither is one nor holds one, whole, and
+// those that hold one split the same way. An entry dir's listing cannot
+// show is not granted (fail closed).
+func splitAround(dir string, hidden []string, h Host) []string {
+	var out []string
+	for _, c := range h.Glob(filepath.Join(globQuote(dir), "*")) {
+		c = filepath.Clean(c)
+		switch {
+		case slices.Contains(hidden, c):
+		case slices.ContainsFunc(hidden, func(x string) bool { return strings.HasPrefix(x, c+"/") }):
+			out = append(out, splitAround(c, hidden, h)...)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hideCredentials replaces every read grant of g that is, holds or lies in
+// one of the credential files found (in any of g's grants) by its split,
+// and notes each file with the grant that would allow it.
+func (g *ToolchainGrant) hideCredentials(h Host) {
+	list := toolchainCredentials(g.Name)
+	var found []hiddenCredential
+	for _, r := range g.Read {
+		for _, c := range credentialsIn(r.Value, list, h) {
+			if !slices.ContainsFunc(found, func(x hiddenCredential) bool { return x.path == c.path }) {
+				found = append(found, c)
+			}
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	var paths []string
+	for _, c := range found {
+		paths = append(paths, c.path)
+	}
+	var read []Grant
+	add := func(p string, src string) {
+		if !slices.ContainsFunc(read, func(x Grant) bool { return x.Value == p }) {
+			read = append(read, Grant{p, src})
+		}
+	}
+	for _, r := range g.Read {
+		switch {
+		case slices.ContainsFunc(paths, func(c string) bool { return r.Value == c || strings.HasPrefix(r.Value, c+"/") }):
+			// The grant is a credential file or lies in one: dropped.
+		case slices.ContainsFunc(paths, func(c string) bool { return strings.HasPrefix(c, r.Value+"/") }):
+			for _, p := range splitAround(r.Value, paths, h) {
+				add(p, r.Source)
+			}
+		default:
+			add(r.Value, r.Source)
+		}
+	}
+	g.Read = read
+	for _, c := range found {
+		g.Notes = append(g.Notes, fmt.Sprintf("%s: not granting %s (%s): grant it with --allow-read %s (or read in a policy file's [sandbox])",
+			g.Name, c.path, c.what, c.path))
+	}
+}
+
+// symlinkResolver is the optional Host capability of resolving a path's
+// symlinks (local's MachineHost has it).
+type symlinkResolver interface {
+	EvalSymlinks(path string) (string, error)
+}
+
+// hideSystemCredentials takes the credential files of the profiles'
+// installs beneath the system paths (/usr/etc/npmrc of a node in /usr,
+// /usr/local/pip.conf of a python in /usr/local, a Maven home's
+// conf/settings.xml under /usr/share) out of the system paths that hold
+// them: that path is granted as its other entries (splitAround). A file
+// whose real location is outside every system path (Debian's
+// /usr/share/maven/conf, a link to /etc/maven) is not exposed by them, and
+// the path stays whole.
+func hideSystemCredentials(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant, h Host) {
+	sys := p.SystemPaths
+	if sys == nil {
+		sys = sandbox.DefaultSystemPaths()
+	}
+	hidden := map[string][]string{} // system path -> real paths of its credential files
+	var notes []string
+	for _, g := range tcs {
+		list := toolchainCredentials(g.Name)
+		for _, root := range g.systemRoots {
+			for _, c := range credentialsIn(root, list, h) {
+				real := c.path
+				if r, ok := h.(symlinkResolver); ok {
+					var err error
+					if real, err = r.EvalSymlinks(c.path); err != nil {
+						continue // gone: nothing to read
+					}
+				}
+				for _, s := range sys {
+					if strings.HasPrefix(real, s+"/") && !slices.Contains(hidden[s], real) {
+						hidden[s] = append(hidden[s], real)
+						notes = append(notes, fmt.Sprintf("%s: not granting %s (%s): grant it with --allow-read %s (or read in a policy file's [sandbox])",
+							g.Name, real, c.what, real))
+					}
+				}
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return
+	}
+	var out []string
+	for _, s := range sys {
+		if hs := hidden[s]; len(hs) > 0 {
+			out = append(out, splitAround(s, hs, h)...)
+		} else {
+			out = append(out, s)
+		}
+	}
+	p.SystemPaths = out
+	rep.Notes = append(rep.Notes, notes...)
+}

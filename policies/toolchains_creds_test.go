@@ -1,0 +1,109 @@
+package policies
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The roots version managers keep (nvm's versions/node/*, $PYENV_ROOT,
+// sdkman's candidates, a CARGO_HOME outside the home, /etc/maven-style
+// conf) hold each tool's global configuration; a profile grants the rest
+// of the root and never the file.
+func TestProfilesHideCredentialsInTheirRoots(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	nvm := filepath.Join(root, "nvm")
+	pyenv := filepath.Join(root, "pyenv")
+	sdkman := filepath.Join(root, "sdkman")
+	cargoHome := filepath.Join(root, "opt-cargo")
+	node := filepath.Join(nvm, "versions/node/v20.1.0")
+	mvnHome := filepath.Join(sdkman, "candidates/maven/3.9.6")
+	gradleHome := filepath.Join(sdkman, "candidates/gradle/8.5")
+	mkdirs(t, root, "home", "ws", "cache",
+		strings.TrimPrefix(node, root)+"/bin", strings.TrimPrefix(node, root)+"/lib/node_modules/npm/bin", strings.TrimPrefix(node, root)+"/etc",
+		"pyenv/shims", "pyenv/bin", "pyenv/versions/3.12.1/bin", "pyenv/versions/3.12.1/lib/python3.12",
+		strings.TrimPrefix(mvnHome, root)+"/bin", strings.TrimPrefix(mvnHome, root)+"/conf/logging", strings.TrimPrefix(mvnHome, root)+"/lib",
+		strings.TrimPrefix(gradleHome, root)+"/bin", strings.TrimPrefix(gradleHome, root)+"/init.d",
+		"opt-cargo/bin", "opt-cargo/registry")
+	secrets := map[string]string{
+		node + "/etc/npmrc":                  "//registry.example/:_authToken=SECRET",
+		node + "/lib/node_modules/npm/npmrc": "//registry.example/:_authToken=SECRET",
+		pyenv + "/versions/3.12.1/pip.conf":  "[global]\nindex-url = https://u:SECRET@pypi.example/simple\n",
+		mvnHome + "/conf/settings.xml":       "<settings><servers><server><password>SECRET</password></server></servers></settings>",
+		gradleHome + "/gradle.properties":    "repoPassword=SECRET\n",
+		gradleHome + "/init.d/repos.gradle":  "password 'SECRET'\n",
+		cargoHome + "/credentials.toml":      "[registry]\ntoken = \"SECRET\"\n",
+		cargoHome + "/.git-credentials":      "https://u:SECRET@git.example\n",
+	}
+	for p, s := range secrets {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runnable := []string{node + "/bin/node", node + "/lib/node_modules/npm/bin/npm-cli.js", pyenv + "/shims/python3",
+		pyenv + "/versions/3.12.1/bin/python3.12", mvnHome + "/bin/mvn", mvnHome + "/conf/logging",
+		gradleHome + "/bin/gradle", cargoHome + "/bin/cargo"}
+	for _, p := range runnable {
+		if !strings.HasSuffix(p, "logging") {
+			os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755)
+		}
+	}
+	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"),
+		env: map[string]string{"NVM_DIR": nvm, "PYENV_ROOT": pyenv, "SDKMAN_DIR": sdkman, "CARGO_HOME": cargoHome, "PATH": "/usr/bin"},
+		bins: map[string]string{"node": node + "/bin/node", "npm": node + "/lib/node_modules/npm/bin/npm-cli.js",
+			"python3": pyenv + "/shims/python3", "mvn": mvnHome + "/bin/mvn", "gradle": gradleHome + "/bin/gradle",
+			"cargo": cargoHome + "/bin/cargo"},
+		out: map[string]string{}}
+	strict, _ := PresetByName("strict")
+	p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"),
+		SandboxSettings{Toolchains: []string{"node", "python", "java", "rust"}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range secrets {
+		for _, g := range p.ReadOnlyPaths {
+			if g == s || strings.HasPrefix(s, g+"/") {
+				t.Errorf("granted %s, exposing %s", g, s)
+			}
+		}
+		// The note names the file, or the directory holding it (init.d).
+		if !slices.ContainsFunc(rep.Notes, func(n string) bool {
+			return strings.Contains(n, "--allow-read "+s+" ") || strings.Contains(n, "--allow-read "+filepath.Dir(s)+" ")
+		}) {
+			t.Errorf("no note names the grant of %s: %q", s, rep.Notes)
+		}
+	}
+	for _, r := range runnable {
+		if !slices.ContainsFunc(p.ReadOnlyPaths, func(g string) bool { return g == r || strings.HasPrefix(r, g+"/") }) {
+			t.Errorf("%s is not granted: %v", r, p.ReadOnlyPaths)
+		}
+	}
+	// A root without a credential file is granted whole, as before.
+	if !slices.Contains(p.ReadOnlyPaths, pyenv+"/shims") || !slices.Contains(p.ReadOnlyPaths, node+"/bin") {
+		t.Errorf("read-only: %v", p.ReadOnlyPaths)
+	}
+}
+
+// splitAround grants every entry but the hidden ones, down their paths,
+// and follows a directory link by its path (Maven's conf -> /etc/maven):
+// the entries are granted through the link, never the link's whole target.
+func TestSplitAround(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a/b/c", "a/d", "etc-maven/logging")
+	for _, f := range []string{"a/f", "a/b/secret", "a/b/g", "etc-maven/settings.xml", "etc-maven/m2.conf"} {
+		os.WriteFile(filepath.Join(root, f), nil, 0o600)
+	}
+	if err := os.Symlink(filepath.Join(root, "etc-maven"), filepath.Join(root, "a/conf")); err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{}
+	got := splitAround(filepath.Join(root, "a"), []string{root + "/a/b/secret", root + "/a/conf/settings.xml"}, h)
+	slices.Sort(got)
+	want := []string{root + "/a/b/c", root + "/a/b/g", root + "/a/conf/logging", root + "/a/conf/m2.conf", root + "/a/d", root + "/a/f"}
+	if !slices.Equal(got, want) {
+		t.Errorf("splitAround:\n got %v\nwant %v", got, want)
+	}
+}
