@@ -628,7 +628,8 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 // (capt, its change capture, or nil) or of a spawner thread.
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
 	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
-		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice(), TmpDev: s.mounts.TmpDevice()})
+		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice(), TmpDev: s.mounts.TmpDevice(),
+		PtyDev: s.mounts.PtyDevice()})
 }
 
 // newSlotThread is newSpawner as a cgroup slot's thread (the dirs are the

@@ -557,6 +557,9 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 			dpath, ok = c.tmpPath(pfd)
 		}
 		if !ok {
+			dpath, ok = c.ptyPath(pfd)
+		}
+		if !ok {
 			// No name the hook can be given (deeper than PATH_MAX,
 			// removed, renamed meanwhile): fail closed.
 			t.close()
@@ -645,6 +648,9 @@ func (c *Capture) writable(t *target) bool {
 	}
 	if c.onTmp(t) {
 		return true // the sandbox's private /tmp: read-write, as a root
+	}
+	if c.onPty(t) {
+		return true // the sandbox's ptys, which the policy grants
 	}
 	return c.devices[t.path]
 }

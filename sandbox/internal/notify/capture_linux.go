@@ -140,6 +140,9 @@ type Capture struct {
 	// tmpDev is the device of the sandbox's private /tmp, or 0
 	// (tmpPath).
 	tmpDev uint64
+	// ptyDev is the device of the sandbox's devpts instance, or 0
+	// (ptyPath).
+	ptyDev uint64
 	// cred runs the emulated calls with the command's credentials, from
 	// its first call on (credErr: they could not be taken); cr are those
 	// credentials.

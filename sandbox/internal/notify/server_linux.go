@@ -93,6 +93,10 @@ type Options struct {
 	// (sandbox/internal/spawn/tmpfs_linux.go), or 0: change capture
 	// names its files by their path from the command's root (tmpPath).
 	TmpDev uint64
+	// PtyDev is the device of the sandbox's devpts instance, or 0:
+	// change capture opens /dev/ptmx and /dev/pts/N there for a command
+	// (ptyPath).
+	PtyDev uint64
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -271,6 +275,7 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 		opts.Capture.mountNS = opts.MountNS
 		opts.Capture.rootDev = opts.RootDev
 		opts.Capture.tmpDev = opts.TmpDev
+		opts.Capture.ptyDev = opts.PtyDev
 	}
 	go run.loop()
 	return run, nil

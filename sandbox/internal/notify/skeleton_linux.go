@@ -73,3 +73,32 @@ func mountRoot(t *target) bool {
 	}
 	return sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
+
+// ptyPath names the root of the sandbox's devpts instance that change
+// capture opened in a command's root: /dev/pts there (a devpts has no
+// other directory). The instance is the sandbox's own, mounted nowhere in
+// the host's tree, so fdPath cannot name it; its entries are the ptys
+// the policy grants (ptmx and this sandbox's own /dev/pts/N), opened for
+// the command by the supervisor with the command's credentials and
+// O_NOCTTY (open), as the command's own open would have made them.
+func (c *Capture) ptyPath(fd int) (string, bool) {
+	var st unix.Stat_t
+	if c.ptyDev == 0 || unix.Fstat(fd, &st) != nil || st.Dev != c.ptyDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", false
+	}
+	return "/dev/pts", true
+}
+
+// onPty reports whether t is a character device in the sandbox's devpts
+// instance.
+func (c *Capture) onPty(t *target) bool {
+	if c.ptyDev == 0 || t.dir < 0 {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(t.dir, &st) != nil || st.Dev != c.ptyDev {
+		return false
+	}
+	ts, err := t.stat()
+	return err == nil && ts.Mode&unix.S_IFMT == unix.S_IFCHR
+}

@@ -75,9 +75,9 @@ const (
 	skelFile = 'f'
 	skelLink = 'l'
 
-	bindRO  = C.LA_BIND_RO  // a read-only grant: skipped when gone or changed
-	bindRW  = C.LA_BIND_RW  // a read-write root: must be the inode recorded
-	bindOwn = C.LA_BIND_OWN // the sandbox's /proc or /dev/pts: whatever is mounted there
+	bindRO   = C.LA_BIND_RO   // a read-only grant: skipped when gone or changed
+	bindRW   = C.LA_BIND_RW   // a read-write root: must be the inode recorded
+	bindOwn  = C.LA_BIND_OWN  // the sandbox's /proc or /dev/pts: whatever is mounted there
 	bindTmp  = C.LA_BIND_TMP  // the sandbox's private /tmp (tmpfs_linux.go)
 	bindSkel = C.LA_BIND_SKEL // a directory of the skeleton itself, onto the private /tmp
 )
@@ -107,8 +107,8 @@ type rootPlan struct {
 	tmp    []skelEntry
 	hasTmp bool
 	tmpOff string
-	have    map[string]byte // path -> kind, of entries
-	stats   map[string]statResult
+	have   map[string]byte // path -> kind, of entries
+	stats  map[string]statResult
 }
 
 // errRootGranted: a granted path is / itself; a skeleton would hold
