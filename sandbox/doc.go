@@ -147,7 +147,13 @@
 // working with the host's devpts granted). Without a private mount
 // namespace, or before Linux 6.15 (a detached mount cannot be cloned into
 // another namespace), ptys are off and a note says so
-// (TestPseudoTerminalsOffWithoutMountNS).
+// (TestPseudoTerminalsOffWithoutMountNS). With change capture, which
+// makes every open for writing in the supervisor, /dev/ptmx and
+// /dev/pts/N are opened there in the sandbox's instance (its device is
+// the notification server's PtyDev), with the command's credentials and
+// O_NOCTTY: a program that wants the pts as its controlling terminal
+// takes it with TIOCSCTTY (login_tty, pty.spawn, creack/pty and script
+// do), not by opening it as a session leader.
 //
 // /tmp (internal/spawn's tmpfs_linux.go, with the reasons): where the
 // sandbox has a root skeleton, its /tmp is a tmpfs of the sandbox's own,
