@@ -147,7 +147,28 @@
 // working with the host's devpts granted). Without a private mount
 // namespace, or before Linux 6.15 (a detached mount cannot be cloned into
 // another namespace), ptys are off and a note says so
-// (TestPseudoTerminalsOffWithoutMountNS).
+// (TestPseudoTerminalsOffWithoutMountNS). With change capture, which
+// makes every open for writing in the supervisor, /dev/ptmx and
+// /dev/pts/N are opened there in the sandbox's instance (its device is
+// the notification server's PtyDev), with the command's credentials and
+// O_NOCTTY: a program that wants the pts as its controlling terminal
+// takes it with TIOCSCTTY (login_tty, pty.spawn, creack/pty and script
+// do), not by opening it as a session leader.
+//
+// /tmp (internal/spawn's tmpfs_linux.go, with the reasons): where the
+// sandbox has a root skeleton, its /tmp is a tmpfs of the sandbox's own,
+// writable, at most Limits.MemoryBytes, made detached at New and mounted
+// in every namespace the sandbox makes: programs that write to /tmp
+// whatever TMPDIR says (a JVM's java.io.tmpdir) work, nothing they write
+// there is visible to the host or another sandbox, the sandbox's
+// commands share it, and it is freed at Close (TestPrivateTmp). TMPDIR
+// stays the host directory described under "Temporary directories",
+// bound at its own path. Grants beneath /tmp are bound onto mount points
+// in it that no command can move or remove (EBUSY, change capture
+// answering the same for a mount root); a rename or link between it and
+// another tree is EXDEV. Without a root skeleton (no mount namespace, no
+// /proc of the sandbox's own) /tmp is the host's, not writable, and a
+// note says so.
 //
 // /proc (internal/spawn's procfs_linux.go, with the reasons): where the
 // sandbox has a

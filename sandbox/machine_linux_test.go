@@ -39,36 +39,68 @@ except OSError as e:
     print("TIOCSTI", e.errno)
 `
 
-// Under the default policy: ptys are part of it.
+// ptsByPathScript opens a pty as creack/pty does (/dev/ptmx, unlock,
+// TIOCGPTN, then /dev/pts/N by path), then runs tty on a pty through
+// pty.spawn, which makes it the child's controlling terminal.
+const ptsByPathScript = `
+import fcntl, os, pty, struct
+m = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(m, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK
+n = struct.unpack("I", fcntl.ioctl(m, 0x80045430, bytes(4)))[0]  # TIOCGPTN
+os.close(os.open("/dev/pts/%d" % n, os.O_RDWR | os.O_NOCTTY))
+pty.spawn(["tty"])
+`
+
+// Under the default policy: ptys are part of it, with change capture too
+// (the kernel's and the CLI's sandboxes), where every open for writing —
+// /dev/ptmx, /dev/pts/N — is made by the supervisor for the command: it
+// opens them in the sandbox's devpts instance.
 func TestPseudoTerminalUsableTIOCSTIStillRefused(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("needs python3 (make deps): would check that a pty opens in the sandbox and TIOCSTI on it is refused")
 	}
 	py, _ = filepath.EvalSymlinks(py)
-	sb, _ := newTestSandbox(t, func(p *Policy) {
-		// python3 may live outside the system paths (pyenv).
-		p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(filepath.Dir(py)))
-	})
-	if !slices.Contains(sb.Policy().SystemPaths, "/dev/pts") {
-		t.Fatalf("ptys are not in the default policy: %v", sb.Policy().SystemPaths)
-	}
-	r := sh(t, sb, py+" -c '"+ptyScript+"'")
-	if r.st.Code != 0 || !strings.Contains(r.out, "child 7") {
-		t.Fatalf("pty in the sandbox: %v (notes %v)", r, sb.Enforcement().Notes)
-	}
-	if !strings.Contains(r.out, "TIOCSTI 1\n") { // EPERM from seccomp
-		t.Fatalf("TIOCSTI on a pts was not refused with EPERM: %v", r)
-	}
-	// script(1) (util-linux openpty), and the pts it got is one of the
-	// sandbox's own devpts: tty names it, and it is where a path leads.
-	s, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) not installed: would check that it runs a command on a pty in the sandbox")
-	}
-	r = sh(t, sb, s+" -qc 'tty; stat -c %d /dev/pts' /dev/null")
-	if r.st.Code != 0 || !strings.Contains(r.out, "/dev/pts/") {
-		t.Fatalf("script -qc tty in the sandbox: %v", r)
+	for _, capture := range []bool{false, true} {
+		t.Run("capture="+strconv.FormatBool(capture), func(t *testing.T) {
+			sb, _ := newTestSandbox(t, func(p *Policy) {
+				// python3 may live outside the system paths (pyenv).
+				p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(filepath.Dir(py)))
+				p.CaptureChanges = capture
+			})
+			hook := func(c *Command) {
+				if capture {
+					c.BeforeChange = func([]string) error { return nil }
+				}
+			}
+			if !slices.Contains(sb.Policy().SystemPaths, "/dev/pts") {
+				t.Fatalf("ptys are not in the default policy: %v", sb.Policy().SystemPaths)
+			}
+			r := sh(t, sb, py+" -c '"+ptyScript+"'", hook)
+			if r.st.Code != 0 || !strings.Contains(r.out, "child 7") {
+				t.Fatalf("pty in the sandbox: %v (notes %v)", r, sb.Enforcement().Notes)
+			}
+			if !strings.Contains(r.out, "TIOCSTI 1\n") { // EPERM from seccomp
+				t.Fatalf("TIOCSTI on a pts was not refused with EPERM: %v", r)
+			}
+			// creack/pty's way: open /dev/ptmx, unlock, open /dev/pts/N by
+			// path; and pty.spawn, which gives its child the pts as its
+			// controlling terminal.
+			r = sh(t, sb, py+" -c '"+ptsByPathScript+"'", hook)
+			if r.st.Code != 0 || !strings.Contains(r.out, "/dev/pts/") {
+				t.Fatalf("ptmx, ptsname and pty.spawn in the sandbox: %v", r)
+			}
+			// script(1) (util-linux openpty), and the pts it got is one of the
+			// sandbox's own devpts: tty names it, and it is where a path leads.
+			s, err := exec.LookPath("script")
+			if err != nil {
+				t.Skip("script(1) not installed: would check that it runs a command on a pty in the sandbox")
+			}
+			r = sh(t, sb, s+" -qc 'tty; stat -c %d /dev/pts' /dev/null", hook)
+			if r.st.Code != 0 || !strings.Contains(r.out, "/dev/pts/") {
+				t.Fatalf("script -qc tty in the sandbox: %v", r)
+			}
+		})
 	}
 }
 
@@ -141,6 +173,13 @@ func TestHostPseudoTerminalsUnreachable(t *testing.T) {
 	other, _ := newTestSandbox(t, nil)
 	if b := devOf(other); a == b {
 		t.Errorf("two sandboxes share one devpts (device %s)", a)
+	}
+	// With change capture, an open for writing is the supervisor's, made
+	// in the command's root: the host's pty is not there either.
+	capt, _ := newTestSandbox(t, func(p *Policy) { p.CaptureChanges = true })
+	noop := func(c *Command) { c.BeforeChange = func([]string) error { return nil } }
+	if r := sh(t, capt, "timeout 5 bash -c 'exec 3<>"+pts+" && read -r line <&3 && echo got:$line'; true", noop); strings.Contains(r.out, secret) {
+		t.Errorf("a captured sandbox read what was typed into the host's %s: %v", pts, r)
 	}
 }
 

@@ -495,10 +495,19 @@ func New(p Policy) (*Sandbox, error) {
 		// The root: a skeleton of these grants, so that listing the
 		// workspace's parents shows their names only (spawn's
 		// rootfs_linux.go).
-		if off := s.mounts.AddRoot(h.user(), s.mountNS, rules); off != "" {
+		// And in it a private /tmp (spawn's tmpfs_linux.go), bounded by
+		// the memory limit, for the programs that write to /tmp whatever
+		// TMPDIR says.
+		off, tmpOff := s.mounts.AddRoot(h.user(), s.mountNS, rules, q.Limits.MemoryBytes)
+		if off != "" {
 			s.enf.Notes = append(s.enf.Notes, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed ("+off+")")
 		} else {
 			s.enf.Notes = append(s.enf.Notes, "listing: / is a skeleton of the granted paths (the workspace's parents list only granted names)")
+		}
+		if tmpOff != "" {
+			s.enf.Notes = append(s.enf.Notes, "/tmp: NOT writable ("+tmpOff+"): programs that ignore TMPDIR and write to /tmp fail")
+		} else {
+			s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit), shared by its commands, invisible to the host and other sandboxes, gone at Close")
 		}
 		if rp.RulesetFD, err = spawn.BuildRuleset(attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
@@ -619,7 +628,8 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 // (capt, its change capture, or nil) or of a spawner thread.
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
 	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
-		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice()})
+		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice(), TmpDev: s.mounts.TmpDevice(),
+		PtyDev: s.mounts.PtyDevice()})
 }
 
 // newSlotThread is newSpawner as a cgroup slot's thread (the dirs are the

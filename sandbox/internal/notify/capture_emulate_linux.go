@@ -554,6 +554,12 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 			dpath, ok = c.skeletonPath(pfd)
 		}
 		if !ok {
+			dpath, ok = c.tmpPath(pfd)
+		}
+		if !ok {
+			dpath, ok = c.ptyPath(pfd)
+		}
+		if !ok {
 			// No name the hook can be given (deeper than PATH_MAX,
 			// removed, renamed meanwhile): fail closed.
 			t.close()
@@ -639,6 +645,12 @@ func (c *Capture) writable(t *target) bool {
 		if Within(dir, r) || t.path == r {
 			return true
 		}
+	}
+	if c.onTmp(t) {
+		return true // the sandbox's private /tmp: read-write, as a root
+	}
+	if c.onPty(t) {
+		return true // the sandbox's ptys, which the policy grants
 	}
 	return c.devices[t.path]
 }
@@ -1306,6 +1318,8 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 		if e := c.refusesGit(&t); e != 0 {
 			return 0, e, false, false
 		}
+	} else if mountRoot(&t) {
+		return 0, unix.EBUSY, false, false // as in the command's own namespace
 	}
 	if !c.writable(&t) {
 		return 0, unix.EACCES, false, false
@@ -1338,6 +1352,9 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int
 	}
 	if t.dir < 0 || (o.dir < 0 && !link) {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or move
+	}
+	if !link && (mountRoot(&o) || mountRoot(&t)) {
+		return 0, unix.EBUSY, false, false // as in the command's own namespace
 	}
 	// A new .git or HEAD by rename or link, or a new name in a .git
 	// (RefusedGitPath); and the old name: a .git or HEAD renamed away,

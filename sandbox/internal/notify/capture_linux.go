@@ -137,6 +137,12 @@ type Capture struct {
 	// rootDev is the device of the sandbox's root skeleton, or 0
 	// (skeletonPath; sandbox/internal/spawn/rootfs_linux.go).
 	rootDev uint64
+	// tmpDev is the device of the sandbox's private /tmp, or 0
+	// (tmpPath).
+	tmpDev uint64
+	// ptyDev is the device of the sandbox's devpts instance, or 0
+	// (ptyPath).
+	ptyDev uint64
 	// cred runs the emulated calls with the command's credentials, from
 	// its first call on (credErr: they could not be taken); cr are those
 	// credentials.

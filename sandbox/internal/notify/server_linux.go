@@ -89,6 +89,14 @@ type Options struct {
 	// command's / there: sandbox/internal/spawn/rootfs_linux.go), or 0: change capture
 	// names the skeleton's directories by their path (skeletonPath).
 	RootDev uint64
+	// TmpDev is the device of the sandbox's private /tmp
+	// (sandbox/internal/spawn/tmpfs_linux.go), or 0: change capture
+	// names its files by their path from the command's root (tmpPath).
+	TmpDev uint64
+	// PtyDev is the device of the sandbox's devpts instance, or 0:
+	// change capture opens /dev/ptmx and /dev/pts/N there for a command
+	// (ptyPath).
+	PtyDev uint64
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -266,6 +274,8 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 		// Before the loop: its first call resolves in this namespace.
 		opts.Capture.mountNS = opts.MountNS
 		opts.Capture.rootDev = opts.RootDev
+		opts.Capture.tmpDev = opts.TmpDev
+		opts.Capture.ptyDev = opts.PtyDev
 	}
 	go run.loop()
 	return run, nil

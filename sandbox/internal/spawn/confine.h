@@ -97,6 +97,8 @@ struct la_mount_root {
 #define LA_BIND_RO 0
 #define LA_BIND_RW 1
 #define LA_BIND_OWN 2
+#define LA_BIND_TMP 3  // the sandbox's private /tmp (tmpfs_linux.c), cloned from tmp_fd
+#define LA_BIND_SKEL 4 // the skeleton's own directory at path, onto the private /tmp
 struct la_root_bind {
 	const char *path;
 	uint64_t dev, ino;
@@ -125,6 +127,8 @@ struct la_ns_mounts {
 	int n_proc_files;              // skeleton ("cpuinfo", ...)
 	int root_skel_fd;   // root skeleton to switch to (rootfs_linux.c),
 	                    // or -1: the host's / stays
+	int tmp_fd;         // with root_skel_fd: the private /tmp to clone
+	                    // onto the skeleton's /tmp (LA_BIND_TMP), or -1
 	const struct la_root_bind *root_binds; // trees bound into it,
 	int n_root_binds;                       // parents first
 	const struct la_mount_root *ro_binds;   // bound over themselves
@@ -155,6 +159,12 @@ int la_thread_mountns(const struct la_mount_root *roots, int n, const struct la_
 // (rootfs_linux.c) holding entries, or -errno.
 int la_make_root_skeleton(int new_user, const char *uid_map, const char *gid_map,
 			  const struct la_skel_entry *entries, int n);
+
+// la_make_tmp creates the sandbox's detached, writable /tmp: a tmpfs of
+// at most size bytes holding the directories and files entries name
+// (mount points of the grants beneath /tmp, tmpfs_linux.c), or -errno.
+int la_make_tmp(int new_user, const char *uid_map, const char *gid_map, const char *size,
+		const struct la_skel_entry *entries, int n);
 
 // la_attach_root makes own's root skeleton the caller's root, with
 // own's binds in it (see rootfs_linux.c), or returns -errno and stores

@@ -91,6 +91,16 @@ func (m *Mounts) AddDevpts(u User, ns MountMode, wanted bool) (ok bool, off stri
 	return true, ""
 }
 
+// PtyDevice is the device of the sandbox's devpts instance, or 0
+// (notify.Options.PtyDev: change capture opens its ptys for a command).
+func (c *Mounts) PtyDevice() uint64 {
+	var st syscall.Stat_t
+	if fd := c.devpts(); fd < 0 || syscall.Fstat(fd, &st) != nil {
+		return 0
+	}
+	return st.Dev
+}
+
 // addPtyRules grants the sandbox's ptys: /dev/ptmx (the host's device
 // node, which allocates in the instance mounted beside it) and, by its
 // fd, the instance's root — the one rule that reaches /dev/pts/N.

@@ -168,5 +168,10 @@ func (m *Mounts) AddRules(rulesetFD int, handled uint64) error {
 			return err
 		}
 	}
+	if m != nil && m.own.tmp_fd >= 0 {
+		if err := addTmpRule(rulesetFD, handled, int(m.own.tmp_fd)); err != nil {
+			return err
+		}
+	}
 	return nil
 }

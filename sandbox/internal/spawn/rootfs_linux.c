@@ -110,8 +110,24 @@ int la_attach_root(const struct la_ns_mounts *own, int *which)
 		// component turned symlink since New ends elsewhere: caught
 		// here). Few syscalls per bind: this runs for every command
 		// (~40 binds with the default system paths).
-		int tree = (int)syscall(SYS_open_tree, AT_FDCWD, b->path,
-					LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+		int tree;
+		switch (b->kind) {
+		case LA_BIND_TMP:
+			// The sandbox's own /tmp: one superblock for all its
+			// namespaces, made at New (tmpfs_linux.c).
+			tree = (int)syscall(SYS_open_tree, own->tmp_fd, "", LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+			break;
+		case LA_BIND_SKEL:
+			// A directory of the skeleton itself (read-only, nothing
+			// mounted in the detached original), onto the private
+			// /tmp's mount point of the same name.
+			tree = (int)syscall(SYS_open_tree, own->root_skel_fd, b->path + 1,
+					    LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+			break;
+		default:
+			tree = (int)syscall(SYS_open_tree, AT_FDCWD, b->path,
+					    LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+		}
 		struct stat st;
 		if (tree >= 0 && fstat(tree, &st) < 0) {
 			e = errno;
@@ -120,7 +136,8 @@ int la_attach_root(const struct la_ns_mounts *own, int *which)
 			goto out;
 		}
 		if (tree < 0 || S_ISLNK(st.st_mode) ||
-		    (b->kind != LA_BIND_OWN && ((uint64_t)st.st_dev != b->dev || (uint64_t)st.st_ino != b->ino))) {
+		    ((b->kind == LA_BIND_RO || b->kind == LA_BIND_RW) &&
+		     ((uint64_t)st.st_dev != b->dev || (uint64_t)st.st_ino != b->ino))) {
 			e = tree < 0 ? errno : S_ISLNK(st.st_mode) ? ELOOP : ESTALE;
 			if (tree >= 0)
 				close(tree);
@@ -135,8 +152,13 @@ int la_attach_root(const struct la_ns_mounts *own, int *which)
 		// Onto the skeleton's own node at that path: the skeleton is
 		// read-only and ours, its nodes on a bind's path are plain
 		// directories (paths are canonical), and no bind lies beneath
-		// another (rootfs_linux.go: finish), so this resolution crosses
-		// neither a symlink nor a mount.
+		// another (rootfs_linux.go: finish) but what lies beneath the
+		// private /tmp: on its way only the mount points la_make_tmp
+		// made there, each a mount point in every namespace of the
+		// sandbox, which no command can move or remove (EBUSY; change
+		// capture answers the same), with the skeleton's own read-only
+		// directories or a grant on them. So this resolution crosses no
+		// symlink, only mounts of the sandbox's own.
 		long rc = syscall(SYS_move_mount, tree, "", skel, b->path + 1, LA_MOVE_MOUNT_F_EMPTY_PATH);
 		e = errno;
 		close(tree);

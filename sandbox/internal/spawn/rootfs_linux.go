@@ -75,9 +75,11 @@ const (
 	skelFile = 'f'
 	skelLink = 'l'
 
-	bindRO  = C.LA_BIND_RO  // a read-only grant: skipped when gone or changed
-	bindRW  = C.LA_BIND_RW  // a read-write root: must be the inode recorded
-	bindOwn = C.LA_BIND_OWN // the sandbox's /proc or /dev/pts: whatever is mounted there
+	bindRO   = C.LA_BIND_RO   // a read-only grant: skipped when gone or changed
+	bindRW   = C.LA_BIND_RW   // a read-write root: must be the inode recorded
+	bindOwn  = C.LA_BIND_OWN  // the sandbox's /proc or /dev/pts: whatever is mounted there
+	bindTmp  = C.LA_BIND_TMP  // the sandbox's private /tmp (tmpfs_linux.go)
+	bindSkel = C.LA_BIND_SKEL // a directory of the skeleton itself, onto the private /tmp
 )
 
 // skelEntry is one node of the skeleton.
@@ -99,8 +101,14 @@ type rootBind struct {
 type rootPlan struct {
 	entries []skelEntry
 	binds   []rootBind
-	have    map[string]byte // path -> kind, of entries
-	stats   map[string]statResult
+	// tmp are the private /tmp's entries (paths relative to /tmp), the
+	// mount points of the grants beneath it; tmpOff says why there is no
+	// private /tmp ("" when there is one, or none was asked for).
+	tmp    []skelEntry
+	hasTmp bool
+	tmpOff string
+	have   map[string]byte // path -> kind, of entries
+	stats  map[string]statResult
 }
 
 // errRootGranted: a granted path is / itself; a skeleton would hold
@@ -212,7 +220,12 @@ func (r *rootPlan) finish() {
 	slices.SortStableFunc(r.binds, func(a, b rootBind) int { return len(a.path) - len(b.path) })
 	var kept []rootBind
 	for _, b := range r.binds {
-		if !slices.ContainsFunc(kept, func(k rootBind) bool { return pathWithin(b.path, k.path) }) {
+		// The private /tmp and the skeleton's directories bound into
+		// it hold nothing of the host's: the grants beneath them are
+		// bound onto them.
+		if !slices.ContainsFunc(kept, func(k rootBind) bool {
+			return k.kind != bindTmp && k.kind != bindSkel && pathWithin(b.path, k.path)
+		}) {
 			kept = append(kept, b)
 		}
 	}
@@ -229,7 +242,7 @@ func pathWithin(p, q string) bool {
 // second copy of the grants), with the sandbox's own /proc, and its
 // devpts if it has one (ownPty). rw are the read-write roots as la_mount_setup
 // made them writable, with their identities.
-func planRoot(rules []Rule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
+func planRoot(rules []Rule, ownPty bool, rw []mountRoot, privTmp bool) (*rootPlan, error) {
 	r := &rootPlan{have: map[string]byte{}, stats: map[string]statResult{}}
 	for _, l := range rules {
 		if l.Path == "/proc" || strings.HasPrefix(l.Path, "/proc/") {
@@ -281,6 +294,9 @@ func planRoot(rules []Rule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
 		}
 		r.binds = append(r.binds, rootBind{path: "/dev/pts", kind: bindOwn})
 	}
+	if privTmp {
+		r.planTmp()
+	}
 	r.finish()
 	// The skeleton is made by each entry's full path (la_rskel_fn): no
 	// entry may lie beneath anything but a directory entry.
@@ -297,32 +313,91 @@ func planRoot(rules []Rule, ownPty bool, rw []mountRoot) (*rootPlan, error) {
 	return r, nil
 }
 
+// planTmp binds the private /tmp onto the skeleton's /tmp, or says why
+// not (r.tmpOff). What the skeleton holds directly in /tmp becomes an
+// entry of the private /tmp, a mount point: a grant there is bound onto
+// it, a directory on the way to deeper grants gets the skeleton's own
+// read-only directory bound onto it (bindSkel), so that no directory of
+// the writable /tmp lies on a grant's path but the mount points
+// themselves, which no command can move or remove (tmpfs_linux.go).
+func (r *rootPlan) planTmp() {
+	switch k, ok := r.have["/tmp"]; {
+	case ok && k != skelDir:
+		r.tmpOff = "/tmp is not a directory on this machine"
+		return
+	case slices.ContainsFunc(r.binds, func(b rootBind) bool { return pathWithin("/tmp", b.path) }):
+		r.tmpOff = "/tmp itself is granted"
+		return
+	}
+	targets := map[string]bool{}
+	for _, b := range r.binds {
+		targets[b.path] = true
+	}
+	for _, e := range r.entries {
+		name, ok := strings.CutPrefix(e.path, "/tmp/")
+		if !ok || strings.Contains(name, "/") {
+			continue
+		}
+		r.tmp = append(r.tmp, skelEntry{path: "/" + name, kind: e.kind, target: e.target})
+		if e.kind == skelDir && !targets[e.path] {
+			r.binds = append(r.binds, rootBind{path: e.path, kind: bindSkel})
+		}
+	}
+	r.entry(skelEntry{path: "/tmp", kind: skelDir})
+	r.binds = append(r.binds, rootBind{path: "/tmp", kind: bindTmp})
+	r.hasTmp = true
+}
+
 // AddRoot gives m's namespaces (m: the sandbox's mounts, nil with
 // MountNone) a root of granted paths (see the top of this file), or says
 // why not ("" when it did). rules are the very list BuildRuleset is
 // given, so the skeleton is never a second copy of the grants; it needs
 // the sandbox's /proc (AddProc) and, if the sandbox has one, its devpts
 // (AddDevpts) first.
-func (m *Mounts) AddRoot(u User, ns MountMode, rules []Rule) (off string) {
+//
+// tmpBytes > 0 asks for a private /tmp of at most that many bytes in it
+// (tmpfs_linux.go); tmpOff says why there is none ("" when there is, or
+// none was asked for). Without a root there is no private /tmp either.
+func (m *Mounts) AddRoot(u User, ns MountMode, rules []Rule, tmpBytes int64) (off, tmpOff string) {
 	switch {
 	case ns == MountNone || m == nil:
-		return "no private mount namespace to make one in"
+		return "no private mount namespace to make one in", "no private mount namespace to make one in"
 	case m.procSkeleton() < 0:
 		// /proc/self/fd and the /dev links into it are what shells
 		// and runtimes use; the host's /proc cannot be bound in whole
 		// (every process's directory would be listable).
-		return "no /proc of the sandbox's own to put in it"
+		return "no /proc of the sandbox's own to put in it", "no root skeleton of the sandbox's own to mount it in"
 	}
-	plan, err := planRoot(rules, m.devpts() >= 0, m.roots)
+	plan, err := planRoot(rules, m.devpts() >= 0, m.roots, tmpBytes > 0)
 	if err != nil {
-		return err.Error()
+		return err.Error(), "no root skeleton of the sandbox's own to mount it in"
+	}
+	if plan.hasTmp {
+		tfd, err := makeTmp(u, tmpBytes, plan.tmp)
+		if err != nil {
+			// The root goes on without it: /tmp then stays as the
+			// skeleton has it, read-only.
+			plan, err = planRoot(rules, m.devpts() >= 0, m.roots, false)
+			if err != nil {
+				return err.Error(), err.Error()
+			}
+			tmpOff = "making it: " + err.Error()
+		} else {
+			m.setTmp(tfd)
+		}
+	} else {
+		tmpOff = plan.tmpOff
 	}
 	fd, err := makeRootSkeleton(u, plan.entries)
 	if err != nil {
-		return err.Error()
+		if m.own.tmp_fd >= 0 {
+			syscall.Close(int(m.own.tmp_fd))
+			m.own.tmp_fd, m.tmpDev = -1, 0
+		}
+		return err.Error(), "no root skeleton of the sandbox's own to mount it in"
 	}
 	m.setRoot(fd, plan.binds)
-	return ""
+	return "", tmpOff
 }
 
 // makeRootSkeleton makes the detached, read-only skeleton tmpfs with

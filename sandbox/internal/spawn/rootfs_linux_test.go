@@ -49,7 +49,7 @@ func TestPlanRoot(t *testing.T) {
 		{Path: filepath.Join(tmp, "rw"), Access: RW},
 		{Path: filepath.Join(tmp, "rw2"), Access: RW}, // not made writable by la_mount_setup
 	}
-	plan, err := planRoot(rules, true, rw)
+	plan, err := planRoot(rules, true, rw, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestPlanRoot(t *testing.T) {
 			t.Errorf("binds not parents first: %+v", plan.binds)
 		}
 	}
-	if _, err := planRoot([]Rule{{Path: "/", Access: RO}}, false, nil); !errors.Is(err, errRootGranted) {
+	if _, err := planRoot([]Rule{{Path: "/", Access: RO}}, false, nil, false); !errors.Is(err, errRootGranted) {
 		t.Errorf("a grant of / itself: %v, want errRootGranted", err)
 	}
 	// A link's text is walked as the kernel walks it: "real/sub/.." is
@@ -109,7 +109,7 @@ func TestPlanRoot(t *testing.T) {
 	if err := os.Symlink("real/sub/..", filepath.Join(tmp, "up")); err != nil {
 		t.Fatal(err)
 	}
-	plan, err = planRoot([]Rule{{Path: filepath.Join(tmp, "up"), Access: RO}}, false, nil)
+	plan, err = planRoot([]Rule{{Path: filepath.Join(tmp, "up"), Access: RO}}, false, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -321,6 +321,8 @@ type Mounts struct {
 	// rootDev is the skeleton's device (0: none).
 	bindPaths []string
 	rootDev   uint64
+	// tmpDev is the private /tmp's device (0: none, tmpfs_linux.go).
+	tmpDev uint64
 	// roPaths name the read-only binds (setReadOnlyBinds), for errors.
 	roPaths []string
 }
@@ -332,6 +334,7 @@ func newMounts(roots []mountRoot) (*Mounts, error) {
 	c := &Mounts{n: len(roots), roots: roots}
 	c.own = (*C.struct_la_ns_mounts)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_la_ns_mounts{}))))
 	c.own.devpts_fd, c.own.proc_skel_fd, c.own.proc_fd, c.own.root_skel_fd = -1, -1, -1, -1
+	c.own.tmp_fd = -1
 	if len(roots) == 0 {
 		return c, nil
 	}
@@ -424,7 +427,7 @@ func (c *Mounts) Free() {
 	if o := c.own; o != nil {
 		c.freeRoot()
 		c.freeReadOnlyBinds()
-		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd, o.root_skel_fd} {
+		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd, o.root_skel_fd, o.tmp_fd} {
 			if fd >= 0 {
 				syscall.Close(int(fd))
 			}
