@@ -50,6 +50,7 @@ type packInfo struct {
 	name    string
 	entries []packEntry
 	garbage int64
+	lost    int   // index entries without their bytes
 	bytes   int64 // of the pack and its index
 }
 
@@ -141,11 +142,13 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 	}
 	var packInfos []packInfo
 	for _, p := range packs {
-		entries, garbage, err := readPackIndex(filepath.Join(objDir, "pack"), p)
+		entries, garbage, lost, err := readPackIndex(filepath.Join(objDir, "pack"), p)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: gc: %w (run 'lite-agent verify')", err)
 		}
-		pi := packInfo{name: p, garbage: garbage}
+		// Index entries without their bytes make the pack unclean: it is
+		// rewritten without them.
+		pi := packInfo{name: p, garbage: garbage, lost: len(lost)}
 		pf, err := os.Open(filepath.Join(objDir, "pack", p+".pack"))
 		if err != nil {
 			return nil, err
@@ -229,7 +232,7 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 			}
 		}
 		for _, pi := range packInfos {
-			clean := pi.garbage == 0
+			clean := pi.garbage == 0 && pi.lost == 0
 			seen := map[Hash]bool{}
 			for _, e := range pi.entries {
 				if !o.live[e.hash] || have[e.hash] || seen[e.hash] {

@@ -86,6 +86,9 @@ type store struct {
 	index   map[Hash]objLoc
 	w       *packWriter
 	readers map[string]*os.File
+	// lost names the index entries load found without their bytes
+	// (readPackIndex): skipped, so that they block nothing else.
+	lost []string
 }
 
 func newStore(objectsDir string) *store {
@@ -110,9 +113,12 @@ func (s *store) loadLocked() error {
 		return err
 	}
 	for _, p := range packs {
-		entries, _, err := readPackIndex(s.packDir(), p)
+		entries, _, lost, err := readPackIndex(s.packDir(), p)
 		if err != nil {
 			return err
+		}
+		for _, e := range lost {
+			s.lost = append(s.lost, fmt.Sprintf("object %s (pack %s, offset %d)", e.hash, p, e.off))
 		}
 		for _, e := range entries {
 			if _, dup := s.index[e.hash]; !dup {
@@ -158,21 +164,25 @@ func (e packEntry) end() int64 { return e.off + e.hdrLen + e.storedLen }
 // then any found by scanning the pack past the last indexed entry (written
 // just before a crash, before their index entry). tailGarbage is the number
 // of bytes at the end of the pack that are no complete entry (a write torn
-// by a crash): they are never referenced, and gc drops them.
-func readPackIndex(dir, name string) (entries []packEntry, tailGarbage int64, err error) {
+// by a crash): they are never referenced, and gc drops them. lost are the
+// index entries whose bytes are not in the pack (cut short, as a power loss
+// can leave a pack whose index was written back first): they are left out
+// of entries, so that the rest of the store stays usable and the object
+// can be stored again; gc drops them from the index.
+func readPackIndex(dir, name string) (entries []packEntry, tailGarbage int64, lost []packEntry, err error) {
 	pf, err := os.Open(filepath.Join(dir, name+".pack"))
 	if err != nil {
-		return nil, 0, fmt.Errorf("checkpoint store: %w", err)
+		return nil, 0, nil, fmt.Errorf("checkpoint store: %w", err)
 	}
 	defer pf.Close()
 	fi, err := pf.Stat()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	size := fi.Size()
 	idx, err := os.ReadFile(filepath.Join(dir, name+".idx"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("checkpoint store: %w", err)
+		return nil, 0, nil, fmt.Errorf("checkpoint store: %w", err)
 	}
 	// A torn final index entry is ignored: the scan below finds its object.
 	idx = idx[:len(idx)-len(idx)%idxEntrySize]
@@ -182,32 +192,32 @@ func readPackIndex(dir, name string) (entries []packEntry, tailGarbage int64, er
 		copy(e.hash[:], idx[i:i+sha256.Size])
 		e.off = int64(binary.LittleEndian.Uint64(idx[i+sha256.Size:]))
 		if e.off < 0 || e.off >= size {
-			return nil, 0, fmt.Errorf("checkpoint store: index %s.idx points past the end of its pack (offset %d, pack size %d)", name, e.off, size)
+			lost = append(lost, e)
+			continue
+		}
+		// Only the header is needed to know where the entry ends.
+		h, err := readEntryHeader(pf, e.off, size)
+		if err != nil || h.hash != e.hash {
+			lost = append(lost, e)
+			continue
 		}
 		entries = append(entries, e)
-		if e.off >= scanFrom {
-			// Only the header is needed to know where the entry ends.
-			h, err := readEntryHeader(pf, e.off, size)
-			if err != nil {
-				return nil, 0, fmt.Errorf("checkpoint store: pack %s, offset %d: %w", name, e.off, err)
-			}
-			scanFrom = h.end()
-		}
+		scanFrom = max(scanFrom, h.end())
 	}
 	// Scan the tail: entries whose index write did not happen.
 	for off := scanFrom; off < size; {
 		h, err := readEntryHeader(pf, off, size)
 		if err != nil {
-			return entries, size - off, nil
+			return entries, size - off, lost, nil
 		}
 		// A complete header with a torn body: the hash check decides.
 		if _, err := readEntryData(pf, h); err != nil {
-			return entries, size - off, nil
+			return entries, size - off, lost, nil
 		}
 		entries = append(entries, h)
 		off = h.end()
 	}
-	return entries, 0, nil
+	return entries, 0, lost, nil
 }
 
 func readEntryHeader(f *os.File, off, size int64) (packEntry, error) {
