@@ -86,13 +86,14 @@ type store struct {
 	index   map[Hash]objLoc
 	w       *packWriter
 	readers map[string]*os.File
-	// lost names the index entries load found without their bytes
-	// (readPackIndex): skipped, so that they block nothing else.
-	lost []string
+	// lost names where load found index entries without their bytes
+	// (readPackIndex): skipped, so that they block nothing else, and named
+	// when a read needs them.
+	lost map[Hash]string
 }
 
 func newStore(objectsDir string) *store {
-	return &store{dir: objectsDir, index: map[Hash]objLoc{}, readers: map[string]*os.File{}}
+	return &store{dir: objectsDir, index: map[Hash]objLoc{}, readers: map[string]*os.File{}, lost: map[Hash]string{}}
 }
 
 func (s *store) packDir() string { return filepath.Join(s.dir, "pack") }
@@ -118,7 +119,7 @@ func (s *store) loadLocked() error {
 			return err
 		}
 		for _, e := range lost {
-			s.lost = append(s.lost, fmt.Sprintf("object %s (pack %s, offset %d)", e.hash, p, e.off))
+			s.lost[e.hash] = fmt.Sprintf("pack %s, offset %d", p, e.off)
 		}
 		for _, e := range entries {
 			if _, dup := s.index[e.hash]; !dup {
@@ -538,6 +539,7 @@ func (s *store) copyTo(h Hash, w io.Writer) (int64, error) {
 		return 0, err
 	}
 	loc, packed := s.index[h]
+	lostAt := s.lost[h]
 	var pf *os.File
 	if packed {
 		pf = s.readers[loc.pack]
@@ -576,6 +578,9 @@ func (s *store) copyTo(h Hash, w io.Writer) (int64, error) {
 	}
 	f, err := os.Open(s.loosePath(h))
 	if errors.Is(err, fs.ErrNotExist) {
+		if lostAt != "" {
+			return 0, fmt.Errorf("%w: object %s is missing from the store: its bytes were cut off the end of its pack (%s), as a power loss can leave it", ErrCorrupt, h, lostAt)
+		}
 		return 0, fmt.Errorf("%w: object %s is missing from the store", ErrCorrupt, h)
 	}
 	if err != nil {
