@@ -230,7 +230,7 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		if err := r.log.append(hdr); err != nil {
 			return nil, err
 		}
-		if err := r.log.sync(); err != nil {
+		if err := r.log.syncCreated(); err != nil {
 			return nil, err
 		}
 		r.h = &history{path: lp, header: hdr, seals: []*record{nil}, after: map[int][]record{}}

@@ -324,8 +324,8 @@ func (s *store) newPackWriterLocked() (*packWriter, error) {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
 	}
 	// The new names must survive a power loss before anything refers to
-	// objects inside them.
-	if err := syncDir(s.packDir()); err != nil {
+	// objects inside them, and so must the directories made for them.
+	if err := syncDirs(s.packDir(), 3); err != nil {
 		pack.Close()
 		idx.Close()
 		return nil, err
@@ -506,16 +506,22 @@ func (s *store) commitLoose(tmp *os.File, h Hash) error {
 	return syncDir(s.dir)
 }
 
-// sync makes every packed object written so far durable. Called before a
-// record that refers to them is made durable.
+// sync makes every packed object written so far durable, and the index
+// entries naming them, so that after a power loss a sealed checkpoint's
+// objects are found through the index as they were (not by a scan, and
+// never an index entry without its bytes). Called before a record that
+// refers to them is made durable.
 func (s *store) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.w == nil || !s.w.dirty {
 		return nil
 	}
-	if err := syscall.Fdatasync(int(s.w.pack.Fd())); err != nil {
+	if err := fdatasync(s.w.pack); err != nil {
 		return fmt.Errorf("checkpoint store: syncing pack %s: %w", s.w.name, err)
+	}
+	if err := fdatasync(s.w.idx); err != nil {
+		return fmt.Errorf("checkpoint store: syncing pack index %s: %w", s.w.name, err)
 	}
 	s.w.dirty = false
 	return nil
@@ -630,8 +636,10 @@ func (s *store) close() error {
 	var first error
 	if s.w != nil {
 		if s.w.dirty {
-			if err := syscall.Fdatasync(int(s.w.pack.Fd())); err != nil && first == nil {
-				first = err
+			for _, f := range []*os.File{s.w.pack, s.w.idx} {
+				if err := fdatasync(f); err != nil && first == nil {
+					first = err
+				}
 			}
 		}
 		for _, f := range []*os.File{s.w.pack, s.w.idx} {
@@ -648,6 +656,10 @@ func (s *store) close() error {
 	return first
 }
 
+// fdatasync flushes f's data (and the size that reaches it) to the disk;
+// a variable so that tests can see what is synced when.
+var fdatasync = func(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
 // syncDir fsyncs a directory so that entries created or renamed in it
 // survive a power loss.
 func syncDir(dir string) error {
@@ -656,8 +668,20 @@ func syncDir(dir string) error {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fdatasync(d); err != nil {
 		return fmt.Errorf("checkpoint store: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// syncDirs fsyncs dir and its n-1 nearest ancestors: a name made in dir
+// survives a power loss only when the directories above it do too.
+func syncDirs(dir string, n int) error {
+	for ; n > 0; n-- {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		dir = filepath.Dir(dir)
 	}
 	return nil
 }
