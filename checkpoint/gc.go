@@ -26,6 +26,9 @@ type GCOptions struct {
 	// store takes at most this many bytes (or only the newest checkpoint
 	// of each session is left).
 	MaxSize int64
+	// Keep names sessions whose history is left whole (the session that
+	// is opening, when the store cap runs gc).
+	Keep []string
 	// DryRun reports what would be removed and removes nothing.
 	DryRun bool
 	// Now is the time ages are measured from; zero means time.Now().
@@ -96,7 +99,7 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 			return nil, fmt.Errorf("checkpoint: gc: %w (run 'lite-agent verify')", err)
 		}
 		fi, _ := os.Stat(lp)
-		s := &sess{h: h, base: h.header.Base, frozen: len(h.tail) > 0 || h.torn}
+		s := &sess{h: h, base: h.header.Base, frozen: len(h.tail) > 0 || h.torn || slices.Contains(opts.Keep, h.header.Session)}
 		if fi != nil {
 			s.logSize = fi.Size()
 		}

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -90,6 +91,8 @@ type store struct {
 	// (readPackIndex): skipped, so that they block nothing else, and named
 	// when a read needs them.
 	lost map[Hash]string
+	// written counts the bytes this store added (the store cap's count).
+	written atomic.Int64
 }
 
 func newStore(objectsDir string) *store {
@@ -419,6 +422,7 @@ func (s *store) put(raw []byte) (Hash, error) {
 		return h, fmt.Errorf("checkpoint store: writing pack index %s: %w", w.name, err)
 	}
 	s.index[h] = objLoc{pack: w.name, off: off}
+	s.written.Add(int64(len(entry) + idxEntrySize))
 	return h, nil
 }
 
@@ -474,6 +478,9 @@ func (s *store) putFile(r io.Reader) (Hash, int64, error) {
 	s.mu.Unlock()
 	if exists {
 		return h, size, nil
+	}
+	if fi, err := tmp.Stat(); err == nil {
+		s.written.Add(fi.Size())
 	}
 	return h, size, s.commitLoose(tmp, h)
 }
