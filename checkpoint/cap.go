@@ -29,20 +29,20 @@ func (r *Recorder) capAtOpen() {
 	}
 	size, err := dirSize(ckptDir(r.stateDir))
 	if err != nil || size <= limit {
-		r.storeBase = size
+		r.storeCap.base = size
 		return
 	}
 	rep, err := GC(r.stateDir, GCOptions{MaxSize: limit, Keep: []string{r.id}})
 	switch {
 	case errors.Is(err, ErrStoreBusy):
-		r.storeBase = size
+		r.storeCap.base = size
 		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and other sessions are recording, so nothing was removed; it is trimmed when a session starts alone (or run 'lite-agent gc --max-size %s' when none runs)",
 			ckptDir(r.stateDir), sizeText(size), sizeText(limit), sizeText(limit)))
 	case err != nil:
-		r.storeBase = size
+		r.storeCap.base = size
 		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and trimming it failed: %v", ckptDir(r.stateDir), sizeText(size), sizeText(limit), err))
 	default:
-		r.storeBase = rep.BytesAfter
+		r.storeCap.base = rep.BytesAfter
 		msg := fmt.Sprintf("the checkpoint store at %s reached its cap of %s: removed the oldest %d checkpoint(s) of other sessions (%s -> %s)",
 			ckptDir(r.stateDir), sizeText(limit), rep.CheckpointsRemoved, sizeText(rep.BytesBefore), sizeText(rep.BytesAfter))
 		if rep.BytesAfter > limit {
@@ -56,11 +56,11 @@ func (r *Recorder) capAtOpen() {
 // its cap, that it did.
 func (r *Recorder) checkCapAfterSeal() {
 	limit := r.maxStoreSize()
-	if limit <= 0 || r.capWarned.Load() {
+	if limit <= 0 || r.storeCap.warned.Load() {
 		return
 	}
-	size := r.storeBase + r.st.written.Load()
-	if size <= limit || r.capWarned.Swap(true) {
+	size := r.storeCap.base + r.st.written.Load()
+	if size <= limit || r.storeCap.warned.Swap(true) {
 		return
 	}
 	r.noteCap(fmt.Sprintf("the checkpoint store at %s is now about %s, over its cap of %s: this session's checkpoints are all kept; the oldest history of other sessions is removed when the next session starts (or run 'lite-agent gc --max-size %s' after this one)",
@@ -82,8 +82,8 @@ func (r *Recorder) noteCap(msg string) {
 
 // capState is the recorder's view of the store cap.
 type capState struct {
-	storeBase int64 // the store's size when the recorder opened
-	capWarned atomic.Bool
+	base   int64 // the store's size when the recorder opened
+	warned atomic.Bool
 }
 
 func sizeText(n int64) string {

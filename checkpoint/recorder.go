@@ -115,7 +115,7 @@ type Recorder struct {
 	st        *store
 	log       *logFile
 	storeLock *os.File
-	capState
+	storeCap  capState
 	ign       *ignorer
 
 	// barrier: captures and NoteExternal hold it shared for their whole
