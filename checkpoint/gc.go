@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"time"
 )
 
@@ -24,6 +26,9 @@ type GCOptions struct {
 	// store takes at most this many bytes (or only the newest checkpoint
 	// of each session is left).
 	MaxSize int64
+	// Keep names sessions whose history is left whole (the session that
+	// is opening, when the store cap runs gc).
+	Keep []string
 	// DryRun reports what would be removed and removes nothing.
 	DryRun bool
 	// Now is the time ages are measured from; zero means time.Now().
@@ -42,6 +47,14 @@ type GCReport struct {
 	BytesAfter         int64    `json:"bytes_after"`
 	// Corrupt are objects found corrupt while compacting: not copied.
 	Corrupt []string `json:"corrupt,omitempty"`
+}
+
+type packInfo struct {
+	name    string
+	entries []packEntry
+	garbage int64
+	lost    int   // index entries without their bytes
+	bytes   int64 // of the pack and its index
 }
 
 // GC removes old checkpoints and the objects only they needed. Only the
@@ -86,7 +99,7 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 			return nil, fmt.Errorf("checkpoint: gc: %w (run 'lite-agent verify')", err)
 		}
 		fi, _ := os.Stat(lp)
-		s := &sess{h: h, base: h.header.Base, frozen: len(h.tail) > 0 || h.torn}
+		s := &sess{h: h, base: h.header.Base, frozen: len(h.tail) > 0 || h.torn || slices.Contains(opts.Keep, h.header.Session)}
 		if fi != nil {
 			s.logSize = fi.Size()
 		}
@@ -116,39 +129,52 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 
 	// Objects and their sizes, to know what dropping a checkpoint frees.
 	objDir := filepath.Join(ckptDir(abs), "objects")
-	sizes := map[Hash]int64{}
+	objBytes, err := dirSize(objDir)
+	if err != nil {
+		return nil, err
+	}
+	var logBytes int64
+	for _, s := range sessions {
+		logBytes += s.logSize
+	}
+	// Lock files and the like stay as they are.
+	otherBytes := rep.BytesBefore - objBytes - logBytes
 	packs, err := listPacks(filepath.Join(objDir, "pack"))
 	if err != nil {
 		return nil, err
 	}
-	type packInfo struct {
-		name    string
-		entries []packEntry
-		garbage int64
-	}
 	var packInfos []packInfo
 	for _, p := range packs {
-		entries, garbage, err := readPackIndex(filepath.Join(objDir, "pack"), p)
+		entries, garbage, lost, err := readPackIndex(filepath.Join(objDir, "pack"), p)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: gc: %w (run 'lite-agent verify')", err)
 		}
+		// Index entries without their bytes make the pack unclean: it is
+		// rewritten without them.
+		pi := packInfo{name: p, garbage: garbage, lost: len(lost)}
 		pf, err := os.Open(filepath.Join(objDir, "pack", p+".pack"))
 		if err != nil {
 			return nil, err
 		}
-		fi, _ := pf.Stat()
-		for i, e := range entries {
-			if hdr, err := readEntryHeader(pf, e.off, fi.Size()); err == nil {
-				entries[i] = hdr
-				if _, ok := sizes[e.hash]; !ok {
-					sizes[e.hash] = hdr.hdrLen + hdr.storedLen + idxEntrySize
-				}
+		var packSize int64
+		if fi, err := pf.Stat(); err == nil {
+			packSize = fi.Size()
+		}
+		pi.bytes = packSize
+		if ifi, err := os.Stat(filepath.Join(objDir, "pack", p+".idx")); err == nil {
+			pi.bytes += ifi.Size()
+		}
+		for _, e := range entries {
+			if hdr, err := readEntryHeader(pf, e.off, packSize); err == nil {
+				e = hdr
 			}
+			pi.entries = append(pi.entries, e)
 		}
 		pf.Close()
-		packInfos = append(packInfos, packInfo{p, entries, garbage})
+		packInfos = append(packInfos, pi)
 	}
 	loose := map[Hash]string{}
+	looseSize := map[Hash]int64{}
 	dirs, _ := os.ReadDir(objDir)
 	for _, d := range dirs {
 		if !d.IsDir() || len(d.Name()) != 2 {
@@ -162,79 +188,136 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 			}
 			loose[h] = filepath.Join(objDir, d.Name(), fe.Name())
 			if fi, err := fe.Info(); err == nil {
-				sizes[h] = fi.Size()
+				looseSize[h] = fi.Size()
 			}
 		}
 	}
 
-	// refcounts over what the current bases keep.
-	refsOf := func(s *sess, base int) map[Hash]int {
-		m := map[Hash]int{}
-		h := *s.h
-		h.header.Base = base
-		rs := map[Hash][]ref{}
-		historyRefs(&h, rs)
-		for k, v := range rs {
-			m[k] = len(v)
-		}
-		return m
-	}
-	count := map[Hash]int{}
-	for _, s := range sessions {
-		for k, v := range refsOf(s, s.base) {
-			count[k] += v
-		}
-	}
-	liveSize := func() int64 {
-		var n int64
-		for h, c := range count {
-			if c > 0 {
-				n += sizes[h]
+	liveAt := func(bases []int) map[Hash]bool {
+		live := map[Hash]bool{}
+		for i, s := range sessions {
+			h := *s.h
+			h.header.Base = bases[i]
+			rs := map[Hash][]ref{}
+			historyRefs(&h, rs)
+			for k := range rs {
+				live[k] = true
 			}
 		}
-		for _, s := range sessions {
-			n += s.logSize
+		return live
+	}
+	// outcome is what gc leaves with these bases: the size of the store
+	// (byte for byte what the real run writes, short of corrupt objects it
+	// cannot copy), the objects it removes, and the packs it rewrites. The
+	// dry run reports it, and --max-size searches it.
+	type outcome struct {
+		bytes   int64
+		removed int
+		live    map[Hash]bool
+		rewrite []packInfo
+	}
+	outcomeAt := func(bases []int) outcome {
+		o := outcome{bytes: otherBytes, live: liveAt(bases)}
+		for i, s := range sessions {
+			if bases[i] > s.h.header.Base {
+				o.bytes += int64(len(encodeLog(s.h, bases[i])))
+			} else {
+				o.bytes += s.logSize
+			}
 		}
-		return n
+		have := map[Hash]bool{}
+		for h := range loose {
+			if o.live[h] {
+				have[h] = true
+				o.bytes += looseSize[h]
+			} else {
+				o.removed++
+			}
+		}
+		for _, pi := range packInfos {
+			clean := pi.garbage == 0 && pi.lost == 0
+			seen := map[Hash]bool{}
+			for _, e := range pi.entries {
+				if !o.live[e.hash] || have[e.hash] || seen[e.hash] {
+					clean = false
+				}
+				seen[e.hash] = true
+			}
+			if clean {
+				for h := range seen {
+					have[h] = true
+				}
+				o.bytes += pi.bytes
+				continue
+			}
+			o.rewrite = append(o.rewrite, pi)
+		}
+		copied := map[Hash]bool{}
+		for _, pi := range o.rewrite {
+			for _, e := range pi.entries {
+				if !o.live[e.hash] {
+					o.removed++
+					continue
+				}
+				if have[e.hash] || copied[e.hash] {
+					continue
+				}
+				copied[e.hash] = true
+				o.bytes += e.hdrLen + e.storedLen + idxEntrySize
+			}
+		}
+		return o
+	}
+
+	bases := make([]int, len(sessions))
+	for i, s := range sessions {
+		bases[i] = s.base
 	}
 	if opts.MaxSize > 0 {
-		// Drop the oldest rewind target across sessions, one at a time.
-		for liveSize() > opts.MaxSize {
-			var pick *sess
+		// The order in which --max-size drops rewind targets: always the
+		// oldest left, across sessions. steps[k] is the session whose base
+		// the k-th drop moves.
+		var steps []int
+		next := append([]int(nil), bases...)
+		for {
+			pick := -1
 			var pickTime time.Time
-			for _, s := range sessions {
-				if s.frozen || s.base >= s.h.last {
+			for i, s := range sessions {
+				if s.frozen || next[i] >= s.h.last {
 					continue
 				}
 				t := s.h.header.Time
-				if r := s.h.seal(s.base); r != nil {
+				if r := s.h.seal(next[i]); r != nil {
 					t = r.Time
 				}
-				if pick == nil || t.Before(pickTime) {
-					pick, pickTime = s, t
+				if pick < 0 || t.Before(pickTime) {
+					pick, pickTime = i, t
 				}
 			}
-			if pick == nil {
+			if pick < 0 {
 				break
 			}
-			// Entries of checkpoint base+1 serve only target base.
-			if r := pick.h.seal(pick.base + 1); r != nil {
-				for i := range r.Entries {
-					if hh, err := parseHash(r.Entries[i].Pre.Hash); err == nil && r.Entries[i].Pre.Kind == KindFile {
-						count[hh]--
-					}
-				}
-			}
-			for _, x := range pick.h.after[pick.base] {
-				if x.State != nil && x.State.Kind == KindFile {
-					if hh, err := parseHash(x.State.Hash); err == nil {
-						count[hh]--
-					}
-				}
-			}
-			pick.base++
+			steps = append(steps, pick)
+			next[pick]++
 		}
+		basesAfter := func(k int) []int {
+			b := append([]int(nil), bases...)
+			for _, i := range steps[:k] {
+				b[i]++
+			}
+			return b
+		}
+		// Each drop only shrinks the store, so the fewest drops that bring
+		// it within the limit are found by bisection.
+		k := sort.Search(len(steps)+1, func(k int) bool {
+			return outcomeAt(basesAfter(k)).bytes <= opts.MaxSize
+		})
+		bases = basesAfter(min(k, len(steps)))
 	}
+	for i, s := range sessions {
+		s.base = bases[i]
+	}
+	plan := outcomeAt(bases)
 
 	// Rewrite the logs whose base moved.
 	for _, s := range sessions {
@@ -257,24 +340,13 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 			return nil, err
 		}
 	}
-
-	// What every kept checkpoint needs, read back from the logs as they are
-	// now (the source of truth, not the estimate above).
-	live := map[Hash]bool{}
-	for _, s := range sessions {
-		for k := range refsOf(s, s.base) {
-			live[k] = true
-		}
-	}
 	if opts.DryRun {
-		for h := range sizes {
-			if !live[h] {
-				rep.ObjectsRemoved++
-			}
-		}
-		rep.BytesAfter = liveSize()
+		rep.ObjectsRemoved = plan.removed
+		rep.BytesAfter = plan.bytes
 		return rep, nil
 	}
+	live := plan.live
+	rewrite := plan.rewrite
 
 	// Compact the packs: keep each live object once, verified.
 	have := map[Hash]bool{}
@@ -287,23 +359,12 @@ func GC(stateDir string, opts GCOptions) (*GCReport, error) {
 		}
 		have[h] = true
 	}
-	var rewrite []packInfo
 	for _, pi := range packInfos {
-		clean := pi.garbage == 0
-		seen := map[Hash]bool{}
-		for _, e := range pi.entries {
-			if !live[e.hash] || have[e.hash] || seen[e.hash] {
-				clean = false
+		if !slices.ContainsFunc(rewrite, func(r packInfo) bool { return r.name == pi.name }) {
+			for _, e := range pi.entries {
+				have[e.hash] = true
 			}
-			seen[e.hash] = true
 		}
-		if clean {
-			for h := range seen {
-				have[h] = true
-			}
-			continue
-		}
-		rewrite = append(rewrite, pi)
 	}
 	if len(rewrite) > 0 {
 		st := newStore(objDir)
@@ -370,39 +431,9 @@ func rewriteLog(h *history, base int) error {
 		return err
 	}
 	defer lf.close()
-	var buf bytes.Buffer
-	enc := func(r record) error {
-		b, err := json.Marshal(&r)
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-		return nil
-	}
-	hdr := h.header
-	hdr.Base = base
-	if err := enc(hdr); err != nil {
-		return err
-	}
-	for n := base; n <= h.last; n++ {
-		if r := h.seal(n); r != nil {
-			c := *r
-			if n == base {
-				c.Entries, c.Pruned = nil, true
-			}
-			if err := enc(c); err != nil {
-				return err
-			}
-		}
-		for _, x := range h.after[n] {
-			if err := enc(x); err != nil {
-				return err
-			}
-		}
-	}
+	data := encodeLog(h, base)
 	tmp := h.path + ".gc-tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return fmt.Errorf("checkpoint: gc: %w", err)
 	}
 	f, err := os.Open(tmp)
@@ -438,4 +469,34 @@ func dirSize(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// encodeLog is the session log h with base as its earliest checkpoint.
+func encodeLog(h *history, base int) []byte {
+	var buf bytes.Buffer
+	enc := func(r record) {
+		b, err := json.Marshal(&r)
+		if err != nil {
+			// A record read back from JSON marshals again.
+			panic(err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	hdr := h.header
+	hdr.Base = base
+	enc(hdr)
+	for n := base; n <= h.last; n++ {
+		if r := h.seal(n); r != nil {
+			c := *r
+			if n == base {
+				c.Entries, c.Pruned = nil, true
+			}
+			enc(c)
+		}
+		for _, x := range h.after[n] {
+			enc(x)
+		}
+	}
+	return buf.Bytes()
 }

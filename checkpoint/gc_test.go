@@ -3,7 +3,9 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +100,8 @@ func TestGCByAgeAndSizeAcrossSessions(t *testing.T) {
 	if cps, _ := List(e.state, "s1"); len(cps) != 4 {
 		t.Fatal("a dry run changed the log")
 	}
-	// By size: the oldest checkpoints go first (s1's), until something is
-	// freed: dropping targets 0 and 1 frees nothing (target 1's pre-image,
-	// version 1, is shared with s2), dropping 2 frees version 2.
+	// By size: the oldest checkpoint goes first (s1's) and no more than
+	// needed: dropping target 0 shortens s1's log below the limit.
 	cur, err := dirSize(e.state + "/checkpoints")
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +110,8 @@ func TestGCByAgeAndSizeAcrossSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.CheckpointsRemoved != 3 || len(rep.Trimmed) != 1 || !strings.HasPrefix(rep.Trimmed[0], "s1:") || rep.ObjectsRemoved != 1 {
-		t.Fatalf("gc by size: %+v, want checkpoints 0-2 of s1 and one object removed", rep)
+	if rep.CheckpointsRemoved != 1 || len(rep.Trimmed) != 1 || !strings.HasPrefix(rep.Trimmed[0], "s1:") || rep.BytesAfter > cur-1 {
+		t.Fatalf("gc by size: %+v, want checkpoint 0 of s1 removed, the store at most %d bytes", rep, cur-1)
 	}
 	objectCount(t, e.state)
 	// s2 can still go back to its start, through the shared object.
@@ -134,4 +135,120 @@ func TestGCByAgeAndSizeAcrossSessions(t *testing.T) {
 		}
 	}
 	objectCount(t, e.state)
+}
+
+// genStore records sessions × turns checkpoints, each overwriting a few
+// files of varied size (small packed ones and, every few turns, a loose
+// one), and returns the state directory, closed.
+func genStore(t *testing.T, sessions, turns int) string {
+	t.Helper()
+	e := newEnv(t, nil)
+	for s := 1; s <= sessions; s++ {
+		if s > 1 {
+			e.open(fmt.Sprintf("s%d", s), nil)
+		}
+		for i := 1; i <= turns; i++ {
+			e.write(fmt.Sprintf("f%d.txt", i%7), fmt.Sprintf("session %d turn %d\n%s", s, i, strings.Repeat("line of text\n", 10+i*3)))
+			if i%9 == 0 {
+				e.write("big.bin", string(randomBytes(looseThreshold+i)))
+			}
+			e.seal("write")
+		}
+		e.rec.Close()
+	}
+	return e.state
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(n)*0x9e3779b97f4a7c15 | 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// copyTree copies the regular files and directories below src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The dry run reports exactly what the real run then does, and --max-size
+// removes only the oldest history needed to bring the store within the
+// limit: one checkpoint fewer would leave it over.
+func TestGCDryRunMatchesAndMaxSizeStopsAtTheLimit(t *testing.T) {
+	for _, g := range []struct{ sessions, turns int }{{1, 40}, {3, 25}} {
+		state := genStore(t, g.sessions, g.turns)
+		before, err := dirSize(ckptDir(state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []GCOptions{
+			{MaxSize: before * 3 / 4}, {MaxSize: before / 2}, {MaxSize: before / 5}, {MaxSize: 1},
+			{MaxCount: 10}, {MaxCount: 3}, {MaxCount: 10, MaxSize: before / 3},
+		} {
+			name := fmt.Sprintf("%dx%d count=%d size=%d/%d", g.sessions, g.turns, o.MaxCount, o.MaxSize, before)
+			dir := t.TempDir()
+			copyTree(t, state, dir)
+			dry := o
+			dry.DryRun = true
+			want, err := GC(dir, dry)
+			if err != nil {
+				t.Fatalf("%s: dry run: %v", name, err)
+			}
+			got, err := GC(dir, o)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			real, _ := dirSize(ckptDir(dir))
+			if got.BytesAfter != real || want.BytesAfter != got.BytesAfter || want.CheckpointsRemoved != got.CheckpointsRemoved ||
+				want.ObjectsRemoved != got.ObjectsRemoved || fmt.Sprint(want.Trimmed) != fmt.Sprint(got.Trimmed) {
+				t.Fatalf("%s: dry run %+v, real run %+v (store now %d bytes)", name, want, got, real)
+			}
+			objectCount(t, dir)
+			if o.MaxSize > 0 && o.MaxCount == 0 && got.CheckpointsRemoved > 0 {
+				if got.BytesAfter > o.MaxSize && got.CheckpointsRemoved < g.sessions*g.turns-g.sessions {
+					t.Fatalf("%s: %d bytes left, over the limit with history left to drop", name, got.BytesAfter)
+				}
+				// One checkpoint fewer removed would not have been enough
+				// (with one session, keeping one more is --max-count).
+				if g.sessions == 1 {
+					kept := g.turns + 1 - got.CheckpointsRemoved
+					fewer := t.TempDir()
+					copyTree(t, state, fewer)
+					rep, err := GC(fewer, GCOptions{MaxCount: kept + 1, DryRun: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rep.BytesAfter <= o.MaxSize {
+						t.Fatalf("%s: removed %d checkpoints (%d bytes left), but keeping one more fits too (%d bytes)", name, got.CheckpointsRemoved, got.BytesAfter, rep.BytesAfter)
+					}
+				}
+			}
+		}
+	}
 }

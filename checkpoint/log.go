@@ -375,10 +375,19 @@ func (l *logFile) append(recs ...record) error {
 }
 
 func (l *logFile) sync() error {
-	if err := syscall.Fdatasync(int(l.f.Fd())); err != nil {
+	if err := fdatasync(l.f); err != nil {
 		return fmt.Errorf("checkpoint: syncing %s: %w", l.path, err)
 	}
 	return nil
+}
+
+// syncCreated makes a log just created durable: its content, its name in
+// sessions/, and that directory's own names up to the state directory.
+func (l *logFile) syncCreated() error {
+	if err := l.sync(); err != nil {
+		return err
+	}
+	return syncDirs(filepath.Dir(l.path), 3)
 }
 
 func (l *logFile) close() error { return l.f.Close() }

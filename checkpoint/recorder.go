@@ -32,6 +32,13 @@ type Options struct {
 	// the process (they are written before RecordSnapshot returns) and are
 	// made durable against power loss at the next Seal.
 	SyncEachSnapshot bool
+	// MaxStoreSize caps the whole store (every session's checkpoints) in
+	// bytes; see cap.go for how. Zero means DefaultMaxStoreSize; negative
+	// means no cap.
+	MaxStoreSize int64
+	// OnStoreCap, if set, is told when the cap removes history or is
+	// passed: a message for the person.
+	OnStoreCap func(msg string)
 }
 
 // DefaultMaxFileSize is the default Options.MaxFileSize: 64 MiB.
@@ -108,6 +115,7 @@ type Recorder struct {
 	st        *store
 	log       *logFile
 	storeLock *os.File
+	storeCap  capState
 	ign       *ignorer
 
 	// barrier: captures and NoteExternal hold it shared for their whole
@@ -206,6 +214,9 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 			return nil, err
 		}
 	}
+	if m == modeRecord {
+		r.capAtOpen()
+	}
 	if r.storeLock, err = lockStore(stateDir, false, true); err != nil {
 		return nil, err
 	}
@@ -230,7 +241,7 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		if err := r.log.append(hdr); err != nil {
 			return nil, err
 		}
-		if err := r.log.sync(); err != nil {
+		if err := r.log.syncCreated(); err != nil {
 			return nil, err
 		}
 		r.h = &history{path: lp, header: hdr, seals: []*record{nil}, after: map[int][]record{}}
@@ -867,6 +878,7 @@ func (r *Recorder) Seal(info SealInfo) (*Checkpoint, error) {
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
+	defer r.checkCapAfterSeal()
 	return r.sealLocked(info, "", nil)
 }
 

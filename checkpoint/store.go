@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -86,10 +87,16 @@ type store struct {
 	index   map[Hash]objLoc
 	w       *packWriter
 	readers map[string]*os.File
+	// lost names where load found index entries without their bytes
+	// (readPackIndex): skipped, so that they block nothing else, and named
+	// when a read needs them.
+	lost map[Hash]string
+	// written counts the bytes this store added (the store cap's count).
+	written atomic.Int64
 }
 
 func newStore(objectsDir string) *store {
-	return &store{dir: objectsDir, index: map[Hash]objLoc{}, readers: map[string]*os.File{}}
+	return &store{dir: objectsDir, index: map[Hash]objLoc{}, readers: map[string]*os.File{}, lost: map[Hash]string{}}
 }
 
 func (s *store) packDir() string { return filepath.Join(s.dir, "pack") }
@@ -110,9 +117,12 @@ func (s *store) loadLocked() error {
 		return err
 	}
 	for _, p := range packs {
-		entries, _, err := readPackIndex(s.packDir(), p)
+		entries, _, lost, err := readPackIndex(s.packDir(), p)
 		if err != nil {
 			return err
+		}
+		for _, e := range lost {
+			s.lost[e.hash] = fmt.Sprintf("pack %s, offset %d", p, e.off)
 		}
 		for _, e := range entries {
 			if _, dup := s.index[e.hash]; !dup {
@@ -158,21 +168,25 @@ func (e packEntry) end() int64 { return e.off + e.hdrLen + e.storedLen }
 // then any found by scanning the pack past the last indexed entry (written
 // just before a crash, before their index entry). tailGarbage is the number
 // of bytes at the end of the pack that are no complete entry (a write torn
-// by a crash): they are never referenced, and gc drops them.
-func readPackIndex(dir, name string) (entries []packEntry, tailGarbage int64, err error) {
+// by a crash): they are never referenced, and gc drops them. lost are the
+// index entries whose bytes are not in the pack (cut short, as a power loss
+// can leave a pack whose index was written back first): they are left out
+// of entries, so that the rest of the store stays usable and the object
+// can be stored again; gc drops them from the index.
+func readPackIndex(dir, name string) (entries []packEntry, tailGarbage int64, lost []packEntry, err error) {
 	pf, err := os.Open(filepath.Join(dir, name+".pack"))
 	if err != nil {
-		return nil, 0, fmt.Errorf("checkpoint store: %w", err)
+		return nil, 0, nil, fmt.Errorf("checkpoint store: %w", err)
 	}
 	defer pf.Close()
 	fi, err := pf.Stat()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	size := fi.Size()
 	idx, err := os.ReadFile(filepath.Join(dir, name+".idx"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("checkpoint store: %w", err)
+		return nil, 0, nil, fmt.Errorf("checkpoint store: %w", err)
 	}
 	// A torn final index entry is ignored: the scan below finds its object.
 	idx = idx[:len(idx)-len(idx)%idxEntrySize]
@@ -182,32 +196,32 @@ func readPackIndex(dir, name string) (entries []packEntry, tailGarbage int64, er
 		copy(e.hash[:], idx[i:i+sha256.Size])
 		e.off = int64(binary.LittleEndian.Uint64(idx[i+sha256.Size:]))
 		if e.off < 0 || e.off >= size {
-			return nil, 0, fmt.Errorf("checkpoint store: index %s.idx points past the end of its pack (offset %d, pack size %d)", name, e.off, size)
+			lost = append(lost, e)
+			continue
+		}
+		// Only the header is needed to know where the entry ends.
+		h, err := readEntryHeader(pf, e.off, size)
+		if err != nil || h.hash != e.hash {
+			lost = append(lost, e)
+			continue
 		}
 		entries = append(entries, e)
-		if e.off >= scanFrom {
-			// Only the header is needed to know where the entry ends.
-			h, err := readEntryHeader(pf, e.off, size)
-			if err != nil {
-				return nil, 0, fmt.Errorf("checkpoint store: pack %s, offset %d: %w", name, e.off, err)
-			}
-			scanFrom = h.end()
-		}
+		scanFrom = max(scanFrom, h.end())
 	}
 	// Scan the tail: entries whose index write did not happen.
 	for off := scanFrom; off < size; {
 		h, err := readEntryHeader(pf, off, size)
 		if err != nil {
-			return entries, size - off, nil
+			return entries, size - off, lost, nil
 		}
 		// A complete header with a torn body: the hash check decides.
 		if _, err := readEntryData(pf, h); err != nil {
-			return entries, size - off, nil
+			return entries, size - off, lost, nil
 		}
 		entries = append(entries, h)
 		off = h.end()
 	}
-	return entries, 0, nil
+	return entries, 0, lost, nil
 }
 
 func readEntryHeader(f *os.File, off, size int64) (packEntry, error) {
@@ -313,8 +327,8 @@ func (s *store) newPackWriterLocked() (*packWriter, error) {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
 	}
 	// The new names must survive a power loss before anything refers to
-	// objects inside them.
-	if err := syncDir(s.packDir()); err != nil {
+	// objects inside them, and so must the directories made for them.
+	if err := syncDirs(s.packDir(), 3); err != nil {
 		pack.Close()
 		idx.Close()
 		return nil, err
@@ -408,6 +422,7 @@ func (s *store) put(raw []byte) (Hash, error) {
 		return h, fmt.Errorf("checkpoint store: writing pack index %s: %w", w.name, err)
 	}
 	s.index[h] = objLoc{pack: w.name, off: off}
+	s.written.Add(int64(len(entry) + idxEntrySize))
 	return h, nil
 }
 
@@ -464,6 +479,9 @@ func (s *store) putFile(r io.Reader) (Hash, int64, error) {
 	if exists {
 		return h, size, nil
 	}
+	if fi, err := tmp.Stat(); err == nil {
+		s.written.Add(fi.Size())
+	}
 	return h, size, s.commitLoose(tmp, h)
 }
 
@@ -495,16 +513,22 @@ func (s *store) commitLoose(tmp *os.File, h Hash) error {
 	return syncDir(s.dir)
 }
 
-// sync makes every packed object written so far durable. Called before a
-// record that refers to them is made durable.
+// sync makes every packed object written so far durable, and the index
+// entries naming them, so that after a power loss a sealed checkpoint's
+// objects are found through the index as they were (not by a scan, and
+// never an index entry without its bytes). Called before a record that
+// refers to them is made durable.
 func (s *store) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.w == nil || !s.w.dirty {
 		return nil
 	}
-	if err := syscall.Fdatasync(int(s.w.pack.Fd())); err != nil {
+	if err := fdatasync(s.w.pack); err != nil {
 		return fmt.Errorf("checkpoint store: syncing pack %s: %w", s.w.name, err)
+	}
+	if err := fdatasync(s.w.idx); err != nil {
+		return fmt.Errorf("checkpoint store: syncing pack index %s: %w", s.w.name, err)
 	}
 	s.w.dirty = false
 	return nil
@@ -528,6 +552,7 @@ func (s *store) copyTo(h Hash, w io.Writer) (int64, error) {
 		return 0, err
 	}
 	loc, packed := s.index[h]
+	lostAt := s.lost[h]
 	var pf *os.File
 	if packed {
 		pf = s.readers[loc.pack]
@@ -566,6 +591,9 @@ func (s *store) copyTo(h Hash, w io.Writer) (int64, error) {
 	}
 	f, err := os.Open(s.loosePath(h))
 	if errors.Is(err, fs.ErrNotExist) {
+		if lostAt != "" {
+			return 0, fmt.Errorf("%w: object %s is missing from the store: its bytes were cut off the end of its pack (%s), as a power loss can leave it", ErrCorrupt, h, lostAt)
+		}
 		return 0, fmt.Errorf("%w: object %s is missing from the store", ErrCorrupt, h)
 	}
 	if err != nil {
@@ -615,8 +643,10 @@ func (s *store) close() error {
 	var first error
 	if s.w != nil {
 		if s.w.dirty {
-			if err := syscall.Fdatasync(int(s.w.pack.Fd())); err != nil && first == nil {
-				first = err
+			for _, f := range []*os.File{s.w.pack, s.w.idx} {
+				if err := fdatasync(f); err != nil && first == nil {
+					first = err
+				}
 			}
 		}
 		for _, f := range []*os.File{s.w.pack, s.w.idx} {
@@ -633,6 +663,10 @@ func (s *store) close() error {
 	return first
 }
 
+// fdatasync flushes f's data (and the size that reaches it) to the disk;
+// a variable so that tests can see what is synced when.
+var fdatasync = func(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
 // syncDir fsyncs a directory so that entries created or renamed in it
 // survive a power loss.
 func syncDir(dir string) error {
@@ -641,8 +675,20 @@ func syncDir(dir string) error {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fdatasync(d); err != nil {
 		return fmt.Errorf("checkpoint store: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// syncDirs fsyncs dir and its n-1 nearest ancestors: a name made in dir
+// survives a power loss only when the directories above it do too.
+func syncDirs(dir string, n int) error {
+	for ; n > 0; n-- {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		dir = filepath.Dir(dir)
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func TestStoreDedupe(t *testing.T) {
 	if len(packs) != 1 {
 		t.Fatalf("%d packs, want 1", len(packs))
 	}
-	entries, garbage, err := readPackIndex(st.packDir(), packs[0])
+	entries, garbage, _, err := readPackIndex(st.packDir(), packs[0])
 	if err != nil || garbage != 0 || len(entries) != 1 {
 		t.Fatalf("pack entries %d (garbage %d, err %v), want 1", len(entries), garbage, err)
 	}
@@ -112,7 +112,7 @@ func TestStorePackTailRecovery(t *testing.T) {
 			t.Fatalf("object %d after losing its index entry: %v", i, err)
 		}
 	}
-	_, garbage, err := readPackIndex(st.packDir(), name)
+	_, garbage, _, err := readPackIndex(st.packDir(), name)
 	if err != nil || garbage != int64(len(packMagic+"torn entry")) {
 		t.Fatalf("garbage %d, err %v", garbage, err)
 	}

@@ -165,15 +165,20 @@ func Verify(stateDir string) (*VerifyReport, error) {
 
 	objDir := filepath.Join(ckptDir(abs), "objects")
 	present := map[Hash]bool{}
+	var lostEntries []Problem
 	packs, err := listPacks(filepath.Join(objDir, "pack"))
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range packs {
-		entries, garbage, err := readPackIndex(filepath.Join(objDir, "pack"), p)
+		entries, garbage, lost, err := readPackIndex(filepath.Join(objDir, "pack"), p)
 		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Where: "pack " + p, Detail: err.Error()})
 			continue
+		}
+		for _, e := range lost {
+			lostEntries = append(lostEntries, Problem{Object: e.hash.String(), Where: fmt.Sprintf("pack %s offset %d", p, e.off), UsedBy: usedBy(e.hash),
+				Detail: "its bytes are missing (the pack was cut short, as a power loss can leave it); only rewinds that need it fail; 'lite-agent gc' drops the entry"})
 		}
 		if garbage > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("pack %s ends with %d bytes of a write torn by a crash; nothing refers to them", p, garbage))
@@ -236,6 +241,15 @@ func Verify(stateDir string) (*VerifyReport, error) {
 			rep.Bytes += n
 			present[h] = true
 		}
+	}
+	for _, pr := range lostEntries {
+		if h, _ := parseHash(pr.Object); present[h] || len(pr.UsedBy) == 0 {
+			// Stored again, or needed by nothing: only the index entry is
+			// left, for gc to drop.
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the bytes of object %s are missing (the pack was cut short); nothing needs them; 'lite-agent gc' drops the entry", pr.Where, pr.Object))
+			continue
+		}
+		rep.Problems = append(rep.Problems, pr)
 	}
 	var missing []Hash
 	for h, rs := range refs {

@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
@@ -26,6 +28,15 @@ func (r recorder) Checkpoint(_ context.Context, c kernel.CheckpointCause) (any, 
 // made outside the agent while the session runs, so that a rewind never
 // silently destroys them.
 func Checkpoints(stateDir string) kernel.CheckpointerFunc {
+	return checkpointsCapped(stateDir, 0)
+}
+
+// checkpointsCapped is Checkpoints with a store cap (Config.CheckpointMaxSize)
+// whose messages go to stderr.
+func checkpointsCapped(stateDir string, maxStoreSize int64) kernel.CheckpointerFunc {
+	copts := &checkpoint.Options{MaxStoreSize: maxStoreSize, OnStoreCap: func(msg string) {
+		fmt.Fprintln(os.Stderr, "lite-agent:", msg)
+	}}
 	return func(ctx context.Context, sessionID, workspace string) (kernel.Checkpointer, error) {
 		dir := stateDir
 		if dir == "" {
@@ -39,7 +50,7 @@ func Checkpoints(stateDir string) kernel.CheckpointerFunc {
 		if err != nil {
 			return nil, err
 		}
-		rec, err := checkpoint.Open(dir, sessionID, workspace, nil)
+		rec, err := checkpoint.Open(dir, sessionID, workspace, copts)
 		if err != nil {
 			return nil, err
 		}

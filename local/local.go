@@ -73,6 +73,11 @@ type Config struct {
 	// NoCheckpoints turns checkpointing off (it is on by default: every
 	// change the agent makes can be rewound).
 	NoCheckpoints bool
+	// CheckpointMaxSize caps the checkpoint store in bytes
+	// (checkpoint.Options.MaxStoreSize): zero is
+	// checkpoint.DefaultMaxStoreSize, negative no cap. When the cap acts,
+	// the person is told on stderr.
+	CheckpointMaxSize int64
 	// MCPServers are the agent's MCP servers, by name (the {server} of
 	// mcp__{server}__{tool}): mcp.Config.Servers from mcp.LoadConfig, and
 	// an in-process server as an entry {Server: srv}. New checks them
@@ -200,7 +205,7 @@ func New(cfg Config) (*Agent, error) {
 		opts.Toolsets = []tools.Toolset{ts}
 	}
 	if !cfg.NoCheckpoints {
-		opts.Checkpoints = Checkpoints(opts.StateDir)
+		opts.Checkpoints = checkpointsCapped(opts.StateDir, cfg.CheckpointMaxSize)
 	}
 	// A rule, matcher or tool list naming no tool fails here, not at the
 	// first query (a deny rule that matches nothing is a silent hole).

@@ -496,6 +496,15 @@ func parseStoreSize(s string) (int64, error) {
 	return int64(v * float64(int64(1)<<shift)), nil
 }
 
+// parseStoreCap reads --checkpoint-max-size: a size, "none" (no cap, -1),
+// or "" (the default, 0).
+func parseStoreCap(s string) (int64, error) {
+	if s == "none" {
+		return -1, nil
+	}
+	return parseStoreSize(s)
+}
+
 func humanSize(n int64) string {
 	switch {
 	case n >= 1<<30:

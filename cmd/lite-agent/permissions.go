@@ -67,9 +67,14 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 	if err != nil {
 		return nil, err
 	}
+	ckptMax, err := parseStoreCap(f.checkpointMax)
+	if err != nil {
+		return nil, usageErrorf("--checkpoint-max-size: %v", err)
+	}
 	cfg := local.Config{
-		Preset:        f.preset,
-		NoCheckpoints: f.noCheckpoints,
+		Preset:            f.preset,
+		NoCheckpoints:     f.noCheckpoints,
+		CheckpointMaxSize: ckptMax,
 		Options: kernel.Options{
 			Workspace:                       f.workspace,
 			Model:                           model,

@@ -47,6 +47,7 @@ type runFlags struct {
 	cont            bool // --continue: resume the workspace's newest session
 	verbose         bool
 	noCheckpoints   bool
+	checkpointMax   string
 	// Permissions (permissions.go).
 	preset          string
 	permissionMode  string
@@ -163,6 +164,7 @@ func runFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.cont, "c", false, "the same as --continue")
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
 	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
+	fs.StringVar(&f.checkpointMax, "checkpoint-max-size", "", "cap the checkpoint store (e.g. 500M, 10G, or none; default 2G): at session start the oldest checkpoints of other sessions go until it fits")
 	permissionFlags(fs, f)
 	extraFlags(fs, f)
 	modelFlags(fs, &f.modelSettings)

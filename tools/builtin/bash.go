@@ -109,7 +109,8 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	if in.RunInBackground {
 		return startBackground(ctx, in, timeout)
 	}
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, ctx.BeforeChange(), ctx.ForeignChange())
+	var full storeFull
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,41 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	if run.processLimitHit {
 		note("The command hit the sandbox's limit on the number of processes.")
 	}
+	if err := full.first(); err != nil {
+		note("Some changes were refused with \"No space left on device\": the checkpoint store is full, not the disk of the workspace (%v). The refused changes did not happen. Free space where the store is, or shrink it with 'lite-agent gc --max-size SIZE', then run the command again.", err)
+	}
 	return &tools.Result{Content: []tools.Content{tools.TextContent(b.String())}, IsError: isError}, nil
+}
+
+// storeFull remembers the first change refused because the checkpoint
+// store ran out of space: the command sees ENOSPC about a workspace file
+// that has room, so the result says which disk is full.
+type storeFull struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *storeFull) watch(hook sandbox.ChangeFunc) sandbox.ChangeFunc {
+	if hook == nil {
+		return nil
+	}
+	return func(paths []string) error {
+		err := hook(paths)
+		if err != nil && errors.Is(err, syscall.ENOSPC) {
+			f.mu.Lock()
+			if f.err == nil {
+				f.err = err
+			}
+			f.mu.Unlock()
+		}
+		return err
+	}
+}
+
+func (f *storeFull) first() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // bashRun is how a command ended.

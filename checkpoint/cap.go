@@ -1,0 +1,99 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// DefaultMaxStoreSize is the default Options.MaxStoreSize: 2 GiB, room for
+// thousands of ordinary edits while a runaway agent rewriting large files
+// cannot fill the disk that holds the state directory.
+const DefaultMaxStoreSize = 2 << 30
+
+// The store cap (Options.MaxStoreSize) is enforced when a recording
+// session opens: when the store is larger, gc removes the oldest history
+// of every other session (GCOptions.MaxSize) until it fits, and never any
+// of the opening session, so its checkpoint 0 stays. A session cannot trim
+// a store it records into (gc needs the store to itself), so at each seal
+// the recorder counts what it has added, and the first seal past the cap
+// says so (Options.OnStoreCap); the next session start brings the store
+// back within the cap.
+
+// capAtOpen enforces the cap before the recorder takes the store lock, and
+// keeps the store's size afterwards (the base its seals count from).
+func (r *Recorder) capAtOpen() {
+	limit := r.maxStoreSize()
+	if limit <= 0 {
+		return
+	}
+	size, err := dirSize(ckptDir(r.stateDir))
+	if err != nil || size <= limit {
+		r.storeCap.base = size
+		return
+	}
+	rep, err := GC(r.stateDir, GCOptions{MaxSize: limit, Keep: []string{r.id}})
+	switch {
+	case errors.Is(err, ErrStoreBusy):
+		r.storeCap.base = size
+		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and other sessions are recording, so nothing was removed; it is trimmed when a session starts alone (or run 'lite-agent gc --max-size %s' when none runs)",
+			ckptDir(r.stateDir), sizeText(size), sizeText(limit), sizeText(limit)))
+	case err != nil:
+		r.storeCap.base = size
+		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and trimming it failed: %v", ckptDir(r.stateDir), sizeText(size), sizeText(limit), err))
+	default:
+		r.storeCap.base = rep.BytesAfter
+		msg := fmt.Sprintf("the checkpoint store at %s reached its cap of %s: removed the oldest %d checkpoint(s) of other sessions (%s -> %s)",
+			ckptDir(r.stateDir), sizeText(limit), rep.CheckpointsRemoved, sizeText(rep.BytesBefore), sizeText(rep.BytesAfter))
+		if rep.BytesAfter > limit {
+			msg += "; what is left is the newest checkpoint of each session and this session's own history, still over the cap"
+		}
+		r.noteCap(msg + "; raise the cap with checkpoint_max_size or --checkpoint-max-size")
+	}
+}
+
+// checkCapAfterSeal says once, at the first seal that takes the store past
+// its cap, that it did.
+func (r *Recorder) checkCapAfterSeal() {
+	limit := r.maxStoreSize()
+	if limit <= 0 || r.storeCap.warned.Load() {
+		return
+	}
+	size := r.storeCap.base + r.st.written.Load()
+	if size <= limit || r.storeCap.warned.Swap(true) {
+		return
+	}
+	r.noteCap(fmt.Sprintf("the checkpoint store at %s is now about %s, over its cap of %s: this session's checkpoints are all kept; the oldest history of other sessions is removed when the next session starts (or run 'lite-agent gc --max-size %s' after this one)",
+		ckptDir(r.stateDir), sizeText(size), sizeText(limit), sizeText(limit)))
+}
+
+func (r *Recorder) maxStoreSize() int64 {
+	if r.opts.MaxStoreSize == 0 {
+		return DefaultMaxStoreSize
+	}
+	return r.opts.MaxStoreSize
+}
+
+func (r *Recorder) noteCap(msg string) {
+	if r.opts.OnStoreCap != nil {
+		r.opts.OnStoreCap(msg)
+	}
+}
+
+// capState is the recorder's view of the store cap.
+type capState struct {
+	base   int64 // the store's size when the recorder opened
+	warned atomic.Bool
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
