@@ -48,7 +48,7 @@ func (r *Recorder) capAtOpen() {
 		if rep.BytesAfter > limit {
 			msg += "; what is left is the newest checkpoint of each session and this session's own history, still over the cap"
 		}
-		r.noteCap(msg + "; raise the cap with checkpoint_max_size or --checkpoint-max-size")
+		r.noteCap(msg + "; raise the cap with --checkpoint-max-size, or remove old history with lite-agent gc")
 	}
 }
 
