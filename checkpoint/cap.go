@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 )
 
 // DefaultMaxStoreSize is the default Options.MaxStoreSize: 2 GiB, room for
@@ -18,7 +19,47 @@ const DefaultMaxStoreSize = 2 << 30
 // a store it records into (gc needs the store to itself), so at each seal
 // the recorder counts what it has added, and the first seal past the cap
 // says so (Options.OnStoreCap); the next session start brings the store
-// back within the cap.
+// back within the cap. Past the cap the session records nothing more
+// (capCeiling): the changes that need a record are refused with a message
+// naming the cap, so the store stays bounded within one session too.
+
+// ErrStoreCap is why a record is refused once the store has reached its
+// cap during a session: it wraps ENOSPC, the errno a captured command is
+// answered with (its change is refused, never made unrecorded), and says
+// which cap and how to raise it.
+var ErrStoreCap = &capError{}
+
+type capError struct{ msg string }
+
+func (e *capError) Error() string {
+	if e.msg == "" {
+		return "the checkpoint store reached its cap"
+	}
+	return e.msg
+}
+
+// Is makes a cap refusal both ErrStoreCap and ENOSPC.
+func (e *capError) Is(target error) bool {
+	return target == ErrStoreCap || target == syscall.ENOSPC
+}
+
+// capCeiling refuses new objects once the store has passed its cap in
+// this session: a runaway agent rewriting large files would otherwise
+// grow it, between session starts, until the disk is full. What was
+// recorded stays (checkpoint 0 first of all); the change that needed the
+// record is refused.
+func (r *Recorder) capCeiling() error {
+	limit := r.maxStoreSize()
+	if limit <= 0 {
+		return nil
+	}
+	size := r.storeCap.base + r.st.written.Load()
+	if size < limit {
+		return nil
+	}
+	return &capError{msg: fmt.Sprintf("the checkpoint store at %s reached its cap of %s (it is %s), so this change cannot be recorded and is refused; raise the cap with --checkpoint-max-size, or remove old history with 'lite-agent gc --max-size SIZE' after this session",
+		ckptDir(r.stateDir), sizeText(limit), sizeText(size))}
+}
 
 // capAtOpen enforces the cap before the recorder takes the store lock, and
 // keeps the store's size afterwards (the base its seals count from).
@@ -63,7 +104,7 @@ func (r *Recorder) checkCapAfterSeal() {
 	if size <= limit || r.storeCap.warned.Swap(true) {
 		return
 	}
-	r.noteCap(fmt.Sprintf("the checkpoint store at %s is now about %s, over its cap of %s: this session's checkpoints are all kept; the oldest history of other sessions is removed when the next session starts (or run 'lite-agent gc --max-size %s' after this one)",
+	r.noteCap(fmt.Sprintf("the checkpoint store at %s is now about %s, over its cap of %s: this session's checkpoints are all kept, and its changes that need a new record are refused from now on; raise the cap with --checkpoint-max-size, or let the next session start trim the oldest history of other sessions (or run 'lite-agent gc --max-size %s' after this one)",
 		ckptDir(r.stateDir), sizeText(size), sizeText(limit), sizeText(limit)))
 }
 

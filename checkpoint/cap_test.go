@@ -1,8 +1,12 @@
 package checkpoint
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -48,20 +52,39 @@ func TestStoreCapTrimsAtStartAndWarnsAtSeal(t *testing.T) {
 	}
 	objectCount(t, e.state)
 
-	// A new session whose seals take the store past the cap: told once.
+	// A new session that grows the store to its cap: its records are then
+	// refused (ErrStoreCap, which is ENOSPC to a captured command), so the
+	// store stays bounded within one session; it is told once, and keeps
+	// every checkpoint it made.
 	msgs = nil
 	opts.MaxStoreSize = after + 2000
 	e.open("s3", opts)
 	if cps, _ := List(e.state, "s2"); len(cps) == 0 {
 		t.Fatal("s2 vanished")
 	}
-	versions(e, "c.txt", 20)
+	sealed := 0
+	var refused error
+	for i := 1; i <= 200 && refused == nil; i++ {
+		c := fmt.Sprintf("c.txt version %d\n%s", i, strings.Repeat("filler line\n", i))
+		if refused = e.rec.RecordSnapshot("c.txt"); refused != nil {
+			break
+		}
+		e.must(os.WriteFile(e.abs("c.txt"), []byte(c), 0o644))
+		e.seal("write")
+		sealed++
+	}
+	if !errors.Is(refused, ErrStoreCap) || !errors.Is(refused, syscall.ENOSPC) || !strings.Contains(refused.Error(), "--checkpoint-max-size") {
+		t.Fatalf("200 versions past a cap of %d bytes: the last record's error is %v, want ErrStoreCap naming the flag", opts.MaxStoreSize, refused)
+	}
 	e.rec.Close()
+	if size, _ := dirSize(ckptDir(e.state)); size > opts.MaxStoreSize+64<<10 {
+		t.Errorf("the store grew to %d bytes in one session, cap %d", size, opts.MaxStoreSize)
+	}
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "over its cap") {
 		t.Fatalf("messages past the cap in a session: %q", msgs)
 	}
-	if cps, _ := List(e.state, "s3"); len(cps) != 21 || cps[0].Number != 0 {
-		t.Fatalf("s3 lost history: %d", len(cps))
+	if cps, _ := List(e.state, "s3"); len(cps) != sealed+1 || cps[0].Number != 0 {
+		t.Fatalf("s3 lost history: %d checkpoints for %d seals", len(cps), sealed)
 	}
 	// The next start trims back, s3's checkpoint 0 kept as its newest is.
 	msgs = nil

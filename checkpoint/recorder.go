@@ -274,6 +274,9 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		}
 	}
 	r.st = newStore(filepath.Join(ckptDir(stateDir), "objects"))
+	if m == modeRecord {
+		r.st.ceiling = r.capCeiling
+	}
 	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
 	r.ign.replay(r.h) // a continued session: what existed at its start
 	r.known = knownStates(r.h)

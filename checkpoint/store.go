@@ -93,6 +93,9 @@ type store struct {
 	lost map[Hash]string
 	// written counts the bytes this store added (the store cap's count).
 	written atomic.Int64
+	// ceiling, when set, refuses new objects once base+written passes it
+	// (ErrStoreCap): a session cannot grow the store past its cap.
+	ceiling func() error
 }
 
 func newStore(objectsDir string) *store {
@@ -382,6 +385,11 @@ func (s *store) put(raw []byte) (Hash, error) {
 		return h, nil
 	}
 	s.mu.Unlock()
+	if s.ceiling != nil {
+		if err := s.ceiling(); err != nil {
+			return h, err
+		}
+	}
 	if len(raw) >= looseThreshold {
 		return h, s.putLoose(h, bytes.NewReader(raw))
 	}
@@ -430,6 +438,11 @@ func (s *store) put(raw []byte) (Hash, error) {
 // hashed while it is copied to a temporary file, which is then renamed to
 // the object's name (or dropped when the object already exists).
 func (s *store) putFile(r io.Reader) (Hash, int64, error) {
+	if s.ceiling != nil {
+		if err := s.ceiling(); err != nil {
+			return Hash{}, 0, err
+		}
+	}
 	if err := os.MkdirAll(s.tmpDir(), 0o700); err != nil {
 		return Hash{}, 0, fmt.Errorf("checkpoint store: %w", err)
 	}
