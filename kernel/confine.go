@@ -42,9 +42,16 @@ func (r *run) prepareSandbox() error {
 	sb, err := sandbox.New(p)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnsupported) {
-			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (a policy with BestEffort runs with what this kernel can enforce)", err)
+			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (`lite-agent sandbox check` shows what each preset would lose; Options.Sandbox.BestEffort runs with what this kernel can enforce)", err)
 		}
 		return fmt.Errorf("kernel: preparing the sandbox: %w", err)
+	}
+	// What New expects is tried once: a command that does not start, or
+	// whose writes do not land, would otherwise fail every tool call of
+	// the session while the run looks fine to the person.
+	if err := sandbox.Trial(p); err != nil {
+		sb.Close()
+		return fmt.Errorf("kernel: the sandbox was prepared but cannot run the agent's commands here: %w (`lite-agent sandbox check` shows what holds)", err)
 	}
 	// Handlers are narrowed from the ceiling, which is the commands'
 	// policy unless the caller named a wider one on purpose.

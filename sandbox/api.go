@@ -104,7 +104,10 @@ type Capabilities struct {
 	Seccomp           bool   `json:"seccomp"`
 	SeccompUserNotify bool   `json:"seccomp_user_notify"`
 	PidfdGetfd        bool   `json:"pidfd_getfd"`
-	UserNamespaces    bool   `json:"user_namespaces"`
+	// ProcMatchesPID: /proc/self is this process (not an outer PID
+	// namespace's /proc), which the notification server relies on.
+	ProcMatchesPID bool `json:"proc_matches_pid"`
+	UserNamespaces bool `json:"user_namespaces"`
 	// ReadOnlyMounts: commands can get a private mount namespace, read-only
 	// but the read-write roots (no chmod, chown or utimensat elsewhere).
 	ReadOnlyMounts bool     `json:"read_only_mounts"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,11 @@ type hostInfo struct {
 	seccomp    bool
 	notify     bool
 	pidfdGetfd bool
+	// procOK is nil when /proc/self is this process (getpid): the
+	// notification server reads /proc/PID of the pids it is told of, which
+	// under an outer PID namespace with the outer /proc (bwrap
+	// --unshare-pid --bind / /) name other processes.
+	procOK     error
 	userns     error // nil: user+PID namespaces work for this user
 	cg         cgroup.Info
 	cgWritable map[string]bool // "v2", "pids", "memory"
@@ -76,14 +82,30 @@ func probeHost() *hostInfo {
 	}
 	c.LandlockABI = h.abi
 
-	// seccomp: ask which actions the kernel implements (4.14+).
+	// seccomp: ask which actions the kernel implements (4.14+), then try
+	// what asking cannot tell: a listener is refused (EBUSY) when a filter
+	// of an outer sandbox already has one, and gVisor and seccomp profiles
+	// refuse the flag or the call (EINVAL, EPERM).
 	h.seccomp = seccompActionAvail(unix.SECCOMP_RET_KILL_PROCESS) && seccompActionAvail(unix.SECCOMP_RET_ERRNO)
 	h.notify = h.seccomp && seccompActionAvail(unix.SECCOMP_RET_USER_NOTIF)
+	if h.notify {
+		if err := trialListener(); err != nil {
+			h.notify = false
+			c.Notes = append(c.Notes, fmt.Sprintf("seccomp user notification: installing a listener failed (%v): no address filtering, no change capture", err))
+		}
+	}
 	c.Seccomp, c.SeccompUserNotify = h.seccomp, h.notify
-	// pidfd_getfd(-1, ...) is EBADF where the syscall exists.
-	_, _, e := unix.Syscall(unix.SYS_PIDFD_GETFD, ^uintptr(0), 0, 0)
-	h.pidfdGetfd = e != unix.ENOSYS
+	if err := trialPidfdGetfd(); err != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("pidfd_getfd on a real pidfd failed (%v; a container without CAP_SYS_PTRACE refuses it): no address filtering, no change capture", err))
+	} else {
+		h.pidfdGetfd = true
+	}
 	c.PidfdGetfd = h.pidfdGetfd
+	h.procOK = trialProc()
+	c.ProcMatchesPID = h.procOK == nil
+	if h.procOK != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("%v: the notification server cannot read the processes it is told of (no address filtering, no change capture)", h.procOK))
+	}
 
 	h.lastCap = 40
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
@@ -196,4 +218,58 @@ var kernelVersion = sync.OnceValue(func() [2]int {
 func kernelAtLeast(major, minor int) bool {
 	v := kernelVersion()
 	return v[0] > major || v[0] == major && v[1] >= minor
+}
+
+// trialListener installs a seccomp filter with a notification listener on
+// a throwaway thread: the goroutine ends locked to it, so the Go runtime
+// ends the thread, and the filter (and no_new_privs, set on that thread
+// only) with it. The filter allows everything; only the listener is tried.
+func trialListener() error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the filter
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			done <- fmt.Errorf("no_new_privs: %w", err)
+			return
+		}
+		allow := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+		prog := unix.SockFprog{Len: 1, Filter: &allow[0]}
+		fd, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+		runtime.KeepAlive(allow)
+		if e != 0 {
+			done <- fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER): %w", e)
+			return
+		}
+		unix.Close(int(fd))
+		done <- nil
+	}()
+	return <-done
+}
+
+// trialPidfdGetfd copies one of this process's descriptors through a pidfd
+// of its own, the call the notification server makes on a child's.
+func trialPidfdGetfd() error {
+	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, pidfd, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_getfd: %w", err)
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// trialProc compares /proc/self with getpid().
+func trialProc() error {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		return fmt.Errorf("/proc/self: %w", err)
+	}
+	if pid := strconv.Itoa(os.Getpid()); self != pid {
+		return fmt.Errorf("/proc/self is %s but this process is %s (a PID namespace with the outer /proc)", self, pid)
+	}
+	return nil
 }

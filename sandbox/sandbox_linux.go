@@ -183,7 +183,7 @@ func New(p Policy) (*Sandbox, error) {
 	// server binds and connects on its own copy of the socket. Domain
 	// grants under none add the proxy's address as the one way out.
 	mode := q.Network
-	canNotify := h.seccomp && h.notify && h.pidfdGetfd && netSupervisor != nil
+	canNotify := h.seccomp && h.notify && h.pidfdGetfd && h.procOK == nil && netSupervisor != nil
 	filterMode := mode
 	denyConnect := false
 	domains := len(q.AllowDomains) > 0 && mode != NetworkUnrestricted

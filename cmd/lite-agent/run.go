@@ -300,6 +300,9 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		if msg == "" && runErr != nil {
 			msg = runErr.Error()
 		}
+		if sandboxCannotRun(runErr) {
+			return &exitError{code: exitSandbox, msg: firstLine(msg)}
+		}
 		return failf("%s", firstLine(msg))
 	}
 	return nil
@@ -437,4 +440,16 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// exitSandbox is the exit code of a run whose sandbox cannot run the
+// agent's commands on this host (README, "Exit codes"): the work was not
+// done, and rerunning will not help until `lite-agent sandbox check` says
+// the preset holds.
+const exitSandbox = 3
+
+// sandboxCannotRun: err says the session's sandbox was refused or its
+// trial command failed.
+func sandboxCannotRun(err error) bool {
+	return err != nil && (errors.Is(err, sandbox.ErrUnsupported) || errors.Is(err, sandbox.ErrTrialFailed))
 }

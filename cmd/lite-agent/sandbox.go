@@ -527,11 +527,20 @@ func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 func checkPreset(p policies.Preset, ws string) presetReport {
 	r := presetReport{Name: p.Name, Network: string(p.Sandbox.Network)}
 	pol := p.Policy(ws)
+	// As an agent session runs it: with change capture (checkpoints and
+	// the .git rule need it).
+	pol.CaptureChanges = true
 	sb, err := sandbox.New(pol)
 	if err == nil {
 		e := sb.Enforcement()
 		sb.Close()
-		r.Enforced, r.Enforcement = len(e.Missing) == 0, &e
+		r.Enforcement = &e
+		if err := sandbox.Trial(pol); err != nil {
+			r.Refused = err.Error()
+			return r
+		}
+		r.Enforced = len(e.Missing) == 0
+		r.Lost = e.Missing
 		return r
 	}
 	r.Refused = err.Error()
@@ -544,6 +553,11 @@ func checkPreset(p policies.Preset, ws string) presetReport {
 	e := sb.Enforcement()
 	sb.Close()
 	r.Lost, r.Enforcement = e.Missing, &e
+	// The best-effort line is what a best-effort command was just seen
+	// to do, not what New expects.
+	if err := sandbox.Trial(pol); err != nil {
+		r.BestEffortError = err.Error()
+	}
 	return r
 }
 
