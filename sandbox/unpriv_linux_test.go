@@ -81,15 +81,30 @@ func TestAsUnprivilegedUser(t *testing.T) {
 	// Make sure the tests ran rather than skipped, and show what the
 	// sandbox gave that user.
 	for _, name := range unprivilegedTests {
-		if !strings.Contains(text, "--- PASS: "+name+" ") {
-			t.Errorf("%s did not pass as uid 65534", name)
+		if strings.Contains(text, "--- PASS: "+name+" ") {
+			continue
 		}
+		if why, ok := hostSkips[name]; ok && strings.Contains(text, "--- SKIP: "+name+" ") && strings.Contains(text, why) {
+			// The host lacks what the test attacks, for root as well: the
+			// skip (printed below) is the host's, not the user's.
+			t.Logf("%s skipped as uid 65534, as it does as root on this host (%s)", name, why)
+			continue
+		}
+		t.Errorf("%s did not pass as uid 65534", name)
 	}
 	for _, line := range strings.Split(text, "\n") {
 		if strings.Contains(line, "Enforcement:") || strings.Contains(line, "Probe:") || strings.Contains(line, "not meaningful") || strings.Contains(line, "SKIP") {
 			t.Log(strings.TrimSpace(line))
 		}
 	}
+}
+
+// hostSkips are the tests of unprivilegedTests that skip on a host which
+// lacks what they attack, whoever runs them, with the text their skip
+// gives: TestEscapeI386Table on a kernel without IA32 emulation (int 0x80
+// faults unconfined, so there is no i386 table to reach).
+var hostSkips = map[string]string{
+	"TestEscapeI386Table": "no IA32 emulation",
 }
 
 func copyFile(from, to string, mode os.FileMode) error {
