@@ -199,6 +199,41 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 			r.closeSandboxes()
 		}
 	}()
+	// The transcript and the checkpoint store are opened before any
+	// process of the session starts: a stdio MCP server is a writer from
+	// the moment it is started, and what it changes while the session
+	// starts is recorded in the open checkpoint like a command's change,
+	// so that a rewind to checkpoint 0 undoes it.
+	if err := r.openSession(stateDir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.file.close()
+		}
+	}()
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			r.cancel()
+		}
+	}()
+	r.snapshots = o.Snapshots
+	if o.Checkpoints != nil {
+		cp, err := o.Checkpoints(r.ctx, r.sessionID, r.workspace)
+		if err != nil {
+			return nil, fmt.Errorf("kernel: opening the checkpoint store: %w", err)
+		}
+		r.checkpointer, r.snapshots = cp, cp
+		defer func() {
+			if err != nil {
+				cp.Close()
+			}
+		}()
+	}
+	if r.snapshots != nil {
+		r.toolsetChanges.set(r.snapshots)
+	}
 	// Toolsets (MCP servers) are opened before the tools are built, so
 	// that their tools are named in Tools, rules and hook matchers like
 	// any other.
@@ -221,33 +256,14 @@ func newRun(ctx context.Context, o *Options) (_ *run, err error) {
 			r.root.Close()
 		}
 	}()
-	if err := r.openSession(stateDir); err != nil {
-		return nil, err
-	}
 	if r.system, err = r.systemPrompt(r.created); err != nil {
-		r.file.close()
 		return nil, err
 	}
 	if r.output != nil {
 		r.system = r.output.instruct(r.system)
 	}
 	if err = r.checkModelOptions(); err != nil {
-		r.file.close()
 		return nil, err
-	}
-	r.ctx, r.cancel = context.WithCancel(ctx)
-	r.snapshots = o.Snapshots
-	if o.Checkpoints != nil {
-		cp, err := o.Checkpoints(r.ctx, r.sessionID, r.workspace)
-		if err != nil {
-			r.cancel()
-			r.file.close()
-			return nil, fmt.Errorf("kernel: opening the checkpoint store: %w", err)
-		}
-		r.checkpointer, r.snapshots = cp, cp
-	}
-	if r.snapshots != nil {
-		r.toolsetChanges.set(r.snapshots)
 	}
 	r.tasks = tools.NewTasks()
 	r.gate.sessionID = r.sessionID

@@ -19,8 +19,9 @@ import (
 // Each is handed the handler ceiling — a toolset's processes (stdio MCP
 // servers) get no more than custom handlers, narrowed by what they
 // declare — and, with checkpoints, a recorder for what its processes
-// change in the workspace (through toolsetChanges, since the recorder is
-// opened after the toolsets; a change made before that is not captured).
+// change in the workspace (through toolsetChanges). newRun opens the
+// recorder before the toolsets, so a server's changes are recorded from
+// the moment it starts, in the checkpoint open at the session's start.
 func (r *run) openToolsets(ctx context.Context) error {
 	o := r.opts
 	for i, ts := range o.Toolsets {
