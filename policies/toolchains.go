@@ -148,9 +148,16 @@ var toolchains = []Toolchain{
 			// user's module cache, read-only; new ones come from the
 			// user's own GOPROXY into the per-workspace cache.
 			"GOPROXY=file://$GOMODCACHE/cache/download,$GOPROXY",
-			// Extracted modules stay writable, so that `lite-agent gc`
-			// can remove the per-workspace cache.
-			"GOFLAGS=-modcacherw $GOFLAGS",
+			// Extracted module sources stay read-only, as go leaves
+			// them: go checks go.sum only when it extracts a module, so
+			// a source edited afterwards would be compiled unchecked.
+			// Last, so that a -modcacherw of the user's does not win
+			// (go applies GOFLAGS in order). `lite-agent gc` and
+			// `rewind --to 0` make the directories writable to remove
+			// them. Read-only is no bar to a deliberate chmod by the
+			// agent: what does not outlive a session's rewind is the
+			// cache itself (local.ResetWorkspaceCaches).
+			"GOFLAGS=$GOFLAGS -modcacherw=false",
 			"PATH_PREPEND=$GOPATH/bin",
 		},
 		// A module that is not on the machine: instead of a DNS error
@@ -562,10 +569,11 @@ func expandTemplate(tmpl, home, cache, conf string, set map[string]string, h Hos
 	return s, ok && strings.TrimSpace(s) != ""
 }
 
-// optionalVar: a $NAME that only extends a value (GOFLAGS=-modcacherw
-// $GOFLAGS, a proxy list's tail) may be empty.
+// optionalVar: a $NAME that only extends a value (GOFLAGS=$GOFLAGS
+// -modcacherw=false, a proxy list's tail) may be empty.
 func optionalVar(tmpl, name string) bool {
-	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name)
+	_, value, _ := strings.Cut(tmpl, "=")
+	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name) || strings.HasPrefix(value, "$"+name+" ")
 }
 
 func expandVars(s string, get func(string) string) string {

@@ -161,7 +161,7 @@ func TestGoModuleWithDependencyOffline(t *testing.T) {
 		t.Errorf("the second go test was not a cache hit:\n%s", res[1].text)
 	}
 	cacheRoot := filepath.Join(u.home, ".cache", "lite-agent", "workspaces")
-	if !strings.Contains(res[2].text, cacheRoot) || !strings.Contains(res[2].text, "-modcacherw") || !strings.Contains(res[2].text, "local") {
+	if !strings.Contains(res[2].text, cacheRoot) || !strings.Contains(res[2].text, "-modcacherw=false") || !strings.Contains(res[2].text, "local") {
 		t.Errorf("go env in the sandbox (the per-workspace caches, the user's GOTOOLCHAIN):\n%s", res[2].text)
 	}
 	// The user's module cache stayed untouched: nothing extracted there
