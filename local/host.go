@@ -251,34 +251,63 @@ func removeCacheDir(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// ResetWorkspaceCaches removes the per-workspace toolchain caches of ws
-// under root ("" means CacheRoot()), returning the directory removed (""
-// when there was none; with dryRun, the one that would be). It is what
+// ResetWorkspaceCaches empties the per-workspace toolchain caches of ws
+// under root ("" means CacheRoot()), returning the cache directories
+// emptied (with dryRun, those that would be). It is what
 // `lite-agent rewind --to 0` does besides the files: the caches are not
 // recorded by the checkpoint store, and what a session left there (an
 // edited module source, a planted build result) must not outlive a rewind
 // to the session's start. An empty cache is one every later session can
 // trust; the tools fill it again — offline from the user's own caches,
-// which a profile grants read-only.
-func ResetWorkspaceCaches(root, ws string, dryRun bool) (string, error) {
+// which a profile grants read-only. The directories themselves stay: a
+// session still running has its sandbox's write grant on them (Landlock
+// grants name the directory, not the path), and so do the generated
+// configuration directories (<profile>.conf…), which no sandbox can write.
+func ResetWorkspaceCaches(root, ws string, dryRun bool) ([]string, error) {
 	if root == "" {
 		var err error
 		if root, err = CacheRoot(); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	dir, _, err := WorkspaceCacheDir(root, ws)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		return "", nil
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	if dryRun {
-		return dir, nil
+	if err != nil {
+		return nil, fmt.Errorf("the workspace's toolchain caches: %w", err)
 	}
-	if err := removeCacheDir(dir); err != nil {
-		return dir, fmt.Errorf("clearing the workspace's toolchain caches: %w (remove %s by hand)", err, dir)
+	var emptied []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || strings.Contains(e.Name(), ".conf") {
+			continue // the owner file, a generated configuration
+		}
+		cache := filepath.Join(dir, e.Name())
+		inside, err := os.ReadDir(cache)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(inside) == 0 {
+			continue
+		}
+		emptied = append(emptied, cache)
+		if dryRun {
+			continue
+		}
+		for _, f := range inside {
+			if err := removeCacheDir(filepath.Join(cache, f.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
-	return dir, nil
+	if err := errors.Join(errs...); err != nil {
+		return emptied, fmt.Errorf("clearing the workspace's toolchain caches: %w (remove what is left in %s by hand)", err, dir)
+	}
+	return emptied, nil
 }

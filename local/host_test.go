@@ -142,25 +142,33 @@ func TestRecreatedWorkspaceGetsFreshCache(t *testing.T) {
 func TestResetWorkspaceCaches(t *testing.T) {
 	root, ws := t.TempDir(), t.TempDir()
 	h := &MachineHost{CacheRoot: root}
-	if dir, err := ResetWorkspaceCaches(root, ws, false); dir != "" || err != nil {
-		t.Fatalf("no cache yet: %q, %v", dir, err)
+	if dirs, err := ResetWorkspaceCaches(root, ws, false); dirs != nil || err != nil {
+		t.Fatalf("no cache yet: %q, %v", dirs, err)
 	}
 	c, _ := h.WorkspaceCache(ws, "go")
+	conf, _ := h.WorkspaceCache(ws, "maven.conf")
+	os.WriteFile(filepath.Join(conf, "settings.xml"), []byte("<settings/>"), 0o644)
 	ro := filepath.Join(c, "mod", "x@v1")
 	os.MkdirAll(ro, 0o755)
 	os.WriteFile(filepath.Join(ro, "f.go"), []byte("package x"), 0o444)
 	os.Chmod(ro, 0o555)
-	if dir, _ := ResetWorkspaceCaches(root, ws, true); dir != filepath.Dir(c) {
-		t.Errorf("dry run: %q", dir)
+	if dirs, _ := ResetWorkspaceCaches(root, ws, true); !slices.Equal(dirs, []string{c}) {
+		t.Errorf("dry run: %q", dirs)
 	}
-	if _, err := os.Stat(c); err != nil {
+	if _, err := os.Stat(ro); err != nil {
 		t.Fatal("the dry run removed the cache")
 	}
-	if dir, err := ResetWorkspaceCaches(root, ws, false); dir != filepath.Dir(c) || err != nil {
-		t.Fatalf("reset: %q, %v", dir, err)
+	if dirs, err := ResetWorkspaceCaches(root, ws, false); !slices.Equal(dirs, []string{c}) || err != nil {
+		t.Fatalf("reset: %q, %v", dirs, err)
 	}
-	if _, err := os.Stat(filepath.Dir(c)); err == nil {
-		t.Error("the cache is still there")
+	if left, _ := os.ReadDir(c); len(left) != 0 {
+		t.Errorf("left in the cache: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(conf, "settings.xml")); err != nil {
+		t.Error("the generated configuration went too")
+	}
+	if dirs, _ := ResetWorkspaceCaches(root, ws, false); dirs != nil {
+		t.Errorf("an empty cache reset again: %v", dirs)
 	}
 }
 
