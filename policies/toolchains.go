@@ -27,7 +27,13 @@ import (
 //   - a writable cache per workspace under $XDG_CACHE_HOME/lite-agent/
 //     (Host.WorkspaceCache): build caches and new downloads land there,
 //     never in the user's own caches, so a poisoned cache cannot reach
-//     the user's unconfined builds;
+//     the user's unconfined builds. A later session trusts what is there
+//     (go checks go.sum only when it extracts), so the cache is keyed on
+//     the workspace directory's identity, not its path (a re-created
+//     workspace starts empty), Go's module sources stay read-only, and
+//     `rewind --to 0` empties it (local.ResetWorkspaceCaches): the
+//     checkpoint store does not record caches, whose trees are large and
+//     refill offline from the user's read-only caches;
 //   - the variables that point the tool there, and the user's own tool
 //     settings that are not secrets (Pass).
 //
