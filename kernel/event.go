@@ -118,6 +118,13 @@ type SessionStartEvent struct {
 	// Instructions are the project-instruction files loaded into the
 	// system prompt (or skipped, with the reason).
 	Instructions []InstructionFile `json:"instructions,omitempty"`
+	// NotRewindable are the writable roots of the session's commands
+	// outside the workspace (an --allow-write path, a [sandbox] write, a
+	// toolchain's per-workspace cache), when the session records
+	// checkpoints: the checkpoint store records the workspace only, so a
+	// change there is never in a checkpoint and no rewind undoes it.
+	// Said at the start so that the person knows before the agent writes.
+	NotRewindable []string `json:"not_rewindable,omitempty"`
 }
 
 // TextDeltaEvent is assistant text as it streams.

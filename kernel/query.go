@@ -600,8 +600,29 @@ func (r *run) userTurn() int {
 	return userTurns(r.messages) - 1
 }
 
+// notRewindable lists the commands' writable roots outside the workspace
+// (SessionStartEvent.NotRewindable), when the session records
+// checkpoints: change capture records pre-images beneath the workspace
+// only.
+func (r *run) notRewindable() []string {
+	if r.opts.Checkpoints == nil || r.opts.Sandbox == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range r.opts.Sandbox.ReadWritePaths {
+		if rel, err := filepath.Rel(r.workspace, p); err == nil && filepath.IsLocal(rel) || p == r.workspace {
+			continue
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (r *run) loop(yield func(Event, error) bool) {
-	start := &SessionStartEvent{Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.serverStatus(), Instructions: r.instructions}
+	start := &SessionStartEvent{Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.serverStatus(), Instructions: r.instructions,
+		NotRewindable: r.notRewindable()}
 	for name := range r.opts.Agents {
 		start.Agents = append(start.Agents, name)
 	}

@@ -46,10 +46,30 @@ func CacheRoot() (string, error) {
 }
 
 // WorkspaceCacheDir is the per-workspace cache directory of ws (holding
-// one directory per toolchain profile).
-func WorkspaceCacheDir(root, ws string) string {
-	sum := sha256.Sum256([]byte(ws))
-	return filepath.Join(root, filepath.Base(ws)+"-"+hex.EncodeToString(sum[:8]))
+// one directory per toolchain profile), and the identity of ws it is
+// keyed on. The key is the path and the directory's identity (device,
+// inode, birth time: workspaceIdentity), never the path alone: a
+// workspace removed and made again at the same path must not inherit the
+// caches an earlier session filled — an extracted module source edited
+// there would be compiled by every later build (go checks go.sum only
+// when it extracts).
+func WorkspaceCacheDir(root, ws string) (dir, identity string, err error) {
+	if identity, err = workspaceIdentity(ws); err != nil {
+		return "", "", fmt.Errorf("the per-workspace cache: %w", err)
+	}
+	sum := sha256.Sum256([]byte(ws + "\x00" + identity))
+	return filepath.Join(root, filepath.Base(ws)+"-"+hex.EncodeToString(sum[:8])), identity, nil
+}
+
+// cacheOwner is the "workspace" file of a per-workspace cache directory:
+// the workspace's path, then its identity, one a line.
+func cacheOwner(dir string) (ws, identity string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "workspace"))
+	if err != nil {
+		return "", "", false
+	}
+	ws, identity, _ = strings.Cut(strings.TrimSuffix(string(b), "\n"), "\n")
+	return ws, identity, ws != ""
 }
 
 func (h *MachineHost) Getenv(n string) string {
@@ -135,12 +155,16 @@ func (h *MachineHost) WorkspaceCache(ws, profile string) (string, error) {
 			return "", err
 		}
 	}
-	dir := WorkspaceCacheDir(root, ws)
+	dir, identity, err := WorkspaceCacheDir(root, ws)
+	if err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, profile), 0o700); err != nil {
 		return "", fmt.Errorf("the per-workspace cache: %w", err)
 	}
-	// Which workspace it is, for `lite-agent gc --caches`.
-	os.WriteFile(filepath.Join(dir, "workspace"), []byte(ws+"\n"), 0o600)
+	// Which workspace it is, for `lite-agent gc` (a cache whose
+	// workspace is gone, or is another directory now, is removed).
+	os.WriteFile(filepath.Join(dir, "workspace"), []byte(ws+"\n"+identity+"\n"), 0o600)
 	return filepath.Join(dir, profile), nil
 }
 
@@ -172,7 +196,8 @@ var _ policies.Host = (*MachineHost)(nil)
 
 // RemoveWorkspaceCaches removes per-workspace caches under root (""
 // means CacheRoot()): with all, every one; otherwise those whose
-// workspace no longer exists. It returns the directories removed (or
+// workspace no longer exists or is another directory now (removed and
+// made again: its identity differs). It returns the directories removed (or
 // that would be, with dryRun). Files are made writable first: Go's module
 // cache is read-only unless -modcacherw was in force when it was filled.
 func RemoveWorkspaceCaches(root string, all, dryRun bool) ([]string, error) {
@@ -197,11 +222,11 @@ func RemoveWorkspaceCaches(root string, all, dryRun bool) ([]string, error) {
 			continue
 		}
 		if !all {
-			ws, err := os.ReadFile(filepath.Join(dir, "workspace"))
-			if err != nil {
+			ws, identity, ok := cacheOwner(dir)
+			if !ok {
 				continue // not ours, or being made: leave it
 			}
-			if _, err := os.Stat(strings.TrimSpace(string(ws))); err == nil {
+			if now, err := workspaceIdentity(ws); err == nil && now == identity {
 				continue
 			}
 		}
@@ -209,17 +234,84 @@ func RemoveWorkspaceCaches(root string, all, dryRun bool) ([]string, error) {
 		if dryRun {
 			continue
 		}
-		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			// Not following symlinks: WalkDir does not, and Chmod on a
-			// directory entry of our own tree only.
-			if err == nil && d.IsDir() {
-				os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-		if err := os.RemoveAll(dir); err != nil {
+		if err := removeCacheDir(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removeCacheDir removes one per-workspace cache directory, making its
+// directories writable first (Go leaves extracted modules read-only).
+func removeCacheDir(dir string) error {
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		// Not following symlinks: WalkDir does not, and Chmod on a
+		// directory entry of our own tree only.
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// ResetWorkspaceCaches empties the per-workspace toolchain caches of ws
+// under root ("" means CacheRoot()), returning the cache directories
+// emptied (with dryRun, those that would be). It is what
+// `lite-agent rewind --to 0` does besides the files: the caches are not
+// recorded by the checkpoint store, and what a session left there (an
+// edited module source, a planted build result) must not outlive a rewind
+// to the session's start. An empty cache is one every later session can
+// trust; the tools fill it again — offline from the user's own caches,
+// which a profile grants read-only. The directories themselves stay: a
+// session still running has its sandbox's write grant on them (Landlock
+// grants name the directory, not the path), and so do the generated
+// configuration directories (<profile>.conf…), which no sandbox can write.
+func ResetWorkspaceCaches(root, ws string, dryRun bool) ([]string, error) {
+	if root == "" {
+		var err error
+		if root, err = CacheRoot(); err != nil {
+			return nil, err
+		}
+	}
+	dir, _, err := WorkspaceCacheDir(root, ws)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the workspace's toolchain caches: %w", err)
+	}
+	var emptied []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || strings.Contains(e.Name(), ".conf") {
+			continue // the owner file, a generated configuration
+		}
+		cache := filepath.Join(dir, e.Name())
+		inside, err := os.ReadDir(cache)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(inside) == 0 {
+			continue
+		}
+		emptied = append(emptied, cache)
+		if dryRun {
+			continue
+		}
+		for _, f := range inside {
+			if err := removeCacheDir(filepath.Join(cache, f.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return emptied, fmt.Errorf("clearing the workspace's toolchain caches: %w (remove what is left in %s by hand)", err, dir)
+	}
+	return emptied, nil
 }

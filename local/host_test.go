@@ -76,18 +76,99 @@ func mustPreset(t *testing.T, name string) policies.Preset {
 }
 
 func TestWorkspaceCacheIsOutsideWorkspaceAndPerWorkspace(t *testing.T) {
-	root := t.TempDir()
+	root, src := t.TempDir(), t.TempDir()
 	h := &MachineHost{CacheRoot: root}
-	a, err := h.WorkspaceCache("/src/a", "go")
+	for _, d := range []string{"src/a", "other/a"} {
+		os.MkdirAll(filepath.Join(src, d), 0o755)
+	}
+	a, err := h.WorkspaceCache(filepath.Join(src, "src/a"), "go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := h.WorkspaceCache("/other/a", "go")
+	b, _ := h.WorkspaceCache(filepath.Join(src, "other/a"), "go")
 	if a == b || !strings.HasPrefix(a, root+"/") {
 		t.Errorf("caches %s and %s", a, b)
 	}
-	if ws, _ := os.ReadFile(filepath.Join(filepath.Dir(a), "workspace")); string(ws) != "/src/a\n" {
+	if ws, _ := os.ReadFile(filepath.Join(filepath.Dir(a), "workspace")); !strings.HasPrefix(string(ws), filepath.Join(src, "src/a")+"\n") {
 		t.Errorf("workspace file: %q", ws)
+	}
+	if _, err := h.WorkspaceCache(filepath.Join(src, "missing"), "go"); err == nil {
+		t.Error("a cache for a workspace that does not exist")
+	}
+}
+
+// TestRecreatedWorkspaceGetsFreshCache: a workspace removed and made
+// again at the same path is another directory; it must not inherit the
+// caches (an edited module source) of the one before. Keyed on the path
+// alone, it did.
+func TestRecreatedWorkspaceGetsFreshCache(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(t.TempDir(), "proj")
+	os.Mkdir(ws, 0o755)
+	h := &MachineHost{CacheRoot: root}
+	old, err := h.WorkspaceCache(ws, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(old, "mod", "example.com", "dep@v1.0.0", "dep.go")
+	os.MkdirAll(filepath.Dir(planted), 0o755)
+	os.WriteFile(planted, []byte("package dep // backdoored\n"), 0o644)
+	if err := os.RemoveAll(ws); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(ws, 0o755)
+	fresh, err := h.WorkspaceCache(ws, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh == old {
+		t.Fatalf("the re-created workspace %s inherited the cache %s", ws, old)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "mod", "example.com", "dep@v1.0.0", "dep.go")); err == nil {
+		t.Fatal("the planted module source is in the new workspace's cache")
+	}
+	// The same directory keeps its cache (a later session reuses it).
+	if again, _ := h.WorkspaceCache(ws, "go"); again != fresh {
+		t.Errorf("the same workspace got a second cache: %s, %s", fresh, again)
+	}
+	// gc removes the old one: its workspace is another directory now.
+	removed, err := RemoveWorkspaceCaches(root, false, false)
+	if err != nil || len(removed) != 1 || removed[0] != filepath.Dir(old) {
+		t.Errorf("gc removed %v (%v), want the old cache %s", removed, err, filepath.Dir(old))
+	}
+}
+
+// TestResetWorkspaceCaches: what rewind --to 0 does to the caches.
+func TestResetWorkspaceCaches(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	h := &MachineHost{CacheRoot: root}
+	if dirs, err := ResetWorkspaceCaches(root, ws, false); dirs != nil || err != nil {
+		t.Fatalf("no cache yet: %q, %v", dirs, err)
+	}
+	c, _ := h.WorkspaceCache(ws, "go")
+	conf, _ := h.WorkspaceCache(ws, "maven.conf")
+	os.WriteFile(filepath.Join(conf, "settings.xml"), []byte("<settings/>"), 0o644)
+	ro := filepath.Join(c, "mod", "x@v1")
+	os.MkdirAll(ro, 0o755)
+	os.WriteFile(filepath.Join(ro, "f.go"), []byte("package x"), 0o444)
+	os.Chmod(ro, 0o555)
+	if dirs, _ := ResetWorkspaceCaches(root, ws, true); !slices.Equal(dirs, []string{c}) {
+		t.Errorf("dry run: %q", dirs)
+	}
+	if _, err := os.Stat(ro); err != nil {
+		t.Fatal("the dry run removed the cache")
+	}
+	if dirs, err := ResetWorkspaceCaches(root, ws, false); !slices.Equal(dirs, []string{c}) || err != nil {
+		t.Fatalf("reset: %q, %v", dirs, err)
+	}
+	if left, _ := os.ReadDir(c); len(left) != 0 {
+		t.Errorf("left in the cache: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(conf, "settings.xml")); err != nil {
+		t.Error("the generated configuration went too")
+	}
+	if dirs, _ := ResetWorkspaceCaches(root, ws, false); dirs != nil {
+		t.Errorf("an empty cache reset again: %v", dirs)
 	}
 }
 
@@ -95,7 +176,9 @@ func TestRemoveWorkspaceCaches(t *testing.T) {
 	root, live := t.TempDir(), t.TempDir()
 	h := &MachineHost{CacheRoot: root}
 	keep, _ := h.WorkspaceCache(live, "go")
+	os.Mkdir(filepath.Join(live, "gone"), 0o755)
 	gone, _ := h.WorkspaceCache(filepath.Join(live, "gone"), "go")
+	os.Remove(filepath.Join(live, "gone"))
 	// A read-only directory, as Go leaves its module cache.
 	ro := filepath.Join(gone, "mod", "x@v1")
 	os.MkdirAll(ro, 0o755)

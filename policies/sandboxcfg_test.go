@@ -183,7 +183,7 @@ func TestGoProfileGrants(t *testing.T) {
 		"GOCACHE=" + root + "/cache/go/build\n",
 		"GOMODCACHE=" + root + "/cache/go/mod\n",
 		"GOPROXY=file://" + home + "/go/pkg/mod/cache/download,http://127.0.0.1:9/mod,direct\n",
-		"GOFLAGS=-modcacherw -trimpath\n",
+		"GOFLAGS=-trimpath -modcacherw=false\n",
 		"GOTOOLCHAIN=local\n", "GOPRIVATE=corp.example\n",
 		"PATH=" + goroot + "/bin:" + home + "/go/bin:/usr/bin\n",
 	} {

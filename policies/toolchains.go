@@ -27,7 +27,13 @@ import (
 //   - a writable cache per workspace under $XDG_CACHE_HOME/lite-agent/
 //     (Host.WorkspaceCache): build caches and new downloads land there,
 //     never in the user's own caches, so a poisoned cache cannot reach
-//     the user's unconfined builds;
+//     the user's unconfined builds. A later session trusts what is there
+//     (go checks go.sum only when it extracts), so the cache is keyed on
+//     the workspace directory's identity, not its path (a re-created
+//     workspace starts empty), Go's module sources stay read-only, and
+//     `rewind --to 0` empties it (local.ResetWorkspaceCaches): the
+//     checkpoint store does not record caches, whose trees are large and
+//     refill offline from the user's read-only caches;
 //   - the variables that point the tool there, and the user's own tool
 //     settings that are not secrets (Pass).
 //
@@ -151,9 +157,16 @@ var toolchains = []Toolchain{
 			// user's module cache, read-only; new ones come from the
 			// user's own GOPROXY into the per-workspace cache.
 			"GOPROXY=file://$GOMODCACHE/cache/download,$GOPROXY",
-			// Extracted modules stay writable, so that `lite-agent gc`
-			// can remove the per-workspace cache.
-			"GOFLAGS=-modcacherw $GOFLAGS",
+			// Extracted module sources stay read-only, as go leaves
+			// them: go checks go.sum only when it extracts a module, so
+			// a source edited afterwards would be compiled unchecked.
+			// Last, so that a -modcacherw of the user's does not win
+			// (go applies GOFLAGS in order). `lite-agent gc` and
+			// `rewind --to 0` make the directories writable to remove
+			// them. Read-only is no bar to a deliberate chmod by the
+			// agent: what does not outlive a session's rewind is the
+			// cache itself (local.ResetWorkspaceCaches).
+			"GOFLAGS=$GOFLAGS -modcacherw=false",
 			"PATH_PREPEND=$GOPATH/bin",
 		},
 		// A module that is not on the machine: instead of a DNS error
@@ -580,10 +593,11 @@ func expandTemplate(tmpl, home, cache, conf string, set map[string]string, h Hos
 	return s, ok && strings.TrimSpace(s) != ""
 }
 
-// optionalVar: a $NAME that only extends a value (GOFLAGS=-modcacherw
-// $GOFLAGS, a proxy list's tail) may be empty.
+// optionalVar: a $NAME that only extends a value (GOFLAGS=$GOFLAGS
+// -modcacherw=false, a proxy list's tail) may be empty.
 func optionalVar(tmpl, name string) bool {
-	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name)
+	_, value, _ := strings.Cut(tmpl, "=")
+	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name) || strings.HasPrefix(value, "$"+name+" ")
 }
 
 func expandVars(s string, get func(string) string) string {

@@ -23,6 +23,9 @@ import (
 type fakeUser struct {
 	home string
 	env  []string
+	// checkpoints: sessions record checkpoints (off by default: these
+	// tests are about the toolchains).
+	checkpoints bool
 }
 
 func newFakeUser(t *testing.T, extraEnv ...string) *fakeUser {
@@ -62,7 +65,10 @@ func (u *fakeUser) bashSessionEvents(t *testing.T, ws string, args []string, com
 	script := filepath.Join(t.TempDir(), "s.json")
 	writeFile(t, script, `{"turns": [`+strings.Join(turns, ",")+`]}`)
 	full := append([]string{"run", "--workspace", ws, "--state-dir", filepath.Join(u.home, ".state"),
-		"--output-format", "stream-json", "--script", script, "--allowed-tools", "bash", "--no-checkpoints"}, args...)
+		"--output-format", "stream-json", "--script", script, "--allowed-tools", "bash"}, args...)
+	if !u.checkpoints {
+		full = append(full, "--no-checkpoints")
+	}
 	cmd := exec.Command(binary, append(full, "work")...)
 	cmd.Env = u.env
 	var out, errb bytes.Buffer
@@ -161,7 +167,7 @@ func TestGoModuleWithDependencyOffline(t *testing.T) {
 		t.Errorf("the second go test was not a cache hit:\n%s", res[1].text)
 	}
 	cacheRoot := filepath.Join(u.home, ".cache", "lite-agent", "workspaces")
-	if !strings.Contains(res[2].text, cacheRoot) || !strings.Contains(res[2].text, "-modcacherw") || !strings.Contains(res[2].text, "local") {
+	if !strings.Contains(res[2].text, cacheRoot) || !strings.Contains(res[2].text, "-modcacherw=false") || !strings.Contains(res[2].text, "local") {
 		t.Errorf("go env in the sandbox (the per-workspace caches, the user's GOTOOLCHAIN):\n%s", res[2].text)
 	}
 	// The user's module cache stayed untouched: nothing extracted there

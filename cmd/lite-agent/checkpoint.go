@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -270,7 +271,7 @@ type rewound struct {
 func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
 	done := rewound{filesCheckpoint: -1}
 	fs := newFlags("rewind", "rewind SESSION --to N [--files-only|--conversation-only] [--dry-run] [--force] [--path P]...", stderr)
-	to := fs.Int("to", -1, "the checkpoint to go back to (0: before the session's first change)")
+	to := fs.Int("to", -1, "the checkpoint to go back to (0: before the session's first change; with all files, it also empties the workspace's toolchain caches)")
 	filesOnly := fs.Bool("files-only", false, "rewind the files, keep the conversation")
 	convOnly := fs.Bool("conversation-only", false, "rewind the conversation, keep the files")
 	dryRun := fs.Bool("dry-run", false, "print what would change (a unified diff) and change nothing")
@@ -361,6 +362,11 @@ func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
 		if err != nil {
 			return done, ckptErr(err)
 		}
+		if *to == 0 && len(paths) == 0 {
+			if err := resetCaches(stateDir, id, *dryRun, stdout, stderr); err != nil {
+				return done, err
+			}
+		}
 		switch {
 		case *dryRun:
 			fmt.Fprintf(stderr, "dry run: %d path(s) would change; nothing was written\n", len(rep.Changes))
@@ -389,6 +395,39 @@ func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
 		}
 	}
 	return done, nil
+}
+
+// resetCaches empties the toolchain caches of the session's workspace
+// (local.ResetWorkspaceCaches), for a whole-files rewind to checkpoint 0:
+// the checkpoint store does not record them, and what the session left
+// there — an edited module source that go would compile unchecked — must
+// not outlive a rewind to the session's start.
+func resetCaches(stateDir, id string, dryRun bool, stdout, stderr io.Writer) error {
+	ws := ""
+	heads, _ := kernel.ListSessions(stateDir)
+	for _, h := range heads {
+		if h.SessionID == id {
+			ws = h.Workspace
+		}
+	}
+	if ws == "" {
+		return nil // no transcript (a checkpoint-only session): no profile ran
+	}
+	if _, err := os.Stat(ws); err != nil {
+		return nil // no workspace, no cache of it (gc removes the orphans)
+	}
+	dirs, err := local.ResetWorkspaceCaches("", ws, dryRun)
+	for _, d := range dirs {
+		if dryRun {
+			fmt.Fprintf(stderr, "would empty the toolchain cache %s\n", esc(d))
+		} else {
+			fmt.Fprintf(stdout, "emptied the toolchain cache %s (the tools fill it again)\n", esc(d))
+		}
+	}
+	if err != nil {
+		return failf("%v", err)
+	}
+	return nil
 }
 
 // ---- gc ----

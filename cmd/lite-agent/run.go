@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -282,6 +283,9 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		if ev.Type == kernel.EventResult {
 			last = ev
 		}
+		if ev.Type == kernel.EventSessionStart && ev.AgentID == "" {
+			warnNotRewindable(ev.SessionStart, stderr)
+		}
 	}
 	if format == "json" {
 		if e := enc.Encode(last); e != nil {
@@ -306,6 +310,25 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		return failf("%s", firstLine(msg))
 	}
 	return nil
+}
+
+// warnNotRewindable tells the person, at the start, which writable roots
+// no rewind covers (kernel.SessionStartEvent.NotRewindable), in every
+// output format: stream-json carries the list in the session_start event
+// as well. A toolchain's per-workspace cache is emptied by rewind --to 0
+// instead (local.ResetWorkspaceCaches).
+func warnNotRewindable(start *kernel.SessionStartEvent, stderr io.Writer) {
+	if start == nil {
+		return
+	}
+	cacheRoot, _ := local.CacheRoot()
+	for _, p := range start.NotRewindable {
+		if rel, err := filepath.Rel(cacheRoot, p); cacheRoot != "" && err == nil && filepath.IsLocal(rel) {
+			fmt.Fprintf(stderr, "note: %s is a toolchain cache outside the workspace: checkpoints do not record it; rewind --to 0 empties it\n", esc(p))
+			continue
+		}
+		fmt.Fprintf(stderr, "note: %s is writable but outside the workspace: changes there are not recorded in checkpoints and no rewind undoes them\n", esc(p))
+	}
 }
 
 // renderText shows one event in text mode. Every string of an event comes
