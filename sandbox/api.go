@@ -25,7 +25,8 @@ type Command struct {
 	Env []string
 	// Stdin, Stdout and Stderr are the child's standard streams; nil means
 	// /dev/null (stdin) or discard (output). Output written through them is
-	// bounded by Limits.OutputBytes.
+	// bounded by Limits.OutputBytes: its head and its tail are kept (see
+	// OutputOmitter).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// BeforeChange, when set, is called before the command or any process
@@ -74,10 +75,14 @@ type ExitStatus struct {
 	MemoryExceeded bool
 	// ProcessLimitHit: a fork failed because of the process limit.
 	ProcessLimitHit bool
-	// OutputTruncated: stdout/stderr exceeded Limits.OutputBytes; the
-	// excess was dropped. DroppedBytes says how much.
+	// OutputTruncated: stdout/stderr exceeded Limits.OutputBytes. The
+	// first half of the limit was forwarded, then DroppedBytes were
+	// dropped, then the last half of the limit (the end of the output)
+	// was forwarded; OmittedAfter is how many bytes came before the gap.
+	// A writer implementing OutputOmitter is told at the gap itself.
 	OutputTruncated bool
 	DroppedBytes    int64
+	OmittedAfter    int64
 	// Duration is the wall time from start to the end of the whole tree.
 	Duration time.Duration
 }

@@ -1090,9 +1090,10 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		childFiles = append(childFiles, w)
 		p.outR = append(p.outR, r)
 		p.outDone.Add(1)
+		idx := p.budget.open(wr)
 		go func() {
 			defer p.outDone.Done()
-			p.budget.forward(wr, r)
+			p.budget.forward(idx, r)
 		}()
 		return int(w.Fd()), nil
 	}
@@ -1385,6 +1386,7 @@ func (p *Process) run(ctx context.Context) {
 		st.ProcessLimitHit = st.ProcessLimitHit || pidsMax
 	}
 	st.DroppedBytes = p.budget.droppedBytes()
+	st.OmittedAfter = p.budget.omittedAfter()
 	st.OutputTruncated = st.DroppedBytes > 0
 	st.Duration = time.Since(p.start)
 	p.status = st

@@ -296,7 +296,7 @@ func startFailure(name string, err error) error {
 // line on stderr for what the sandbox did (a limit hit, output dropped).
 func sandboxExit(st *sandbox.ExitStatus, sig syscall.Signal, lim sandbox.Limits, stderr io.Writer) error {
 	if st.OutputTruncated {
-		fmt.Fprintf(stderr, "%s%d%s", truncatedBefore, st.DroppedBytes, truncatedAfter)
+		fmt.Fprintf(stderr, "%s%d%s%d%s", truncatedBefore, st.DroppedBytes, truncatedAfter, st.OmittedAfter, truncatedEnd)
 	}
 	if st.MemoryExceeded {
 		io.WriteString(stderr, memoryExceededLine(lim))
@@ -317,7 +317,8 @@ func sandboxExit(st *sandbox.ExitStatus, sig syscall.Signal, lim sandbox.Limits,
 
 const (
 	truncatedBefore = "lite-agent: sandbox: output limit reached: "
-	truncatedAfter  = " bytes of stdout/stderr were dropped (--max-output)\n"
+	truncatedAfter  = " bytes of stdout/stderr were dropped after the first "
+	truncatedEnd    = " (the end of the output was kept and follows them; --max-output)\n"
 )
 
 func memoryExceededLine(lim sandbox.Limits) string {

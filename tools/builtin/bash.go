@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -264,8 +265,9 @@ func bashSignalName(s syscall.Signal) string {
 }
 
 // bashOutput collects a command's output, keeping the first and the last
-// half of limit bytes and counting what falls in between. It is safe for
-// concurrent writes.
+// half of limit bytes and counting what falls in between, including what
+// the sandbox dropped before it (OmitOutput), so that the note states the
+// command's true output size. It is safe for concurrent writes.
 type bashOutput struct {
 	mu    sync.Mutex
 	limit int
@@ -273,7 +275,7 @@ type bashOutput struct {
 	tail  []byte // ring buffer of the latest bytes, limit - limit/2 long
 	next  int    // where the ring writes next
 	full  bool   // the ring has wrapped
-	total int64
+	total int64  // every byte the command wrote, kept or not
 }
 
 func newBashOutput(limit int) *bashOutput {
@@ -307,6 +309,15 @@ func (o *bashOutput) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// OmitOutput counts the bytes the sandbox dropped at this point of the
+// stream (sandbox.OutputOmitter): they fall between the head and the tail
+// kept here, since the sandbox keeps more of both ends than bashOutput.
+func (o *bashOutput) OmitOutput(n int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.total += n
+}
+
 // String returns the kept output, with a note in place of the cut middle.
 func (o *bashOutput) String() string {
 	o.mu.Lock()
@@ -320,8 +331,27 @@ func (o *bashOutput) String() string {
 	var b strings.Builder
 	b.Write(o.head)
 	if cut := o.total - int64(len(o.head)) - int64(len(tail)); cut > 0 {
-		fmt.Fprintf(&b, "\n\n[... %d bytes cut from the middle of the output (%d bytes in all; the first %d and the last %d are shown). Redirect the output to a file and grep or read it, or pipe it through head or tail, to see the rest ...]\n\n", cut, o.total, len(o.head), len(tail))
+		fmt.Fprintf(&b, "\n\n[... %s bytes cut from the middle of the output (%s bytes in all; the first %d and the last %d are shown). Redirect the output to a file and grep or read it, or pipe it through head or tail, to see the rest ...]\n\n", groupDigits(cut), groupDigits(o.total), len(o.head), len(tail))
 	}
 	b.Write(tail)
 	return strings.ToValidUTF8(b.String(), "\uFFFD")
+}
+
+// groupDigits writes n with thousands separators (2,147,000,000), so that a
+// large byte count reads at a glance.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

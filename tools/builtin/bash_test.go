@@ -123,7 +123,7 @@ func TestBashOutputCapKeepsHeadAndTail(t *testing.T) {
 	if !strings.HasPrefix(text, "HEAD000000001\n") || !strings.HasSuffix(text, "000005000\nTAIL") {
 		t.Errorf("head or tail lost: %q ... %q", text[:min(len(text), 40)], text[max(0, len(text)-40):])
 	}
-	if !strings.Contains(text, "[... 20008 bytes cut from the middle of the output (50008 bytes in all; the first 15000 and the last 15000 are shown)") {
+	if !strings.Contains(text, "[... 20,008 bytes cut from the middle of the output (50,008 bytes in all; the first 15000 and the last 15000 are shown)") {
 		t.Errorf("cut note missing or wrong")
 	}
 	if len(text) > bashMaxOutputBytes+500 {
@@ -132,6 +132,40 @@ func TestBashOutputCapKeepsHeadAndTail(t *testing.T) {
 	// The middle really is gone.
 	if strings.Contains(text, "000002500\n") {
 		t.Errorf("the middle of the output was kept")
+	}
+}
+
+// TestBashOutputBeyondSandboxLimit: output far past the sandbox's output
+// limit (1 MiB by default) keeps its true end — the last lines, where
+// errors and test summaries are — and the note states the true size.
+func TestBashOutputBeyondSandboxLimit(t *testing.T) {
+	ctx := bashTestContext(t)
+	// seq 1 300000 prints 1,988,895 bytes; FINAL-LINE\n makes 1,988,906.
+	r, _ := bashRunTool(t, ctx, map[string]any{"command": "seq 1 300000; echo FINAL-LINE; exit 3"})
+	text := r.TextOf()
+	if !r.IsError || !strings.HasPrefix(text, "1\n2\n3\n") || !strings.HasSuffix(text, "299999\n300000\nFINAL-LINE\n\nexit code 3") {
+		t.Errorf("head, tail or exit code lost: %q ... %q", text[:min(len(text), 40)], text[max(0, len(text)-60):])
+	}
+	if want := "[... 1,958,906 bytes cut from the middle of the output (1,988,906 bytes in all; the first 15000 and the last 15000 are shown)"; !strings.Contains(text, want) {
+		t.Errorf("the note does not state the true size, want %q in %q", want, text[15000:min(len(text), 15400)])
+	}
+
+	// 64 MiB: the same, with memory bounded by the limits, not the output.
+	r, _ = bashRunTool(t, ctx, map[string]any{"command": "head -c 67108864 /dev/zero | tr '\\0' x; echo; echo FINAL-LINE"})
+	text = r.TextOf()
+	if r.IsError || !strings.HasSuffix(text, "xxx\nFINAL-LINE\n") || !strings.Contains(text, "(67,108,876 bytes in all;") {
+		t.Errorf("64 MiB: IsError=%v, tail %q, note missing: %v", r.IsError, text[max(0, len(text)-40):], !strings.Contains(text, "(67,108,876 bytes in all;"))
+	}
+	if len(text) > bashMaxOutputBytes+500 {
+		t.Errorf("output is %d bytes, cap %d", len(text), bashMaxOutputBytes)
+	}
+}
+
+func TestGroupDigits(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 2147000000: "2,147,000,000", -1234: "-1,234"} {
+		if got := groupDigits(n); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
 
