@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"time"
 )
 
 // Role is who spoke a message.
@@ -195,9 +196,13 @@ type Chunk struct {
 
 	Text string // ChunkTextDelta, ChunkThinkingDelta
 
-	// ChunkRetry
-	Attempt int
-	Err     error
+	// ChunkRetry: Attempt is the number of the request about to be sent
+	// (2 for the first retry) out of MaxAttempts, after a wait of Wait;
+	// Err is why.
+	Attempt     int
+	MaxAttempts int
+	Wait        time.Duration
+	Err         error
 
 	// ChunkMessage
 	Message    *Message

@@ -74,13 +74,27 @@ type Options struct {
 	// HTTPClient replaces the SDK's default client (which has a
 	// response-header timeout but no overall timeout, as streams are long).
 	HTTPClient *http.Client
+	// FirstByteTimeout bounds the wait from sending a request to the first
+	// byte of its response, IdleTimeout the gaps between reads of the
+	// stream after it. A request that hits either is cancelled and retried
+	// like a cut stream. 0 means the environment's value
+	// (provider.EnvFirstByteTimeout, provider.EnvIdleTimeout), else
+	// provider.DefaultFirstByteTimeout (120 s) and
+	// provider.DefaultIdleTimeout (60 s); negative means none.
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
+	// MaxServerWait is the longest retry-after honoured; a server asking
+	// for more fails the call at once, naming its wait. 0 means
+	// provider.DefaultMaxServerWait (60 s).
+	MaxServerWait time.Duration
 }
 
 // Model is a provider.Model backed by the Anthropic Messages API. It is safe
 // for concurrent use: all per-call state lives in the Stream call.
 type Model struct {
-	client sdk.Client
-	opts   Options
+	client   sdk.Client
+	opts     Options
+	timeouts provider.Timeouts
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -108,6 +122,10 @@ func New(opts *Options) (*Model, error) {
 	if o.MaxTokens < 0 {
 		o.MaxTokens = 0
 	}
+	timeouts, err := provider.Timeouts{FirstByte: o.FirstByteTimeout, Idle: o.IdleTimeout}.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
 	if o.APIKey == "" {
 		// LookupEnv and a non-empty check, as the SDK does: an empty
 		// variable counts as unset.
@@ -126,10 +144,11 @@ func New(opts *Options) (*Model, error) {
 
 	// Passing WithAPIKey makes the SDK skip its own credential chain, so a
 	// stray ANTHROPIC_AUTH_TOKEN or profile on disk cannot add a second
-	// credential to our requests.
+	// credential to our requests. The SDK retries nothing: every retry is
+	// ours, so that each is announced with its wait (provider.Restarts).
 	reqOpts := []option.RequestOption{
 		option.WithAPIKey(o.APIKey),
-		option.WithMaxRetries(o.MaxRetries),
+		option.WithMaxRetries(0),
 	}
 	if o.BaseURL != "" {
 		// The SDK reports a bad base URL only on the first request; say it now.
@@ -142,7 +161,7 @@ func New(opts *Options) (*Model, error) {
 	if o.HTTPClient != nil {
 		reqOpts = append(reqOpts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(reqOpts...), opts: o}, nil
+	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts}, nil
 }
 
 // Stream sends req and streams the answer. See the package documentation
@@ -165,31 +184,31 @@ type call struct {
 	params sdk.MessageNewParams
 	// budget is how many HTTP requests the call may send in all.
 	budget int
-	// sent counts the HTTP requests sent so far, by the SDK's retries and by
-	// our restarts alike; the middleware increments it.
-	sent int
 	// streaming says whether the last request got a success response, so
 	// that an error is known to come from reading its stream rather than
-	// from the SDK giving up on error responses.
+	// from an error response or a failed connection.
 	streaming bool
+	// notSSE is the body of a success response whose Content-Type is not
+	// text/event-stream, kept to name it if no event comes of it.
+	notSSE      *provider.BodyHead
+	contentType string
 }
 
 func (c *call) run(ctx context.Context, yield func(provider.Chunk, error) bool) {
-	r := provider.Restarts{Name: "anthropic", Budget: c.budget, Sent: func() int { return c.sent },
-		Backoff: c.m.backoff, Exhausted: c.exhausted}
-	r.Run(ctx, yield, func() (provider.Outcome, error) { return c.attempt(ctx, yield) })
+	r := provider.Restarts{Name: "anthropic", Budget: c.budget, Backoff: c.m.backoff,
+		MaxServerWait: c.m.opts.MaxServerWait, Exhausted: exhausted}
+	r.Run(ctx, yield, func(int) (provider.Outcome, error) { return c.attempt(ctx, yield) })
 }
 
-// middleware counts requests and, for an error response that does not say
-// how long to wait, tells the SDK to wait our backoff: the SDK's own
-// schedule is fixed at 0.5s·2^n, so this is how RetryBaseDelay reaches it.
+// middleware bounds the quiet of the connection (provider.Timeouts) and
+// notes what kind of response came.
 func (c *call) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	c.sent++
-	res, err := next(req)
+	res, err := c.m.timeouts.Do(req, next)
 	c.streaming = err == nil && res != nil && res.StatusCode < 400
-	if res != nil && (retryableStatus(res.StatusCode) || res.Header.Get("X-Should-Retry") == "true") &&
-		res.Header.Get("Retry-After-Ms") == "" && res.Header.Get("Retry-After") == "" {
-		res.Header.Set("Retry-After-Ms", strconv.FormatInt(c.m.backoff(c.sent-1).Milliseconds(), 10))
+	if c.streaming && !provider.IsEventStream(res.Header) {
+		c.notSSE = &provider.BodyHead{ReadCloser: res.Body}
+		c.contentType = res.Header.Get("Content-Type")
+		res.Body = c.notSSE
 	}
 	return res, err
 }
@@ -201,15 +220,13 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 	// stream did not.
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.streaming = false
-	stream := c.m.client.Messages.NewStreaming(actx, c.params,
-		option.WithMiddleware(c.middleware),
-		option.WithMaxRetries(max(0, c.budget-c.sent-1)),
-	)
+	c.streaming, c.notSSE = false, nil
+	stream := c.m.client.Messages.NewStreaming(actx, c.params, option.WithMiddleware(c.middleware))
 	defer stream.Close()
 
 	var acc accumulator
 	for stream.Next() {
+		acc.events++
 		ev := stream.Current()
 		delta, stop, err := acc.add(&ev)
 		if err != nil {
@@ -224,11 +241,11 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 			return provider.Done, nil
 		}
 	}
-	return c.classify(ctx, stream)
+	return c.classify(ctx, stream, acc.events)
 }
 
 // classify decides whether the error that ended a stream early is final.
-func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.MessageStreamEventUnion]) (provider.Outcome, error) {
+func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.MessageStreamEventUnion], events int) (provider.Outcome, error) {
 	if ctx.Err() != nil {
 		return provider.Failed, fmt.Errorf("anthropic: %w", ctx.Err())
 	}
@@ -237,26 +254,30 @@ func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.Messag
 	isAPI := errors.As(err, &apiErr)
 
 	if !c.streaming {
-		// The request failed before any stream: the SDK has already retried
-		// it as far as the budget and the response allowed. (A request that
-		// never reached the middleware failed while being built.)
+		// The request failed before any stream: an error response, or a
+		// connection that failed or timed out. (A request that never
+		// reached the middleware failed while being built.)
 		if err == nil {
 			return provider.Failed, errors.New("anthropic: no response and no error from the SDK")
 		}
-		cause := err
-		if isAPI {
-			cause = wrapAPIError(apiErr)
-			if isPromptTooLong(apiErr) {
-				return provider.Failed, fmt.Errorf("anthropic: %w (%w)", cause, provider.ErrPromptTooLong)
-			}
-			if !retryableStatus(apiErr.StatusCode) {
-				return provider.Failed, fmt.Errorf("anthropic: %w", cause)
-			}
+		if !isAPI {
+			return provider.Retryable, err
 		}
-		if c.sent >= c.budget && c.sent > 0 {
-			return provider.Failed, c.exhausted(cause)
+		cause := wrapAPIError(apiErr)
+		if isPromptTooLong(apiErr) {
+			return provider.Failed, fmt.Errorf("anthropic: %w (%w)", cause, provider.ErrPromptTooLong)
 		}
-		return provider.Failed, fmt.Errorf("anthropic: %w", cause)
+		if !retryResponse(apiErr.Response) {
+			return provider.Failed, fmt.Errorf("anthropic: %w", cause)
+		}
+		if d, ok := retryAfter(apiErr.Response); ok {
+			return provider.Retryable, provider.WithServerWait(cause, d)
+		}
+		return provider.Retryable, cause
+	}
+	if c.notSSE != nil && events == 0 && !isAPI {
+		return provider.Failed, provider.NotEventStream("anthropic", c.contentType, c.notSSE.Head,
+			"is the base URL that of the Messages API?")
 	}
 
 	switch {
@@ -279,12 +300,49 @@ func (c *call) classify(ctx context.Context, stream *ssestream.Stream[sdk.Messag
 }
 
 // exhausted is the error of a call whose retry budget ran out.
-func (c *call) exhausted(cause error) error {
+func exhausted(sent int, cause error) error {
 	n := "attempts"
-	if c.sent == 1 {
+	if sent == 1 {
 		n = "attempt"
 	}
-	return fmt.Errorf("anthropic: giving up after %d %s: %w", c.sent, n, cause)
+	return fmt.Errorf("anthropic: giving up after %d %s: %w", sent, n, cause)
+}
+
+// retryResponse is the SDK's rule for error responses: x-should-retry
+// decides when the server sends it, else the status.
+func retryResponse(res *http.Response) bool {
+	if res == nil {
+		return false
+	}
+	switch res.Header.Get("X-Should-Retry") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return retryableStatus(res.StatusCode)
+}
+
+// retryAfter reads the wait an error response asks for: retry-after-ms,
+// else retry-after in seconds or as an HTTP date.
+func retryAfter(res *http.Response) (time.Duration, bool) {
+	if res == nil {
+		return 0, false
+	}
+	if v := res.Header.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	if v := res.Header.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+			return time.Duration(s * float64(time.Second)), true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(time.Until(t), 0), true
+		}
+	}
+	return 0, false
 }
 
 func isDecodeError(err error) bool {
@@ -373,6 +431,7 @@ func wrapAPIError(e *sdk.Error) error {
 // is kept as the raw text of the input_json_delta fragments, unparsed, so
 // that malformed JSON reaches the kernel as the model sent it.
 type accumulator struct {
+	events int    // events decoded
 	blocks []slot // by content block index
 	stop   provider.StopReason
 	usage  provider.Usage

@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"math/rand/v2"
-	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -86,14 +85,29 @@ type Options struct {
 	// HTTPClient replaces the SDK's default client (which has a
 	// response-header timeout but no overall timeout, as streams are long).
 	HTTPClient *http.Client
+	// FirstByteTimeout bounds the wait from sending a request to the first
+	// byte of its response, IdleTimeout the gaps between reads of the
+	// stream after it. A request that hits either is cancelled and retried
+	// like a cut stream. 0 means the environment's value
+	// (provider.EnvFirstByteTimeout, provider.EnvIdleTimeout), else
+	// provider.DefaultFirstByteTimeout (120 s: a local server reads the
+	// whole prompt before its first byte) and provider.DefaultIdleTimeout
+	// (60 s); negative means none.
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
+	// MaxServerWait is the longest retry-after honoured; a server asking
+	// for more fails the call at once, naming its wait. 0 means
+	// provider.DefaultMaxServerWait (60 s).
+	MaxServerWait time.Duration
 }
 
 // Model is a provider.Model backed by an OpenAI-compatible Chat Completions
 // API. It is safe for concurrent use: all per-call state lives in the
 // Stream call.
 type Model struct {
-	client sdk.Client
-	opts   Options
+	client   sdk.Client
+	opts     Options
+	timeouts provider.Timeouts
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -117,6 +131,10 @@ func New(opts *Options) (*Model, error) {
 	}
 	if o.MaxTokens < 0 {
 		o.MaxTokens = 0
+	}
+	timeouts, err := provider.Timeouts{FirstByte: o.FirstByteTimeout, Idle: o.IdleTimeout}.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
 	}
 	if o.APIKey == "" {
 		o.APIKey = os.Getenv("OPENAI_API_KEY")
@@ -151,15 +169,17 @@ func New(opts *Options) (*Model, error) {
 	// OPENAI_BASE_URL and OPENAI_API_KEY (which takes a set-but-empty
 	// variable at face value) is overridden by the values resolved above.
 	// WithAPIKey("") makes the SDK send no Authorization header at all.
+	// The SDK retries nothing: every retry is ours, so that each is
+	// announced with its wait (provider.Restarts).
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(o.APIKey),
-		option.WithMaxRetries(o.MaxRetries),
+		option.WithMaxRetries(0),
 	}
 	if o.HTTPClient != nil {
 		reqOpts = append(reqOpts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(reqOpts...), opts: o}, nil
+	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts}, nil
 }
 
 // Stream sends req and streams the answer. See the package documentation
@@ -182,16 +202,14 @@ type call struct {
 	params sdk.ChatCompletionNewParams
 	// budget is how many HTTP requests the call may send in all.
 	budget int
-	// sent counts the HTTP requests sent so far, by the SDK's retries and by
-	// our restarts alike; the middleware increments it.
-	sent int
 
 	// What the middleware saw of the last response of the current attempt.
 	// The middleware runs on the goroutine that calls NewStreaming, so these
 	// need no lock.
-	streaming bool          // a 2xx response: errors come from its body
-	jsonBody  *headCapture  // a 2xx body labelled application/json
-	errResp   *httpErrorRes // an error response, with its body
+	streaming bool               // a 2xx response: errors come from its body
+	notSSE    *provider.BodyHead // a 2xx body not labelled text/event-stream
+	ctype     string             // its Content-Type
+	errResp   *httpErrorRes      // an error response, with its body
 }
 
 // httpErrorRes is what is kept of an error response. The SDK parses only
@@ -206,19 +224,16 @@ type httpErrorRes struct {
 }
 
 func (c *call) run(ctx context.Context, yield func(provider.Chunk, error) bool) {
-	r := provider.Restarts{Name: "openai", Budget: c.budget, Sent: func() int { return c.sent },
-		Backoff: c.m.backoff, Exhausted: c.exhausted}
-	r.Run(ctx, yield, func() (provider.Outcome, error) { return c.attempt(ctx, yield) })
+	r := provider.Restarts{Name: "openai", Budget: c.budget, Backoff: c.m.backoff,
+		MaxServerWait: c.m.opts.MaxServerWait, Exhausted: exhausted}
+	r.Run(ctx, yield, func(int) (provider.Outcome, error) { return c.attempt(ctx, yield) })
 }
 
-// middleware counts requests, keeps error bodies and, for an error response
-// that does not say how long to wait, tells the SDK to wait our backoff: the
-// SDK's own schedule is fixed at 0.5s·2^n, so this is how RetryBaseDelay
-// reaches it.
+// middleware bounds the quiet of the connection (provider.Timeouts), keeps
+// error bodies and notes what kind of success response came.
 func (c *call) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	c.sent++
-	c.streaming, c.jsonBody, c.errResp = false, nil, nil
-	res, err := next(req)
+	c.streaming, c.notSSE, c.errResp = false, nil, nil
+	res, err := c.m.timeouts.Do(req, next)
 	if err != nil || res == nil {
 		return res, err
 	}
@@ -227,37 +242,20 @@ func (c *call) middleware(req *http.Request, next option.MiddlewareNext) (*http.
 		res.Body.Close()
 		res.Body = io.NopCloser(bytes.NewReader(body))
 		c.errResp = &httpErrorRes{status: res.StatusCode, header: res.Header.Clone(), body: body, url: req.URL.Redacted()}
-		if (retryableStatus(res.StatusCode) || res.Header.Get("X-Should-Retry") == "true") &&
-			res.Header.Get("Retry-After-Ms") == "" && res.Header.Get("Retry-After") == "" {
-			res.Header.Set("Retry-After-Ms", strconv.FormatInt(c.m.backoff(c.sent-1).Milliseconds(), 10))
-		}
 		return res, nil
 	}
 	c.streaming = true
-	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
-		// A server that ignored "stream": true, or answered 200 with an
-		// error object. The SSE decoder finds no events in that, and the
-		// call would be retried as if cut; keep the start of the body to
-		// report instead. The body is still read as a stream, in case a
-		// server merely mislabels one.
-		c.jsonBody = &headCapture{ReadCloser: res.Body}
-		res.Body = c.jsonBody
+	if !provider.IsEventStream(res.Header) {
+		// A server that ignored "stream": true, answered 200 with an error
+		// object, or a proxy's HTML page. The SSE decoder finds no events
+		// in that, and the call would be retried as if cut; keep the start
+		// of the body to report instead. The body is still read as a
+		// stream, in case a server merely mislabels one.
+		c.notSSE = &provider.BodyHead{ReadCloser: res.Body}
+		c.ctype = res.Header.Get("Content-Type")
+		res.Body = c.notSSE
 	}
 	return res, nil
-}
-
-// headCapture keeps the first bytes read through it.
-type headCapture struct {
-	io.ReadCloser
-	head []byte
-}
-
-func (h *headCapture) Read(p []byte) (int, error) {
-	n, err := h.ReadCloser.Read(p)
-	if room := 512 - len(h.head); room > 0 {
-		h.head = append(h.head, p[:min(n, room)]...)
-	}
-	return n, err
 }
 
 // attempt sends one request (which the SDK may retry on error responses,
@@ -267,11 +265,8 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 	// stream did not.
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.streaming, c.jsonBody, c.errResp = false, nil, nil
-	stream := c.m.client.Chat.Completions.NewStreaming(actx, c.params,
-		option.WithMiddleware(c.middleware),
-		option.WithMaxRetries(max(0, c.budget-c.sent-1)),
-	)
+	c.streaming, c.notSSE, c.errResp = false, nil, nil
+	stream := c.m.client.Chat.Completions.NewStreaming(actx, c.params, option.WithMiddleware(c.middleware))
 	defer stream.Close()
 
 	var acc accumulator
@@ -290,12 +285,13 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 	}
 	err := stream.Err()
 	if !c.streaming {
-		return provider.Failed, c.requestError(err)
+		return c.requestError(err)
 	}
 	var evErr *ssestream.StreamError
 	switch {
-	case c.jsonBody != nil && acc.chunks == 0:
-		return provider.Failed, fmt.Errorf("openai: the server answered with application/json instead of an event stream (does it support \"stream\": true?): %s", snippet(c.jsonBody.head))
+	case c.notSSE != nil && acc.chunks == 0 && !errors.As(err, &evErr):
+		return provider.Failed, provider.NotEventStream("openai", c.ctype, c.notSSE.Head,
+			`does the server support "stream": true, and is the base URL that of its API, e.g. http://localhost:11434/v1?`)
 	case errors.As(err, &evErr):
 		// An error object inside a 200 stream; the SDK does not retry those.
 		e, transient := streamError(evErr)
@@ -319,38 +315,66 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 	return provider.Done, nil
 }
 
-// requestError is the error of an attempt whose request got no 2xx response:
-// the SDK has already retried it as far as the budget and the response
-// allowed.
-func (c *call) requestError(err error) error {
-	var cause error
+// requestError classifies an attempt whose request got no 2xx response:
+// an error response, or a connection that failed or timed out.
+func (c *call) requestError(err error) (provider.Outcome, error) {
 	switch {
 	case c.errResp != nil:
 		var sdkErr *sdk.Error
 		errors.As(err, &sdkErr)
-		cause = newAPIError(c.errResp, sdkErr)
-		if !retryableStatus(c.errResp.status) {
-			return fmt.Errorf("openai: %w", cause)
+		cause := newAPIError(c.errResp, sdkErr)
+		if !retryResponse(c.errResp) {
+			return provider.Failed, fmt.Errorf("openai: %w", cause)
 		}
+		if d, ok := retryAfter(c.errResp.header); ok {
+			return provider.Retryable, provider.WithServerWait(cause, d)
+		}
+		return provider.Retryable, cause
 	case err != nil:
-		// No response at all: refused, reset, DNS, TLS…
-		cause = err
-	default:
-		return errors.New("openai: no response and no error from the SDK")
+		// No response at all: refused, reset, DNS, TLS, a first-byte timeout…
+		return provider.Retryable, err
 	}
-	if c.sent >= c.budget && c.sent > 1 {
-		return c.exhausted(cause)
-	}
-	return fmt.Errorf("openai: %w", cause)
+	return provider.Failed, errors.New("openai: no response and no error from the SDK")
 }
 
 // exhausted is the error of a call whose retry budget ran out.
-func (c *call) exhausted(cause error) error {
+func exhausted(sent int, cause error) error {
 	n := "attempts"
-	if c.sent == 1 {
+	if sent == 1 {
 		n = "attempt"
 	}
-	return fmt.Errorf("openai: giving up after %d %s: %w", c.sent, n, cause)
+	return fmt.Errorf("openai: giving up after %d %s: %w", sent, n, cause)
+}
+
+// retryResponse is the SDK's rule for error responses: x-should-retry
+// decides when the server sends it, else the status.
+func retryResponse(r *httpErrorRes) bool {
+	switch r.header.Get("X-Should-Retry") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return retryableStatus(r.status)
+}
+
+// retryAfter reads the wait an error response asks for: retry-after-ms,
+// else retry-after in seconds or as an HTTP date.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+			return time.Duration(s * float64(time.Second)), true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(time.Until(t), 0), true
+		}
+	}
+	return 0, false
 }
 
 // retryableStatus mirrors the SDK's own rule for error responses.

@@ -624,8 +624,9 @@ func TestStream429RetriedBySDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := retries(chunks); len(r) != 0 {
-		t.Errorf("unexpected ChunkRetry %+v", r)
+	// Every retry is announced, with the server's wait.
+	if r := retries(chunks); len(r) != 1 || r[0].Attempt != 2 || r[0].Wait != time.Millisecond {
+		t.Errorf("retries = %+v, want one announcing attempt 2 after 1ms", r)
 	}
 	if final == nil || final.Message.Text() != "Hello, world." || visibleText(chunks) != "Hello, world." {
 		t.Fatalf("final = %+v", final)
@@ -725,8 +726,8 @@ func TestRetryBudgetShared(t *testing.T) {
 		if n := len(api.requests()); n != 3 {
 			t.Errorf("server got %d requests, want 3", n)
 		}
-		if rs := retries(chunks); len(rs) != 1 || rs[0].Attempt != 2 {
-			t.Errorf("retries = %+v, want one announcing attempt 2", rs)
+		if rs := retries(chunks); len(rs) != 2 || rs[0].Attempt != 2 || rs[1].Attempt != 3 || rs[1].MaxAttempts != 3 {
+			t.Errorf("retries = %+v, want attempts 2/3 and 3/3 announced", rs)
 		}
 	})
 	t.Run("cut then 503 with one retry", func(t *testing.T) {
