@@ -150,6 +150,35 @@ func mkdirs(t *testing.T, root string, dirs ...string) {
 	}
 }
 
+// TestGoModuleSourcesReadOnly: the go profile leaves extracted module
+// sources read-only (go checks go.sum only when it extracts), whether or
+// not the user has GOFLAGS, and a -modcacherw of theirs does not win.
+func TestGoModuleSourcesReadOnly(t *testing.T) {
+	for _, userFlags := range []string{"", "-modcacherw"} {
+		root := t.TempDir()
+		mkdirs(t, root, "home/sdk/go/bin", "home/go/pkg/mod/cache/download", "ws", "cache")
+		home := filepath.Join(root, "home")
+		goroot := filepath.Join(home, "sdk/go")
+		h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
+			bins: map[string]string{"go": filepath.Join(goroot, "bin/go")},
+			out: map[string]string{
+				"go env -json GOROOT GOMODCACHE GOPATH GOPROXY GOFLAGS GOSUMDB " + strings.Join(goPass, " "): `{"GOROOT": "` + goroot + `",
+			"GOMODCACHE": "` + home + `/go/pkg/mod", "GOPATH": "` + home + `/go", "GOFLAGS": "` + userFlags + `"}`,
+			}}
+		ws := filepath.Join(root, "ws")
+		os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
+		strict, _ := PresetByName("strict")
+		p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimSpace(userFlags + " -modcacherw=false")
+		if !slices.Contains(p.Env, "GOFLAGS="+want) {
+			t.Errorf("user GOFLAGS %q: env %q lacks GOFLAGS=%s", userFlags, p.Env, want)
+		}
+	}
+}
+
 func TestGoProfileGrants(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "home/sdk/go/bin", "home/go/pkg/mod/cache/download", "home/go/bin", "ws", "cache")

@@ -593,11 +593,11 @@ func expandTemplate(tmpl, home, cache, conf string, set map[string]string, h Hos
 	return s, ok && strings.TrimSpace(s) != ""
 }
 
-// optionalVar: a $NAME that only extends a value (GOFLAGS=$GOFLAGS
-// -modcacherw=false, a proxy list's tail) may be empty.
+// optionalVar: a $NAME that only extends a value ($GOFLAGS
+// -modcacherw=false, a proxy list's tail) may be empty. tmpl is the
+// value's template, without NAME=.
 func optionalVar(tmpl, name string) bool {
-	_, value, _ := strings.Cut(tmpl, "=")
-	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name) || strings.HasPrefix(value, "$"+name+" ")
+	return strings.HasSuffix(tmpl, " $"+name) || strings.HasSuffix(tmpl, ",$"+name) || strings.HasPrefix(tmpl, "$"+name+" ")
 }
 
 func expandVars(s string, get func(string) string) string {
