@@ -58,7 +58,7 @@ func (r *Recorder) capCeiling() error {
 		return nil
 	}
 	return &capError{msg: fmt.Sprintf("the checkpoint store at %s reached its cap of %s (it is %s), so this change cannot be recorded and is refused; raise the cap with --checkpoint-max-size, or remove old history with 'lite-agent gc --max-size SIZE' after this session",
-		ckptDir(r.stateDir), sizeText(limit), sizeText(size))}
+		ckptDir(r.stateDir), FormatSize(limit), FormatSize(size))}
 }
 
 // capAtOpen enforces the cap before the recorder takes the store lock, and
@@ -78,14 +78,14 @@ func (r *Recorder) capAtOpen() {
 	case errors.Is(err, ErrStoreBusy):
 		r.storeCap.base = size
 		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and other sessions are recording, so nothing was removed; it is trimmed when a session starts alone (or run 'lite-agent gc --max-size %s' when none runs)",
-			ckptDir(r.stateDir), sizeText(size), sizeText(limit), sizeText(limit)))
+			ckptDir(r.stateDir), FormatSize(size), FormatSize(limit), FormatSize(limit)))
 	case err != nil:
 		r.storeCap.base = size
-		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and trimming it failed: %v", ckptDir(r.stateDir), sizeText(size), sizeText(limit), err))
+		r.noteCap(fmt.Sprintf("the checkpoint store at %s is %s, over its cap of %s, and trimming it failed: %v", ckptDir(r.stateDir), FormatSize(size), FormatSize(limit), err))
 	default:
 		r.storeCap.base = rep.BytesAfter
 		msg := fmt.Sprintf("the checkpoint store at %s reached its cap of %s: removed the oldest %d checkpoint(s) of other sessions (%s -> %s)",
-			ckptDir(r.stateDir), sizeText(limit), rep.CheckpointsRemoved, sizeText(rep.BytesBefore), sizeText(rep.BytesAfter))
+			ckptDir(r.stateDir), FormatSize(limit), rep.CheckpointsRemoved, FormatSize(rep.BytesBefore), FormatSize(rep.BytesAfter))
 		if rep.BytesAfter > limit {
 			msg += "; what is left is the newest checkpoint of each session and this session's own history, still over the cap"
 		}
@@ -105,7 +105,7 @@ func (r *Recorder) checkCapAfterSeal() {
 		return
 	}
 	r.noteCap(fmt.Sprintf("the checkpoint store at %s is now about %s, over its cap of %s: this session's checkpoints are all kept, and its changes that need a new record are refused from now on; raise the cap with --checkpoint-max-size, or let the next session start trim the oldest history of other sessions (or run 'lite-agent gc --max-size %s' after this one)",
-		ckptDir(r.stateDir), sizeText(size), sizeText(limit), sizeText(limit)))
+		ckptDir(r.stateDir), FormatSize(size), FormatSize(limit), FormatSize(limit)))
 }
 
 func (r *Recorder) maxStoreSize() int64 {
@@ -127,7 +127,9 @@ type capState struct {
 	warned atomic.Bool
 }
 
-func sizeText(n int64) string {
+// FormatSize is a byte count for a person: 1.5 GiB, 12.0 KiB, 300 B (the
+// store's messages, and the CLI's gc and checkpoints output).
+func FormatSize(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -478,7 +478,7 @@ func cmdGC(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "dropped a corrupt object:", esc(c))
 	}
 	fmt.Fprintf(stdout, "%s %d checkpoint(s) and %d object(s) in %d session(s); store %s -> %s\n",
-		verb, rep.CheckpointsRemoved, rep.ObjectsRemoved, rep.Sessions, humanSize(rep.BytesBefore), humanSize(rep.BytesAfter))
+		verb, rep.CheckpointsRemoved, rep.ObjectsRemoved, rep.Sessions, checkpoint.FormatSize(rep.BytesBefore), checkpoint.FormatSize(rep.BytesAfter))
 	// The per-workspace toolchain caches (local.MachineHost).
 	cacheDirs, err := local.RemoveWorkspaceCaches("", *caches, *dryRun)
 	for _, d := range cacheDirs {
@@ -544,18 +544,6 @@ func parseStoreCap(s string) (int64, error) {
 	return parseStoreSize(s)
 }
 
-func humanSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 // ---- verify ----
 
 func cmdVerify(args []string, stdout, stderr io.Writer) error {
@@ -582,7 +570,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	for _, p := range rep.Problems {
 		fmt.Fprintln(stdout, "CORRUPT:", esc(p.String()))
 	}
-	fmt.Fprintf(stdout, "%d object(s) (%s) re-hashed; %d session(s), %d checkpoint(s)\n", rep.Objects, humanSize(rep.Bytes), rep.Sessions, rep.Checkpoints)
+	fmt.Fprintf(stdout, "%d object(s) (%s) re-hashed; %d session(s), %d checkpoint(s)\n", rep.Objects, checkpoint.FormatSize(rep.Bytes), rep.Sessions, rep.Checkpoints)
 	if !rep.OK() {
 		return failf("the checkpoint store has %d problem(s); a rewind refuses corrupt objects. Rewinds to checkpoints that do not need them still work", len(rep.Problems))
 	}
