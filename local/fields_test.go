@@ -17,6 +17,7 @@ var configOnly = map[string]string{
 	"Preset":            "chooses the sandbox, the ceilings, the default mode and rules everything else is checked against",
 	"PolicyFiles":       "which policy files policies.Load reads (their rules and hooks come before the options')",
 	"NoCheckpoints":     "leaves Options.Checkpoints nil (New's to set)",
+	"CheckpointMaxSize": "the checkpoint store's cap (checkpoint.Options.MaxStoreSize): bounds the state directory, widens nothing",
 	"SandboxGrants":     "the options layer of the sandbox settings, laid over the preset's and the policy files' into Options.Sandbox (New's to set); read during New only",
 	"Host":              "the machine the toolchain profiles of Options.Sandbox are resolved on, during New only",
 	"MCPServers":        "checked against the preset (CheckMCPServers), then handed to the kernel as Options.Toolsets (mcp.NewToolset, capped at MCPMaxNetwork(preset))",

@@ -29,6 +29,12 @@ type Command struct {
 	// OutputOmitter).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// StreamOutput forwards every byte of output as it comes, without the
+	// Limits.OutputBytes head-and-tail budget: for a command that runs
+	// for long (a background task, a server) whose writers keep a bounded
+	// window of the latest output themselves. The writers must bound
+	// their memory; the sandbox keeps none.
+	StreamOutput bool
 	// BeforeChange, when set, is called before the command or any process
 	// it starts changes a path inside the policy's workspace — creates,
 	// opens for writing, truncates, renames, links, removes, changes the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1004,8 +1005,12 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		s.wg.Done()
 		return nil, err
 	}
+	outputLimit := s.pol.Limits.OutputBytes
+	if cmd.StreamOutput {
+		outputLimit = math.MaxInt64
+	}
 	p := &Process{s: s, pidfd: -1, mntNS: -1, start: time.Now(), done: make(chan struct{}),
-		budget: newOutputBudget(s.pol.Limits.OutputBytes)}
+		budget: newOutputBudget(outputLimit)}
 	var childFiles []*os.File // our copies of the child's ends, closed after spawn
 	ok := false
 	defer func() {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// DefaultTaskOutputCap bounds the output a background task keeps.
+// DefaultTaskOutputCap bounds the output a background task keeps unread.
 const DefaultTaskOutputCap = 1 << 20
 
 // Task is a piece of work running in the background of a session, such as a
@@ -21,40 +21,46 @@ type Task struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu        sync.Mutex
-	out       []byte
-	read      int // bytes of out already returned by ReadNew
-	dropped   int64
-	cap       int
+	mu sync.Mutex
+	// out is the output not yet returned by ReadNew, at most cap bytes:
+	// a task runs for as long as the session (a dev server), so what
+	// matters is its latest output, and what was read is let go.
+	out     []byte
+	dropped int64 // unread bytes pushed out of out since the last ReadNew
+	cap     int
 	err       error
 	completed time.Time
 }
 
-// Write appends output, keeping at most the task's cap; bytes beyond it are
-// counted and dropped so that a chatty task cannot exhaust memory.
+// Write appends output to what is unread. Past the task's cap the oldest
+// unread bytes are dropped and counted, so that a chatty task cannot
+// exhaust memory and its newest output is always there to read.
 func (t *Task) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	room := t.cap - len(t.out)
-	if room < len(p) {
-		if room > 0 {
-			t.out = append(t.out, p[:room]...)
-		}
-		t.dropped += int64(len(p) - max(room, 0))
-		return len(p), nil
+	n := len(p)
+	if len(p) >= t.cap {
+		t.dropped += int64(len(t.out) + len(p) - t.cap)
+		t.out = append(t.out[:0], p[len(p)-t.cap:]...)
+		return n, nil
+	}
+	if over := len(t.out) + len(p) - t.cap; over > 0 {
+		t.dropped += int64(over)
+		t.out = append(t.out[:0], t.out[over:]...)
 	}
 	t.out = append(t.out, p...)
-	return len(p), nil
+	return n, nil
 }
 
-// ReadNew returns the output written since the previous ReadNew and how many
-// bytes were dropped over the cap so far.
+// ReadNew returns the output written since the previous ReadNew (its
+// latest cap bytes) and how many bytes written since then were dropped
+// before them.
 func (t *Task) ReadNew() (string, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := string(t.out[t.read:])
-	t.read = len(t.out)
-	return s, t.dropped
+	s, dropped := string(t.out), t.dropped
+	t.out, t.dropped = t.out[:0], 0
+	return s, dropped
 }
 
 // Done is closed when the task has finished.

@@ -213,7 +213,7 @@ func TestTasks(t *testing.T) {
 	for {
 		s, dropped := task.ReadNew()
 		if s != "" {
-			if s != "0123456789" || dropped != 6 {
+			if s != "6789abcdef" || dropped != 6 {
 				t.Errorf("output %q dropped %d", s, dropped)
 			}
 			break
@@ -223,8 +223,16 @@ func TestTasks(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if s, _ := task.ReadNew(); s != "" {
-		t.Errorf("second read = %q, want only new output", s)
+	if s, dropped := task.ReadNew(); s != "" || dropped != 0 {
+		t.Errorf("second read = %q (dropped %d), want only new output", s, dropped)
+	}
+	// Output past the cap pushes out the oldest unread bytes, across
+	// writes: what is read is always the newest.
+	for _, w := range []string{"abcd", "efgh", "ijkl"} {
+		task.Write([]byte(w))
+	}
+	if s, dropped := task.ReadNew(); s != "cdefghijkl" || dropped != 2 {
+		t.Errorf("after three writes: %q dropped %d, want the newest 10 bytes and 2 dropped", s, dropped)
 	}
 	if _, ok := r.Get(task.ID); !ok || !task.Running() {
 		t.Fatal("task not registered or not running")

@@ -111,7 +111,7 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 		return startBackground(ctx, in, timeout)
 	}
 	var full storeFull
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, false, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ type bashRun struct {
 // exits whatever it left running in the background is killed too: nothing a
 // command starts outlives it. It returns an error only when the sandbox
 // could not start the command.
-func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, beforeChange sandbox.ChangeFunc, foreign sandbox.ForeignFunc) (bashRun, error) {
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, stream bool, beforeChange sandbox.ChangeFunc, foreign sandbox.ForeignFunc) (bashRun, error) {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
@@ -218,6 +218,10 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		// stderr, which keeps their relative order.
 		Stdout: out,
 		Stderr: out,
+		// A background task's writer keeps its latest output itself: the
+		// sandbox's head-and-tail budget would hold everything past the
+		// head until the task ends.
+		StreamOutput: stream,
 		// With checkpoints on, the pre-image of everything the command
 		// changes is recorded before the change.
 		BeforeChange: beforeChange,

@@ -16,9 +16,9 @@ import (
 // bash_output reads what it wrote since the last read, kill_task ends its
 // whole process tree. The kernel kills every task when the session ends.
 
-// taskOutputCap bounds what one background task keeps of its output; the
-// rest is counted and dropped, and bash_output says so. It is below the
-// sandbox's own output limit (1 MiB), so that the drop is seen here.
+// taskOutputCap bounds what one background task keeps unread: past it the
+// oldest unread output is dropped and counted, and bash_output says so.
+// The sandbox streams a task's output to it unbudgeted (StreamOutput).
 const taskOutputCap = 512 << 10
 
 // taskKillWait bounds how long kill_task waits for the tree to be gone.
@@ -34,7 +34,7 @@ func startBackground(ctx *tools.Context, in bashInput, timeout time.Duration) (*
 	}
 	sb, dir, hook, foreign := ctx.Sandbox, ctx.Workspace, ctx.BeforeChange(), ctx.ForeignChange()
 	task, err := ctx.Tasks.Start(desc, taskOutputCap, func(tctx context.Context, out *tools.Task) error {
-		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, hook, foreign)
+		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, true, hook, foreign)
 		switch {
 		case err != nil:
 			return err
@@ -62,7 +62,7 @@ type taskInput struct {
 // BashOutput returns what a background task wrote since the last call.
 var BashOutput = sync.OnceValue(func() *tools.Tool {
 	return tools.Must(tools.New("bash_output",
-		`Read the output a background task (started with bash run_in_background) wrote since the last bash_output call for it, and its status: running, or how it ended. A task keeps at most 512 KiB of output (the rest is dropped, and the result says how much); one call returns at most the last 30000 bytes of the new output.`,
+		`Read the output a background task (started with bash run_in_background) wrote since the last bash_output call for it, and its status: running, or how it ended. A task keeps at most the latest 512 KiB of output not yet read (older unread output is dropped, and the result says how much); one call returns at most the last 30000 bytes of the new output.`,
 		func(ctx *tools.Context, in taskInput) (*tools.Result, error) {
 			t, err := lookupTask(ctx, in.TaskID)
 			if err != nil {
@@ -122,8 +122,11 @@ func lookupTask(ctx *tools.Context, id string) (*tools.Task, error) {
 func taskReport(t *tools.Task) string {
 	out, dropped := t.ReadNew()
 	var b strings.Builder
+	if dropped > 0 {
+		fmt.Fprintf(&b, "(%d bytes of output written since the last read were dropped before what follows: a task keeps the latest 512 KiB unread)\n", dropped)
+	}
 	switch {
-	case out == "":
+	case out == "" && dropped == 0:
 		b.WriteString("(no new output)")
 	case len(out) > bashMaxOutputBytes:
 		fmt.Fprintf(&b, "(%d earlier bytes of new output not shown)\n", len(out)-bashMaxOutputBytes)
@@ -141,9 +144,6 @@ func taskReport(t *tools.Task) string {
 		fmt.Fprintf(&b, "Task %s has ended: %v.", t.ID, err)
 	} else {
 		fmt.Fprintf(&b, "Task %s has ended: exit code 0.", t.ID)
-	}
-	if dropped > 0 {
-		fmt.Fprintf(&b, " %d bytes of its output were dropped over the 512 KiB cap.", dropped)
 	}
 	return b.String()
 }
