@@ -25,9 +25,9 @@ type Task struct {
 	// out is the output not yet returned by ReadNew, at most cap bytes:
 	// a task runs for as long as the session (a dev server), so what
 	// matters is its latest output, and what was read is let go.
-	out     []byte
-	dropped int64 // unread bytes pushed out of out since the last ReadNew
-	cap     int
+	out       []byte
+	dropped   int64 // unread bytes pushed out of out since the last ReadNew
+	cap       int
 	err       error
 	completed time.Time
 }
