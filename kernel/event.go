@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -139,8 +140,26 @@ type ThinkingDeltaEvent struct {
 
 // RetryEvent says the provider retries a model call, and why.
 type RetryEvent struct {
-	Attempt int    `json:"attempt"`
-	Error   string `json:"error"`
+	// Attempt is the number of the request about to be sent (2 for the
+	// first retry) out of MaxAttempts (0: not known).
+	Attempt     int `json:"attempt"`
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// WaitMS is how long the provider waits before it (milliseconds).
+	WaitMS int64  `json:"wait_ms"`
+	Error  string `json:"error"`
+}
+
+// Describe is the retry in a person's words: "retrying 2/5 in 4s: why".
+func (e *RetryEvent) Describe() string {
+	n := fmt.Sprint(e.Attempt)
+	if e.MaxAttempts > 0 {
+		n = fmt.Sprintf("%d/%d", e.Attempt, e.MaxAttempts)
+	}
+	wait := (time.Duration(e.WaitMS) * time.Millisecond).Round(100 * time.Millisecond)
+	if e.WaitMS > 0 && wait == 0 {
+		wait = time.Duration(e.WaitMS) * time.Millisecond
+	}
+	return fmt.Sprintf("retrying the model call %s in %v: %s", n, wait, e.Error)
 }
 
 // AssistantMessageEvent is a whole assistant turn.

@@ -42,8 +42,8 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	}{
 		{Event{Type: EventThinkingDelta, SessionID: "s", ThinkingDelta: &ThinkingDeltaEvent{Thinking: "hmm <b>"}},
 			`{"type":"thinking_delta","session_id":"s","thinking":"hmm \u003cb\u003e"}`},
-		{Event{Type: EventRetry, SessionID: "s", Retry: &RetryEvent{Attempt: 2, Error: "overloaded"}},
-			`{"type":"retry","session_id":"s","attempt":2,"error":"overloaded"}`},
+		{Event{Type: EventRetry, SessionID: "s", Retry: &RetryEvent{Attempt: 2, MaxAttempts: 5, WaitMS: 4000, Error: "overloaded"}},
+			`{"type":"retry","session_id":"s","attempt":2,"max_attempts":5,"wait_ms":4000,"error":"overloaded"}`},
 		{tag(Event{Type: EventCustom, Custom: &CustomEvent{ID: "t1", Name: "progress", Data: map[string]any{"z": 1, "a": []int{2}}}}),
 			`{"type":"custom","session_id":"s","agent":"helper","agent_id":"helper-1","parent_tool_use_id":"t9","id":"t1","name":"progress","data":{"a":[2],"z":1}}`},
 		{Event{Type: EventCustom, SessionID: "s", Custom: &CustomEvent{Name: "nothing"}},
@@ -131,5 +131,20 @@ func TestNetworkEventFromSandbox(t *testing.T) {
 	want := NetworkEvent{Host: n.Host, Port: n.Port, Decision: n.Decision, Rule: n.Rule, BytesUp: n.BytesUp, BytesDown: n.BytesDown}
 	if ev.Type != EventNetwork || ev.Network == nil || *ev.Network != want {
 		t.Errorf("networkEvent = %+v", ev)
+	}
+}
+
+func TestRetryDescribe(t *testing.T) {
+	for _, c := range []struct {
+		e    RetryEvent
+		want string
+	}{
+		{RetryEvent{Attempt: 2, MaxAttempts: 5, WaitMS: 4000, Error: "overloaded"}, "retrying the model call 2/5 in 4s: overloaded"},
+		{RetryEvent{Attempt: 3, WaitMS: 1234, Error: "x"}, "retrying the model call 3 in 1.2s: x"},
+		{RetryEvent{Attempt: 2, MaxAttempts: 5, WaitMS: 20, Error: "x"}, "retrying the model call 2/5 in 20ms: x"},
+	} {
+		if got := c.e.Describe(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
 	}
 }

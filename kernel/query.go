@@ -805,7 +805,7 @@ func (r *run) streamModel(yield func(Event, error) bool, req *provider.Request) 
 				return nil, "", nil, false
 			}
 		case provider.ChunkRetry:
-			e := &RetryEvent{Attempt: ch.Attempt}
+			e := &RetryEvent{Attempt: ch.Attempt, MaxAttempts: ch.MaxAttempts, WaitMS: ch.Wait.Milliseconds()}
 			if ch.Err != nil {
 				e.Error = ch.Err.Error()
 			}

@@ -401,7 +401,7 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		m.stream.WriteString(ev.TextDelta.Text)
 	case kernel.EventRetry:
 		m.stream.Reset()
-		return tea.Println(styleDim(fmt.Sprintf("retrying the model call (attempt %d): %s", ev.Retry.Attempt, field(ev.Retry.Error, 200))))
+		return tea.Println(styleDim(field(ev.Retry.Describe(), 260)))
 	case kernel.EventAssistantMessage:
 		m.usage = addUsage(m.usage, ev.AssistantMessage.Usage)
 		m.contextUsed = ev.AssistantMessage.Usage.ContextTokens()

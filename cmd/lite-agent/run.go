@@ -350,7 +350,7 @@ func renderText(ev kernel.Event, verbose bool, out *bufio.Writer, text *termsafe
 		renderModelEvent(ev, verbose, out, stderr)
 	case kernel.EventRetry:
 		out.Flush()
-		fmt.Fprintf(stderr, "\n[retrying the model call (attempt %d): %s]\n", ev.Retry.Attempt, termsafe.Escape(ev.Retry.Error))
+		fmt.Fprintf(stderr, "\n[%s]\n", termsafe.Escape(ev.Retry.Describe()))
 	case kernel.EventAssistantMessage:
 		if *wroteText {
 			text.Flush()
