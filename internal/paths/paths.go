@@ -1,0 +1,137 @@
+// Package paths answers the path questions that security checks ask, once:
+// is this path inside that root, what is it relative to the root, what is
+// the real path of a path that may not exist yet, and is this name a
+// repository's ".git". Every package asks them through here, so that one
+// rule holds everywhere (a lexical "starts with .." test takes a file named
+// "..foo" for outside; filepath.Abs removes ".." before symlinks are
+// followed, unlike the kernel).
+//
+// Within and Rel are lexical: they compare cleaned absolute paths as text.
+// When a symlink could lead out of the root, resolve first with Real.
+package paths
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Within reports whether p is root or beneath it. Both are cleaned first;
+// a relative path is never within an absolute root, nor the reverse.
+func Within(p, root string) bool {
+	p, root = filepath.Clean(p), filepath.Clean(root)
+	if filepath.IsAbs(p) != filepath.IsAbs(root) {
+		return false
+	}
+	if p == root {
+		return true
+	}
+	if root == "/" {
+		return true // p is absolute, and every absolute path is beneath /
+	}
+	if root == "." {
+		return filepath.IsLocal(p)
+	}
+	return len(p) > len(root) && p[len(root)] == '/' && p[:len(root)] == root
+}
+
+// Beneath reports whether p is strictly beneath root (not root itself).
+func Beneath(p, root string) bool {
+	return Within(p, root) && filepath.Clean(p) != filepath.Clean(root)
+}
+
+// Rel returns p relative to root ("." for root itself) and true, or "" and
+// false when p is not within root (see Within).
+func Rel(root, p string) (string, bool) {
+	if !Within(p, root) {
+		return "", false
+	}
+	p, root = filepath.Clean(p), filepath.Clean(root)
+	switch {
+	case p == root:
+		return ".", true
+	case root == "/":
+		return p[1:], true
+	case root == ".":
+		return p, true
+	}
+	return p[len(root)+1:], true
+}
+
+// maxSymlinks bounds the links followed in one path, as the kernel does.
+const maxSymlinks = 40
+
+// Real resolves p as the kernel would, component by component (a symlink
+// is followed before a ".." after it applies to its target's parent), and
+// tolerates components that do not exist yet: the first missing component
+// ends the resolution (nothing beyond it can be a symlink) and the rest is
+// cleaned onto it. A relative p is taken from the working directory.
+func Real(p string) string {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		return RealFrom(Real(wd), p)
+	}
+	return RealFrom("/", p)
+}
+
+// RealFrom resolves rest (relative, or absolute to restart at /) from dir,
+// a real directory, as Real does.
+func RealFrom(dir, rest string) string {
+	dest := dir
+	if filepath.IsAbs(rest) {
+		dest = "/"
+	}
+	links := 0
+	for rest != "" {
+		var comp string
+		comp, rest, _ = strings.Cut(rest, "/")
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			dest = filepath.Dir(dest)
+			continue
+		}
+		next := filepath.Join(dest, comp)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Clean(next + "/" + rest)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			dest = next
+			continue
+		}
+		links++
+		target, err := os.Readlink(next)
+		if err != nil || links > maxSymlinks {
+			return filepath.Clean(next + "/" + rest)
+		}
+		if filepath.IsAbs(target) {
+			dest = "/"
+		}
+		rest = target + "/" + rest
+	}
+	return dest
+}
+
+// IsGitName reports whether name, one path component (trailing slashes
+// allowed), is ".git" in any case: on a case-insensitive directory (ext4
+// casefold, a mounted FAT or NTFS tree) ".GIT" is the same entry, so every
+// check that skips or guards repositories treats them alike.
+func IsGitName(name string) bool {
+	return strings.EqualFold(strings.TrimRight(name, "/"), ".git")
+}
+
+// HasGitComponent reports whether any component of p is a git name
+// (IsGitName).
+func HasGitComponent(p string) bool {
+	for _, c := range strings.Split(filepath.ToSlash(p), "/") {
+		if IsGitName(c) {
+			return true
+		}
+	}
+	return false
+}

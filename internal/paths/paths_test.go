@@ -1,0 +1,94 @@
+package paths
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWithinAndRel(t *testing.T) {
+	for _, c := range []struct {
+		p, root string
+		within  bool
+		rel     string
+	}{
+		{"/ws", "/ws", true, "."},
+		{"/ws/a/b", "/ws", true, "a/b"},
+		{"/ws/", "/ws", true, "."},
+		{"/ws/../ws/a", "/ws", true, "a"},
+		{"/ws/..foo", "/ws", true, "..foo"}, // a name beginning "..", inside
+		{"/ws/a/../..", "/ws", false, ""},
+		{"/wsx", "/ws", false, ""},
+		{"/w", "/ws", false, ""},
+		{"/", "/ws", false, ""},
+		{"/etc/passwd", "/", true, "etc/passwd"},
+		{"/", "/", true, "."},
+		{"a/b", "/ws", false, ""},
+		{"/ws/a", "ws", false, ""},
+		{"a/b", ".", true, "a/b"},
+		{"../a", ".", false, ""},
+		{"..a", ".", true, "..a"},
+		{"a", "a", true, "."},
+		{"a/b", "a", true, "b"},
+	} {
+		if got := Within(c.p, c.root); got != c.within {
+			t.Errorf("Within(%q, %q) = %v", c.p, c.root, got)
+		}
+		rel, ok := Rel(c.root, c.p)
+		if ok != c.within || rel != c.rel {
+			t.Errorf("Rel(%q, %q) = %q, %v; want %q, %v", c.root, c.p, rel, ok, c.rel, c.within)
+		}
+		if got := Beneath(c.p, c.root); got != (c.within && c.rel != ".") {
+			t.Errorf("Beneath(%q, %q) = %v", c.p, c.root, got)
+		}
+	}
+}
+
+func TestReal(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(dir+"/ws/sub", 0o755))
+	must(os.MkdirAll(dir+"/secret", 0o755))
+	must(os.Symlink(dir+"/secret", dir+"/ws/out"))  // absolute link out
+	must(os.Symlink("sub", dir+"/ws/in"))           // relative link in
+	must(os.Symlink("../secret", dir+"/ws/sub/up")) // .. applies to the target
+	must(os.Symlink("loop", dir+"/ws/loop"))
+	for _, c := range []struct{ p, want string }{
+		{dir + "/ws/sub/new/file", dir + "/ws/sub/new/file"},
+		{dir + "/ws/out/key", dir + "/secret/key"},
+		{dir + "/ws/in/../sub/x", dir + "/ws/sub/x"},
+		// filepath.Abs/Clean would say ws/x; the kernel follows out first.
+		{dir + "/ws/out/../x", dir + "/x"},
+		{dir + "/ws/sub/up/k", dir + "/ws/secret/k"},
+		{dir + "/ws/missing/../sub", dir + "/ws/sub"},
+		{dir + "/ws/loop/x", dir + "/ws/loop/x"},
+	} {
+		if got := Real(c.p); got != c.want {
+			t.Errorf("Real(%q) = %q, want %q", c.p, got, c.want)
+		}
+	}
+	if got := RealFrom(dir+"/ws", "out/key"); got != dir+"/secret/key" {
+		t.Errorf("RealFrom = %q", got)
+	}
+}
+
+func TestGitNames(t *testing.T) {
+	for name, want := range map[string]bool{".git": true, ".GIT": true, ".git/": true, ".github": false, "git": false, "x.git": false} {
+		if IsGitName(name) != want {
+			t.Errorf("IsGitName(%q) = %v", name, !want)
+		}
+	}
+	for p, want := range map[string]bool{"a/.git/config": true, ".Git": true, "a/.github/x": false, "/ws/src": false} {
+		if HasGitComponent(p) != want {
+			t.Errorf("HasGitComponent(%q) = %v", p, !want)
+		}
+	}
+}
