@@ -386,7 +386,8 @@ func TestChatFirstPromptArgument(t *testing.T) {
 	s := startPTY(t, ws, "--workspace", ws, "--state-dir", state, "--script", script, "fix the bug")
 	s.waitFor("> fix the bug", "First answer.", "ready · ")
 	s.send("more\r")
-	s.waitFor("Second answer.")
+	// Ctrl-D is for an idle prompt: wait for the turn to end first.
+	s.waitFor("Second answer.", "ready · ")
 	s.send("\x04")
 	if code := s.waitExit(); code != 0 {
 		t.Errorf("exit %d", code)
@@ -743,16 +744,29 @@ func TestChatInput(t *testing.T) {
 		t.Errorf("the pasted prompt reached the model as %d prompt(s): %.200q", len(prompts), prompts)
 	}
 
-	// A: which file? w: the workspace's; the rule shown is written there.
+	// A: which file? Under strict (the default) the workspace's file is
+	// not offered: the next start would refuse it. u: the user's file.
 	s.send("run it\r")
 	s.waitFor("? bash wants to run", "[A] allow always")
 	s.send("A")
-	s.waitFor("allow always bash(echo always) — write it to:", "[u] your policy file", "[w] this workspace's .lite-agent/policy.toml")
+	scr = s.waitFor("allow always bash(echo always) — write it to:", "[u] your policy file", "(no [w]: the strict preset")
+	if strings.Contains(scr, "[w] this workspace") {
+		t.Errorf("[w] offered under strict, whose next start would refuse the file:\n%s", scr)
+	}
 	s.send("\r") // Enter chooses nothing
-	s.send("w")
+	s.send("w") // not offered: the reason, nothing written
+	s.waitFor("not written to the workspace's file")
+	s.send("u")
 	s.waitFor("allowed always (bash(echo always) added to", "Ran.", "ready · ")
-	if b, err := os.ReadFile(filepath.Join(ws, ".lite-agent", "policy.toml")); err != nil || !strings.Contains(string(b), `"bash(echo always)"`) {
-		t.Errorf("the workspace policy file: %q %v", b, err)
+	if _, err := os.Stat(filepath.Join(ws, ".lite-agent", "policy.toml")); !os.IsNotExist(err) {
+		t.Errorf("the workspace policy file was written under strict: %v", err)
+	}
+	userFiles, _ := filepath.Glob(filepath.Join(os.TempDir(), t.Name()+"*", "*", "lite-agent", "policy.toml"))
+	if len(userFiles) != 1 {
+		t.Fatalf("the user's policy file: %v", userFiles)
+	}
+	if b, err := os.ReadFile(userFiles[0]); err != nil || !strings.Contains(string(b), `"bash(echo always)"`) {
+		t.Errorf("the user's policy file: %q %v", b, err)
 	}
 	s.send("\x04")
 	s.waitExit()
