@@ -754,7 +754,7 @@ func TestChatInput(t *testing.T) {
 		t.Errorf("[w] offered under strict, whose next start would refuse the file:\n%s", scr)
 	}
 	s.send("\r") // Enter chooses nothing
-	s.send("w") // not offered: the reason, nothing written
+	s.send("w")  // not offered: the reason, nothing written
 	s.waitFor("not written to the workspace's file")
 	s.send("u")
 	s.waitFor("allowed always (bash(echo always) added to", "Ran.", "ready · ")
