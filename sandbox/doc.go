@@ -259,12 +259,20 @@
 // services, and unprivileged user namespaces are restricted on some
 // distributions.
 //
-// A wildcard bind (0.0.0.0, ::) in modes none, loopback and private is given
-// loopback instead of being refused — what node's listen(0) and python's
-// http.server mean — so test servers start: 127.0.0.1 for IPv4, the
-// v4-mapped ::ffff:127.0.0.1 for a dual-stack IPv6 socket (clients of
-// 127.0.0.1, the most common in test code, reach it; ::1 does not), ::1
-// for a v6-only one. The same for listen on a socket never bound.
+// A wildcard bind (0.0.0.0, ::) in modes none, loopback and private — what
+// node's listen(0), supertest and python's http.server make — is bound as
+// asked, on the loopback device only (SO_BINDTODEVICE "lo", which seccomp
+// refuses the command to change): the program sees the address it bound,
+// the peers (a dual-stack socket's v4-mapped ones), the families and the
+// dual-stack behaviour (::1 and 127.0.0.1 clients, IPV6_V6ONLY) it sees
+// unconfined, and a packet from any other interface finds no socket
+// (notify's TestWildcardListenerLocalOnly: a host in a network namespace
+// reaches an unconfined wildcard listener, not the command's). A stream
+// socket is kept to the device when it listens (also one never bound,
+// which the kernel binds to the wildcard), a datagram socket when it
+// binds. What a command can still tell: getsockopt(SO_BINDTODEVICE) says
+// "lo", and a connection to this machine's non-loopback address is
+// refused.
 //
 // # Network by domain
 //
@@ -338,7 +346,7 @@
 // (web_fetch), so that they follow the same allowlist.
 //
 // Tests that open servers: in mode none (with or without domains), a
-// command may bind loopback (a wildcard is given loopback, as above),
+// command may bind loopback (and a wildcard, kept to loopback as above),
 // listen, and connect or send to the loopback ports the sandbox's
 // commands bound (a dev server left in the background by one is
 // reachable from the next) — nothing else on loopback, so the user's

@@ -144,9 +144,10 @@
 // AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
 // not matter, the address does): connect and send to anything outside the
 // mode's ranges fail with EPERM, bind with EACCES; a wildcard address,
-// which would expose a listener on every interface, is bound to loopback
-// instead (loopbackForWildcard), and listen on a socket that was never
-// bound binds it to loopback first (the kernel would bind the wildcard).
+// which would expose a listener on every interface, is bound as asked but
+// on the loopback device only (keepOnLoopback: a datagram socket at bind,
+// a stream socket at listen, one never bound included), so the program
+// observes what it would outside and only local clients reach it.
 // The domain proxy's address, the addresses Options.DirectGrant admits
 // (the literal IP[:PORT] grants; no name ever reaches it), and in mode
 // none the loopback addresses the tree bound (the whole socket type,

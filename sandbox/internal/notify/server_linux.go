@@ -1038,14 +1038,17 @@ func (c *netCall) handleBind() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		if c.s.opts.Mode != ModeUnrestricted {
-			// A wildcard would listen on every interface: loopback
-			// instead (loopbackForWildcard says why).
-			if lo := loopbackForWildcard(c.dup, sa); lo != nil {
-				sa = lo
+		if c.s.opts.Mode != ModeUnrestricted && isWildcard(sa) {
+			// A wildcard is bound as asked, so that the program sees
+			// the address, family and dual-stack behaviour it would
+			// outside; what it may receive is kept to the loopback
+			// device (keepOnLoopback says why and when).
+			if c.sock.typ == unix.SOCK_DGRAM {
+				if out, ok := c.keepOnLoopback(); !ok {
+					return out
+				}
 			}
-		}
-		if v, errno := c.s.judgeBind(sa); v != verdictAllow {
+		} else if v, errno := c.s.judgeBind(sa); v != verdictAllow {
 			return fail(errno)
 		}
 		if out, ok := c.dropUDPReuseAddr(); !ok {
@@ -1105,46 +1108,39 @@ func (c *netCall) doBind(sa []byte) outcome {
 	return outcome{}
 }
 
-// handleListen: listen(fd, backlog). The kernel binds a socket that was
-// never bound to the wildcard address: bind it to loopback instead.
+// handleListen: listen(fd, backlog). A socket bound to a wildcard, or
+// never bound (the kernel then binds the wildcard), listens on the
+// loopback device only (keepOnLoopback); one bound to an address listens
+// where its mode lets it bind.
 func (c *netCall) handleListen() outcome {
 	if out, ok := c.prepare(); !ok {
 		return out
 	}
 	backlog := int(int32(c.args[1]))
+	unbound := false
 	if isInet(c.sock.family) && c.s.opts.Mode != ModeUnrestricted {
 		sa, err := unix.Getsockname(c.dup)
 		if err != nil {
 			return fail(errnoOf(err, unix.EINVAL))
 		}
-		var bound []byte
+		var ip netip.Addr
+		var port int
 		switch a := sa.(type) {
 		case *unix.SockaddrInet4:
-			if a.Addr == [4]byte{} {
-				if a.Port != 0 {
-					return fail(unix.EACCES)
-				}
-				bound = loopbackForWildcard(c.dup, inet4Sockaddr([4]byte{}))
-			} else if !c.s.bindAllowed(addr4(a.Addr)) {
-				return fail(unix.EACCES)
-			}
+			ip, port = addr4(a.Addr), a.Port
 		case *unix.SockaddrInet6:
-			if a.Addr == [16]byte{} {
-				if a.Port != 0 {
-					return fail(unix.EACCES)
-				}
-				bound = loopbackForWildcard(c.dup, inet6Sockaddr([16]byte{}))
-			} else if !c.s.bindAllowed(addr16(a.Addr)) {
-				return fail(unix.EACCES)
-			}
+			ip, port = addr16(a.Addr), a.Port
 		default:
 			return fail(unix.EPERM)
 		}
-		if bound != nil {
-			if out := c.doBind(bound); out.errno != 0 || out.abandon {
+		switch {
+		case ip.Unmap().IsUnspecified():
+			if out, ok := c.keepOnLoopback(); !ok {
 				return out
 			}
-			c.s.recordBind(c.dup, c.sock.typ)
+			unbound = port == 0
+		case !c.s.bindAllowed(ip):
+			return fail(unix.EACCES)
 		}
 	}
 	if err := c.confirm(); err != nil {
@@ -1154,7 +1150,51 @@ func (c *netCall) handleListen() outcome {
 	if err := unix.Listen(c.dup, backlog); err != nil {
 		return outcome{val: -1, errno: errnoOf(err, unix.EINVAL)}
 	}
+	if unbound {
+		c.s.recordBind(c.dup, c.sock.typ) // the port the kernel chose
+	}
 	return outcome{}
+}
+
+// keepOnLoopback binds the socket to the loopback device
+// (SO_BINDTODEVICE "lo"), before a wildcard bind of a datagram socket and
+// before listen on a wildcard-bound or unbound stream socket, in every
+// mode but unrestricted.
+//
+// Why not another address: a program that binds 0.0.0.0 or :: observes
+// what it bound — getsockname, a dual-stack socket's v4-mapped peers, a
+// client of ::1 reaching a socket bound to :: — and test suites compare
+// those (Express's req.ip, Node's server.address()). Bound to the
+// wildcard on the loopback device, the socket is what it would be outside
+// for every local client, while a packet that arrived on any other
+// interface (another host, a container's veth) finds no socket: the
+// kernel matches a socket bound to a device only against packets of that
+// device (TestWildcardListenerLocalOnly). Loopback carries only this
+// network namespace's own traffic, so who can reach the socket is who
+// could reach 127.0.0.1 — the same as before, the one difference allowed.
+// The command cannot undo it: seccomp refuses SO_BINDTODEVICE and
+// SO_BINDTOIFINDEX to it in every mode but unrestricted (routingSockopts
+// in sandbox/internal/seccomp). A stream socket is bound to the device
+// only when it listens: until then it can only connect, and a client that
+// binds the wildcard before connecting (to choose its port) reaches, in
+// private mode, the private hosts it would reach without the bind.
+// What a command can tell: getsockopt(SO_BINDTODEVICE) says "lo", and a
+// connection to a non-loopback address of this machine (its eth0 address)
+// is refused where outside it would reach the wildcard listener.
+func (c *netCall) keepOnLoopback() (outcome, bool) {
+	if dev, err := unix.GetsockoptString(c.dup, unix.SOL_SOCKET, unix.SO_BINDTODEVICE); err == nil && dev == "lo" {
+		// Already (a second listen): setting it again would need
+		// CAP_NET_RAW.
+		return outcome{}, true
+	}
+	if err := c.confirm(); err != nil {
+		return c.stopped(err, 0), false
+	}
+	c.effect = true
+	if err := unix.SetsockoptString(c.dup, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, "lo"); err != nil {
+		return fail(unix.EPERM), false
+	}
+	return outcome{}, true
 }
 
 // handleSendto: sendto(fd, buf, len, flags, dest, addrlen) with dest != NULL.
