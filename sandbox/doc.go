@@ -461,13 +461,34 @@
 // not bind; repositories nested deeper than one directory are not looked
 // for at New (walking the whole tree would cost in proportion to the
 // workspace: change capture covers them); at most 32 entries are bound.
-// The rule holds in every writable root, not only the workspace: a
-// repository made in the private TMPDIR or a toolchain cache could be
-// moved or linked into the workspace. A HEAD refused anywhere costs tools
-// that keep bare repositories in a writable root (Go's module cache fetching straight from VCS, cargo's
-// git checkouts, whose `git init --bare` writes a HEAD): they fail there
-// unless Policy.GitWritable. Policy.GitWritable restores the old
-// behaviour: commands may commit, and may plant hooks.
+//
+// Private roots: the rule does not hold in the sandbox's TMPDIR (of any
+// sandbox: the lite-agent-sandbox-* directories) and its private /tmp,
+// where test suites make repositories (`git init` in Go's t.TempDir(),
+// pytest's tmp_path). Nothing of such a repository may arrive where the
+// person runs git — every other writable root: the workspace, a
+// --allow-write directory, a toolchain's cache (notify's
+// private_linux.go): a copy out makes .git or HEAD names, refused as
+// above; a directory renamed out of a private root fails with EXDEV (mv
+// and tar then copy it); a symbolic link made or moved outside the
+// private roots whose target, walked as the host would, passes through
+// one is refused (EPERM); a directory holding a relative link with ".."
+// moved to another parent fails with EXDEV (its copy makes each link
+// again, judged). Within a mount namespace each root is a mount of its
+// own, so a rename or hard link between roots is EXDEV anyway; the rule
+// is what holds without one. TestRepositoriesInPrivateRoots,
+// TestPrivateRepositoryStaysPrivate (each attack shown working with
+// GitWritable). In the workspace and the other writable roots a HEAD
+// refused costs tools that keep bare repositories there (Go's module
+// cache fetching straight from VCS, cargo's git checkouts or its git
+// index protocol, whose `git init` writes a HEAD): they fail unless
+// Policy.GitWritable (cargo with Debian's crates, a directory source,
+// makes none). Policy.GitWritable restores the old behaviour: commands
+// may commit, and may plant hooks.
+//
+// Each refusal of the rule is reported in ExitStatus.Refusals, with the
+// other refusals the notification server makes by a rule (refusals.go:
+// what it cannot see, and why).
 //
 // # Other writers
 //

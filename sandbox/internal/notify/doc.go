@@ -22,7 +22,11 @@
 //     without a .git, refused with EPERM; any path with a .git component,
 //     however deep or new, with EROFS; removals allowed, as they plant
 //     nothing; all of it off with CaptureOptions.GitWritable). The
-//     sandbox's file tools share it through sandbox.RefusedGitPath.
+//     sandbox's file tools share it through sandbox.RefusedGitPath. It
+//     does not hold in the private roots (TMPDIR, the private /tmp), and
+//     nothing of a repository there may leave them (private_linux.go);
+//   - one record of what a rule refused (refusals.go), for the
+//     command's report.
 //
 // (It replaced a second, connect-only server of modes none and
 // unrestricted, whose copy of the AF_UNIX rule resolved paths in the

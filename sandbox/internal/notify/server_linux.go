@@ -97,6 +97,10 @@ type Options struct {
 	// change capture opens /dev/ptmx and /dev/pts/N there for a command
 	// (ptyPath).
 	PtyDev uint64
+	// Refusals, if set, records the calls a rule refused (network
+	// destinations, unix sockets, and Capture's), for the command's
+	// report (refusals.go).
+	Refusals *RefusalLog
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -276,6 +280,7 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 		opts.Capture.rootDev = opts.RootDev
 		opts.Capture.tmpDev = opts.TmpDev
 		opts.Capture.ptyDev = opts.PtyDev
+		opts.Capture.refusals = opts.Refusals
 	}
 	go run.loop()
 	return run, nil
@@ -962,7 +967,9 @@ func (c *netCall) handleConnect() outcome {
 	case isInet(c.sock.family):
 		v, errno, grant := c.s.judgeDestination(judgeInetConnect, sa, c.sock.typ)
 		switch v {
-		case verdictDeny, verdictInvalid:
+		case verdictDeny:
+			return c.refuse(RuleNetwork, "connect", sa, errno)
+		case verdictInvalid:
 			return fail(errno)
 		case verdictAllow:
 			// A source route reaches the route's first hop, not sa: of
@@ -980,6 +987,15 @@ func (c *netCall) handleConnect() outcome {
 		return c.handleUnixAddr("connect", sa, func(addr []byte) outcome { return c.doConnect(addr) })
 	}
 	return fail(unix.EPERM)
+}
+
+// refuse records a refusal of an IP address by rule and fails with
+// errno.
+func (c *netCall) refuse(rule RefusalRule, op string, sa []byte, errno unix.Errno) outcome {
+	if ap, ok := sockaddrAddrPort(sa); ok {
+		c.s.opts.Refusals.add(Refusal{rule, op, ap.String()})
+	}
+	return fail(errno)
 }
 
 // doConnect performs connect on the duplicate. A blocking socket blocks
@@ -1048,7 +1064,9 @@ func (c *netCall) handleBind() outcome {
 					return out
 				}
 			}
-		} else if v, errno := c.s.judgeBind(sa); v != verdictAllow {
+		} else if v, errno := c.s.judgeBind(sa); v == verdictDeny {
+			return c.refuse(RuleNetwork, "bind", sa, errno)
+		} else if v != verdictAllow {
 			return fail(errno)
 		}
 		if out, ok := c.dropUDPReuseAddr(); !ok {
@@ -1140,6 +1158,7 @@ func (c *netCall) handleListen() outcome {
 			}
 			unbound = port == 0
 		case !c.s.bindAllowed(ip):
+			c.s.opts.Refusals.add(Refusal{RuleNetwork, "listen", netip.AddrPortFrom(ip.Unmap(), uint16(port)).String()})
 			return fail(unix.EACCES)
 		}
 	}
@@ -1247,7 +1266,9 @@ func (c *netCall) checkName(sa []byte) (outcome, []byte, bool) {
 	case isInet(c.sock.family):
 		v, errno, _ := c.s.judgeDestination(judgeInetSend, sa, c.sock.typ)
 		switch v {
-		case verdictDeny, verdictInvalid:
+		case verdictDeny:
+			return c.refuse(RuleNetwork, "send", sa, errno), nil, false
+		case verdictInvalid:
 			return fail(errno), nil, false
 		case verdictAllow:
 			if sourceRouted(c.dup, c.sock.family) {
@@ -1849,6 +1870,7 @@ func (c *netCall) handleUnixAddr(op string, sa []byte, do func([]byte) outcome) 
 		req.Abstract = true
 		req.Name = string(path[1:])
 		if c.s.opts.Unix == nil || !c.s.opts.Unix(req) {
+			c.s.opts.Refusals.add(Refusal{RuleUnixSocket, op, "@" + req.Name})
 			return fail(unix.EPERM) // what Landlock's scoping answers
 		}
 		if op == "bind" {
@@ -1875,6 +1897,7 @@ func (c *netCall) handleUnixAddr(op string, sa []byte, do func([]byte) outcome) 
 	c.pathFDs = append(c.pathFDs, fd)
 	req.Path, _ = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if !c.s.opts.Unix(req) {
+		c.s.opts.Refusals.add(Refusal{RuleUnixSocket, op, req.Path})
 		return fail(unix.EACCES)
 	}
 	return do(unixSockaddr(fmt.Sprintf("/proc/self/fd/%d", fd)))
@@ -2061,6 +2084,7 @@ func (c *netCall) unixBindPath(req UnixRequest) outcome {
 		req.Path = "/" + baseName
 	}
 	if !c.s.opts.Unix(req) {
+		c.s.opts.Refusals.add(Refusal{RuleUnixSocket, "bind", req.Path})
 		return fail(unix.EACCES)
 	}
 	// Change capture: the socket file is a new path in the workspace,
