@@ -161,7 +161,11 @@
 // in every namespace the sandbox makes: programs that write to /tmp
 // whatever TMPDIR says (a JVM's java.io.tmpdir) work, nothing they write
 // there is visible to the host or another sandbox, the sandbox's
-// commands share it, and it is freed at Close (TestPrivateTmp). TMPDIR
+// commands share it, and it is freed at Close (TestPrivateTmp). /dev/shm
+// (POSIX shared memory and semaphores: Python's multiprocessing, sem_open),
+// /var/tmp and /run (empty, as a container's: the host's holds its
+// services' sockets) are directories of the same tmpfs, each mounted at
+// its path, under the same bound (TestPrivateShmVarTmpRun). TMPDIR
 // stays the host directory described under "Temporary directories",
 // bound at its own path. Grants beneath /tmp are bound onto mount points
 // in it that no command can move or remove (EBUSY, change capture

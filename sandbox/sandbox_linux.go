@@ -512,7 +512,7 @@ func New(p Policy) (*Sandbox, error) {
 		if tmpOff != "" {
 			s.enf.Notes = append(s.enf.Notes, "/tmp: NOT writable ("+tmpOff+"): programs that ignore TMPDIR and write to /tmp fail")
 		} else {
-			s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit), shared by its commands, invisible to the host and other sandboxes, gone at Close")
+			s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit; /dev/shm, /var/tmp and /run are on it too), shared by its commands, invisible to the host and other sandboxes, gone at Close")
 		}
 		if rp.RulesetFD, err = spawn.BuildRuleset(attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
