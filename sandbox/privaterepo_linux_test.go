@@ -49,7 +49,7 @@ git -c user.email=u@x -c user.name=u commit -qm one; git log --oneline | wc -l`
 	if !slices.ContainsFunc(r.st.Refusals, func(f Refusal) bool { return f.Rule == "git" && f.Target == want }) {
 		t.Errorf("refusals %v: want the .git rule on %s", r.st.Refusals, want)
 	}
-	if note := RefusalNote(r.st.Refusals, r.st.MoreRefusals); !strings.Contains(note, want) || !strings.Contains(note, "--git writable") {
+	if note := RefusalNote(r.st.Refusals, r.st.MoreRefusals, true); !strings.Contains(note, want) || !strings.Contains(note, "--git writable") {
 		t.Errorf("note %q: want the path and the flag", note)
 	}
 }

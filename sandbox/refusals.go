@@ -24,8 +24,9 @@ import (
 // roots (Landlock's EACCES). A connection the domain proxy refuses is
 // answered by the proxy itself, with a body naming the grant.
 type Refusal struct {
-	// Rule is "git", "write", "network", "unix-socket", "hard-link" or
-	// "set-id".
+	// Rule is "git" (a new repository, or one leaving the private
+	// roots), "git-write" (a change in an existing .git), "write",
+	// "network", "unix-socket", "hard-link" or "set-id".
 	Rule string
 	// Op is the call as the command made it ("mkdir", "open", "rename",
 	// "connect", "send", "bind", ...).
@@ -55,8 +56,11 @@ func explain(rule, op, target string, mode NetworkMode) Refusal {
 	r := Refusal{Rule: rule, Op: op, Target: target}
 	switch rule {
 	case "git":
-		r.Why = "the sandbox's .git rule (a repository made or changed here could run code in your own git; repositories may be made in $TMPDIR and /tmp, and not moved out)"
+		r.Why = "the sandbox's .git rule (a repository made here could run code in your own git; repositories may be made in $TMPDIR and /tmp, and not moved out)"
 		r.Allow = `--git writable (git = "writable" in a policy file) lets commands write .git`
+	case "git-write":
+		r.Why = "the sandbox's .git rule (.git is read-only to commands: git status, diff and log work, committing is yours)"
+		r.Allow = `--git writable (git = "writable" in a policy file) lets commands commit`
 	case "write":
 		r.Why = "outside the sandbox's writable paths"
 		r.Allow = "--allow-write " + filepath.Dir(target) + " (write in a policy file's [sandbox] table) allows it"
@@ -111,13 +115,28 @@ func explainNetwork(op, target string, mode NetworkMode) (why, allow string) {
 // RefusalNote is the one line a tool result carries after a command's
 // own output when the sandbox refused something (more: refusals not
 // listed): the first refusal of the most telling rule, and how many
-// others there were. "" when there were none.
-func RefusalNote(list []Refusal, more int) string {
+// others there were. "" when there were none. With failed false (the
+// command succeeded), refusals a program works around on its own are
+// left out: a change in an existing .git (git status's index refresh,
+// which it skips when it cannot write) says nothing the model needs.
+func RefusalNote(list []Refusal, more int, failed bool) string {
+	if !failed {
+		var loud []Refusal
+		for _, r := range list {
+			if r.Rule != "git-write" {
+				loud = append(loud, r)
+			}
+		}
+		if len(loud) == 0 {
+			return ""
+		}
+		list = loud
+	}
 	if len(list) == 0 {
 		return ""
 	}
 	first := list[0]
-	for _, rule := range []string{"git", "network", "unix-socket", "set-id", "hard-link", "write"} {
+	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "hard-link", "write"} {
 		if i := indexRule(list, rule); i >= 0 {
 			first = list[i]
 			break

@@ -63,7 +63,7 @@ func TestRefusalsReported(t *testing.T) {
 			t.Errorf("%s: refusals %+v, want rule %s on %s", tc.name, r.st.Refusals, tc.rule, tc.target)
 			continue
 		}
-		if note := RefusalNote(r.st.Refusals, r.st.MoreRefusals); !strings.HasPrefix(note, "[lite-agent] ") || !strings.Contains(note, tc.allow) || strings.Contains(note, "\n") {
+		if note := RefusalNote(r.st.Refusals, r.st.MoreRefusals, true); !strings.HasPrefix(note, "[lite-agent] ") || !strings.Contains(note, tc.allow) || strings.Contains(note, "\n") {
 			t.Errorf("%s: note %q: want one line marked as lite-agent's, naming %q", tc.name, note, tc.allow)
 		}
 	}

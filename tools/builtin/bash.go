@@ -153,7 +153,7 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	// What the sandbox refused by a rule, after everything the command
 	// said, on a line of its own marked as lite-agent's: the command's
 	// bytes stay as they were.
-	if line := sandbox.RefusalNote(run.refusals, run.moreRefusals); line != "" {
+	if line := sandbox.RefusalNote(run.refusals, run.moreRefusals, isError); line != "" {
 		note("%s", line)
 	}
 	if err := full.first(); err != nil {

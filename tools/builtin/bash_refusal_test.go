@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,6 +20,11 @@ func TestBashNamesRefusals(t *testing.T) {
 		t.Skip("git not installed: would check that a refused git init is explained in the bash result")
 	}
 	ws := t.TempDir()
+	// A repository of the user's, made before the sandbox (whose .git it
+	// binds read-only), in a directory of the workspace.
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(ws, "mine")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
 	sb, err := sandbox.New(sandbox.Policy{Workspace: ws, CaptureChanges: true})
 	if err != nil {
 		t.Fatalf("the bash tool runs only in the sandbox, and it cannot start here: %v", err)
@@ -46,5 +52,16 @@ func TestBashNamesRefusals(t *testing.T) {
 	r, _ = bashRunTool(t, ctx, map[string]any{"command": "echo fine > f && cat f"})
 	if r.TextOf() != "fine\n" {
 		t.Errorf("a command refused nothing: %q", r.TextOf())
+	}
+	// git status in the user's repository: its index refresh is refused
+	// and git goes on without it; a command that succeeded that way gets
+	// no note. A commit fails, and is explained.
+	r, _ = bashRunTool(t, ctx, map[string]any{"command": "cd mine && git status --short && echo status-ok"})
+	if r.IsError || r.TextOf() != "status-ok\n" {
+		t.Errorf("git status: %q", r.TextOf())
+	}
+	r, _ = bashRunTool(t, ctx, map[string]any{"command": "cd mine && git -c user.email=u@x -c user.name=u commit -q --allow-empty -m one"})
+	if _, note, _ := strings.Cut(r.TextOf(), "\n\n[lite-agent] "); !r.IsError || !strings.Contains(note, "read-only to commands") || !strings.Contains(note, "--git writable") {
+		t.Errorf("a refused commit: %q", r.TextOf())
 	}
 }

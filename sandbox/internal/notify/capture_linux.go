@@ -262,7 +262,11 @@ func (c *Capture) refusesGit(t *target, also ...string) unix.Errno {
 		return c.refused(RuleGit, t, unix.EPERM) // objects/, refs/ beside a HEAD: a repository
 	}
 	for _, p := range append([]string{t.path}, also...) {
-		if e := gitErrno(p); e != 0 {
+		switch e := gitErrno(p); e {
+		case 0:
+		case unix.EROFS:
+			return c.refused(RuleGitWrite, t, e)
+		default:
 			return c.refused(RuleGit, t, e)
 		}
 	}
@@ -322,7 +326,11 @@ func (c *Capture) beforeBind(path string) unix.Errno {
 		return 0
 	}
 	if e := gitErrno(path); e != 0 && !c.gitWritable && (c.private == nil || !c.private(path)) {
-		c.refusals.add(Refusal{RuleGit, "bind", path})
+		rule := RuleGit
+		if e == unix.EROFS {
+			rule = RuleGitWrite
+		}
+		c.refusals.add(Refusal{rule, "bind", path})
 		return e // a socket file named .git or HEAD, or in a .git (RefusedGitPath)
 	}
 	if !Within(path, c.workspace) || path == c.workspace {

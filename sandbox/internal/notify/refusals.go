@@ -19,9 +19,15 @@ import (
 type RefusalRule string
 
 const (
-	// RuleGit: the .git rule (RefusedGitPath, and a repository moved or
-	// linked out of a private root: private_linux.go).
+	// RuleGit: the .git rule's refusal of a new repository (a .git or
+	// HEAD name, objects/ or refs/ beside a HEAD: RefusedGitPath), and of
+	// a repository moved or linked out of a private root
+	// (private_linux.go).
 	RuleGit RefusalRule = "git"
+	// RuleGitWrite: the .git rule's refusal of a change beneath an
+	// existing .git (EROFS): a commit, or git's own opportunistic index
+	// refresh in `git status`.
+	RuleGitWrite RefusalRule = "git-write"
 	// RuleWrite: a change outside the read-write roots (Landlock's write
 	// rule, which change capture keeps).
 	RuleWrite RefusalRule = "write"
