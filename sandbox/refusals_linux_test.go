@@ -73,4 +73,17 @@ func TestRefusalsReported(t *testing.T) {
 	if r := sh(t, sb, `echo fine > ok && cat ok`); r.st.Code != 0 || len(r.st.Refusals) != 0 {
 		t.Errorf("a command refused nothing: %v %+v", r, r.st.Refusals)
 	}
+	// Without change capture (as root with v1 cgroups: a sealed spawner
+	// thread's server serves every command of its slot) a refused
+	// connect is still the command's, and the next command's list
+	// starts empty.
+	plain, _ := newTestSandbox(t, nil)
+	want := "127.0.0.1:" + strconv.Itoa(port)
+	if r := sh(t, plain, `exec 3<>/dev/tcp/127.0.0.1/`+strconv.Itoa(port)); r.st.Code == 0 ||
+		!slices.ContainsFunc(r.st.Refusals, func(f Refusal) bool { return f.Rule == "network" && f.Target == want }) {
+		t.Errorf("without capture, a refused connect: %v %+v", r, r.st.Refusals)
+	}
+	if r := sh(t, plain, `true`); len(r.st.Refusals) != 0 {
+		t.Errorf("the next command inherited refusals: %+v", r.st.Refusals)
+	}
 }
