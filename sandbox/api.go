@@ -91,6 +91,12 @@ type ExitStatus struct {
 	OmittedAfter    int64
 	// Duration is the wall time from start to the end of the whole tree.
 	Duration time.Duration
+	// Refusals are the command's calls a rule of the sandbox refused,
+	// each once, in the order they came (see Refusal for what the
+	// sandbox can and cannot see); at most 32, MoreRefusals counts the
+	// others.
+	Refusals     []Refusal
+	MoreRefusals int
 }
 
 // Enforcement says what a prepared sandbox actually enforces. With

@@ -161,7 +161,11 @@
 // in every namespace the sandbox makes: programs that write to /tmp
 // whatever TMPDIR says (a JVM's java.io.tmpdir) work, nothing they write
 // there is visible to the host or another sandbox, the sandbox's
-// commands share it, and it is freed at Close (TestPrivateTmp). TMPDIR
+// commands share it, and it is freed at Close (TestPrivateTmp). /dev/shm
+// (POSIX shared memory and semaphores: Python's multiprocessing, sem_open),
+// /var/tmp and /run (empty, as a container's: the host's holds its
+// services' sockets) are directories of the same tmpfs, each mounted at
+// its path, under the same bound (TestPrivateShmVarTmpRun). TMPDIR
 // stays the host directory described under "Temporary directories",
 // bound at its own path. Grants beneath /tmp are bound onto mount points
 // in it that no command can move or remove (EBUSY, change capture
@@ -259,12 +263,20 @@
 // services, and unprivileged user namespaces are restricted on some
 // distributions.
 //
-// A wildcard bind (0.0.0.0, ::) in modes none, loopback and private is given
-// loopback instead of being refused — what node's listen(0) and python's
-// http.server mean — so test servers start: 127.0.0.1 for IPv4, the
-// v4-mapped ::ffff:127.0.0.1 for a dual-stack IPv6 socket (clients of
-// 127.0.0.1, the most common in test code, reach it; ::1 does not), ::1
-// for a v6-only one. The same for listen on a socket never bound.
+// A wildcard bind (0.0.0.0, ::) in modes none, loopback and private — what
+// node's listen(0), supertest and python's http.server make — is bound as
+// asked, on the loopback device only (SO_BINDTODEVICE "lo", which seccomp
+// refuses the command to change): the program sees the address it bound,
+// the peers (a dual-stack socket's v4-mapped ones), the families and the
+// dual-stack behaviour (::1 and 127.0.0.1 clients, IPV6_V6ONLY) it sees
+// unconfined, and a packet from any other interface finds no socket
+// (notify's TestWildcardListenerLocalOnly: a host in a network namespace
+// reaches an unconfined wildcard listener, not the command's). A stream
+// socket is kept to the device when it listens (also one never bound,
+// which the kernel binds to the wildcard), a datagram socket when it
+// binds. What a command can still tell: getsockopt(SO_BINDTODEVICE) says
+// "lo", and a connection to this machine's non-loopback address is
+// refused.
 //
 // # Network by domain
 //
@@ -338,7 +350,7 @@
 // (web_fetch), so that they follow the same allowlist.
 //
 // Tests that open servers: in mode none (with or without domains), a
-// command may bind loopback (a wildcard is given loopback, as above),
+// command may bind loopback (and a wildcard, kept to loopback as above),
 // listen, and connect or send to the loopback ports the sandbox's
 // commands bound (a dev server left in the background by one is
 // reachable from the next) — nothing else on loopback, so the user's
@@ -453,13 +465,34 @@
 // not bind; repositories nested deeper than one directory are not looked
 // for at New (walking the whole tree would cost in proportion to the
 // workspace: change capture covers them); at most 32 entries are bound.
-// The rule holds in every writable root, not only the workspace: a
-// repository made in the private TMPDIR or a toolchain cache could be
-// moved or linked into the workspace. A HEAD refused anywhere costs tools
-// that keep bare repositories in a writable root (Go's module cache fetching straight from VCS, cargo's
-// git checkouts, whose `git init --bare` writes a HEAD): they fail there
-// unless Policy.GitWritable. Policy.GitWritable restores the old
-// behaviour: commands may commit, and may plant hooks.
+//
+// Private roots: the rule does not hold in the sandbox's TMPDIR (of any
+// sandbox: the lite-agent-sandbox-* directories) and its private /tmp,
+// where test suites make repositories (`git init` in Go's t.TempDir(),
+// pytest's tmp_path). Nothing of such a repository may arrive where the
+// person runs git — every other writable root: the workspace, a
+// --allow-write directory, a toolchain's cache (notify's
+// private_linux.go): a copy out makes .git or HEAD names, refused as
+// above; a directory renamed out of a private root fails with EXDEV (mv
+// and tar then copy it); a symbolic link made or moved outside the
+// private roots whose target, walked as the host would, passes through
+// one is refused (EPERM); a directory holding a relative link with ".."
+// moved to another parent fails with EXDEV (its copy makes each link
+// again, judged). Within a mount namespace each root is a mount of its
+// own, so a rename or hard link between roots is EXDEV anyway; the rule
+// is what holds without one. TestRepositoriesInPrivateRoots,
+// TestPrivateRepositoryStaysPrivate (each attack shown working with
+// GitWritable). In the workspace and the other writable roots a HEAD
+// refused costs tools that keep bare repositories there (Go's module
+// cache fetching straight from VCS, cargo's git checkouts or its git
+// index protocol, whose `git init` writes a HEAD): they fail unless
+// Policy.GitWritable (cargo with Debian's crates, a directory source,
+// makes none). Policy.GitWritable restores the old behaviour: commands
+// may commit, and may plant hooks.
+//
+// Each refusal of the rule is reported in ExitStatus.Refusals, with the
+// other refusals the notification server makes by a rule (refusals.go:
+// what it cannot see, and why).
 //
 // # Other writers
 //

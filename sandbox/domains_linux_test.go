@@ -351,7 +351,8 @@ print(srv.server_address[0], urllib.request.urlopen("http://127.0.0.1:%d/" % por
 `
 
 // TestOwnListeners: a confined test suite may start servers on loopback
-// (wildcard binds included: they are given loopback) and talk to them —
+// (wildcard binds included: the program sees the wildcard it bound, as
+// unconfined, and only local clients reach it) and talk to them —
 // and still not reach a loopback service of the user's, under none with
 // domains granted (the supervisor admits only ports the command's own
 // tree bound) — and under loopback, where a wildcard bind used to be
@@ -362,19 +363,27 @@ func TestOwnListeners(t *testing.T) {
 			e := newDomainEnv(t, mode, nil)
 			for _, bind := range []string{"127.0.0.1", "0.0.0.0", "::"} {
 				r := sh(t, e.sb, e.python3+" -c '"+serverScript+"' "+bind)
-				want := "127.0.0.1 200"
-				if bind == "::" {
-					want = "::ffff:127.0.0.1 200" // dual stack: the v4-mapped loopback
+				// stdout: the address the server is bound to; the
+				// log line's first field: the client's address it saw.
+				cmd := exec.Command(e.python3, "-c", serverScript, bind)
+				var freeErr strings.Builder
+				cmd.Stderr = &freeErr
+				free, _ := cmd.Output()
+				if want := strings.TrimSpace(string(free)); strings.TrimSpace(r.out) != want || !strings.HasSuffix(want, " 200") {
+					t.Errorf("server on %s: %v, want %q as unconfined", bind, r, want)
 				}
-				if strings.TrimSpace(r.out) != want {
-					t.Errorf("server on %s: %v, want %q", bind, r, want)
+				if got, want := strings.Fields(r.err+" "), strings.Fields(freeErr.String()+" "); len(want) == 0 || len(got) == 0 || got[0] != want[0] {
+					t.Errorf("server on %s: the client's address it saw: %q, unconfined %q", bind, r.err, freeErr.String())
 				}
 			}
 			if _, err := exec.LookPath("node"); err == nil {
-				// node's listen(0): the wildcard, as supertest uses it.
-				js := `const h=require("http");const s=h.createServer((q,r)=>r.end("ok")).listen(0,()=>{h.get("http://127.0.0.1:"+s.address().port,r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>{console.log(s.address().address,b);s.close()})}).on("error",e=>{console.log(e.message);process.exit(1)})})`
-				if r := sh(t, e.sb, "node -e '"+js+"' 2>&1"); strings.TrimSpace(r.out) != "::ffff:127.0.0.1 ok" {
-					t.Errorf("node listen(0): %v", r)
+				// node's listen(0): the wildcard, as supertest uses
+				// it; the server sees the address and the client's
+				// address it sees unconfined (Express's req.ip).
+				js := `const h=require("http");const s=h.createServer((q,r)=>r.end(q.socket.remoteAddress)).listen(0,()=>{h.get("http://127.0.0.1:"+s.address().port,r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>{console.log(s.address().address,s.address().family,b);s.close()})}).on("error",e=>{console.log(e.message);process.exit(1)})})`
+				free, _ := exec.Command("node", "-e", js).CombinedOutput()
+				if r := sh(t, e.sb, "node -e '"+js+"' 2>&1"); strings.TrimSpace(r.out) != strings.TrimSpace(string(free)) {
+					t.Errorf("node listen(0): %v, want %q as unconfined", r, free)
 				}
 			}
 			// The user's service on loopback, started by the test outside.

@@ -141,7 +141,10 @@ func DefaultSystemPaths() []string {
 		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 		"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
-		"/etc/nsswitch.conf", "/etc/localtime", "/etc/ssl/certs",
+		"/etc/nsswitch.conf", "/etc/localtime", "/etc/timezone", "/etc/ssl/certs",
+		// Port and protocol names (getservbyname, Go's net.LookupPort,
+		// Python's socket.getservbyname).
+		"/etc/services", "/etc/protocols",
 		// node (and other OpenSSL 3 programs) refuse to start without it;
 		// the file only, not /etc/ssl, which holds private/.
 		"/etc/ssl/openssl.cnf",

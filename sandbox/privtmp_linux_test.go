@@ -109,3 +109,41 @@ func holdsDevice(t *testing.T, dev uint64) bool {
 	}
 	return false
 }
+
+// TestPrivateShmVarTmpRun: /dev/shm (POSIX shared memory and semaphores),
+// /var/tmp and /run are writable and the sandbox's own, like its /tmp: what
+// a command writes there is not in the host's, nor in another sandbox's,
+// and the sandbox's next command sees it.
+func TestPrivateShmVarTmpRun(t *testing.T) {
+	sb, _ := newTestSandbox(t, func(p *Policy) { p.CaptureChanges = true })
+	if !hasNote(sb, "/tmp: a private tmpfs") {
+		t.Skipf("no private /tmp here (%v): would check /dev/shm, /var/tmp and /run", sb.Enforcement().Notes)
+	}
+	other, _ := newTestSandbox(t, nil)
+	name := "lite-agent-privshm-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, dir := range []string{"/dev/shm", "/var/tmp", "/run"} {
+		p := dir + "/" + name
+		if r := sh(t, sb, "echo mine > "+p+" && cat "+p); r.st.Code != 0 || r.out != "mine\n" {
+			t.Errorf("writing %s inside: %v", p, r)
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s written inside is in the host's %s", p, dir)
+		}
+		// Unconfined the same write lands in the host's (so the check
+		// above proves something), where the host has the directory
+		// and this user may write it.
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && unix.Access(dir, unix.W_OK) == nil {
+			if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+				t.Errorf("unconfined, writing %s failed, so the check above proves nothing: %v", p, err)
+			}
+			os.Remove(p)
+		}
+		if r := sh(t, sb, "cat "+p); r.out != "mine\n" {
+			t.Errorf("the sandbox's next command does not see %s: %v", p, r)
+		}
+		if r := sh(t, other, "cat "+p); r.st.Code == 0 {
+			t.Errorf("another sandbox sees %s: %v", p, r)
+		}
+	}
+}

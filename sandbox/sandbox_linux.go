@@ -110,6 +110,10 @@ type Sandbox struct {
 	gidMap      string
 	rlimits     []spawn.Rlimit
 	tmpRoot     string // parent of per-command temp dirs; "" with Policy.TempDir
+	// privateTmp: the canonical tmpRoot or Policy.TempDir, once
+	// (ownTempRoot).
+	privateOnce sync.Once
+	privateTmp  string
 	tmpMu       sync.Mutex
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
@@ -508,7 +512,7 @@ func New(p Policy) (*Sandbox, error) {
 		if tmpOff != "" {
 			s.enf.Notes = append(s.enf.Notes, "/tmp: NOT writable ("+tmpOff+"): programs that ignore TMPDIR and write to /tmp fail")
 		} else {
-			s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit), shared by its commands, invisible to the host and other sandboxes, gone at Close")
+			s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit; /dev/shm, /var/tmp and /run are on it too), shared by its commands, invisible to the host and other sandboxes, gone at Close")
 		}
 		if rp.RulesetFD, err = spawn.BuildRuleset(attr, rules); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
@@ -619,18 +623,20 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 	}
 	prog := spawn.ThreadProgram{BPF: s.threadBPF, Notifies: s.threadNotifies, Mounts: mounts,
 		DropBounding: s.threadBounding, LastCap: s.h.lastCap}
-	return startSpawner(prog, dirs,
+	refusals := &notify.RefusalLog{} // a sealed thread's server: its slot's command's (refusals_linux.go)
+	return startSpawner(prog, dirs, refusals,
 		func(listener int, mountNS uint64) (func(), error) {
-			return netSupervisor(listener, -1, 0, s.serverOptions(nil, mountNS))
+			return netSupervisor(listener, -1, 0, s.serverOptions(nil, mountNS, refusals))
 		})
 }
 
 // serverOptions configures the notification server of one command
-// (capt, its change capture, or nil) or of a spawner thread.
-func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64) notify.Options {
+// (capt, its change capture, or nil) or of a spawner thread, recording
+// the refusals it makes in refusals.
+func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64, refusals *notify.RefusalLog) notify.Options {
 	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
 		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice(), TmpDev: s.mounts.TmpDevice(),
-		PtyDev: s.mounts.PtyDevice()})
+		PtyDev: s.mounts.PtyDevice(), Refusals: refusals})
 }
 
 // newSlotThread is newSpawner as a cgroup slot's thread (the dirs are the
@@ -941,6 +947,9 @@ type Process struct {
 	tmpDir    string
 	start     time.Time
 	stopSup   func()
+	// refusals records what the command's own server refused, or is nil
+	// (a sealed thread's server records them: refusals_linux.go).
+	refusals *notify.RefusalLog
 	// foreign attributes third parties' writes (foreign_linux.go); nil
 	// without Command.ForeignChange or a privileged fanotify.
 	foreign *foreignWatch
@@ -1156,7 +1165,9 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		if p.slot, err = s.cg.AcquireSlot(s.newSlotThread); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		res, err = p.slot.Thread().(*spawner).spawn(req)
+		sp := p.slot.Thread().(*spawner)
+		sp.refusals.Take() // none can be this command's yet
+		res, err = sp.spawn(req)
 	} else {
 		var sp *spawner
 		if sp, err = s.acquireSpawner(); err != nil {
@@ -1199,7 +1210,8 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		var stop func()
 		switch s.notify {
 		case notifyNet:
-			stop, err = netSupervisor(res.Listener, p.pidfd, p.pid, s.serverOptions(capt, s.commandMountNS(p.pid)))
+			p.refusals = &notify.RefusalLog{}
+			stop, err = netSupervisor(res.Listener, p.pidfd, p.pid, s.serverOptions(capt, s.commandMountNS(p.pid), p.refusals))
 		default:
 			unix.Close(res.Listener)
 			err = errors.New("sandbox: internal: unexpected seccomp listener")
@@ -1394,6 +1406,7 @@ func (p *Process) run(ctx context.Context) {
 	st.OmittedAfter = p.budget.omittedAfter()
 	st.OutputTruncated = st.DroppedBytes > 0
 	st.Duration = time.Since(p.start)
+	st.Refusals, st.MoreRefusals = p.takeRefusals()
 	p.status = st
 	p.cleanup()
 	s := p.s

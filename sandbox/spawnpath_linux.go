@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
@@ -44,17 +45,22 @@ func spawnError(err error) error {
 
 // spawner is one spawner thread (spawn.Spawner): idle in Sandbox.spIdle,
 // or parked in a cgroup slot's v1 directories (a cgroup.Thread).
-type spawner struct{ t *spawn.Spawner }
+type spawner struct {
+	t *spawn.Spawner
+	// refusals: what the thread's own notification server (a sealed
+	// thread's) refused, read for the one command its slot runs.
+	refusals *notify.RefusalLog
+}
 
 // startSpawner starts a spawner thread that joins the v1 cgroup
 // directories dirs (may be none) and loads prog. supervise, if the program
 // notifies, is started on the listener and stopped with the spawner.
-func startSpawner(prog spawn.ThreadProgram, dirs []string, supervise func(listener int, mountNS uint64) (func(), error)) (*spawner, error) {
+func startSpawner(prog spawn.ThreadProgram, dirs []string, refusals *notify.RefusalLog, supervise func(listener int, mountNS uint64) (func(), error)) (*spawner, error) {
 	t, err := spawn.StartSpawner(prog, cgroup.JoinV1(dirs), supervise)
 	if err != nil {
 		return nil, spawnError(err)
 	}
-	return &spawner{t}, nil
+	return &spawner{t, refusals}, nil
 }
 
 // spawn starts r from the spawner's thread (spawn.Spawner.Spawn).

@@ -188,8 +188,8 @@ func runConfined(t *testing.T, sb *Sandbox, path string, args ...string) string 
 // TestOwnListenersEveryMode: tests that open servers work under every
 // network setting, none included. A command's own server — bound to the
 // wildcard on port 0 as httptest, supertest and python's http.server do —
-// is given loopback instead (under unrestricted it keeps the wildcard)
-// and the command reaches it from another thread, over TCP and UDP, in C
+// keeps the wildcard, as unconfined (only local clients reach it: notify's
+// TestWildcardListenerLocalOnly), and the command reaches it from another thread, over TCP and UDP, in C
 // and in Go. Under none that is all it reaches: the user's loopback
 // services (servers this test starts outside the sandbox), a resolver,
 // any other address are refused, while unconfined they are reachable.
@@ -199,13 +199,8 @@ func TestOwnListenersEveryMode(t *testing.T) {
 	goBin := goCaller(t)
 	forEachMode(t, func(t *testing.T, n netSetting) {
 		e := threadEnv(t, n, goBin)
-		bound := "127.0.0.1"
-		// Go's ":0" is a dual-stack IPv6 socket: given ::ffff:127.0.0.1,
-		// which net.IP prints as 127.0.0.1.
-		goBound := "127.0.0.1"
-		if n.mode == NetworkUnrestricted {
-			bound, goBound = "0.0.0.0", "::"
-		}
+		// Go's ":0" is a dual-stack IPv6 socket bound to ::.
+		bound, goBound := "0.0.0.0", "::"
 		for _, kind := range []string{"tcp", "udp"} {
 			if got, _ := e.probe(t, "own-server", kind); got != "ok bound="+bound {
 				t.Errorf("network %s: the command's own %s server (C): %q, want ok bound=%s", n, kind, got, bound)

@@ -29,6 +29,7 @@ var unprivilegedTests = []string{
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestServerResolvesRelativePathsInRoot", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 	"TestParentsListNamesOnly", "TestOldRootUnreachable", "TestRootSymlinksOnTheWay",
 	"TestGitReadOnly", "TestGitNewNamesRefused", "TestGitStillReads",
+	"TestFidelityProbeTable", "TestPrivateShmVarTmpRun", "TestRepositoriesInPrivateRoots", "TestRefusalsReported",
 }
 
 const nobody = 65534

@@ -57,7 +57,7 @@ func TestSandboxRunOwnServersUnderNone(t *testing.T) {
 		t.Fatalf("unconfined, the script does not reach the local service, so the test proves nothing:\n%s", free)
 	}
 	out, errOut := sandboxRunEnv(t, nil, "--workspace", t.TempDir(), "--toolchains", "none", "--", python, "-c", ownServersPy, addr)
-	for _, want := range []string{"own-http: ok bound=127.0.0.1\n", "own-udp: ok\n", "local: <urlopen error [Errno 1] Operation not permitted>\n"} {
+	for _, want := range []string{"own-http: ok bound=0.0.0.0\n", "own-udp: ok\n", "local: <urlopen error [Errno 1] Operation not permitted>\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("sandbox run (network none): missing %q in\n%s%s", want, out, errOut)
 		}

@@ -552,6 +552,11 @@ int main(int argc, char **argv)
 		}
 		return report(fd);
 	}
+	if (!strcmp(what, "rename") && argc > 3)
+		// rename(2) itself, with no copy to fall back on as mv has.
+		return report(rename(argv[2], argv[3]));
+	if (!strcmp(what, "rename-exchange") && argc > 3)
+		return report(syscall(SYS_renameat2, AT_FDCWD, argv[2], AT_FDCWD, argv[3], 2 /* RENAME_EXCHANGE */));
 	if (!strcmp(what, "setid") && argc > 3)
 		return setid(argv[2], argv[3]);
 	if (!strcmp(what, "fds")) {

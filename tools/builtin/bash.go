@@ -150,6 +150,12 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	if run.processLimitHit {
 		note("The command hit the sandbox's limit on the number of processes.")
 	}
+	// What the sandbox refused by a rule, after everything the command
+	// said, on a line of its own marked as lite-agent's: the command's
+	// bytes stay as they were.
+	if line := sandbox.RefusalNote(run.refusals, run.moreRefusals, isError); line != "" {
+		note("%s", line)
+	}
 	if err := full.first(); err != nil {
 		note("Some changes were refused with \"No space left on device\": the checkpoint store is full, not the disk of the workspace (%v). The refused changes did not happen. Free space where the store is, or shrink it with 'lite-agent gc --max-size SIZE', then run the command again.", err)
 	}
@@ -195,6 +201,10 @@ type bashRun struct {
 	cancelled       bool   // killed because the call's context was cancelled
 	memoryExceeded  bool   // the memory limit killed something in the tree
 	processLimitHit bool   // a fork failed on the process limit
+	// refusals are what rules of the sandbox refused (moreRefusals: not
+	// listed).
+	refusals     []sandbox.Refusal
+	moreRefusals int
 }
 
 // runCommand runs command with bash -c in dir inside sb, stdin from
@@ -245,6 +255,7 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	}
 	run.memoryExceeded = st.MemoryExceeded
 	run.processLimitHit = st.ProcessLimitHit
+	run.refusals, run.moreRefusals = st.Refusals, st.MoreRefusals
 	return run, nil
 }
 

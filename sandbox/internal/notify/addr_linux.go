@@ -41,8 +41,9 @@ func inetAllowed(mode Mode, ip netip.Addr) bool {
 
 // inetBindAllowed says whether mode lets a confined process bind a socket
 // to ip. A wildcard (0.0.0.0, ::, ::ffff:0.0.0.0) would expose a listener
-// on every interface, so it is refused in every filtered mode; private mode
-// may bind the private addresses it may also connect to.
+// on every interface, so it is refused here in every filtered mode (the
+// server binds one itself, on the loopback device only: keepOnLoopback);
+// private mode may bind the private addresses it may also connect to.
 func inetBindAllowed(mode Mode, ip netip.Addr) bool {
 	if mode == ModeUnrestricted {
 		return true

@@ -697,6 +697,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 	a := req.Data.Args
 	tid := int(req.Pid)
 	call := c.nr[req.Data.Nr]
+	c.op = call // for the refusals recorded while it is answered
 	switch call {
 	case "exit_group":
 		// The process is about to end: what it wrote is queued, and it
@@ -790,7 +791,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.atCall(w, n, tid, dirfd, p, false, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
+		return c.atCall(w, n, tid, dirfd, p, false, nil, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
 	case "mkdir", "mkdirat", "mknod", "mknodat":
 		dirfd, addr, mode, dev := atFDCWD, a[0], uint32(a[1]), a[2]
 		if call == "mkdirat" || call == "mknodat" {
@@ -801,7 +802,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 			return 0, e, false, false
 		}
 		umask := childUmask(tid)
-		return c.atCall(w, n, tid, dirfd, p, true, func(t *target) error {
+		return c.atCall(w, n, tid, dirfd, p, true, nil, func(t *target) error {
 			unix.Umask(umask) // this thread's own (CLONE_FS unshared)
 			if strings.HasPrefix(call, "mkdir") {
 				return unix.Mkdirat(t.dir, t.name, mode)
@@ -822,7 +823,9 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.atCall(w, n, tid, dirfd, p, true, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
+		// A link out of the private roots into one (private_linux.go).
+		check := func(t *target) unix.Errno { return c.symlinkOut(t, content) }
+		return c.atCall(w, n, tid, dirfd, p, true, check, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
 	case "rename", "renameat", "renameat2":
 		od, oa, nd, na, flags := atFDCWD, a[0], atFDCWD, a[1], uint(0)
 		if call != "rename" {
@@ -839,7 +842,8 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.twoNames(w, n, tid, false, od, op, false, nd, np, take, func(o, t *target) error {
+		exchange := flags&unix.RENAME_EXCHANGE != 0
+		return c.twoNames(w, n, tid, false, exchange, od, op, false, nd, np, take, func(o, t *target) error {
 			return unix.Renameat2(o.dir, o.name, t.dir, t.name, flags)
 		})
 	case "link", "linkat":
@@ -864,7 +868,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 			// (linkat(2)); the worker has none either.
 			op = "/proc/self/fd/" + strconv.Itoa(int(od))
 		}
-		return c.twoNames(w, n, tid, true, od, op, flags&unix.AT_SYMLINK_FOLLOW != 0 || flags&unix.AT_EMPTY_PATH != 0, nd, np, take, func(o, t *target) error {
+		return c.twoNames(w, n, tid, true, false, od, op, flags&unix.AT_SYMLINK_FOLLOW != 0 || flags&unix.AT_EMPTY_PATH != 0, nd, np, take, func(o, t *target) error {
 			if o.dir < 0 {
 				if flags&unix.AT_EMPTY_PATH != 0 {
 					return unix.Linkat(o.fd, "", t.dir, t.name, unix.AT_EMPTY_PATH)
@@ -986,7 +990,7 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	// whose ioctls change nothing (seccomp still filters every ioctl).
 	if !c.writable(&t) && flags&unix.O_PATH == 0 {
 		if t.path != "" || !exists || st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			return 0, unix.EACCES, false, false // what Landlock answers
+			return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false // what Landlock answers
 		}
 		// A pipe, socket or anonymous file reopened through
 		// /proc/self/fd: no path, nothing Landlock governs.
@@ -1009,7 +1013,7 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 		// through mmap: a descriptor for writing a set-id file could
 		// give a set-uid binary new bytes. None can be made in the
 		// sandbox (seccomp); one that exists is not written.
-		return 0, unix.EPERM, false, false
+		return 0, c.refused(RuleSetID, &t, unix.EPERM), false, false
 	}
 	regular := !exists || typ == unix.S_IFREG
 	var paths []string
@@ -1207,7 +1211,7 @@ func (c *Capture) truncate(w *credWorker, n notifier, tid int, p string, length 
 		return 0, unix.EINVAL, false, false
 	}
 	if !c.writable(&t) {
-		return 0, unix.EACCES, false, false
+		return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false
 	}
 	// Opened first (truncate(2) needs write permission, as an open for
 	// writing does), then recorded, then truncated through our fd.
@@ -1275,7 +1279,7 @@ func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p strin
 	} else if !c.writable(&t) {
 		// Landlock does not govern modes; the rule of the read-write
 		// roots does.
-		return 0, unix.EACCES, false, false
+		return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false
 	}
 	pin := t.fd
 	if t.dir >= 0 {
@@ -1302,7 +1306,7 @@ func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p strin
 
 // atCall makes a call that changes one directory entry (unlink, rmdir,
 // mkdir, mknod, symlink) in the resolved directory.
-func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates bool, op func(*target) error) (int64, unix.Errno, bool, bool) {
+func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates bool, check func(*target) unix.Errno, op func(*target) error) (int64, unix.Errno, bool, bool) {
 	t, e := c.resolve(w, n, tid, dirfd, p, false, takeFD(tid, n))
 	defer t.close()
 	if e != 0 {
@@ -1322,7 +1326,12 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 		return 0, unix.EBUSY, false, false // as in the command's own namespace
 	}
 	if !c.writable(&t) {
-		return 0, unix.EACCES, false, false
+		return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false
+	}
+	if check != nil {
+		if e := check(&t); e != 0 {
+			return 0, e, false, false
+		}
 	}
 	if e := c.record([]string{t.path}); e != 0 {
 		return 0, e, false, false
@@ -1339,7 +1348,7 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 // twoNames makes rename or link: old (followed if follow) and new, each
 // resolved, both beneath the read-write roots, the hard-link rules
 // applied (capture_linux.go).
-func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int32, op string, follow bool, nd int32, np string, take func(int) (int, unix.Errno), do func(o, t *target) error) (int64, unix.Errno, bool, bool) {
+func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bool, od int32, op string, follow bool, nd int32, np string, take func(int) (int, unix.Errno), do func(o, t *target) error) (int64, unix.Errno, bool, bool) {
 	o, e := c.resolve(w, n, tid, od, op, follow, take)
 	defer o.close()
 	if e != 0 {
@@ -1371,10 +1380,15 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int
 		}
 	}
 	if !c.writable(&t) {
-		return 0, unix.EACCES, false, false
+		return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false
 	}
 	if (o.dir >= 0 || o.path != "") && !c.writable(&o) {
 		return 0, unix.EXDEV, false, false // Landlock's refer rule
+	}
+	// Nothing of a repository in a private root arrives where the person
+	// runs git (private_linux.go).
+	if e := c.movedOut(&o, &t, link, exchange); e != 0 {
+		return 0, e, false, false
 	}
 	ost, err := o.stat()
 	if err != nil {
@@ -1382,7 +1396,7 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link bool, od int
 	}
 	if o.path != "" && Within(o.path, c.workspace) && !Within(t.path, c.workspace) &&
 		ost.Mode&unix.S_IFMT != unix.S_IFDIR && link {
-		return 0, unix.EPERM, false, false // rule (a)
+		return 0, c.refused(RuleHardLink, &t, unix.EPERM), false, false // rule (a)
 	}
 	paths := []string{t.path}
 	if o.path != "" {
@@ -1455,7 +1469,7 @@ func (c *Capture) bindCall(w *credWorker, n notifier, tid int, sockfd int32, add
 		return c.failed(e)
 	}
 	if t.dir < 0 || !c.writable(&t) {
-		return 0, unix.EACCES, false, false
+		return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false
 	}
 	if len(t.base()) > 107 || t.name != t.base() {
 		return 0, unix.EINVAL, false, false

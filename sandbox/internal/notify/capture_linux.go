@@ -156,6 +156,12 @@ type Capture struct {
 	fifos  map[int]struct{}
 	// gitWritable: CaptureOptions.GitWritable.
 	gitWritable bool
+	// private: CaptureOptions.Private.
+	private func(path string) bool
+	// refusals records what a rule refused (the server's
+	// Options.Refusals); op is the call being answered, for them.
+	refusals *RefusalLog
+	op       string
 }
 
 // CaptureOptions configures the change capture of one command.
@@ -183,6 +189,13 @@ type CaptureOptions struct {
 	// paths in a .git (RefusedGitPath): the sandbox's Policy.GitWritable.
 	// The zero value refuses them.
 	GitWritable bool
+	// Private reports whether a canonical host path lies in a private
+	// root — a directory of the sandbox's own that the person never
+	// runs git in and that is gone when its owner is (a sandbox's
+	// TMPDIR) — where repositories may be made; the sandbox's private
+	// /tmp is one too (onTmp). private_linux.go says what keeps a
+	// repository made there from reaching a place the person runs git.
+	Private func(path string) bool
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -222,7 +235,7 @@ func NewCapture(opts CaptureOptions) *Capture {
 		w = opts.Watch
 	}
 	return &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
-		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable}
+		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private}
 }
 
 // refusesGit is the .git rule's answer to a change of what t names (0:
@@ -236,24 +249,39 @@ func NewCapture(opts CaptureOptions) *Capture {
 // file system" either way. Removals are not judged (their callers do not
 // ask): they plant nothing.
 func (c *Capture) refusesGit(t *target, also ...string) unix.Errno {
-	if c.gitWritable {
+	if c.gitWritable || c.inPrivate(t) {
 		return 0
 	}
 	if GitDirName(t.base()) {
-		return unix.EPERM
+		return c.refused(RuleGit, t, unix.EPERM)
 	}
 	if t.dir >= 0 && CompletesGitDir(t.base(), func() bool {
 		var st unix.Stat_t
 		return unix.Fstatat(t.dir, "HEAD", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 	}) {
-		return unix.EPERM // objects/, refs/ beside a HEAD: a repository
+		return c.refused(RuleGit, t, unix.EPERM) // objects/, refs/ beside a HEAD: a repository
 	}
 	for _, p := range append([]string{t.path}, also...) {
-		if e := gitErrno(p); e != 0 {
-			return e
+		switch e := gitErrno(p); e {
+		case 0:
+		case unix.EROFS:
+			return c.refused(RuleGitWrite, t, e)
+		default:
+			return c.refused(RuleGit, t, e)
 		}
 	}
 	return 0
+}
+
+// refused records that rule refused the call being answered on t, and
+// returns errno.
+func (c *Capture) refused(rule RefusalRule, t *target, errno unix.Errno) unix.Errno {
+	name := t.path
+	if name == "" {
+		name = "(a descriptor)"
+	}
+	c.refusals.add(Refusal{rule, c.op, name})
+	return errno
 }
 
 // gitErrno is the .git rule's answer to a change of the canonical path
@@ -297,7 +325,12 @@ func (c *Capture) beforeBind(path string) unix.Errno {
 	if c == nil {
 		return 0
 	}
-	if e := gitErrno(path); e != 0 && !c.gitWritable {
+	if e := gitErrno(path); e != 0 && !c.gitWritable && (c.private == nil || !c.private(path)) {
+		rule := RuleGit
+		if e == unix.EROFS {
+			rule = RuleGitWrite
+		}
+		c.refusals.add(Refusal{rule, "bind", path})
 		return e // a socket file named .git or HEAD, or in a .git (RefusedGitPath)
 	}
 	if !Within(path, c.workspace) || path == c.workspace {

@@ -22,7 +22,11 @@
 //     without a .git, refused with EPERM; any path with a .git component,
 //     however deep or new, with EROFS; removals allowed, as they plant
 //     nothing; all of it off with CaptureOptions.GitWritable). The
-//     sandbox's file tools share it through sandbox.RefusedGitPath.
+//     sandbox's file tools share it through sandbox.RefusedGitPath. It
+//     does not hold in the private roots (TMPDIR, the private /tmp), and
+//     nothing of a repository there may leave them (private_linux.go);
+//   - one record of what a rule refused (refusals.go), for the
+//     command's report.
 //
 // (It replaced a second, connect-only server of modes none and
 // unrestricted, whose copy of the AF_UNIX rule resolved paths in the
@@ -144,9 +148,10 @@
 // AF_INET/AF_INET6 (TCP, UDP, MPTCP alike — the protocol does
 // not matter, the address does): connect and send to anything outside the
 // mode's ranges fail with EPERM, bind with EACCES; a wildcard address,
-// which would expose a listener on every interface, is bound to loopback
-// instead (loopbackForWildcard), and listen on a socket that was never
-// bound binds it to loopback first (the kernel would bind the wildcard).
+// which would expose a listener on every interface, is bound as asked but
+// on the loopback device only (keepOnLoopback: a datagram socket at bind,
+// a stream socket at listen, one never bound included), so the program
+// observes what it would outside and only local clients reach it.
 // The domain proxy's address, the addresses Options.DirectGrant admits
 // (the literal IP[:PORT] grants; no name ever reaches it), and in mode
 // none the loopback addresses the tree bound (the whole socket type,

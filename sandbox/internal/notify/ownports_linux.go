@@ -14,8 +14,7 @@ import (
 // proxy's one address, the literal IP[:PORT] grants (Options.DirectGrant),
 // and — in mode none — the loopback ports the command's own tree has
 // bound (so a test can start a server and talk to it without reaching
-// anything else on the machine's loopback). And where a wildcard bind
-// goes instead of being refused.
+// anything else on the machine's loopback).
 //
 // Every function works on the supervisor's validated copy of the address,
 // as in addr_linux.go; the supervisor then performs the call with
@@ -36,7 +35,7 @@ func (s *netSupervisorRun) extraDestination(sa []byte, typ int) (grant string, o
 	if p := s.opts.Proxy; p.IsValid() && ap.Addr() == p.Addr().Unmap() && ap.Port() == p.Port() {
 		return "", true
 	}
-	if s.opts.Mode == ModeNone && ap.Addr().IsLoopback() && s.ports().has(ownAddr{typ, ap}) {
+	if s.opts.Mode == ModeNone && s.ports().ownsDestination(typ, ap) {
 		return "", true
 	}
 	// Last, so that the proxy and the tree's own servers are not
@@ -94,12 +93,6 @@ type ownAddr struct {
 type PortSet struct {
 	mu    sync.Mutex
 	addrs map[ownAddr]bool
-}
-
-func (p *PortSet) has(a ownAddr) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.addrs[a]
 }
 
 func (p *PortSet) add(a ownAddr) {
@@ -190,43 +183,23 @@ func (s *netSupervisorRun) judgeBind(sa []byte) (inetVerdict, unix.Errno) {
 	return judgeInetBind(s.opts.Mode, sa)
 }
 
-// loopbackForWildcard returns the address a wildcard bind (0.0.0.0:P,
-// [::]:P, [::ffff:0.0.0.0]:P) is given instead, or nil when sa is not a
-// wildcard. A wildcard would listen on every interface; test servers bind
-// it only because it is the default (node's listen(0), python's
-// http.server), and what they mean is "reachable from here". IPv4 gets
-// 127.0.0.1. A dual-stack IPv6 socket (IPV6_V6ONLY off, the default) gets
-// ::ffff:127.0.0.1, so IPv4 clients of 127.0.0.1 — what test code dials
-// most — reach it; a v6-only socket gets ::1.
-func loopbackForWildcard(fd int, sa []byte) []byte {
+// isWildcard reports whether sa is an AF_INET or AF_INET6 wildcard
+// address (0.0.0.0, ::, ::ffff:0.0.0.0), which the server binds as asked
+// on the loopback device only (keepOnLoopback, server_linux.go).
+func isWildcard(sa []byte) bool {
 	ap, ok := sockaddrAddrPort(sa)
-	if !ok || !ap.Addr().IsUnspecified() {
-		return nil
-	}
-	port := ap.Port()
-	var out []byte
-	switch binary.NativeEndian.Uint16(sa) {
-	case unix.AF_INET:
-		out = inet4Sockaddr([4]byte{127, 0, 0, 1})
-	case unix.AF_INET6:
-		addr := [16]byte{15: 1}
-		if only, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY); err == nil && only == 0 {
-			addr = [16]byte{10: 0xff, 11: 0xff, 12: 127, 15: 1}
-		}
-		out = inet6Sockaddr(addr)
-	default:
-		return nil
-	}
-	binary.BigEndian.PutUint16(out[2:4], port)
-	return out
+	return ok && ap.Addr().IsUnspecified()
 }
 
 // recordBind remembers the address a socket of the sandbox (of type
-// typ) is bound to, after a successful bind, in mode none (where only
-// these are reachable on loopback). An address stays recorded for the
-// sandbox's life: one a command released and something else then took
-// stays reachable — the one gap of this rule, accepted (a test server's
-// ephemeral port is rarely reused by a service of the user's).
+// typ) is bound to, after a successful bind or the kernel's bind at
+// listen, in mode none (where only these are reachable on loopback). A
+// wildcard is recorded as such, with its port, for each family it serves
+// (a dual-stack IPv6 socket serves both; ownsDestination says what it
+// admits). An address stays recorded for the sandbox's life: one a
+// command released and something else then took stays reachable — the
+// one gap of this rule, accepted (a test server's ephemeral port is
+// rarely reused by a service of the user's).
 func (s *netSupervisorRun) recordBind(fd, typ int) {
 	if s.opts.Mode != ModeNone {
 		return
@@ -235,19 +208,38 @@ func (s *netSupervisorRun) recordBind(fd, typ int) {
 	if err != nil {
 		return
 	}
-	var ap netip.AddrPort
 	switch a := sa.(type) {
 	case *unix.SockaddrInet4:
-		ap = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+		s.ports().add(ownAddr{typ, netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))})
 	case *unix.SockaddrInet6:
-		// A dual-stack socket given ::ffff:127.0.0.1 serves IPv4
-		// clients of 127.0.0.1: recorded unmapped, as destinations are
-		// judged (sockaddrAddrPort).
-		ap = netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
-	default:
-		return
+		// A dual-stack socket bound to ::ffff:127.0.0.1 serves IPv4
+		// clients of 127.0.0.1: recorded unmapped, as destinations
+		// are judged (sockaddrAddrPort).
+		ip := netip.AddrFrom16(a.Addr).Unmap()
+		s.ports().add(ownAddr{typ, netip.AddrPortFrom(ip, uint16(a.Port))})
+		if ip == netip.IPv6Unspecified() {
+			if only, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY); err == nil && only == 0 {
+				s.ports().add(ownAddr{typ, netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(a.Port))})
+			}
+		}
 	}
-	s.ports().add(ownAddr{typ, ap})
+}
+
+// ownsDestination says whether a loopback destination ap of a socket of
+// type typ is one of the tree's own: an address a socket of that type
+// was bound to, or a loopback address of a family and port a wildcard of
+// that type was bound to (which the kernel delivers to that socket).
+func (p *PortSet) ownsDestination(typ int, ap netip.AddrPort) bool {
+	if !ap.Addr().IsLoopback() {
+		return false
+	}
+	any := netip.IPv4Unspecified()
+	if ap.Addr().Is6() {
+		any = netip.IPv6Unspecified()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addrs[ownAddr{typ, ap}] || p.addrs[ownAddr{typ, netip.AddrPortFrom(any, ap.Port())}]
 }
 
 // sockaddrAddrPort reads an AF_INET/AF_INET6 sockaddr's address (unmapped,

@@ -97,6 +97,10 @@ type Options struct {
 	// change capture opens /dev/ptmx and /dev/pts/N there for a command
 	// (ptyPath).
 	PtyDev uint64
+	// Refusals, if set, records the calls a rule refused (network
+	// destinations, unix sockets, and Capture's), for the command's
+	// report (refusals.go).
+	Refusals *RefusalLog
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -276,6 +280,7 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 		opts.Capture.rootDev = opts.RootDev
 		opts.Capture.tmpDev = opts.TmpDev
 		opts.Capture.ptyDev = opts.PtyDev
+		opts.Capture.refusals = opts.Refusals
 	}
 	go run.loop()
 	return run, nil
@@ -962,7 +967,9 @@ func (c *netCall) handleConnect() outcome {
 	case isInet(c.sock.family):
 		v, errno, grant := c.s.judgeDestination(judgeInetConnect, sa, c.sock.typ)
 		switch v {
-		case verdictDeny, verdictInvalid:
+		case verdictDeny:
+			return c.refuse(RuleNetwork, "connect", sa, errno)
+		case verdictInvalid:
 			return fail(errno)
 		case verdictAllow:
 			// A source route reaches the route's first hop, not sa: of
@@ -980,6 +987,15 @@ func (c *netCall) handleConnect() outcome {
 		return c.handleUnixAddr("connect", sa, func(addr []byte) outcome { return c.doConnect(addr) })
 	}
 	return fail(unix.EPERM)
+}
+
+// refuse records a refusal of an IP address by rule and fails with
+// errno.
+func (c *netCall) refuse(rule RefusalRule, op string, sa []byte, errno unix.Errno) outcome {
+	if ap, ok := sockaddrAddrPort(sa); ok {
+		c.s.opts.Refusals.add(Refusal{rule, op, ap.String()})
+	}
+	return fail(errno)
 }
 
 // doConnect performs connect on the duplicate. A blocking socket blocks
@@ -1038,14 +1054,19 @@ func (c *netCall) handleBind() outcome {
 	}
 	switch {
 	case isInet(c.sock.family):
-		if c.s.opts.Mode != ModeUnrestricted {
-			// A wildcard would listen on every interface: loopback
-			// instead (loopbackForWildcard says why).
-			if lo := loopbackForWildcard(c.dup, sa); lo != nil {
-				sa = lo
+		if c.s.opts.Mode != ModeUnrestricted && isWildcard(sa) {
+			// A wildcard is bound as asked, so that the program sees
+			// the address, family and dual-stack behaviour it would
+			// outside; what it may receive is kept to the loopback
+			// device (keepOnLoopback says why and when).
+			if c.sock.typ == unix.SOCK_DGRAM {
+				if out, ok := c.keepOnLoopback(); !ok {
+					return out
+				}
 			}
-		}
-		if v, errno := c.s.judgeBind(sa); v != verdictAllow {
+		} else if v, errno := c.s.judgeBind(sa); v == verdictDeny {
+			return c.refuse(RuleNetwork, "bind", sa, errno)
+		} else if v != verdictAllow {
 			return fail(errno)
 		}
 		if out, ok := c.dropUDPReuseAddr(); !ok {
@@ -1105,46 +1126,40 @@ func (c *netCall) doBind(sa []byte) outcome {
 	return outcome{}
 }
 
-// handleListen: listen(fd, backlog). The kernel binds a socket that was
-// never bound to the wildcard address: bind it to loopback instead.
+// handleListen: listen(fd, backlog). A socket bound to a wildcard, or
+// never bound (the kernel then binds the wildcard), listens on the
+// loopback device only (keepOnLoopback); one bound to an address listens
+// where its mode lets it bind.
 func (c *netCall) handleListen() outcome {
 	if out, ok := c.prepare(); !ok {
 		return out
 	}
 	backlog := int(int32(c.args[1]))
+	unbound := false
 	if isInet(c.sock.family) && c.s.opts.Mode != ModeUnrestricted {
 		sa, err := unix.Getsockname(c.dup)
 		if err != nil {
 			return fail(errnoOf(err, unix.EINVAL))
 		}
-		var bound []byte
+		var ip netip.Addr
+		var port int
 		switch a := sa.(type) {
 		case *unix.SockaddrInet4:
-			if a.Addr == [4]byte{} {
-				if a.Port != 0 {
-					return fail(unix.EACCES)
-				}
-				bound = loopbackForWildcard(c.dup, inet4Sockaddr([4]byte{}))
-			} else if !c.s.bindAllowed(addr4(a.Addr)) {
-				return fail(unix.EACCES)
-			}
+			ip, port = addr4(a.Addr), a.Port
 		case *unix.SockaddrInet6:
-			if a.Addr == [16]byte{} {
-				if a.Port != 0 {
-					return fail(unix.EACCES)
-				}
-				bound = loopbackForWildcard(c.dup, inet6Sockaddr([16]byte{}))
-			} else if !c.s.bindAllowed(addr16(a.Addr)) {
-				return fail(unix.EACCES)
-			}
+			ip, port = addr16(a.Addr), a.Port
 		default:
 			return fail(unix.EPERM)
 		}
-		if bound != nil {
-			if out := c.doBind(bound); out.errno != 0 || out.abandon {
+		switch {
+		case ip.Unmap().IsUnspecified():
+			if out, ok := c.keepOnLoopback(); !ok {
 				return out
 			}
-			c.s.recordBind(c.dup, c.sock.typ)
+			unbound = port == 0
+		case !c.s.bindAllowed(ip):
+			c.s.opts.Refusals.add(Refusal{RuleNetwork, "listen", netip.AddrPortFrom(ip.Unmap(), uint16(port)).String()})
+			return fail(unix.EACCES)
 		}
 	}
 	if err := c.confirm(); err != nil {
@@ -1154,7 +1169,51 @@ func (c *netCall) handleListen() outcome {
 	if err := unix.Listen(c.dup, backlog); err != nil {
 		return outcome{val: -1, errno: errnoOf(err, unix.EINVAL)}
 	}
+	if unbound {
+		c.s.recordBind(c.dup, c.sock.typ) // the port the kernel chose
+	}
 	return outcome{}
+}
+
+// keepOnLoopback binds the socket to the loopback device
+// (SO_BINDTODEVICE "lo"), before a wildcard bind of a datagram socket and
+// before listen on a wildcard-bound or unbound stream socket, in every
+// mode but unrestricted.
+//
+// Why not another address: a program that binds 0.0.0.0 or :: observes
+// what it bound — getsockname, a dual-stack socket's v4-mapped peers, a
+// client of ::1 reaching a socket bound to :: — and test suites compare
+// those (Express's req.ip, Node's server.address()). Bound to the
+// wildcard on the loopback device, the socket is what it would be outside
+// for every local client, while a packet that arrived on any other
+// interface (another host, a container's veth) finds no socket: the
+// kernel matches a socket bound to a device only against packets of that
+// device (TestWildcardListenerLocalOnly). Loopback carries only this
+// network namespace's own traffic, so who can reach the socket is who
+// could reach 127.0.0.1 — the same as before, the one difference allowed.
+// The command cannot undo it: seccomp refuses SO_BINDTODEVICE and
+// SO_BINDTOIFINDEX to it in every mode but unrestricted (routingSockopts
+// in sandbox/internal/seccomp). A stream socket is bound to the device
+// only when it listens: until then it can only connect, and a client that
+// binds the wildcard before connecting (to choose its port) reaches, in
+// private mode, the private hosts it would reach without the bind.
+// What a command can tell: getsockopt(SO_BINDTODEVICE) says "lo", and a
+// connection to a non-loopback address of this machine (its eth0 address)
+// is refused where outside it would reach the wildcard listener.
+func (c *netCall) keepOnLoopback() (outcome, bool) {
+	if dev, err := unix.GetsockoptString(c.dup, unix.SOL_SOCKET, unix.SO_BINDTODEVICE); err == nil && dev == "lo" {
+		// Already (a second listen): setting it again would need
+		// CAP_NET_RAW.
+		return outcome{}, true
+	}
+	if err := c.confirm(); err != nil {
+		return c.stopped(err, 0), false
+	}
+	c.effect = true
+	if err := unix.SetsockoptString(c.dup, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, "lo"); err != nil {
+		return fail(unix.EPERM), false
+	}
+	return outcome{}, true
 }
 
 // handleSendto: sendto(fd, buf, len, flags, dest, addrlen) with dest != NULL.
@@ -1207,7 +1266,9 @@ func (c *netCall) checkName(sa []byte) (outcome, []byte, bool) {
 	case isInet(c.sock.family):
 		v, errno, _ := c.s.judgeDestination(judgeInetSend, sa, c.sock.typ)
 		switch v {
-		case verdictDeny, verdictInvalid:
+		case verdictDeny:
+			return c.refuse(RuleNetwork, "send", sa, errno), nil, false
+		case verdictInvalid:
 			return fail(errno), nil, false
 		case verdictAllow:
 			if sourceRouted(c.dup, c.sock.family) {
@@ -1809,6 +1870,7 @@ func (c *netCall) handleUnixAddr(op string, sa []byte, do func([]byte) outcome) 
 		req.Abstract = true
 		req.Name = string(path[1:])
 		if c.s.opts.Unix == nil || !c.s.opts.Unix(req) {
+			c.s.opts.Refusals.add(Refusal{RuleUnixSocket, op, "@" + req.Name})
 			return fail(unix.EPERM) // what Landlock's scoping answers
 		}
 		if op == "bind" {
@@ -1835,6 +1897,7 @@ func (c *netCall) handleUnixAddr(op string, sa []byte, do func([]byte) outcome) 
 	c.pathFDs = append(c.pathFDs, fd)
 	req.Path, _ = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if !c.s.opts.Unix(req) {
+		c.s.opts.Refusals.add(Refusal{RuleUnixSocket, op, req.Path})
 		return fail(unix.EACCES)
 	}
 	return do(unixSockaddr(fmt.Sprintf("/proc/self/fd/%d", fd)))
@@ -2021,6 +2084,7 @@ func (c *netCall) unixBindPath(req UnixRequest) outcome {
 		req.Path = "/" + baseName
 	}
 	if !c.s.opts.Unix(req) {
+		c.s.opts.Refusals.add(Refusal{RuleUnixSocket, "bind", req.Path})
 		return fail(unix.EACCES)
 	}
 	// Change capture: the socket file is a new path in the workspace,

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,41 +183,64 @@ func TestNetSupervisorBindAndListen(t *testing.T) {
 		}
 		c.must(netReq{Op: "close", FD: fd})
 	}
-	// A wildcard bind (node's listen(0), python's http.server) is given
-	// loopback instead: the dual-stack IPv6 socket the v4-mapped loopback,
-	// so that clients of 127.0.0.1 reach it.
-	for _, tc := range []struct{ domain, addr, prefix string }{
-		{"inet", "0.0.0.0:0", "127.0.0.1:"},
-		{"inet6", "[::]:0", "[::ffff:127.0.0.1]:"},
-		{"inet6", "[::ffff:0.0.0.0]:0", "[::ffff:127.0.0.1]:"},
+	// A wildcard bind (node's listen(0), python's http.server) is kept
+	// as asked, listening on the loopback device only: getsockname says
+	// what the program bound, and local clients reach it as they would
+	// outside — a dual-stack socket from 127.0.0.1 and ::1, a v6-only one
+	// from ::1 only, an IPv4 one from 127.0.0.1 only.
+	for _, tc := range []struct {
+		domain, addr, prefix string
+		v6only               bool
+		reach, refused       []string
+	}{
+		{"inet", "0.0.0.0:0", "0.0.0.0:", false, []string{"127.0.0.1", "127.0.0.2"}, []string{"::1"}},
+		{"inet6", "[::]:0", "[::]:", false, []string{"127.0.0.1", "::1"}, nil},
+		{"inet6", "[::]:0", "[::]:", true, []string{"::1"}, []string{"127.0.0.1"}},
+		{"inet6", "[::ffff:0.0.0.0]:0", "[::ffff:0.0.0.0]:", false, []string{"127.0.0.1"}, []string{"::1"}},
+		{"inet", "", "0.0.0.0:", false, []string{"127.0.0.1"}, []string{"::1"}}, // listen without bind
+		{"inet6", "", "[::]:", false, []string{"127.0.0.1", "::1"}, nil},
 	} {
 		fd := c.socket(tc.domain, "stream", 0)
-		c.must(netReq{Op: "bind", FD: fd, Addr: tc.addr})
-		name := c.must(netReq{Op: "getsockname", FD: fd}).Addr
-		if !strings.HasPrefix(name, tc.prefix) || strings.HasSuffix(name, ":0") {
-			t.Errorf("bind %s %s: bound to %s, want %s<port>", tc.domain, tc.addr, name, tc.prefix)
+		if tc.v6only {
+			c.must(netReq{Op: "setsockopt", FD: fd, Level: unix.IPPROTO_IPV6, Opt: unix.IPV6_V6ONLY, Val: []byte{1, 0, 0, 0}})
 		}
-		c.must(netReq{Op: "close", FD: fd})
-	}
-	// listen without bind: the kernel would bind the wildcard; the
-	// supervisor binds loopback.
-	for _, tc := range []struct{ domain, prefix string }{{"inet", "127.0.0.1:"}, {"inet6", "[::ffff:127.0.0.1]:"}} {
-		fd := c.socket(tc.domain, "stream", 0)
+		if tc.addr != "" {
+			c.must(netReq{Op: "bind", FD: fd, Addr: tc.addr})
+		}
 		c.must(netReq{Op: "listen", FD: fd, N: 4})
 		name := c.must(netReq{Op: "getsockname", FD: fd}).Addr
 		if !strings.HasPrefix(name, tc.prefix) || strings.HasSuffix(name, ":0") {
-			t.Errorf("listen without bind on %s: bound to %s, want %s<port>", tc.domain, name, tc.prefix)
+			t.Errorf("%s %q v6only=%v: bound to %s, want %s<port>", tc.domain, tc.addr, tc.v6only, name, tc.prefix)
+			c.must(netReq{Op: "close", FD: fd})
+			continue
 		}
-		// And it accepts from loopback.
-		conn, err := net.Dial("tcp", name)
-		if err != nil {
-			t.Fatalf("dial %s: %v", name, err)
+		port := name[strings.LastIndexByte(name, ':')+1:]
+		for _, host := range tc.reach {
+			conn, err := net.Dial("tcp", net.JoinHostPort(host, port))
+			if err != nil {
+				t.Errorf("%s %q v6only=%v: a client of %s: %v", tc.domain, tc.addr, tc.v6only, host, err)
+				continue
+			}
+			conn.Close()
+			a := c.must(netReq{Op: "accept", FD: fd, Timeout: 5000})
+			c.must(netReq{Op: "close", FD: a.FD})
 		}
-		conn.Close()
-		c.must(netReq{Op: "accept", FD: fd, Timeout: 5000})
+		for _, host := range tc.refused {
+			if conn, err := net.Dial("tcp", net.JoinHostPort(host, port)); err == nil {
+				conn.Close()
+				t.Errorf("%s %q v6only=%v: a client of %s reached it (it does not outside)", tc.domain, tc.addr, tc.v6only, host)
+			}
+		}
+		c.must(netReq{Op: "close", FD: fd})
 	}
-	// A bound socket listens as usual.
+	// A wildcard bound with a port: the port is the program's.
 	fd := c.socket("inet", "stream", 0)
+	c.must(netReq{Op: "bind", FD: fd, Addr: "0.0.0.0:0"})
+	c.must(netReq{Op: "listen", FD: fd, N: 1})
+	c.must(netReq{Op: "listen", FD: fd, N: 8}) // a second listen: the device is kept
+	c.must(netReq{Op: "close", FD: fd})
+	// A bound socket listens as usual.
+	fd = c.socket("inet", "stream", 0)
 	c.must(netReq{Op: "bind", FD: fd, Addr: "127.0.0.1:0"})
 	c.must(netReq{Op: "listen", FD: fd, N: 1})
 }
@@ -468,14 +492,83 @@ func TestNetSupervisorNetnsPrivateMode(t *testing.T) {
 	before := n.datagrams.Load()
 	c.must(netReq{Op: "sendto", FD: udp, Addr: netip.AddrPortFrom(n.peer4, port).String(), Data: []byte("dgram")})
 	n.awaitDatagram(t, before, "the netns host got no datagram in private mode")
-	// Private mode may bind a private local address; the wildcard is
-	// given loopback, not every interface.
+	// Private mode may bind a private local address. A client that binds
+	// the wildcard before it connects (to pick its port) still reaches a
+	// private host: a stream socket is kept to loopback only when it
+	// listens.
 	b := c.socket("inet", "stream", 0)
 	c.must(netReq{Op: "bind", FD: b, Addr: netip.AddrPortFrom(n.host4, 0).String()})
 	w := c.socket("inet", "stream", 0)
 	c.must(netReq{Op: "bind", FD: w, Addr: "0.0.0.0:0"})
-	if name := c.must(netReq{Op: "getsockname", FD: w}).Addr; !strings.HasPrefix(name, "127.0.0.1:") {
-		t.Errorf("private mode, wildcard bind: bound to %s, want loopback", name)
+	if name := c.must(netReq{Op: "getsockname", FD: w}).Addr; !strings.HasPrefix(name, "0.0.0.0:") {
+		t.Errorf("private mode, wildcard bind: bound to %s, want the wildcard", name)
+	}
+	c.must(netReq{Op: "connect", FD: w, Addr: netip.AddrPortFrom(n.peer4, port).String()})
+	c.must(netReq{Op: "sendmsg", FD: w, Data: []byte("bound-client")})
+	echo(t, c, w, "bound-client")
+}
+
+// TestWildcardListenerLocalOnly: a listener the command binds to the
+// wildcard (0.0.0.0, ::) is reachable from this machine's loopback as it
+// would be outside, and from no other host: a host in a network
+// namespace, over a veth pair, reaches the same kind of listener made
+// unconfined but not the command's, in every filtered mode.
+func TestWildcardListenerLocalOnly(t *testing.T) {
+	n := newTestNet(t, "a wildcard listener of a confined command is not reachable from another host (a netns over a veth), while an unconfined one is")
+	dialFromNetns := func(to netip.AddrPort) error {
+		return n.inside(func() error {
+			conn, err := net.DialTimeout("tcp", to.String(), 2*time.Second)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		})
+	}
+	// Unconfined, the attack works: the netns host reaches a wildcard
+	// listener through the host's veth address, over IPv4 and IPv6.
+	for _, network := range []string{"tcp4", "tcp6"} {
+		ln, err := net.Listen(network, ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := uint16(ln.Addr().(*net.TCPAddr).Port)
+		host := n.host4
+		if network == "tcp6" {
+			host = n.host6
+		}
+		if err := dialFromNetns(netip.AddrPortFrom(host, port)); err != nil {
+			t.Fatalf("unconfined %s wildcard listener not reachable from the netns host (%v): the check below proves nothing", network, err)
+		}
+		ln.Close()
+	}
+	for _, mode := range []Mode{ModeNone, ModeLoopback, ModePrivate} {
+		c := startNetChild(t, netChildConfig{Mode: mode})
+		for _, tc := range []struct{ domain, addr string }{{"inet", "0.0.0.0:0"}, {"inet6", "[::]:0"}} {
+			fd := c.socket(tc.domain, "stream", 0)
+			c.must(netReq{Op: "bind", FD: fd, Addr: tc.addr})
+			c.must(netReq{Op: "listen", FD: fd, N: 4})
+			name := c.must(netReq{Op: "getsockname", FD: fd}).Addr
+			port, err := strconv.Atoi(name[strings.LastIndexByte(name, ':')+1:])
+			if err != nil {
+				t.Fatalf("getsockname %q: %v", name, err)
+			}
+			for _, host := range []netip.Addr{n.host4, n.host6} {
+				if tc.domain == "inet" && host.Is6() {
+					continue
+				}
+				if err := dialFromNetns(netip.AddrPortFrom(host, uint16(port))); err == nil {
+					t.Errorf("mode %v: the netns host reached the command's %s listener at %s:%d", mode, tc.addr, host, port)
+				}
+			}
+			// And this machine's loopback still does.
+			conn, err := net.Dial("tcp", net.JoinHostPort("localhost", strconv.Itoa(port)))
+			if err != nil {
+				t.Errorf("mode %v: %s listener: a local client: %v", mode, tc.addr, err)
+			} else {
+				conn.Close()
+			}
+			c.must(netReq{Op: "close", FD: fd})
+		}
 	}
 }
 

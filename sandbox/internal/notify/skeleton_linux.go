@@ -31,7 +31,8 @@ func (c *Capture) skeletonPath(fd int) (string, bool) {
 // tmpPath names a directory of the sandbox's private /tmp that change
 // capture opened in a command's root (sandbox/internal/spawn's
 // tmpfs_linux.go): mounted nowhere in the host's tree, the kernel names
-// it by its path from the command's root, which is /tmp and beneath.
+// it by its path from the command's root, which is /tmp, /dev/shm,
+// /var/tmp or /run and beneath (the tmpfs's directories mounted there).
 // What it names there is the private /tmp's own (a grant beneath /tmp is
 // another mount, with the host's path, which fdPath gives): never beneath
 // a read-write root, and writable as one (writable, onTmp).
@@ -41,7 +42,7 @@ func (c *Capture) tmpPath(fd int) (string, bool) {
 		return "", false
 	}
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil || filepath.Clean(p) != p || !Within(p, "/tmp") {
+	if err != nil || filepath.Clean(p) != p || !(Within(p, "/tmp") || Within(p, "/dev/shm") || Within(p, "/var/tmp") || Within(p, "/run")) {
 		return "", false
 	}
 	return p, true

@@ -103,10 +103,13 @@ struct la_root_bind {
 	const char *path;
 	uint64_t dev, ino;
 	int kind;
+	const char *src; // LA_BIND_TMP: the directory of tmp_fd cloned onto path
 };
 
 // la_skel_entry is one node of the root skeleton: 'd' a directory, 'f'
-// an empty file, 'l' a symlink to target; path relative, parents first.
+// an empty file, 'l' a symlink to target, 'T' (the private /tmp's only)
+// a directory anyone may write, sticky (mode 1777); path relative,
+// parents first.
 struct la_skel_entry {
 	const char *path;
 	char kind;

@@ -78,7 +78,9 @@
 //   - AddRoot: a read-only tmpfs root holding only the granted paths, bound
 //     at their own canonical paths, so the workspace's parents list only
 //     granted names (rootfs_linux.go); made from the very rules
-//     BuildRuleset is given, never a second copy of the grants;
+//     BuildRuleset is given, never a second copy of the grants; with it a
+//     writable tmpfs of the sandbox's own whose directories are its /tmp,
+//     /dev/shm, /var/tmp and /run (tmpfs_linux.go);
 //   - AddRules: each instance's one Landlock rule, by fd (a rule on a path
 //     would name the host's inode, which no access inside passes).
 //

@@ -169,7 +169,7 @@ func (m *Mounts) AddRules(rulesetFD int, handled uint64) error {
 		}
 	}
 	if m != nil && m.own.tmp_fd >= 0 {
-		if err := addTmpRule(rulesetFD, handled, int(m.own.tmp_fd)); err != nil {
+		if err := addTmpRules(rulesetFD, handled, int(m.own.tmp_fd)); err != nil {
 			return err
 		}
 	}

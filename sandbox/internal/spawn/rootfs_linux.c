@@ -113,9 +113,11 @@ int la_attach_root(const struct la_ns_mounts *own, int *which)
 		int tree;
 		switch (b->kind) {
 		case LA_BIND_TMP:
-			// The sandbox's own /tmp: one superblock for all its
-			// namespaces, made at New (tmpfs_linux.c).
-			tree = (int)syscall(SYS_open_tree, own->tmp_fd, "", LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+			// The sandbox's own /tmp, /dev/shm or /var/tmp: a
+			// directory of one superblock for all its namespaces,
+			// made at New (tmpfs_linux.c), ours alone: no link on it.
+			tree = (int)syscall(SYS_open_tree, own->tmp_fd, b->src,
+					    LA_OPEN_TREE_CLONE | LA_OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 			break;
 		case LA_BIND_SKEL:
 			// A directory of the skeleton itself (read-only, nothing

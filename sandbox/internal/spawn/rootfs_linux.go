@@ -74,6 +74,7 @@ const (
 	skelDir  = 'd'
 	skelFile = 'f'
 	skelLink = 'l'
+	skelTmp  = 'T' // the private /tmp's /tmp, /dev/shm, /var/tmp: mode 1777
 
 	bindRO   = C.LA_BIND_RO   // a read-only grant: skipped when gone or changed
 	bindRW   = C.LA_BIND_RW   // a read-write root: must be the inode recorded
@@ -95,6 +96,7 @@ type rootBind struct {
 	path     string
 	kind     int
 	dev, ino uint64
+	src      string // bindTmp: the private /tmp's directory cloned onto path
 }
 
 // rootPlan is a skeleton and what is bound into it.
@@ -333,20 +335,50 @@ func (r *rootPlan) planTmp() {
 	for _, b := range r.binds {
 		targets[b.path] = true
 	}
+	r.tmp = append(r.tmp, skelEntry{path: "/tmp", kind: skelTmp})
 	for _, e := range r.entries {
 		name, ok := strings.CutPrefix(e.path, "/tmp/")
 		if !ok || strings.Contains(name, "/") {
 			continue
 		}
-		r.tmp = append(r.tmp, skelEntry{path: "/" + name, kind: e.kind, target: e.target})
+		r.tmp = append(r.tmp, skelEntry{path: "/tmp/" + name, kind: e.kind, target: e.target})
 		if e.kind == skelDir && !targets[e.path] {
 			r.binds = append(r.binds, rootBind{path: e.path, kind: bindSkel})
 		}
 	}
 	r.entry(skelEntry{path: "/tmp", kind: skelDir})
-	r.binds = append(r.binds, rootBind{path: "/tmp", kind: bindTmp})
+	r.binds = append(r.binds, rootBind{path: "/tmp", kind: bindTmp, src: tmpDirs["/tmp"]})
 	r.hasTmp = true
+	// /dev/shm, /var/tmp and /run, the other places programs write
+	// whatever TMPDIR says (POSIX shared memory and semaphores: glibc's
+	// shm_open and sem_open, Python's multiprocessing; tools that keep
+	// larger temporary files in /var/tmp; lock and pid files in /run,
+	// which starts empty, as a container's does: the host's holds its
+	// services' sockets): directories of the same tmpfs, so one bound
+	// covers them all. Where a grant lies beneath one (a resolv.conf
+	// linked into /run), or its parent is not a directory of the
+	// skeleton, it is left as it is.
+	for _, p := range []string{"/dev/shm", "/var/tmp", "/run"} {
+		parent := filepath.Dir(p)
+		if k, ok := r.have[parent]; ok && k != skelDir {
+			continue
+		}
+		if _, ok := r.have[p]; ok || slices.ContainsFunc(r.binds, func(b rootBind) bool { return pathWithin(b.path, p) || pathWithin(p, b.path) }) {
+			continue
+		}
+		if parent != "/" {
+			r.entry(skelEntry{path: parent, kind: skelDir})
+		}
+		r.entry(skelEntry{path: p, kind: skelDir})
+		r.tmp = append(r.tmp, skelEntry{path: "/" + tmpDirs[p], kind: skelTmp})
+		r.binds = append(r.binds, rootBind{path: p, kind: bindTmp, src: tmpDirs[p]})
+	}
 }
+
+// tmpDirs are the directories of the private tmpfs (relative to its
+// root) bound at each path: the tmpfs's root itself is mounted nowhere,
+// so none of them shows the others.
+var tmpDirs = map[string]string{"/tmp": "tmp", "/dev/shm": "shm", "/var/tmp": "var-tmp", "/run": "run"}
 
 // AddRoot gives m's namespaces (m: the sandbox's mounts, nil with
 // MountNone) a root of granted paths (see the top of this file), or says
@@ -460,6 +492,9 @@ func (c *Mounts) setRoot(skel int, binds []rootBind) {
 		e.path = C.CString(binds[i].path)
 		e.kind = C.int(binds[i].kind)
 		e.dev, e.ino = C.uint64_t(binds[i].dev), C.uint64_t(binds[i].ino)
+		if binds[i].src != "" {
+			e.src = C.CString(binds[i].src)
+		}
 		c.bindPaths = append(c.bindPaths, binds[i].path)
 	}
 	c.own.root_binds, c.own.n_root_binds = arr, C.int(len(binds))
@@ -472,6 +507,7 @@ func (c *Mounts) freeRoot() {
 	if n := int(o.n_root_binds); n > 0 {
 		for _, b := range unsafe.Slice(o.root_binds, n) {
 			C.free(unsafe.Pointer(b.path))
+			C.free(unsafe.Pointer(b.src)) // nil but for the private /tmp's
 		}
 		C.free(unsafe.Pointer(o.root_binds))
 		o.root_binds, o.n_root_binds = nil, 0

@@ -42,6 +42,14 @@ static int la_tmp_fn(void *arg)
 		case 'd':
 			r = mkdirat(m, x->path, 0755);
 			break;
+		case 'T':
+			// /tmp, /dev/shm, /var/tmp: anyone's, sticky, as
+			// the host's are (the mode given to mkdirat is
+			// narrowed by the umask: set it after).
+			r = mkdirat(m, x->path, 0700);
+			if (r == 0)
+				r = fchmodat(m, x->path, 01777, 0);
+			break;
 		case 'f':
 			r = mknodat(m, x->path, S_IFREG | 0644, 0);
 			break;

@@ -16,7 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A /tmp of the sandbox's own.
+// A /tmp of the sandbox's own (and a /dev/shm and a /var/tmp: directories
+// of the same tmpfs, each mounted at its path; rootfs_linux.go's planTmp).
 //
 // Why: many programs write to /tmp whatever TMPDIR says (the JVM's
 // java.io.tmpdir, which Maven's surefire keeps; some C and C++ tools;
@@ -93,7 +94,25 @@ func (c *Mounts) TmpDevice() uint64 {
 	return c.tmpDev
 }
 
-// addTmpRule grants the private /tmp read-write, by fd.
-func addTmpRule(rulesetFD int, handled uint64, tmp int) error {
-	return addFDRule(rulesetFD, handled, tmp, Rule{"/tmp (the sandbox's private tmpfs)", RW})
+// addTmpRules grants the private tmpfs's directories (/tmp, /dev/shm,
+// /var/tmp: tmpDirs) read-write, by fd. Each is mounted by itself, so
+// Landlock's walk up from a file in /tmp leaves the tmpfs at that
+// directory (the mount's root) for the skeleton: a rule on the tmpfs's
+// own root would never be met.
+func addTmpRules(rulesetFD int, handled uint64, tmp int) error {
+	for p, dir := range tmpDirs {
+		fd, err := unix.Openat(tmp, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT {
+			continue // not made: the skeleton left that path as it is
+		}
+		if err != nil {
+			return fmt.Errorf("the private %s: %w", p, err)
+		}
+		err = addFDRule(rulesetFD, handled, fd, Rule{p + " (the sandbox's private tmpfs)", RW})
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
