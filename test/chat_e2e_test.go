@@ -581,7 +581,7 @@ func TestChatSubagentsAndTasks(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(ws, "go1"), "")
 	// In the scrollback: the agent call's line, then its subagent's call.
-	scr = s.waitFor("● agent reader ✓", "] ● bash while [ ! -e go1 ]; do sleep 0.05; done;", "echo sub-done ✓")
+	scr = s.waitFor("● agent reader ✓", "] ● bash while [ ! -e go1 ]; do sleep 0.05; done;", "sub-done ✓")
 	if i, j := strings.Index(scr, "● agent reader ✓"), strings.Index(scr, "] ● bash while [ ! -e go1 ]; do sleep 0.05; done;"); i < 0 || j < i {
 		t.Errorf("the finished subagent call is not printed under the agent call:\n%s", scr)
 	}
