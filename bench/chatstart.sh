@@ -17,10 +17,12 @@
 set -euo pipefail
 runs=${RUNS:-20}
 sock="la-bench-$$"
-t() { tmux -L "$sock" -f /dev/null "$@"; }
-t new-session -d -s main -x 80 -y 24 "sleep 1000000" \; set-option -g status off \; set-option -g remain-on-exit on
-trap 't kill-server 2>/dev/null || true; rm -rf "$tmp"' EXIT
 tmp=$(mktemp -d)
+# The server's socket in the temporary directory, removed with it.
+export TMUX_TMPDIR=$tmp
+t() { tmux -L "$sock" -f /dev/null "$@"; }
+trap 't kill-server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+t new-session -d -s main -x 80 -y 24 "sleep 1000000" \; set-option -g status off \; set-option -g remain-on-exit on
 mkdir -p "$tmp/ws" "$tmp/state" "$tmp/cfg"
 echo '{"turns": [{"text": "hi"}]}' >"$tmp/s.json"
 

@@ -27,6 +27,9 @@ import (
 type tmuxScreen struct {
 	t      *testing.T
 	socket string
+	// sockDir holds the server's socket (TMUX_TMPDIR): the test's own
+	// temporary directory, removed with it.
+	sockDir string
 	cols   int
 	rows   int
 	// last is the screen the last wait captured.
@@ -46,7 +49,7 @@ func startTmux(t *testing.T, dir string, cols, rows int, o tmuxOptions, args ...
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed: this test would drive the interactive mode in a tmux pane and check the screen as captured (tmux capture-pane); install it with make deps")
 	}
-	s := &tmuxScreen{t: t, socket: fmt.Sprintf("la-%d-%d", os.Getpid(), tmuxServers.Add(1)), cols: cols, rows: rows}
+	s := &tmuxScreen{t: t, socket: fmt.Sprintf("la-%d-%d", os.Getpid(), tmuxServers.Add(1)), sockDir: t.TempDir(), cols: cols, rows: rows}
 	// A placeholder first, so that the options are set before the binary
 	// runs: no status bar (the pane is the whole window), and the pane
 	// stays after the binary exits, to read its last screen.
@@ -55,7 +58,9 @@ func startTmux(t *testing.T, dir string, cols, rows int, o tmuxOptions, args ...
 		";", "set-option", "-g", "remain-on-exit", "on")
 	t.Cleanup(func() {
 		// Only this test's server: its socket is its own.
-		exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+		kill := exec.Command("tmux", "-L", s.socket, "kill-server")
+		kill.Env = append(os.Environ(), "TMUX_TMPDIR="+s.sockDir)
+		kill.Run()
 	})
 	// XDG_CONFIG_HOME, XDG_STATE_HOME: the user policy file and the trust
 	// store are the test's, never the machine's. TERM as tmux's own.
@@ -72,7 +77,9 @@ func startTmux(t *testing.T, dir string, cols, rows int, o tmuxOptions, args ...
 // tmux runs a tmux command on this test's server.
 func (s *tmuxScreen) tmux(args ...string) string {
 	s.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", s.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	cmd := exec.Command("tmux", append([]string{"-L", s.socket, "-f", "/dev/null"}, args...)...)
+	cmd.Env = append(os.Environ(), "TMUX_TMPDIR="+s.sockDir)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		s.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
 	}
