@@ -30,8 +30,8 @@ type tmuxScreen struct {
 	// sockDir holds the server's socket (TMUX_TMPDIR): the test's own
 	// temporary directory, removed with it.
 	sockDir string
-	cols   int
-	rows   int
+	cols    int
+	rows    int
 	// last is the screen the last wait captured.
 	last string
 }
