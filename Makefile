@@ -3,7 +3,12 @@ GO        ?= go
 BIN       := bin/lite-agent
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test deps demo-deps bench-deps lint fmt-check bench clean
+# install puts lite-agent on the PATH: in /usr/local/bin as root, else in
+# ~/.local/bin (on the PATH of a Debian or Ubuntu login once it exists).
+# PREFIX=DIR installs in DIR/bin.
+PREFIX    ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
+
+.PHONY: all build install demo test deps demo-deps bench-deps lint fmt-check bench clean
 
 all: build
 
@@ -22,6 +27,13 @@ bench-deps:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lite-agent
+
+# install needs only what the build needs (the demo's packages: the
+# sandbox's cgo library and gcc).
+install: demo-deps build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lite-agent
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH; add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
 demo: demo-deps build
 	@scripts/demo.sh

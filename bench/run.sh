@@ -3,6 +3,7 @@
 #   bench/run.sh            all
 #   bench/run.sh kernel     go benchmarks of the kernel loop
 #   bench/run.sh startup    lite-agent run, one scripted turn, start to finish
+#   bench/run.sh chat       the interactive mode: start to the first prompt, idle memory (bench/chatstart.sh; BASE=BIN adds a binary to compare)
 #   bench/run.sh grep       the grep tool vs ripgrep on a 20,000-file tree
 #   bench/run.sh sandbox    confined spawn vs plain exec vs bubblewrap
 #   bench/run.sh cgroup     joining a v1 cgroup: by tid vs a thread moving itself
@@ -11,7 +12,7 @@
 #   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the issue's size)
 #   bench/run.sh longsession 70-turn session vs a fake API with a window and caching; billed input vs Claude Code
 #   bench/run.sh realwork   a real Go module's tests twice through the agent's bash vs unconfined (bench/realwork.sh)
-# Needs: go, hyperfine, ripgrep, bubblewrap (make bench-deps installs them as root).
+# Needs: go, hyperfine, ripgrep, bubblewrap, tmux (make bench-deps installs them as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -43,6 +44,12 @@ if [[ $what == all || $what == startup ]]; then
     -n "/bin/true" "/bin/true"
   medians "$out/startup.json"
   rm -rf "$ws" "$state"
+fi
+
+if [[ $what == all || $what == chat ]]; then
+  echo "== chat: the interactive mode's start to the first prompt and its idle memory (80x24 tmux pane, scripted model)"
+  go build -o bin/lite-agent ./cmd/lite-agent
+  bench/chatstart.sh ${BASE:+"$BASE"} bin/lite-agent
 fi
 
 if [[ $what == all || $what == grep ]]; then

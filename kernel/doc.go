@@ -289,6 +289,15 @@
 // without the callback (headless run) such a connection is refused with a
 // 403 naming the --allow-domain that would allow it.
 //
+// A tool_output event carries what a running call wrote to its output
+// (tools.Context.Output: the bash tool's command) since the call's last
+// one, for a person watching (the interactive mode's live tail). It is
+// paced so that a chatty command costs the stream little and never waits
+// on its consumer: at most one per call every 100 ms, with the latest
+// 8 KiB (Dropped counts the rest), cut at character boundaries; the
+// last output before the call ends may not get one, and none comes after
+// the call's tool_result, which carries the output the model sees.
+//
 // The typed payloads replaced one flat struct without changing a byte of
 // the stream: the golden transcript was recorded with the flat struct and
 // passes unchanged. In Go, the fields that one struct shared between

@@ -42,6 +42,11 @@ const (
 	// EventHook reports a hook that failed (error, timeout, bad output)
 	// and what was done about it.
 	EventHook EventType = "hook"
+	// EventToolOutput is what a running call wrote so far, as it comes
+	// (the bash tool's command output): a live view for a person, not a
+	// record (ToolOutputEvent). The tool_result carries the output the
+	// model sees.
+	EventToolOutput EventType = "tool_output"
 	// EventToolResult is the result the model will see for a call.
 	EventToolResult EventType = "tool_result"
 	// EventCustom is emitted by a tool handler through Context.Emit.
@@ -97,6 +102,7 @@ type Event struct {
 	ToolCall         *ToolCallEvent         // tool_call
 	Permission       *PermissionEvent       // permission
 	Hook             *HookFailureEvent      // hook
+	ToolOutput       *ToolOutputEvent       // tool_output
 	ToolResult       *ToolResultEvent       // tool_result
 	Custom           *CustomEvent           // custom
 	Checkpoint       *CheckpointEvent       // checkpoint
@@ -215,6 +221,18 @@ type HookFailureEvent struct {
 	Outcome string `json:"outcome"`
 }
 
+// ToolOutputEvent is output a running call wrote since its last
+// tool_output event. Events of one call come at most every 100 ms, each
+// with at most 8 KiB (the latest bytes: Dropped counts the ones left out
+// before them, so a fast command costs the stream little); text is cut at
+// UTF-8 character boundaries, and nothing comes after the call's result.
+type ToolOutputEvent struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Text    string `json:"text"`
+	Dropped int64  `json:"dropped,omitempty"`
+}
+
 // ToolResultEvent is the result the model will see for a call.
 type ToolResultEvent struct {
 	ID      string          `json:"id"`
@@ -307,6 +325,8 @@ func (e *Event) payload(alloc bool) any {
 		return ensure(&e.Permission, alloc)
 	case EventHook:
 		return ensure(&e.Hook, alloc)
+	case EventToolOutput:
+		return ensure(&e.ToolOutput, alloc)
 	case EventToolResult:
 		return ensure(&e.ToolResult, alloc)
 	case EventCustom:

@@ -30,7 +30,7 @@ func callID(ev Event) string {
 // Every kind encodes to its stream-json line and decodes back to an event
 // that encodes to the same line — the kinds the golden CLI transcript
 // (cmd/lite-agent/testdata/stream-json.txtar) cannot produce with the
-// scripted model included: thinking, retry, custom, network.
+// scripted model included: thinking, retry, custom, network, tool_output.
 func TestEventJSONRoundTrip(t *testing.T) {
 	tag := func(e Event) Event {
 		e.SessionID, e.Agent, e.AgentID, e.ParentToolUseID = "s", "helper", "helper-1", "t9"
@@ -63,6 +63,8 @@ func TestEventJSONRoundTrip(t *testing.T) {
 			`{"type":"assistant_message","session_id":"s","agent":"helper","agent_id":"helper-1","parent_tool_use_id":"t9","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]},"usage":{"input_tokens":5,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}`},
 		{Event{Type: EventToolCall, SessionID: "s", ToolCall: &ToolCallEvent{ID: "t1", Name: "write_file", Input: json.RawMessage(`{"path":"a"}`), EffectiveInput: json.RawMessage(`{"path":"b"}`)}},
 			`{"type":"tool_call","session_id":"s","id":"t1","name":"write_file","input":{"path":"a"},"effective_input":{"path":"b"}}`},
+		{Event{Type: EventToolOutput, SessionID: "s", ToolOutput: &ToolOutputEvent{ID: "t1", Name: "bash", Text: "ok\n", Dropped: 5}},
+			`{"type":"tool_output","session_id":"s","id":"t1","name":"bash","text":"ok\n","dropped":5}`},
 		{Event{Type: EventToolResult, SessionID: "s", ToolResult: &ToolResultEvent{ID: "t1", Name: "bash", IsError: true, Content: []tools.Content{tools.TextContent("exit 1")}}},
 			`{"type":"tool_result","session_id":"s","id":"t1","name":"bash","is_error":true,"content":[{"type":"text","text":"exit 1"}]}`},
 		{Event{Type: EventResult, SessionID: "s", Result: &ResultEvent{Subtype: SubtypeErrorStructuredOutput, IsError: true, NumTurns: 3,

@@ -1105,7 +1105,10 @@ func (r *run) execute(yield func(Event, error) bool, calls []pendingCall, ok *bo
 				// its tool calls has one, and its turns are bounded.
 				results[j] = r.runSubagent(callCtx, p.call, forward)
 			} else {
-				results[j] = r.callTool(callCtx, p, emit)
+				live := newLiveOutput(p.call, func(e Event) bool { return forward(r.event(e)) })
+				results[j] = r.callTool(callCtx, p, emit, live.write)
+				// Its last events are out before the result's.
+				live.stop()
 			}
 			mu.Lock()
 			finished = true
@@ -1130,7 +1133,7 @@ func (r *run) execute(yield func(Event, error) bool, calls []pendingCall, ok *bo
 	return results
 }
 
-func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any)) *tools.Result {
+func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any), output func([]byte)) *tools.Result {
 	if p.tool.Timeout() == 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.toolTimeout)
@@ -1149,6 +1152,7 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		EmitFunc:  emit,
 		Snapshots: r.snapshots,
 	}
+	tctx.OutputFunc = output
 	// A toolset's forwarding tool (an external MCP server's) only
 	// forwards the call over its connection (the server itself is
 	// confined): a confined re-execution would not have the connection.

@@ -5,6 +5,7 @@
 #   libseccomp-dev  cgo headers and library for the seccomp filter (sandbox)
 #   gcc             cgo
 #   python3, git    used by the end-to-end tests and the demo
+#   tmux            the interactive mode's screen tests (test/, capture-pane)
 #   ripgrep, hyperfine, bubblewrap  only for the benchmarks (bench/)
 #   the toolchains the real-work tests build projects with (test/
 #   realwork_e2e_test.go; each skips naming `make deps` without its own):
@@ -31,6 +32,7 @@ if [[ $mode != "--demo" ]]; then
   command -v mvn >/dev/null || want+=(maven)
   command -v gradle >/dev/null || want+=(gradle)
   command -v cargo >/dev/null || want+=(cargo)
+  want+=(tmux)
   want+=(libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java libmaven-jar-plugin-java junit4)
   /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want+=(python3-venv)
   /usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,10 @@ type Context struct {
 
 	// EmitFunc delivers custom events into the stream; set by the kernel.
 	EmitFunc func(name string, data any)
+	// OutputFunc receives, as it comes, what the call writes to a writer
+	// from Output; set by the kernel, which streams it as tool_output
+	// events. It must not keep p.
+	OutputFunc func(p []byte)
 	// Snapshots records pre-images; nil until a checkpointer is active.
 	Snapshots SnapshotRecorder
 }
@@ -108,6 +113,34 @@ func (c *Context) Context() context.Context {
 func (c *Context) Emit(name string, data any) {
 	if c != nil && c.EmitFunc != nil {
 		c.EmitFunc(name, data)
+	}
+}
+
+// Output returns w, or, when the kernel streams the call's output live
+// (OutputFunc), a writer that writes to w and hands the same bytes to
+// OutputFunc. A writer that counts what a sandbox drops
+// (sandbox.OutputOmitter) goes on counting through it.
+func (c *Context) Output(w io.Writer) io.Writer {
+	if c == nil || c.OutputFunc == nil {
+		return w
+	}
+	return &liveWriter{w: w, live: c.OutputFunc}
+}
+
+type liveWriter struct {
+	w    io.Writer
+	live func([]byte)
+}
+
+func (l *liveWriter) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	l.live(p[:n])
+	return n, err
+}
+
+func (l *liveWriter) OmitOutput(n int64) {
+	if o, ok := l.w.(sandbox.OutputOmitter); ok {
+		o.OmitOutput(n)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+	"golang.org/x/sys/unix"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/kernel"
@@ -188,13 +189,21 @@ func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
 	m := newChatModel(app, pick)
+	// The terminal's size now: the first lines are printed before Bubble
+	// Tea reports it, and must be wrapped to it too.
+	if f, ok := stdout.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			m.width, m.height = max(20, int(ws.Col)), int(ws.Row)
+			m.input.SetWidth(m.width - 1)
+		}
+	}
 	p := tea.NewProgram(m, tea.WithInput(stdin), tea.WithOutput(stdout))
 	app.prog = p
 	if _, err := p.Run(); err != nil {
 		return failf("the terminal UI stopped: %v", err)
 	}
 	if app.sessionID != "" {
-		fmt.Fprintf(stdout, "session %s — continue with: lite-agent --continue\n", app.sessionID)
+		fmt.Fprintln(stdout, wrapText(fmt.Sprintf("session %s — continue with: lite-agent --continue", app.sessionID), m.width))
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/policies"
@@ -65,9 +67,34 @@ func (a *chatApp) attachFiles(ctx context.Context, prompt string) (string, []str
 		}
 		total += len(text)
 		fmt.Fprintf(&b, "\n\n<attached-file path=%q>\n%s\n</attached-file>", p, text)
-		notes = append(notes, fmt.Sprintf("attached @%s (%d lines)", p, strings.Count(text, "\n")+1))
+		if shown, total := attachedLines(text); total > shown {
+			notes = append(notes, fmt.Sprintf("attached @%s: its first %d of %d lines (the agent can read the rest)", p, shown, total))
+		} else {
+			notes = append(notes, fmt.Sprintf("attached @%s (%d lines)", p, shown))
+		}
 	}
 	return b.String(), notes
+}
+
+// readNoteRE is read_file's note where it stopped before the end of a
+// file (tools/builtin/files.go): the last line shown and the file's
+// lines.
+var readNoteRE = regexp.MustCompile(`\n\n\((?:Showing lines \d+-(\d+) of (\d+)|Output stopped after line (\d+) of (\d+))[ .]`)
+
+// attachedLines is how many lines of a file read_file's text holds, and
+// how many the file has.
+func attachedLines(text string) (shown, total int) {
+	if m := readNoteRE.FindStringSubmatch(text); m != nil {
+		a, b := m[1], m[2]
+		if a == "" {
+			a, b = m[3], m[4]
+		}
+		shown, _ = strconv.Atoi(a)
+		total, _ = strconv.Atoi(b)
+		return shown, total
+	}
+	n := strings.Count(strings.TrimRight(text, "\n"), "\n") + 1
+	return n, n
 }
 
 // namesWorkspaceFile reports whether p (as typed after @) is an existing

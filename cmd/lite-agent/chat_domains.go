@@ -118,7 +118,7 @@ func (m *chatModel) domainAskGoneMsg(msg domainAskGone) tea.Cmd {
 		return nil // answered already
 	}
 	m.domainAsk = nil
-	return tea.Println(styleDim("  no answer in time: " + esc(hostPortOf(msg.ask.q)) + " refused"))
+	return m.say(styleDim("  no answer in time: " + esc(hostPortOf(msg.ask.q)) + " refused"))
 }
 
 func hostPortOf(q sandbox.DomainQuestion) string {
@@ -132,7 +132,7 @@ func (m *chatModel) answerDomain(d sandbox.DomainDecision, shown string) tea.Cmd
 	a := m.domainAsk
 	m.domainAsk = nil
 	a.reply <- d
-	return tea.Println(styleDim("  " + shown + " " + esc(hostPortOf(a.q))))
+	return m.say(styleDim("  " + shown + " " + esc(hostPortOf(a.q))))
 }
 
 func (m *chatModel) domainKey(k tea.KeyMsg) tea.Cmd {
@@ -189,5 +189,5 @@ func (m *chatModel) domainAskView() string {
 	} else {
 		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session (%s)  [A] allow always  [n] deny", esc(a.q.Grant))
 	}
-	return boxStyle.Width(m.width).Render(b.String())
+	return m.box(b.String())
 }

@@ -45,10 +45,10 @@ func TestDomainAsk(t *testing.T) {
 			t.Errorf("the question lacks %q:\n%s", want, v)
 		}
 	}
-	checkFits(t, "domain question", v)
+	checkFits(t, "domain question", v, 80)
 	m.Update(key("enter")) // never allows
 	m.Update(key("A"))
-	checkFits(t, "domain question, always", m.View())
+	checkFits(t, "domain question, always", m.View(), 80)
 	if !strings.Contains(m.View(), "write it to allow_domains in") {
 		t.Errorf("A does not ask for the file:\n%s", m.View())
 	}

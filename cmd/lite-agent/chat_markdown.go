@@ -37,7 +37,7 @@ const (
 // would escape makes the message shown as escaped plain text instead.
 // profile Ascii (NO_COLOR) shows the plain text.
 func renderMarkdown(text string, width int, profile termenv.Profile) string {
-	_ = width // lines are left to the terminal to wrap
+	_ = width // lines are wrapped where they are printed (chat_screen.go), at the width of that moment
 	plain := termsafe.Text(strings.TrimRight(text, "\n"))
 	if profile == termenv.Ascii || strings.TrimSpace(plain) == "" {
 		return plain

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,7 +38,14 @@ type runningCall struct {
 	input    json.RawMessage // what the model sent: a result does not carry it
 	start    time.Time
 	sub      []subCall
+	// output is the end of what its command wrote so far (tool_output
+	// events), at most maxLiveOutput bytes.
+	output string
 }
+
+// maxLiveOutput bounds the output kept of a running call: its last rows
+// are shown.
+const maxLiveOutput = 16 << 10
 
 // subCall is one call a subagent made, under the call that started it.
 type subCall struct {
@@ -76,12 +82,26 @@ type picker struct {
 	// (a checkpoint's diff); shown holds it until the cursor moves.
 	preview func(m *chatModel, value string) string
 	shown   string
+	// otherKey switches to the picker other makes (the prompts' and the
+	// checkpoints' views of a rewind).
+	otherKey string
+	other    func() (*picker, error)
 }
 
 type chatModel struct {
-	app   *chatApp
-	input textarea.Model
-	width int
+	app    *chatApp
+	input  textarea.Model
+	width  int
+	height int  // 0 until the terminal said
+	sized  bool // the first size came: a later change of width redraws
+
+	// The scrollback's outbox (chat_screen.go): what waits to be printed,
+	// whether a batch is in flight, and the log of what was printed, for
+	// a redraw.
+	outbox   []outItem
+	printing bool
+	printed  []func(width int) string
+	quitting bool // the view is empty from now on
 
 	running bool
 	cancel  context.CancelFunc
@@ -113,7 +133,15 @@ type chatModel struct {
 	// call id: their denial is shown once, by the answer's own line, not
 	// again by the permission event and the call's error result.
 	personDenied map[string]bool
-	ending       string // how the turn ended, if it failed: shown at its end
+	// denied are the calls the gate denied (any way), by call id: their
+	// error result is not shown again.
+	denied map[string]bool
+	// folded are the outputs of commands shown folded, for ctrl+o.
+	folded []foldedOutput
+	// menuAt is the command menu's cursor, for the input menuFor.
+	menuAt  int
+	menuFor string
+	ending  string // how the turn ended, if it failed: shown at its end
 
 	undo *undoRewind // the last rewind, until the next prompt
 
@@ -122,7 +150,7 @@ type chatModel struct {
 
 func newChatModel(app *chatApp, pickSession bool) *chatModel {
 	ta := textarea.New()
-	ta.Placeholder = "type a task; Enter sends, Alt+Enter or Ctrl+J a new line, /help"
+	ta.Placeholder = "type a task (/ for commands)"
 	ta.ShowLineNumbers = false
 	ta.Prompt = "> "
 	ta.CharLimit = 0
@@ -147,7 +175,7 @@ func (m *chatModel) Init() tea.Cmd {
 	if m.app.sessionID != "" {
 		intro += "\nresuming session " + esc(m.app.sessionID)
 	}
-	cmds := []tea.Cmd{tea.Println(styleDim(intro + "\n/help for commands, Esc or Ctrl-C stops a turn, Ctrl-D exits")), textarea.Blink}
+	cmds := []tea.Cmd{m.say(styleDim(intro + "\n/help for commands, Esc or Ctrl-C stops a turn, Ctrl-D exits")), textarea.Blink}
 	if r := m.recap(); r != nil {
 		cmds = append(cmds, r)
 	}
@@ -162,13 +190,21 @@ func (m *chatModel) Init() tea.Cmd {
 func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width = max(20, msg.Width)
+		old := m.width
+		m.width, m.height = max(20, msg.Width), msg.Height
 		m.input.SetWidth(m.width - 1)
+		if m.sized && old != m.width {
+			return m, m.redraw()
+		}
+		m.sized = true
 		return m, nil
+	case printedMsg:
+		m.printing = false
+		return m, m.pump()
 	case eventMsg:
 		return m, m.onEvent(msg.ev)
 	case printMsg:
-		return m, tea.Println(string(msg))
+		return m, m.say(string(msg))
 	case turnDoneMsg:
 		m.running, m.cancel = false, nil
 		m.calls = nil
@@ -180,15 +216,15 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			for i, t := range m.tasks {
 				ids[i] = esc(t.id)
 			}
-			cmds = append(cmds, tea.Println(styleDim("background task(s) stopped with the turn: "+strings.Join(ids, ", "))))
+			cmds = append(cmds, m.say(styleDim("background task(s) stopped with the turn: "+strings.Join(ids, ", "))))
 			m.tasks = nil
 		}
 		if m.stream.Len() > 0 {
-			cmds = append(cmds, tea.Println(termsafe.Text(m.stream.String())))
+			cmds = append(cmds, m.say(termsafe.Text(m.stream.String())))
 			m.stream.Reset()
 		}
 		if m.ending != "" {
-			cmds = append(cmds, tea.Println(m.ending))
+			cmds = append(cmds, m.say(m.ending))
 			m.ending = ""
 		}
 		if len(m.queued) > 0 {
@@ -231,7 +267,12 @@ func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if s != "ctrl+c" {
 		m.armedQuit = false
 	}
+	if m.menuKey(s) {
+		return m, nil
+	}
 	switch s {
+	case "ctrl+o":
+		return m, m.expandOutput()
 	case "ctrl+c":
 		if m.running {
 			return m, m.interrupt()
@@ -241,7 +282,7 @@ func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		if m.armedQuit {
-			return m, tea.Quit
+			return m, m.quit()
 		}
 		m.armedQuit = true
 		m.notice = "press Ctrl-C again to exit (or Ctrl-D)"
@@ -253,7 +294,7 @@ func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case "ctrl+d":
 		if m.input.Value() == "" && !m.running {
-			return m, tea.Quit
+			return m, m.quit()
 		}
 		return m, nil
 	case "shift+tab":
@@ -290,6 +331,14 @@ func (m *chatModel) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
+// quit ends the program once what is queued is printed. The view is
+// emptied first, so that none of it stays on the screen above the line
+// the command prints when it ends.
+func (m *chatModel) quit() tea.Cmd {
+	m.quitting = true
+	return m.then(tea.Quit)
+}
+
 // interrupt stops the running turn: cancelling its context stops the
 // model stream and kills a running tool's process tree (the sandbox kills
 // the whole confined tree when its context ends); the session stays.
@@ -300,7 +349,7 @@ func (m *chatModel) interrupt() tea.Cmd {
 	m.notice = "interrupting…"
 	if n := len(m.queued); n > 0 {
 		m.queued = nil
-		return tea.Println(styleDim(fmt.Sprintf("(dropped %d prompt(s) typed during the turn)", n)))
+		return m.say(styleDim(fmt.Sprintf("(dropped %d prompt(s) typed during the turn)", n)))
 	}
 	return nil
 }
@@ -334,14 +383,14 @@ var readOnlySlash = map[string]bool{"/tasks": true, "/cost": true, "/context": t
 // dispatch runs what was typed, a slash command or a prompt: the commands
 // to run in sequence, for the caller's one tea.Sequence.
 func (m *chatModel) dispatch(text string) []tea.Cmd {
-	echo := tea.Println(styleUser("> " + strings.ReplaceAll(termsafe.Text(text), "\n", "\n  ")))
+	echo := m.say(styleUser("> " + strings.ReplaceAll(termsafe.Text(text), "\n", "\n  ")))
 	if strings.HasPrefix(text, "/") {
 		return []tea.Cmd{echo, m.slash(strings.TrimSpace(text))}
 	}
 	prompt, notes := m.app.attachFiles(context.Background(), text)
 	cmds := []tea.Cmd{echo}
 	for _, n := range notes {
-		cmds = append(cmds, tea.Println(styleDim("  "+esc(n))))
+		cmds = append(cmds, m.say(styleDim("  "+esc(n))))
 	}
 	return append(cmds, m.startTurn(prompt))
 }
@@ -349,7 +398,7 @@ func (m *chatModel) dispatch(text string) []tea.Cmd {
 // startTurn runs one prompt as a query resuming the session.
 func (m *chatModel) startTurn(prompt string) tea.Cmd {
 	if err := m.app.keepSessionAllows(); err != nil {
-		return tea.Println(styleErr(termsafe.Text(err.Error())))
+		return m.say(styleErr(termsafe.Text(err.Error())))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.running, m.cancel = true, cancel
@@ -395,13 +444,13 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			m.mcp = append(m.mcp, esc(s.Name)+": "+field(st, 200))
 		}
 		if first {
-			return tea.Println(styleDim("session " + esc(ev.SessionID)))
+			return m.say(styleDim("session " + esc(ev.SessionID)))
 		}
 	case kernel.EventTextDelta:
 		m.stream.WriteString(ev.TextDelta.Text)
 	case kernel.EventRetry:
 		m.stream.Reset()
-		return tea.Println(styleDim(field(ev.Retry.Describe(), 260)))
+		return m.say(styleDim(field(ev.Retry.Describe(), 260)))
 	case kernel.EventAssistantMessage:
 		m.usage = addUsage(m.usage, ev.AssistantMessage.Usage)
 		m.contextUsed = ev.AssistantMessage.Usage.ContextTokens()
@@ -409,38 +458,48 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			text := m.stream.String()
 			m.stream.Reset()
 			// Whole now: rendered as Markdown (renderMarkdown escapes it).
-			return tea.Println(renderMarkdown(text, m.width, lipgloss.ColorProfile()))
+			return m.say(renderMarkdown(text, m.width, lipgloss.ColorProfile()))
 		}
 	case kernel.EventToolCall:
 		m.calls = append(m.calls, runningCall{id: ev.ToolCall.ID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), input: ev.ToolCall.Input, start: time.Now()})
+	case kernel.EventToolOutput:
+		for i := range m.calls {
+			if m.calls[i].id == ev.ToolOutput.ID {
+				m.calls[i].output = keepEnd(m.calls[i].output+ev.ToolOutput.Text, maxLiveOutput)
+			}
+		}
 	case kernel.EventPermission:
-		if ev.Permission.Decision == "deny" && !m.personDenied[ev.Permission.ID] {
-			return tea.Println(styleErr("  ✗ denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
+		if ev.Permission.Decision != "deny" {
+			return nil
+		}
+		// A denied call is said once: by the answer's line when the
+		// person denied it, else by this one; its error result is not
+		// shown again.
+		if m.denied == nil {
+			m.denied = map[string]bool{}
+		}
+		m.denied[ev.Permission.ID] = true
+		if !m.personDenied[ev.Permission.ID] {
+			return m.say(styleErr("  ✗ denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 300)))
 		}
 	case kernel.EventToolResult:
-		if m.personDenied[ev.ToolResult.ID] {
-			delete(m.personDenied, ev.ToolResult.ID)
-			return nil // said by the answer's line
-		}
-		d := time.Duration(0)
-		var sub []subCall
+		id := ev.ToolResult.ID
+		var call *runningCall
 		for i, c := range m.calls {
-			if c.id == ev.ToolResult.ID {
-				d = time.Since(c.start)
-				sub = c.sub
+			if c.id == id {
+				call = &c
 				m.calls = append(m.calls[:i], m.calls[i+1:]...)
 				break
 			}
 		}
-		lines := []string{"  " + callSummary(ev.ToolResult.Name, nil) + status(ev) + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))}
-		// The subagent's calls go to the scrollback under the call that
-		// started them, as they were shown live.
-		for _, c := range sub {
-			lines = append(lines, styleDim(c.String()))
+		if m.denied[id] || m.personDenied[id] {
+			delete(m.denied, id)
+			delete(m.personDenied, id)
+			return nil // said by the denial's line
 		}
-		return tea.Println(strings.Join(lines, "\n"))
+		return m.sayFor(m.resultText(ev, call))
 	case kernel.EventCompact:
-		return tea.Println(styleDim("context compacted"))
+		return m.say(styleDim("context compacted"))
 	case kernel.EventResult:
 		if ev.Result.IsError {
 			msg := ev.Result.Error
@@ -477,7 +536,7 @@ func (m *chatModel) onSubagentEvent(ev kernel.Event) tea.Cmd {
 		if parent < 0 {
 			// Its parent is not running here (it cannot be, in order): the
 			// line alone, still marked as a subagent's.
-			return tea.Println(styleDim(subCall{agent: ev.AgentID, line: callSummary(ev.ToolResult.Name, nil), result: st}.String()))
+			return m.say(styleDim(subCall{agent: ev.AgentID, line: callSummary(ev.ToolResult.Name, nil), result: st}.String()))
 		}
 		p := &m.calls[parent]
 		for i := range p.sub {
@@ -489,10 +548,97 @@ func (m *chatModel) onSubagentEvent(ev kernel.Event) tea.Cmd {
 		p.sub = append(p.sub, subCall{id: ev.ToolResult.ID, agent: ev.AgentID, line: callSummary(ev.ToolResult.Name, nil), result: st})
 	case kernel.EventPermission:
 		if ev.Permission.Decision == "deny" {
-			return tea.Println(styleErr("    ✗ [" + esc(ev.AgentID) + "] denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
+			return m.say(styleErr("    ✗ [" + esc(ev.AgentID) + "] denied " + esc(ev.Permission.Name) + ": " + field(ev.Permission.Reason, 200)))
 		}
 	}
 	return nil
+}
+
+// resultText is a finished call for the scrollback: its line, its
+// outcome and duration; for a command, the first rows of its output (the
+// rest folded: ctrl+o prints it whole); a subagent's calls under it, as
+// they were shown live.
+func (m *chatModel) resultText(ev kernel.Event, call *runningCall) func(width int) string {
+	res := ev.ToolResult
+	line, d := callSummary(res.Name, nil), time.Duration(0)
+	var sub []subCall
+	if call != nil {
+		line, d, sub = call.line, time.Since(call.start), call.sub
+	}
+	text := ""
+	for _, c := range res.Content {
+		text += c.Text
+	}
+	st := status(ev)
+	showsOutput := res.Name == policies.ShellTool || res.Name == "bash_output"
+	if showsOutput && res.IsError {
+		// A command's failure is said by the result's last line (its exit
+		// code, the timeout, the signal); its first line is output.
+		st = styleErr(" ✗ " + field(lastLine(text), 120))
+	}
+	head := "  " + line + st + styleDim(fmt.Sprintf(" (%s)", d.Round(time.Millisecond)))
+	output := showsOutput && strings.TrimSpace(text) != "" && text != "(no output)"
+	if output && len(outputRows(text, m.width)) > foldedRows {
+		m.folded = append(m.folded, foldedOutput{title: line, text: text})
+		if len(m.folded) > maxFolded {
+			m.folded = m.folded[1:]
+		}
+	}
+	return func(width int) string {
+		rows := []string{wrapText(head, width)}
+		if output {
+			out := outputRows(text, width)
+			if len(out) > foldedRows {
+				rows = append(rows, styleDim(strings.Join(out[:foldedRows-1], "\n")),
+					styleDim(wrapText(fmt.Sprintf("%s… %d more row(s) (ctrl+o shows the whole output)", outputPrefix, len(out)-foldedRows+1), width)))
+			} else {
+				rows = append(rows, styleDim(strings.Join(out, "\n")))
+			}
+		}
+		for _, c := range sub {
+			rows = append(rows, wrapText(styleDim(c.String()), width))
+		}
+		return strings.Join(rows, "\n")
+	}
+}
+
+// foldedOutput is a command's output shown folded in the scrollback.
+type foldedOutput struct{ title, text string }
+
+// maxFolded bounds the folded outputs kept for ctrl+o.
+const maxFolded = 20
+
+// expandOutput prints the whole output of the last folded command (ctrl+o;
+// again for the one before).
+func (m *chatModel) expandOutput() tea.Cmd {
+	if len(m.folded) == 0 {
+		m.notice = "no folded command output to show"
+		return nil
+	}
+	f := m.folded[len(m.folded)-1]
+	m.folded = m.folded[:len(m.folded)-1]
+	return m.sayFor(func(width int) string {
+		return wrapText(styleDim("  "+f.title+" — the whole output:"), width) + "\n" + styleDim(strings.Join(outputRows(f.text, width), "\n"))
+	})
+}
+
+// keepEnd is the last n bytes of s, from the start of a line when one
+// begins in them (a live tail shows whole lines).
+func keepEnd(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 var (
@@ -593,9 +739,9 @@ func (m *chatModel) setMode(mode policies.Mode) tea.Cmd {
 	m.app.f.permissionMode = string(mode)
 	if err := m.app.rebuild(); err != nil {
 		m.app.f.permissionMode = old
-		return tea.Println(styleErr("mode " + string(mode) + ": " + field(err.Error(), 300)))
+		return m.say(styleErr("mode " + string(mode) + ": " + field(err.Error(), 300)))
 	}
-	return tea.Println(styleDim("mode: " + string(m.app.mode)))
+	return m.say(styleDim("mode: " + string(m.app.mode)))
 }
 
 // ---- approvals ----
@@ -615,7 +761,7 @@ func (m *chatModel) answer(r kernel.PermissionResult, shown string) tea.Cmd {
 		}
 		m.personDenied[a.info.ToolUseID] = true
 	}
-	return tea.Println(styleDim("  " + shown + " " + callSummary(a.name, a.input)))
+	return m.say(styleDim("  " + shown + " " + callSummary(a.name, a.input)))
 }
 
 func (m *chatModel) approvalKey(k tea.KeyMsg) tea.Cmd {
@@ -660,6 +806,12 @@ func (m *chatModel) approvalKey(k tea.KeyMsg) tea.Cmd {
 		return m.answer(kernel.PermissionResult{Message: fmt.Sprintf("the user denied this call to %s", a.name)}, "denied:")
 	case "m":
 		m.approvalAt = "message"
+	case "d":
+		// The whole diff, into the scrollback above the question (the
+		// question shows what fits the screen).
+		if d, ok := m.approvalDiff(); ok {
+			return m.sayFor(func(width int) string { return strings.TrimRight(colorDiff(d, width, -1, ""), "\n") })
+		}
 	case "esc", "ctrl+c":
 		// Stops the turn: approve returns an interrupting denial when the
 		// context ends.
@@ -731,6 +883,16 @@ func (m *chatModel) pickerKey(k tea.KeyMsg) tea.Cmd {
 		if p.preview != nil && len(p.values) > 0 {
 			p.shown = p.preview(m, p.values[p.at])
 		}
+	case p.otherKey:
+		if p.other == nil {
+			break
+		}
+		np, err := p.other()
+		if err != nil {
+			m.notice = field(err.Error(), 300)
+			break
+		}
+		m.picker = np
 	case "enter":
 		m.picker = nil
 		if len(p.values) == 0 {
@@ -746,84 +908,27 @@ func (m *chatModel) pickerKey(k tea.KeyMsg) tea.Cmd {
 func sessionPicker(app *chatApp) *picker {
 	p := &picker{title: "resume which session? (↑/↓, Enter; Esc: a new session)"}
 	for _, h := range workspaceSessions(app.stateDir, app.f.workspace) {
-		p.labels = append(p.labels, fmt.Sprintf("%s  %s  %s", esc(h.SessionID), localTime(h.Created), oneLine(h.Prompt, 40)))
+		// The first prompt first (what a person knows the session by),
+		// then when, then the id's start: a row cut at a narrow screen
+		// keeps what tells the sessions apart.
+		id := h.SessionID
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		when := localTime(h.Created)
+		if len(when) > 16 {
+			when = when[:16] // to the minute
+		}
+		p.labels = append(p.labels, fmt.Sprintf("%s  %s  %s", field(oneLine(h.Prompt, 50), 200), styleDim(when), styleDim(esc(id))))
 		p.values = append(p.values, h.SessionID)
 	}
 	p.pick = func(m *chatModel, id string) tea.Cmd {
 		m.app.sessionID = id
 		m.app.forgetSessionDomains()
-		if r := m.recap(); r != nil {
-			return tea.Sequence(tea.Println(styleDim("resuming session "+esc(id))), r)
-		}
-		return tea.Println(styleDim("resuming session " + esc(id)))
+		say := m.say(styleDim("resuming session " + esc(id)))
+		return tea.Sequence(say, m.recap())
 	}
 	return p
-}
-
-func checkpointPicker(app *chatApp, what string) (*picker, error) {
-	cps, err := checkpoint.List(app.stateDir, app.sessionID)
-	if err != nil {
-		return nil, err
-	}
-	p := &picker{title: "rewind to which checkpoint? (" + what + "; ↑/↓, d: the diff, Enter, Esc)"}
-	p.preview = func(m *chatModel, n string) string {
-		// The rewind command's dry run: the diff of what going back to n
-		// would change in the files, changing nothing.
-		var out, errb bytes.Buffer
-		err := cmdRewind([]string{app.sessionID, "--to", n, "--files-only", "--dry-run", "--state-dir", app.stateDir}, &out, &errb)
-		text := colorDiff(out.String()) + styleDim(strings.TrimRight(errb.String(), "\n"))
-		if err != nil {
-			text += "\n" + styleErr(termsafe.Text(err.Error()))
-		}
-		return text
-	}
-	for _, c := range cps {
-		if !c.Sealed {
-			continue
-		}
-		changed := make([]string, 0, len(c.Files))
-		for _, ch := range c.Files {
-			changed = append(changed, ch.Path)
-		}
-		p.labels = append(p.labels, fmt.Sprintf("%3d  %s  %s", c.Number, esc(cause(c)), field(strings.Join(changed, " "), 40)))
-		p.values = append(p.values, strconv.Itoa(c.Number))
-	}
-	p.pick = func(m *chatModel, n string) tea.Cmd { return m.rewind(n, what) }
-	return p, nil
-}
-
-// rewind runs the rewind command's implementation (checkpoint.go) for
-// this session: one implementation of what a rewind does and says.
-func (m *chatModel) rewind(n, what string) tea.Cmd {
-	args := []string{m.app.sessionID, "--to", n, "--state-dir", m.app.stateDir}
-	switch what {
-	case "files":
-		args = append(args, "--files-only")
-	case "conversation":
-		args = append(args, "--conversation-only")
-	}
-	var out, errb bytes.Buffer
-	done, err := rewindCmd(args, &out, &errb)
-	text := strings.TrimRight(out.String()+errb.String(), "\n")
-	if err != nil {
-		text += "\n" + styleErr("rewind: "+termsafe.Text(err.Error()))
-	}
-	if done.filesCheckpoint >= 0 || done.saved != "" {
-		u := &undoRewind{sessionID: m.app.sessionID, rewound: done, to: n}
-		if done.saved != "" {
-			// The transcript's size right after the cut: the undo puts
-			// the turns back only onto this very transcript.
-			fi, serr := os.Stat(done.transcript)
-			if serr != nil {
-				done.saved = ""
-			} else {
-				u.size = fi.Size()
-			}
-		}
-		m.undo = u
-		text += "\n" + styleDim("/undo undoes this rewind (until the next prompt)")
-	}
-	return tea.Println(text)
 }
 
 // undoRewind is what /undo needs to take the last rewind back: the files
@@ -845,7 +950,7 @@ type undoRewind struct {
 func (m *chatModel) undoLast() tea.Cmd {
 	u := m.undo
 	if u == nil || u.sessionID != m.app.sessionID {
-		return tea.Println(styleErr("no rewind to undo (an undo is possible right after a /rewind, before the next prompt)"))
+		return m.say(styleErr("no rewind to undo (an undo is possible right after a /rewind, before the next prompt)"))
 	}
 	m.undo = nil
 	var lines []string
@@ -859,15 +964,15 @@ func (m *chatModel) undoLast() tea.Cmd {
 			lines = append(lines, t)
 		}
 		if err != nil {
-			return tea.Println(strings.Join(append(lines, styleErr("undo: "+termsafe.Text(err.Error()))), "\n"))
+			return m.say(strings.Join(append(lines, styleErr("undo: "+termsafe.Text(err.Error()))), "\n"))
 		}
 		lines = append(lines, fmt.Sprintf("files: back as before the rewind to checkpoint %s", esc(u.to)))
 	}
 	if u.saved != "" {
 		if err := checkpoint.RestoreTranscriptCut(u.transcript, u.saved, u.size); err != nil {
-			return tea.Println(strings.Join(append(lines, styleErr("undo of the conversation: "+termsafe.Text(err.Error()))), "\n"))
+			return m.say(strings.Join(append(lines, styleErr("undo of the conversation: "+termsafe.Text(err.Error()))), "\n"))
 		}
 		lines = append(lines, "conversation: the cut turns are back")
 	}
-	return tea.Println(strings.Join(lines, "\n"))
+	return m.say(strings.Join(lines, "\n"))
 }

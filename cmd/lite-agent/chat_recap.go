@@ -32,9 +32,9 @@ func (m *chatModel) recap() tea.Cmd {
 	}
 	t, err := kernel.ReadTranscript(path)
 	if err != nil {
-		return tea.Println(styleErr("(the earlier conversation cannot be shown: " + field(err.Error(), 200) + ")"))
+		return m.say(styleErr("(the earlier conversation cannot be shown: " + field(err.Error(), 200) + ")"))
 	}
-	return tea.Println(recapText(t.Messages, m.width))
+	return m.say(recapText(t.Messages, m.width))
 }
 
 // recapText renders msgs (the last recapMessages of them) for the screen.

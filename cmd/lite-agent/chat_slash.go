@@ -21,7 +21,7 @@ import (
 // slashCommands are the commands of the interactive mode and their help.
 var slashCommands = map[string]string{
 	"/help":        "this list",
-	"/rewind":      "/rewind [N] [files|conversation|both]: go back to checkpoint N (a picker without N); both by default",
+	"/rewind":      "/rewind [files|conversation|both] [N]: go back to before a prompt (a picker; c there lists the checkpoints), or to checkpoint N; files and conversation by default",
 	"/undo":        "undo the last /rewind (files and conversation), before the next prompt",
 	"/checkpoints": "the session's checkpoints and what each changed",
 	"/mode":        "/mode [default|acceptEdits|plan|dontAsk]: show or set the permission mode (shift+tab cycles)",
@@ -46,25 +46,15 @@ var slashCommands = map[string]string{
 func (m *chatModel) slash(line string) tea.Cmd {
 	fields := strings.Fields(line)
 	name, args := fields[0], fields[1:]
-	say := func(s string) tea.Cmd { return tea.Println(s) }
+	say := m.say
 	needSession := func() tea.Cmd {
 		return say(styleErr("no session yet: type a task first"))
 	}
 	switch name {
 	case "/help":
-		names := make([]string, 0, len(slashCommands))
-		for n := range slashCommands {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var b strings.Builder
-		for _, n := range names {
-			fmt.Fprintf(&b, "  %-13s %s\n", n, slashCommands[n])
-		}
-		b.WriteString("  keys: Enter sends, Alt+Enter/Ctrl+J new line, ↑/↓ history, Tab completes @path,\n        shift+tab cycles the mode, Esc/Ctrl-C stops a turn, Ctrl-C twice or Ctrl-D exits")
-		return say(b.String())
+		return m.sayFor(m.helpText)
 	case "/exit", "/quit":
-		return tea.Quit
+		return m.quit()
 	case "/cost":
 		u := m.usage
 		return say(fmt.Sprintf("tokens: %d input, %d output, %d cache read, %d cache write", u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens))
@@ -113,7 +103,8 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		m.app.forgetSessionDomains()
 		m.contextUsed = 0
 		m.notice = "a new session starts with the next prompt"
-		return tea.ClearScreen
+		m.printed = nil // a redraw shows nothing of the old session
+		return m.then(tea.ClearScreen)
 	case "/resume":
 		m.picker = sessionPicker(m.app)
 		return nil
@@ -174,9 +165,9 @@ func (m *chatModel) slash(line string) tea.Cmd {
 			}
 		}
 		if n != "" {
-			return m.rewind(n, what)
+			return m.rewind(n, what, "to checkpoint "+n, "")
 		}
-		p, err := checkpointPicker(m.app, what)
+		p, err := promptPicker(m.app, what)
 		if err != nil {
 			return say(styleErr(termsafe.Text(err.Error())))
 		}
@@ -204,6 +195,61 @@ func (m *chatModel) slash(line string) tea.Cmd {
 		}
 	}
 	return say(styleErr("unknown command " + esc(name) + suggest(name)))
+}
+
+// helpText is the commands and the keys, in two columns: a description
+// wraps under itself, never under the names.
+func (m *chatModel) helpText(width int) string {
+	names := make([]string, 0, len(slashCommands))
+	for n := range slashCommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	keys := [][2]string{
+		{"Enter", "sends; Alt+Enter or Ctrl+J adds a line"},
+		{"/", "the command menu: Tab completes, ↑/↓ choose"},
+		{"↑/↓", "the prompts typed before"},
+		{"Tab", "completes a command, or an @path of the workspace (@path attaches the file)"},
+		{"Shift+Tab", "cycles the mode: default, acceptEdits, plan"},
+		{"Ctrl+O", "the whole output of the last command shown folded"},
+		{"Esc, Ctrl+C", "stop a turn (the session stays)"},
+		{"Ctrl+C twice, Ctrl+D", "exit"},
+	}
+	var b strings.Builder
+	col := 15
+	if width < 60 {
+		col = 0 // narrow: each description under its name
+	}
+	row := func(name, desc string) {
+		if col == 0 {
+			b.WriteString(wrapText("  "+name, width) + "\n" + indentWrap(desc, width, 4) + "\n")
+			return
+		}
+		text := indentWrap(desc, width, col+2)
+		b.WriteString("  " + name + strings.Repeat(" ", max(1, col-len([]rune(name)))) + text[col+2:] + "\n")
+	}
+	for _, n := range names {
+		row(n, slashCommands[n])
+	}
+	b.WriteString("keys:\n")
+	for _, k := range keys {
+		if len([]rune(k[0])) > col-1 && col > 0 {
+			b.WriteString("  " + k[0] + "\n" + indentWrap(k[1], width, col+2) + "\n")
+			continue
+		}
+		row(k[0], k[1])
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// indentWrap wraps s to width with every row indented by n spaces.
+func indentWrap(s string, width, n int) string {
+	pad := strings.Repeat(" ", n)
+	rows := strings.Split(wrapText(s, max(10, width-n)), "\n")
+	for i := range rows {
+		rows[i] = pad + rows[i]
+	}
+	return strings.Join(rows, "\n")
 }
 
 // printMsg is a line for the scrollback from a command that ran off the

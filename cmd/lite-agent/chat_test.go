@@ -215,7 +215,7 @@ func TestApprovalAllowAlways(t *testing.T) {
 	} {
 		m, reply := ask(c.ws, c.preset)
 		m.width = 200
-		if v := m.approvalView(); strings.Contains(v, "[w] this workspace") || !strings.Contains(v, c.why) {
+		if v := m.approvalView(0); strings.Contains(v, "[w] this workspace") || !strings.Contains(v, c.why) {
 			t.Errorf("%s: the choice offers [w] or does not say why not:\n%s", c.preset, v)
 		}
 		m.approvalKey(keyRunes("w"))
@@ -285,64 +285,74 @@ func TestApprovalShowsNetworkGrant(t *testing.T) {
 	}
 }
 
-// TestViewFits80x24: at 80 columns, every line of the live view — an edit's
-// approval with a long diff, a bash approval with a long command, the
-// running calls with a subagent's, a background task, the status line —
-// is at most 80 cells wide, and the view at most 24 lines high.
-func TestViewFits80x24(t *testing.T) {
+// TestViewFits: at 50, 80 and 120 columns, every line of the live view —
+// an edit's approval with a long diff, a bash approval with a long
+// command, the running calls with a subagent's and a command's output, a
+// background task, the status line, the command menu, the /rewind picker
+// with a diff preview — is at most the width, and the view at most 24
+// lines high (the renderer would cut a wider line, and drop the top of a
+// taller view).
+func TestViewFits(t *testing.T) {
 	ws := t.TempDir()
 	var old strings.Builder
 	for i := range 40 {
 		old.WriteString(strings.Repeat("word ", 30) + strconv.Itoa(i) + "\n")
 	}
 	os.WriteFile(filepath.Join(ws, "big.txt"), []byte(old.String()), 0o644)
-	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "claude-sonnet-4-5-with-a-long-model-name",
-		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com", "sumdb.example.com"}}}}
-	m := newChatModel(app, false)
-	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	m.running = true
-	m.calls = []runningCall{{id: "a1", line: callSummary("agent", json.RawMessage(`{"agent":"reader"}`)), start: time.Now(),
-		sub: []subCall{{agent: "reader-1", line: callSummary("bash", json.RawMessage(`{"command":"`+strings.Repeat("x", 200)+`"}`)), start: time.Now()}}}}
-	m.tasks = []bgTask{{id: "task-1", desc: strings.Repeat("dev server ", 20), start: time.Now()}}
-	m.usage.InputTokens, m.usage.OutputTokens = 123456, 7890
-	newText := strings.ReplaceAll(old.String(), "word", "WORD")
-	edit, _ := json.Marshal(map[string]any{"path": "big.txt", "content": newText})
-	bash, _ := json.Marshal(map[string]any{"command": strings.Repeat("echo a very long command; ", 12)})
-	for _, a := range []approvalMsg{
-		{name: "write_file", input: edit, info: kernel.ToolUseInfo{Reason: "write_file changes the workspace", Suggestions: []string{"write_file(big.txt)"}}},
-		{name: "bash", input: bash, info: kernel.ToolUseInfo{Reason: strings.Repeat("a reason ", 20), Suggestions: []string{"bash(echo:*)"}}},
-	} {
-		for _, at := range []string{"", "message"} {
-			m.approval, m.approvalAt = &a, at
-			m.calls = m.calls[:0] // an approval shows alone with the status
-			m.tasks = nil
-			checkFits(t, a.name+"/"+at, m.View())
+	for _, width := range []int{50, 80, 120} {
+		app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "claude-sonnet-4-5-with-a-long-model-name",
+			opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com", "sumdb.example.com"}}}}
+		m := newChatModel(app, false)
+		m.Update(tea.WindowSizeMsg{Width: width, Height: 24})
+		m.running = true
+		m.calls = []runningCall{{id: "a1", line: callSummary("agent", json.RawMessage(`{"agent":"reader"}`)), start: time.Now(),
+			sub: []subCall{{agent: "reader-1", line: callSummary("bash", json.RawMessage(`{"command":"`+strings.Repeat("x", 200)+`"}`)), start: time.Now()}}}}
+		m.tasks = []bgTask{{id: "task-1", desc: strings.Repeat("dev server ", 20), start: time.Now()}}
+		m.usage.InputTokens, m.usage.OutputTokens = 123456, 7890
+		newText := strings.ReplaceAll(old.String(), "word", "WORD")
+		edit, _ := json.Marshal(map[string]any{"path": "big.txt", "content": newText})
+		bash, _ := json.Marshal(map[string]any{"command": strings.Repeat("echo a very long command; ", 12)})
+		for _, a := range []approvalMsg{
+			{name: "write_file", input: edit, info: kernel.ToolUseInfo{Reason: "write_file changes the workspace", Suggestions: []string{"write_file(big.txt)"}}},
+			{name: "bash", input: bash, info: kernel.ToolUseInfo{Reason: strings.Repeat("a reason ", 20), Suggestions: []string{"bash(echo:*)"}}},
+		} {
+			for _, at := range []string{"", "message", "always"} {
+				m.approval, m.approvalAt = &a, at
+				m.calls = m.calls[:0] // an approval shows alone with the status
+				m.tasks = nil
+				checkFits(t, fmt.Sprintf("%d: %s/%s", width, a.name, at), m.View(), width)
+			}
 		}
+		m.approval = nil
+		m.calls = []runningCall{{id: "a1", line: "● agent reader", start: time.Now(), sub: make([]subCall, 9)},
+			{id: "b1", line: "● bash go test ./...", start: time.Now(), output: strings.Repeat("ok  \tgithub.com/a/very/long/package/path/that/goes/on\t0.01s\n", 30)}}
+		m.tasks = []bgTask{{id: "task-1", desc: strings.Repeat("dev server ", 20), start: time.Now()}}
+		m.stream.WriteString(strings.Repeat("streaming text that goes on and on ", 40))
+		checkFits(t, fmt.Sprintf("%d: running", width), m.View(), width)
+		m.running, m.calls, m.tasks = false, nil, nil
+		m.stream.Reset()
+		m.input.SetValue("/")
+		checkFits(t, fmt.Sprintf("%d: menu", width), m.View(), width)
+		// The /rewind picker of a long session, with a diff preview.
+		p := &picker{title: "rewind to which checkpoint? (both; ↑/↓, d: the diff, Enter, Esc)", at: 20}
+		for i := range 40 {
+			p.labels = append(p.labels, fmt.Sprintf("%3d  bash (b%d)  %s", i, i, strings.Repeat("file.go ", 20)))
+			p.values = append(p.values, strconv.Itoa(i))
+		}
+		p.shown = colorDiff("--- a/big.txt\n+++ b/big.txt\n@@ -1,40 +1,40 @@\n"+strings.Repeat("-"+strings.Repeat("word ", 30)+"\n", 40), width, m.previewRows(), "") + wrapText("dry run: 1 path(s) would change; nothing was written", width)
+		m.picker = p
+		checkFits(t, fmt.Sprintf("%d: picker", width), m.View(), width)
 	}
-	m.approval = nil
-	m.calls = []runningCall{{id: "a1", line: "● agent reader", start: time.Now(), sub: make([]subCall, 9)}}
-	m.tasks = []bgTask{{id: "task-1", desc: strings.Repeat("dev server ", 20), start: time.Now()}}
-	m.stream.WriteString(strings.Repeat("streaming text that goes on and on ", 40))
-	checkFits(t, "running", m.View())
-	// The /rewind picker of a long session, with a diff preview.
-	p := &picker{title: "rewind to which checkpoint? (both; ↑/↓, d: the diff, Enter, Esc)", at: 20}
-	for i := range 40 {
-		p.labels = append(p.labels, fmt.Sprintf("%3d  bash (b%d)  %s", i, i, strings.Repeat("file.go ", 20)))
-		p.values = append(p.values, strconv.Itoa(i))
-	}
-	p.shown = colorDiff("--- a/big.txt\n+++ b/big.txt\n@@ -1,40 +1,40 @@\n"+strings.Repeat("-"+strings.Repeat("word ", 30)+"\n", 40)) + "dry run: 1 path(s) would change; nothing was written"
-	m.picker = p
-	checkFits(t, "picker", m.View())
 }
 
-func checkFits(t *testing.T, what, view string) {
+func checkFits(t *testing.T, what, view string, width int) {
 	t.Helper()
 	lines := strings.Split(view, "\n")
 	if len(lines) > 24 {
 		t.Errorf("%s: %d lines, more than 24:\n%s", what, len(lines), view)
 	}
 	for _, l := range lines {
-		if w := lipgloss.Width(l); w > 80 {
+		if w := lipgloss.Width(l); w > width {
 			t.Errorf("%s: a line of %d cells: %q", what, w, l)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
@@ -30,7 +31,7 @@ var (
 	addStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
 	delStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
 	hunkStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("6"))
-	boxStyle  = lipgloss.NewStyle().Border(lipgloss.NormalBorder(), true, false).BorderForeground(lipgloss.Color("3"))
+	boxRule   = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
 )
 
 func styleDim(s string) string  { return dimStyle.Render(s) }
@@ -39,60 +40,118 @@ func styleOK(s string) string   { return okStyle.Render(s) }
 func styleUser(s string) string { return userStyle.Render(s) }
 
 func (m *chatModel) View() string {
-	var b strings.Builder
+	if m.quitting {
+		return ""
+	}
 	if m.picker != nil {
-		b.WriteString(m.pickerView())
-		return b.String()
+		return m.pickerView()
+	}
+	w := m.width
+	var parts []string
+	add := func(s string) {
+		if s != "" {
+			parts = append(parts, s)
+		}
 	}
 	if m.stream.Len() > 0 {
-		b.WriteString(tail(termsafe.Text(m.stream.String()), 8, m.width))
-		b.WriteString("\n")
+		add(lastRows(wrapText(termsafe.Text(m.stream.String()), w), 8))
 	}
 	for _, c := range m.calls {
-		fmt.Fprintf(&b, "  %s %s\n", c.line, styleDim(fmt.Sprintf("running %s", time.Since(c.start).Round(time.Second))))
-		// Its subagent's calls, the last few: the screen is 24 lines.
-		sub := c.sub
-		if len(sub) > 4 {
-			fmt.Fprintf(&b, "%s\n", styleDim(fmt.Sprintf("    … %d earlier", len(sub)-4)))
-			sub = sub[len(sub)-4:]
-		}
-		for _, s := range sub {
-			b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(s.String()) + "\n")
-		}
+		add(m.callView(c))
 	}
 	for _, t := range m.tasks {
-		b.WriteString(styleDim(fmt.Sprintf("  ⧗ background %s %s (%s)", esc(t.id), field(t.desc, max(10, m.width-40)), time.Since(t.start).Round(time.Second))) + "\n")
+		add(wrapText(styleDim(fmt.Sprintf("  ⧗ background %s %s (%s)", esc(t.id), field(t.desc, 200), time.Since(t.start).Round(time.Second))), w))
 	}
 	for _, q := range m.queued {
-		b.WriteString(styleDim("queued: "+field(q, m.width-12)) + "\n")
+		add(wrapText(styleDim("queued: "+field(q, 200)), w))
 	}
-	if m.approval != nil {
-		b.WriteString(m.approvalView())
-		b.WriteString("\n")
-	} else if m.domainAsk != nil {
-		b.WriteString(m.domainAskView())
-		b.WriteString("\n")
-	} else {
-		b.WriteString(m.input.View())
-		b.WriteString("\n")
+	// The bottom: what the person answers or types, then what helps with
+	// it, the notice and the status. A question gets the rows the rest
+	// leaves it on the screen.
+	var below []string
+	if menu := m.commandMenu(); menu != "" {
+		below = append(below, menu)
 	}
 	if m.notice != "" {
-		b.WriteString(styleDim(m.notice) + "\n")
+		below = append(below, wrapText(styleDim(m.notice), w))
 	}
-	b.WriteString(m.statusLine())
-	return b.String()
+	below = append(below, m.statusLine())
+	room := m.height - rowsOf(strings.Join(below, "\n"))
+	switch {
+	case m.approval != nil:
+		add(m.approvalView(room))
+	case m.domainAsk != nil:
+		add(m.domainAskView())
+	default:
+		add(m.input.View())
+	}
+	parts = append(parts, below...)
+	view := strings.Join(parts, "\n")
+	if m.height > 0 && rowsOf(view) > m.height {
+		// The bottom stays: what the person answers or types, and the
+		// status (the renderer would drop the top rows anyway).
+		view = lastRows(view, m.height)
+	}
+	return view
 }
 
-// tail is the last n lines of s, each cut to width.
-func tail(s string, n, width int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+// liveTailRows is how many rows of a running command's latest output
+// show under it; foldedRows how many of its output's first rows stay in
+// the scrollback under its line once it ended (ctrl+o shows the whole).
+const (
+	liveTailRows = 5
+	foldedRows   = 4
+)
+
+// callView is a running call: its line and how long it runs, the latest
+// rows of its output (a command's), and its subagent's last few calls.
+func (m *chatModel) callView(c runningCall) string {
+	w := m.width
+	rows := []string{wrapText("  "+c.line+" "+styleDim("running "+time.Since(c.start).Round(time.Second).String()), w)}
+	if c.output != "" {
+		out := outputRows(c.output, w)
+		if len(out) > liveTailRows {
+			out = out[len(out)-liveTailRows:]
+		}
+		rows = append(rows, styleDim(strings.Join(out, "\n")))
 	}
-	for i, l := range lines {
-		lines[i] = lipgloss.NewStyle().MaxWidth(width).Render(l)
+	// Its subagent's calls, the last few: the screen is 24 lines.
+	sub := c.sub
+	if len(sub) > 4 {
+		rows = append(rows, styleDim(fmt.Sprintf("    … %d earlier", len(sub)-4)))
+		sub = sub[len(sub)-4:]
 	}
-	return strings.Join(lines, "\n")
+	for _, s := range sub {
+		rows = append(rows, wrapText(s.String(), w))
+	}
+	return strings.Join(rows, "\n")
+}
+
+// outputPrefix marks a command's output under its call's line.
+const outputPrefix = "    │ "
+
+// outputRows is a command's output as the screen shows it: a line that a
+// progress bar redrew (carriage returns) as it was left, terminal
+// sequences dropped (colours) and every other control character escaped
+// (the output is the agent's), trailing blank lines dropped, each line
+// wrapped under outputPrefix.
+func outputRows(raw string, width int) []string {
+	raw = strings.TrimRight(strings.ReplaceAll(raw, "\r\n", "\n"), "\n")
+	if raw == "" {
+		return nil
+	}
+	var rows []string
+	inner := max(10, width-ansi.StringWidth(outputPrefix))
+	for _, l := range strings.Split(raw, "\n") {
+		if i := strings.LastIndexByte(l, '\r'); i >= 0 {
+			l = l[i+1:]
+		}
+		l = termsafe.Text(ansi.Strip(l))
+		for _, r := range strings.Split(wrapText(l, inner), "\n") {
+			rows = append(rows, outputPrefix+r)
+		}
+	}
+	return rows
 }
 
 // networkGrant says what the sandbox's network policy lets a command
@@ -125,7 +184,6 @@ func (m *chatModel) statusLine() string {
 	if sb := m.app.opts.Sandbox; sb != nil && len(sb.AllowDomains) > 0 {
 		net += fmt.Sprintf("+%d domains", len(sb.AllowDomains))
 	}
-	// The state first: at 80 columns the end of the line may be cut.
 	state := "ready"
 	if m.running {
 		state = "working (Esc stops)"
@@ -134,10 +192,25 @@ func (m *chatModel) statusLine() string {
 	if w := m.app.contextWindow(); w > 0 {
 		ctx += "/" + humanTokens(w)
 	}
-	s := fmt.Sprintf("%s · %s · mode %s · net %s · ctx %s · tokens %s in, %s out",
-		state, esc(m.app.modelName), m.app.mode, net, ctx,
-		humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens), humanTokens(m.usage.OutputTokens))
-	return dimStyle.MaxWidth(m.width).Render(s)
+	items := []string{state, esc(m.app.modelName), "mode " + string(m.app.mode), "net " + net, "ctx " + ctx,
+		"tokens " + humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens) + " in, " + humanTokens(m.usage.OutputTokens) + " out"}
+	// Whole items to a row: the line breaks between them, never inside
+	// one (unless one alone is wider than the screen).
+	var rows []string
+	row := ""
+	for _, it := range items {
+		switch {
+		case row == "":
+			row = it
+		case ansi.StringWidth(row+" · "+it) <= m.width:
+			row += " · " + it
+		default:
+			rows = append(rows, row)
+			row = it
+		}
+	}
+	rows = append(rows, row)
+	return styleDim(wrapText(strings.Join(rows, "\n"), m.width))
 }
 
 // contextWindow is the model's window as the kernel sizes it: the
@@ -156,44 +229,68 @@ func humanTokens(n int64) string {
 	return fmt.Sprint(n)
 }
 
-// maxDiffLines bounds the diff shown in an approval so that the question
-// and its keys stay on a 24-line screen; the rest is counted.
-const maxDiffLines = 12
+// box frames a question: a rule above and below, its lines wrapped.
+func (m *chatModel) box(content string) string {
+	rule := boxRule.Render(strings.Repeat("─", m.width))
+	return rule + "\n" + wrapText(strings.TrimRight(content, "\n"), m.width) + "\n" + rule
+}
 
-func (m *chatModel) approvalView() string {
+// approvalView is the question about a call, in at most room rows (the
+// screen's height left by the notice and the status; 0: unknown): a
+// diff is cut to what fits, and d prints it whole into the scrollback.
+func (m *chatModel) approvalView(room int) string {
 	a := m.approval
-	var b strings.Builder
 	who := ""
 	if a.info.Agent != "" {
 		who = " (subagent " + esc(a.info.Agent) + ")"
 	}
-	fmt.Fprintf(&b, "? %s wants to run%s — %s\n", esc(a.name), who, field(a.info.Reason, 120))
-	body := approvalBody(m.app.f.workspace, a.name, a.input, m.app)
-	if _, isChange, _ := builtin.PreviewChange(m.app.f.workspace, a.name, a.input); isChange {
-		// A diff line wider than the screen would wrap and push the
-		// question off a 24-line screen: cut, and marked as cut. (A
-		// command is never cut: it is shown whole, wrapped.)
-		body = cutLines(body, m.width)
-	}
-	b.WriteString(body)
+	head := fmt.Sprintf("? %s wants to run%s — %s", esc(a.name), who, field(a.info.Reason, 300))
+	var keys string
 	if m.approvalAt == "always" {
 		user, _ := policies.UserFile()
 		ws := "[w] this workspace's .lite-agent/policy.toml"
 		if why := m.app.workspaceAllowRefusal(); why != "" {
 			ws = "(no [w]: " + esc(why) + ")"
 		}
-		fmt.Fprintf(&b, "\nallow always %s — write it to:\n[u] your policy file %s, read in every workspace\n%s\n[Esc] back",
+		keys = fmt.Sprintf("allow always %s — write it to:\n[u] your policy file %s, read in every workspace\n%s\n[Esc] back",
 			esc(strings.Join(a.info.Suggestions, ", ")), esc(user), ws)
 	} else if m.approvalAt == "message" {
-		fmt.Fprintf(&b, "\ndeny with this message for the model (Enter sends, Esc back): %s█", termsafe.Escape(string(m.denyText)))
+		keys = fmt.Sprintf("deny with this message for the model (Enter sends, Esc back): %s█", termsafe.Escape(string(m.denyText)))
 	} else {
 		always := ""
 		if len(a.info.Suggestions) > 0 {
 			always = " (" + esc(strings.Join(a.info.Suggestions, ", ")) + ")"
 		}
-		fmt.Fprintf(&b, "\n[y] allow once  [a] allow for this session%s  [A] allow always  [n] deny, the agent goes on  [m] deny with a message  [Esc] deny and stop the turn", always)
+		keys = fmt.Sprintf("[y] allow once  [a] allow for this session%s  [A] allow always  [n] deny, the agent goes on  [m] deny with a message  [Esc] deny and stop the turn", always)
 	}
-	return boxStyle.Width(m.width).Render(b.String())
+	var body string
+	if d, isChange := m.approvalDiff(); isChange {
+		// The rows the diff may take: the screen less the question's
+		// other rows (the rules, the head, a blank line, the keys).
+		fixed := 3 + rowsOf(wrapText(head, m.width)) + rowsOf(wrapText(keys, m.width))
+		rows := maxDiffRows
+		if room > 0 {
+			rows = max(3, room-fixed)
+		}
+		body = colorDiff(d, m.width, rows, "d: the whole diff, above")
+	} else {
+		body = approvalBody(m.app.f.workspace, a.name, a.input, m.app)
+	}
+	return m.box(head + "\n" + strings.TrimRight(body, "\n") + "\n\n" + keys)
+}
+
+// maxDiffRows bounds a diff shown where the screen's height is unknown.
+const maxDiffRows = 12
+
+// approvalDiff is the unified diff of the change the call asks to make,
+// when it is an edit or a write whose preview works.
+func (m *chatModel) approvalDiff() (string, bool) {
+	a := m.approval
+	c, ok, err := builtin.PreviewChange(m.app.f.workspace, a.name, a.input)
+	if !ok || err != nil {
+		return "", false
+	}
+	return changeDiff(c), true
 }
 
 // approvalBody shows what the call will do: a diff for a file change,
@@ -203,11 +300,7 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 		if err != nil {
 			return styleErr("(no preview: "+field(err.Error(), 200)+"; the call would fail the same way)") + "\n"
 		}
-		from := "a/" + c.Path
-		if !c.Exists {
-			from = "/dev/null"
-		}
-		return colorDiff(checkpoint.UnifiedDiff(from, "b/"+c.Path, c.Old, c.New))
+		return colorDiff(changeDiff(c), 0, -1, "")
 	}
 	shown, warn := showInput(name, input)
 	var b strings.Builder
@@ -247,72 +340,112 @@ func approvalBody(workspace, name string, input json.RawMessage, app *chatApp) s
 	return b.String()
 }
 
-// cutLines cuts each line of s (styled: the cut is ANSI-aware) to width
-// cells, ending a cut line with "…".
-func cutLines(s string, width int) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if lipgloss.Width(l) > width {
-			lines[i] = lipgloss.NewStyle().MaxWidth(width-1).Render(l) + "…"
-		}
+// diffRows breaks a diff line at width (0: not at all). The rows a line
+// of the old or new file goes on to repeat its sign (+, -, or a space),
+// so that the sign column still says which side every row shows.
+func diffRows(l string, width int) []string {
+	if width <= 1 || strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") || strings.HasPrefix(l, "@@") || l == "" {
+		return hardWrap(l, width)
 	}
-	return strings.Join(lines, "\n")
+	sign, body := l[:1], l[1:]
+	rows := hardWrap(body, width-1)
+	for i := range rows {
+		rows[i] = sign + rows[i]
+	}
+	return rows
 }
 
-// colorDiff escapes a diff (it quotes file contents the agent wrote) and
-// colours its lines, bounded to maxDiffLines.
-func colorDiff(d string) string {
-	lines := strings.Split(strings.TrimRight(termsafe.Text(d), "\n"), "\n")
-	more := 0
-	if len(lines) > maxDiffLines {
-		more = len(lines) - maxDiffLines
-		lines = lines[:maxDiffLines]
+// changeDiff is the unified diff of a previewed change.
+func changeDiff(c *builtin.FileChange) string {
+	from := "a/" + c.Path
+	if !c.Exists {
+		from = "/dev/null"
 	}
-	var b strings.Builder
-	for _, l := range lines {
+	return checkpoint.UnifiedDiff(from, "b/"+c.Path, c.Old, c.New)
+}
+
+// colorDiff escapes a diff (it quotes file contents the agent wrote),
+// breaks its lines at width (0: not at all) so that the end of a long
+// line shows, and colours them. At most maxRows rows (-1: all) are kept;
+// the lines left out are counted, with more (what shows them) in the
+// count's row.
+func colorDiff(d string, width, maxRows int, more string) string {
+	type row struct {
+		text string
+		line int
+	}
+	lines := strings.Split(strings.TrimRight(termsafe.Text(d), "\n"), "\n")
+	var rows []row
+	for i, l := range lines {
+		style := lipgloss.NewStyle()
 		switch {
 		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-			b.WriteString(userStyle.Render(l))
+			style = userStyle
 		case strings.HasPrefix(l, "+"):
-			b.WriteString(addStyle.Render(l))
+			style = addStyle
 		case strings.HasPrefix(l, "-"):
-			b.WriteString(delStyle.Render(l))
+			style = delStyle
 		case strings.HasPrefix(l, "@@"):
-			b.WriteString(hunkStyle.Render(l))
-		default:
-			b.WriteString(l)
+			style = hunkStyle
 		}
-		b.WriteString("\n")
+		for _, r := range diffRows(l, width) {
+			rows = append(rows, row{style.Render(r), i})
+		}
 	}
-	if more > 0 {
-		fmt.Fprintf(&b, "%s\n", styleDim(fmt.Sprintf("… %d more diff lines", more)))
+	left := 0
+	if maxRows >= 0 && len(rows) > maxRows {
+		// One row for the count of the lines left out.
+		keep := max(0, maxRows-1)
+		left = len(lines) - rows[keep].line
+		rows = rows[:keep]
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		b.WriteString(r.text + "\n")
+	}
+	if left > 0 {
+		note := fmt.Sprintf("… %d more diff line(s)", left)
+		if more != "" {
+			note += " (" + more + ")"
+		}
+		b.WriteString(styleDim(note) + "\n")
 	}
 	return b.String()
 }
 
 func (m *chatModel) pickerView() string {
 	p := m.picker
-	var b strings.Builder
-	b.WriteString(p.title + "\n")
+	w := m.width
+	title := wrapText(p.title, w)
+	rows := []string{title}
 	if len(p.labels) == 0 {
-		b.WriteString("  (nothing to choose; Esc)\n")
+		rows = append(rows, "  (nothing to choose; Esc)")
 	}
-	// A window of 15 around the cursor, 5 under a diff preview (at most
-	// maxDiffLines+1 lines): a picker fits a 24-line screen.
+	shown := strings.TrimRight(p.shown, "\n")
+	// The labels around the cursor that fit the screen with the title and
+	// the preview; a label is one row, cut with "…" when wider.
 	win := 15
-	if p.shown != "" {
-		win = 5
+	if m.height > 0 {
+		win = max(3, m.height-rowsOf(title)-rowsOf(shown)-1)
 	}
 	from := max(0, min(p.at-win/2, len(p.labels)-win))
 	for i := from; i < len(p.labels) && i < from+win; i++ {
 		cur := "  "
 		if i == p.at {
-			cur = "> "
+			cur = "› "
 		}
-		b.WriteString(lipgloss.NewStyle().MaxWidth(m.width).Render(cur+p.labels[i]) + "\n")
+		rows = append(rows, ansi.Truncate(cur+p.labels[i], w, "…"))
 	}
-	if p.shown != "" {
-		b.WriteString(cutLines(p.shown, m.width) + "\n")
+	if shown != "" {
+		rows = append(rows, shown)
 	}
-	return b.String()
+	return strings.Join(rows, "\n")
+}
+
+// previewRows is how many rows a picker's diff preview may take.
+func (m *chatModel) previewRows() int {
+	if m.height <= 0 {
+		return maxDiffRows
+	}
+	return max(4, m.height-8)
 }

@@ -266,6 +266,7 @@ type rewound struct {
 	filesCheckpoint int
 	transcript      string
 	saved           string
+	paths           int // how many paths the files' rewind changed
 }
 
 func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
@@ -373,7 +374,7 @@ func rewindCmd(args []string, stdout, stderr io.Writer) (rewound, error) {
 		case rep.Checkpoint < 0:
 			fmt.Fprintf(stdout, "files already as at checkpoint %d: nothing to change\n", *to)
 		default:
-			done.filesCheckpoint = rep.Checkpoint
+			done.filesCheckpoint, done.paths = rep.Checkpoint, len(rep.Changes)
 			fmt.Fprintf(stdout, "rewound %d path(s) to checkpoint %d; recorded as checkpoint %d (undo: lite-agent rewind %s --to %d --files-only)\n",
 				len(rep.Changes), *to, rep.Checkpoint, id, rep.Checkpoint-1)
 		}

@@ -54,10 +54,16 @@
 // AddRuleToWorkspaceFile), n (deny) or m (deny with a message); Enter never
 // allows. Esc or Ctrl-C stops the turn (the model stream and the running
 // command, whose process tree the sandbox kills when the context ends);
-// Ctrl-C twice or Ctrl-D exits. Slash commands (/help) reuse the
-// commands' implementations (/rewind is cmdRewind, /checkpoints is
-// cmdCheckpoints); /undo takes the last rewind back (the files to the
-// checkpoint before the one recording the rewind, the conversation with
+// Ctrl-C twice or Ctrl-D exits. Everything is wrapped to the terminal's
+// width, printing is ordered through one outbox, and a change of width
+// redraws the screen (chat_screen.go says why each is needed); a running
+// bash shows its output live (kernel tool_output events) and folded once
+// it ends (Ctrl+O: the whole). Typing "/" opens a menu of the slash
+// commands (chat_menu.go), which reuse the commands' implementations
+// (/rewind is rewindCmd, /checkpoints is cmdCheckpoints); /rewind lists
+// the prompts with the files each turn changed (chat_rewind.go); /undo
+// takes the last rewind back (the files to the checkpoint before the one
+// recording the rewind, the conversation with
 // checkpoint.RestoreTranscriptCut), until the next prompt. A subagent's
 // calls are nested under the agent call that started it (events'
 // ParentToolUseID); background tasks are followed from their tools'
@@ -93,8 +99,10 @@
 // tool_result (with the model's tool-use "id"; tool_result with "is_error"
 // and "content"), permission (between them: "decision", "by", "rule",
 // "rule_source", "hook", "mode", "reason"), hook (a hook that failed),
-// custom, retry, checkpoint, network (a connection the domain proxy
-// decided), and result last (with structured_output under
+// tool_output (a running command's output as it comes, for a person
+// watching: paced and lossy, the tool_result is the output), custom,
+// retry, checkpoint, network (a connection the domain proxy decided), and
+// result last (with structured_output under
 // --output-schema). session_start lists mcp_servers and agents; every
 // event a subagent emits carries agent, agent_id and parent_tool_use_id.
 // Each line is a kernel.Event as its MarshalJSON writes it (see the

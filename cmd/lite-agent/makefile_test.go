@@ -83,3 +83,54 @@ func TestDemoInstallsOnlyWhatItNeeds(t *testing.T) {
 		t.Errorf("the full install no longer lists the real-work tests' packages:\n%s", full)
 	}
 }
+
+// TestMakeInstall: `make install` (the README's first section) installs
+// what the build needs, builds, and puts the binary in PREFIX/bin —
+// /usr/local as root, ~/.local otherwise — the order checked with make -n,
+// which runs nothing.
+func TestMakeInstall(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed: would check that `make -n install` installs the build's packages, builds and installs the binary")
+	}
+	prefix := t.TempDir()
+	out, err := exec.Command("make", "-n", "-C", root, "install", "PREFIX="+prefix).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n install: %v\n%s", err, out)
+	}
+	s := string(out)
+	deps, build, inst := strings.Index(s, "scripts/deps.sh --demo"), strings.Index(s, "go build -o bin/lite-agent"), strings.Index(s, "install -m 0755 bin/lite-agent "+prefix+"/bin/lite-agent")
+	if deps < 0 || build < deps || inst < build {
+		t.Errorf("make install must install the packages, build, then install into PREFIX/bin:\n%s", s)
+	}
+	def, err := exec.Command("make", "-n", "-C", root, "install").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n install: %v\n%s", err, def)
+	}
+	want := filepath.Join(os.Getenv("HOME"), ".local") + "/bin/lite-agent"
+	if os.Getuid() == 0 {
+		want = "/usr/local/bin/lite-agent"
+	}
+	if !strings.Contains(string(def), want) {
+		t.Errorf("the default install does not go to %s:\n%s", want, def)
+	}
+}
+
+// TestDepsListTmux: the full install lists tmux, which the interactive
+// mode's screen tests drive (they skip without it).
+func TestDepsListTmux(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := exec.Command("bash", filepath.Join(root, "scripts/deps.sh"), "--full", "--list").Output()
+	if err != nil {
+		t.Fatalf("deps.sh --list: %v", err)
+	}
+	if !strings.Contains("\n"+string(full), "\ntmux\n") {
+		t.Errorf("scripts/deps.sh does not install tmux:\n%s", full)
+	}
+}

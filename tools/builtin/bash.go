@@ -111,7 +111,9 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 		return startBackground(ctx, in, timeout)
 	}
 	var full storeFull
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, out, false, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
+	// ctx.Output: the output is also streamed live to the session (the
+	// kernel's tool_output events), for a person watching.
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, ctx.Output(out), false, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
 	if err != nil {
 		return nil, err
 	}
