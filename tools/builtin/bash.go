@@ -112,8 +112,11 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	}
 	var full storeFull
 	// ctx.Output: the output is also streamed live to the session (the
-	// kernel's tool_output events), for a person watching.
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, ctx.Output(out), false, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
+	// kernel's tool_output events), for a person watching. The sandbox
+	// streams every byte (out keeps a bounded head and tail itself and
+	// counts the true total), so the live tail goes on past the sandbox's
+	// own output budget.
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, ctx.Output(out), true, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
 	if err != nil {
 		return nil, err
 	}
@@ -230,9 +233,10 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		// stderr, which keeps their relative order.
 		Stdout: out,
 		Stderr: out,
-		// A background task's writer keeps its latest output itself: the
-		// sandbox's head-and-tail budget would hold everything past the
-		// head until the task ends.
+		// The bash tool's writers keep a bounded window themselves (the
+		// result's head and tail, a task's latest output): the sandbox's
+		// head-and-tail budget would hold everything past its head until
+		// the command ends.
 		StreamOutput: stream,
 		// With checkpoints on, the pre-image of everything the command
 		// changes is recorded before the change.
