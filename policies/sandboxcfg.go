@@ -232,8 +232,10 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 			tcs = append(tcs, *g)
 		}
 	}
-	applyToolchains(&p, rep, tcs, h.Getenv("PATH"))
+	applyToolchains(&p, rep, tcs)
 	hideSystemCredentials(&p, rep, tcs, h)
+	hideSystemConfigSecrets(&p, rep, h)
+	personPath(&p, rep, h)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {

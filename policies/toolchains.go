@@ -16,11 +16,13 @@ import (
 // A profile grants one toolchain what it needs to build and test inside
 // the sandbox, and nothing of the user's credentials:
 //
-//   - its install read-only where the user installed it (the binaries
-//     found on PATH, the roots the tool itself reports — `go env GOROOT`
-//     — or that its version manager keeps: ~/.rustup, ~/.pyenv, nvm's
-//     versions), the /etc files it reads, and those directories on the
-//     sandbox's PATH;
+//   - its install read-only where the user installed it (the root of
+//     each of its programs found on the user's PATH, the roots the tool
+//     itself reports — `go env GOROOT` — and its version manager's, such
+//     as ~/.rustup) and the /etc files it reads. Never a PATH entry: the
+//     sandbox's PATH is the user's, and what it names is granted whatever
+//     profiles are on (toolchains_path.go), so a command resolves to the
+//     same program inside as outside;
 //   - the user's package caches read-only (UserCaches), each used the way
 //     the tool allows: Go reads the module cache as a file:// proxy,
 //     Gradle as its read-only dependency cache;
@@ -86,9 +88,8 @@ type Toolchain struct {
 	Markers []string
 	// Binaries are looked up on PATH; one found means it is installed.
 	Binaries []string
-	// Roots are install directories granted read-only and, with /bin
-	// appended where it exists, put on PATH: templates over {home},
-	// {cache} and the settings ($NAME).
+	// Roots are install directories granted read-only (never put on
+	// PATH): templates over {home}, {cache} and the settings ($NAME).
 	Roots []string
 	// Etc are /etc paths (globs) the tool reads.
 	Etc []string
@@ -147,8 +148,9 @@ var toolchains = []Toolchain{
 		Markers:  []string{"go.mod", "go.work"},
 		Binaries: []string{"go", "gofmt"},
 		Roots:    []string{"$GOROOT"},
-		// The user's installed tools (~/go/bin): on PATH, read-only.
-		UserCaches: []string{"$GOMODCACHE/cache/download", "$GOPATH/bin"},
+		// ~/go/bin, the user's installed tools, is granted when it is on
+		// their PATH (toolchains_path.go), like any PATH entry.
+		UserCaches: []string{"$GOMODCACHE/cache/download"},
 		Env: []string{
 			"GOCACHE={cache}/build",
 			"GOMODCACHE={cache}/mod",
@@ -167,7 +169,6 @@ var toolchains = []Toolchain{
 			// agent: what does not outlive a session's rewind is the
 			// cache itself (local.ResetWorkspaceCaches).
 			"GOFLAGS=$GOFLAGS -modcacherw=false",
-			"PATH_PREPEND=$GOPATH/bin",
 		},
 		// A module that is not on the machine: instead of a DNS error
 		// ("socket: operation not permitted"), go names this path —
@@ -183,7 +184,10 @@ var toolchains = []Toolchain{
 		Registry: "@npm",
 		Markers:  []string{"package.json"},
 		Binaries: []string{"node", "npm", "npx", "pnpm", "yarn", "corepack"},
-		Roots:    []string{"$NVM_DIR/versions/node/*", "{home}/.volta"},
+		// No Roots: nvm's, fnm's and Volta's node is the one on the
+		// user's PATH, granted with the install it links into
+		// (toolchains_path.go); the other versions they keep are not
+		// what a command runs.
 		// npm cannot read one cache and write another, and it cannot
 		// look a request up in a read-only cache: every lookup compacts
 		// (rewrites) the index bucket, and a failed compaction is a miss
@@ -224,9 +228,11 @@ var toolchains = []Toolchain{
 		Registry: "@pypi",
 		Markers:  []string{"pyproject.toml", "requirements*.txt", "setup.py", "setup.cfg", "Pipfile", "uv.lock"},
 		Binaries: []string{"python3", "python", "pip", "pip3", "uv", "pytest"},
-		// A pyenv python3 is a shim that runs pyenv: its whole root, or
-		// the shim silently falls back to the system's python3.
-		Roots: []string{"$PYENV_ROOT", "{home}/.local/share/uv/python"},
+		// pyenv's root is granted when its shims are on the user's PATH
+		// (toolchains_path.go: a shim runs pyenv, which reads the root),
+		// never because PYENV_ROOT is set: then python3 is what the
+		// PATH finds. uv's managed pythons are what `uv run` picks.
+		Roots: []string{"{home}/.local/share/uv/python"},
 		// Not the user's pip or uv cache: neither tool can use one
 		// read-only. pip has no offline install from its cache — it
 		// asks for every index page with Cache-Control: max-age=0
@@ -237,21 +243,15 @@ var toolchains = []Toolchain{
 		// (astral-sh/uv#15934, open). Offline, pip installs from a
 		// wheelhouse: `pip download -d DIR` outside, then
 		// `pip install --no-index --find-links DIR` with --allow-read DIR.
-		UserCaches: []string{"{home}/.local/bin"},
 		Env: []string{
 			"PIP_CACHE_DIR={cache}/pip",
 			"UV_CACHE_DIR={cache}/uv",
 			"PIP_DISABLE_PIP_VERSION_CHECK=1",
-			"PYENV_ROOT=$PYENV_ROOT",
-			"PATH_PREPEND=$PYENV_ROOT/shims",
-			"PATH_PREPEND={home}/.local/bin",
 		},
-		Pass: []string{"PYENV_VERSION", "UV_PYTHON"},
 		// pip's refusal through the proxy names nothing ("No matching
 		// distribution found"): its index, offline, is a URL that says
 		// why, and pip prints it ("Looking in indexes: ...").
 		OfflineEnv: []string{"PIP_RETRIES=0", "PIP_TIMEOUT=5", "UV_OFFLINE=1", "PIP_INDEX_URL=" + pipOfflineIndex},
-		settings:   pythonSettings,
 		registries: pypiRegistries,
 	},
 	{
@@ -269,12 +269,10 @@ var toolchains = []Toolchain{
 		// vendor` outside, and the [source] directory replacement it
 		// prints in the workspace's .cargo/config.toml
 		// (TestRustCargoBuildVendoredCrateOffline).
-		Roots:      []string{"$RUSTUP_HOME"},
-		UserCaches: []string{"$CARGO_HOME/bin"},
+		Roots: []string{"$RUSTUP_HOME"},
 		Env: []string{
 			"CARGO_HOME={cache}/cargo",
 			"RUSTUP_HOME=$RUSTUP_HOME",
-			"PATH_PREPEND=$CARGO_HOME/bin",
 		},
 		Pass:       []string{"RUSTUP_TOOLCHAIN"},
 		OfflineEnv: []string{"CARGO_NET_OFFLINE=true"},
@@ -373,7 +371,6 @@ type ToolchainGrant struct {
 	Why   string   `json:"why"`
 	Read  []Grant  `json:"read,omitempty"`
 	Write []Grant  `json:"write,omitempty"`
-	Path  []string `json:"path,omitempty"`
 	Env   []Grant  `json:"env,omitempty"`
 	Notes []string `json:"notes,omitempty"`
 	// systemRoots are its installs beneath the system paths (/usr for
@@ -455,11 +452,6 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		}
 		g.Read = append(g.Read, Grant{p, src + " (" + why + ")"})
 	}
-	addPath := func(d string) {
-		if d != "" && !slices.Contains(g.Path, d) && h.Exists(d) && credentialClash(d, home) == "" {
-			g.Path = append(g.Path, d)
-		}
-	}
 	for _, b := range bins {
 		dir := filepath.Dir(b)
 		if systemPath(dir) {
@@ -481,7 +473,11 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 			root = filepath.Dir(dir)
 		}
 		read(root, "where "+filepath.Base(b)+" is installed")
-		addPath(dir)
+		// A shim's version manager (pyenv's root for its python3
+		// shim, rustup's for its cargo proxy).
+		if vm, m := versionManagerRoot(evalOrSelf(dir), h); vm != "" {
+			read(vm, m+"'s root, which "+filepath.Base(b)+" runs through")
+		}
 	}
 	for _, r := range tc.Roots {
 		v, ok := expand(r)
@@ -490,7 +486,6 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		}
 		for _, m := range globOrSelf(h, v) {
 			read(m, r)
-			addPath(filepath.Join(m, "bin"))
 		}
 	}
 	for _, e := range tc.Etc {
@@ -528,10 +523,6 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		name, tmpl, _ := strings.Cut(e, "=")
 		v, ok := expand(tmpl)
 		if !ok {
-			continue
-		}
-		if name == "PATH_PREPEND" {
-			addPath(v)
 			continue
 		}
 		// A later entry (OfflineEnv) replaces an earlier one of the same
@@ -665,8 +656,7 @@ func stripUserinfo(v string) string {
 }
 
 // applyToolchains lays the profiles' grants over p and the report.
-func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant, userPath string) {
-	var path []string
+func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant) {
 	for _, g := range tcs {
 		for _, r := range g.Read {
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, r.Value)
@@ -680,18 +670,8 @@ func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant
 			p.Env = append(withDefaultEnv(p.Env), e.Value)
 			rep.Env = append(rep.Env, e)
 		}
-		path = append(path, g.Path...)
 		rep.Notes = append(rep.Notes, g.Notes...)
 		rep.Toolchains = append(rep.Toolchains, g)
-	}
-	if len(path) > 0 {
-		// The profiles' directories first, then the user's PATH (whose
-		// other entries stay unreadable unless granted).
-		if userPath == "" {
-			userPath = "/usr/local/bin:/usr/bin:/bin"
-		}
-		rep.Env = append(rep.Env, Grant{"PATH=" + strings.Join(path, ":") + ":$PATH", "toolchains"})
-		p.Env = append(withDefaultEnv(p.Env), "PATH="+strings.Join(path, ":")+":"+userPath)
 	}
 }
 

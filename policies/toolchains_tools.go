@@ -94,22 +94,6 @@ func nodeSettings(h Host) map[string]string {
 	return set
 }
 
-func pythonSettings(h Host) map[string]string {
-	set := map[string]string{}
-	root := h.Getenv("PYENV_ROOT")
-	if root == "" {
-		if out, err := h.Output("pyenv", "root"); err == nil {
-			root = strings.TrimSpace(out)
-		}
-	}
-	if root != "" && h.Exists(root) {
-		set["PYENV_ROOT"] = root
-	}
-	set["PYENV_VERSION"] = h.Getenv("PYENV_VERSION")
-	set["UV_PYTHON"] = h.Getenv("UV_PYTHON")
-	return set
-}
-
 var pipConfigLine = regexp.MustCompile(`^[\w:.-]*\.?(index-url|extra-index-url)='(.*)'$`)
 
 // pypiRegistries: pip's index-url and extra-index-url (PIP_INDEX_URL, pip

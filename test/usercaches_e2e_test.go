@@ -154,40 +154,70 @@ func TestRustCargoBuildVendoredCrateOffline(t *testing.T) {
 	if !strings.Contains(res[0].text, "rust built 42") || !strings.Contains(res[0].text, "test result: ok") {
 		t.Fatalf("cargo with a vendored crate in the sandbox:\n%s", res[0].text)
 	}
+	// Without the profile cargo is still the person's (their PATH and
+	// rustup's root are granted), with no cache of its own.
 	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cargo --version")
-	if !res[0].isError && !strings.Contains(res[0].text, "not found") && !strings.Contains(res[0].text, "denied") {
-		t.Errorf("cargo ran without its profile:\n%s", res[0].text)
+	if res[0].isError || !strings.HasPrefix(strings.TrimSpace(res[0].text), "cargo ") {
+		t.Errorf("cargo without its profile is not the person's cargo:\n%s", res[0].text)
 	}
 }
 
-// TestPyenvPythonStaysThePyenvOne: the issue's "a pyenv python3 silently
-// becomes the system one". With the python profile on, python3 in the
-// sandbox is the interpreter it is outside (pyenv's shim resolves
-// through the granted $PYENV_ROOT); without it, the shim's directory is
-// unreadable and python3 is the system's — the regression itself.
-func TestPyenvPythonStaysThePyenvOne(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	u := newFakeUser(t, "HOME="+home)
+// TestPythonIsThePersonsPython: python3 in the sandbox is the program
+// the person's PATH finds outside, whether or not a profile is on (issues
+// 23 and 28). With pyenv's shims on their PATH it is pyenv's python
+// (the shim runs through $PYENV_ROOT, granted because the PATH uses it);
+// with PYENV_ROOT set but pyenv nowhere on the PATH it is the system's,
+// and pytest from the system's site-packages runs — the profile used to
+// put $PYENV_ROOT/shims first (a python3 without pytest: "No module named
+// pytest"), and --toolchains none used to drop the shims from the PATH.
+func TestPythonIsThePersonsPython(t *testing.T) {
 	const probe = `python3 -c 'import sys; print(sys.executable)'`
-	outside := exec.Command("sh", "-c", probe)
-	outside.Env = u.env
-	out, err := outside.Output()
-	if err != nil {
-		t.Skipf("python3 is not installed (%v): this test would check that the sandbox's python3 is the user's", err)
-	}
-	want := strings.TrimSpace(string(out))
-	shim, _ := exec.LookPath("python3")
-	if !strings.Contains(shim, "/shims/") || strings.HasPrefix(want, "/usr/") {
-		t.Skipf("python3 here is %s (%s), not a pyenv shim: this test would check that a pyenv python3 stays the pyenv one in the sandbox", shim, want)
+	outside := func(u *fakeUser) string {
+		cmd := exec.Command("sh", "-c", probe)
+		cmd.Env = u.env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Skipf("python3 is not installed (%v): this test would check that the sandbox's python3 is the person's", err)
+		}
+		return strings.TrimSpace(string(out))
 	}
 	ws := t.TempDir()
 	writeFile(t, filepath.Join(ws, "requirements.txt"), "pytest\n")
-	res, _ := u.bashSession(t, ws, nil, probe)
-	if got := strings.TrimSpace(res[0].text); got != want {
-		t.Errorf("python3 in the sandbox is %q, outside %q", got, want)
-	}
-	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, probe)
-	if got := strings.TrimSpace(res[0].text); got == want {
-		t.Errorf("without the profile python3 is still %s: the test shows nothing", got)
-	}
+	writeFile(t, filepath.Join(ws, "test_rw.py"), "def test_add():\n    assert 1 + 1 == 2\n")
+	t.Run("pyenv on the PATH", func(t *testing.T) {
+		home, _ := os.UserHomeDir()
+		u := newFakeUser(t, "HOME="+home)
+		want := outside(u)
+		if shim, _ := exec.LookPath("python3"); !strings.Contains(shim, "/shims/") || strings.HasPrefix(want, "/usr/") {
+			t.Skipf("python3 here is %s (%s), not a pyenv shim: this would check that a pyenv python3 stays pyenv's in the sandbox", shim, want)
+		}
+		for _, args := range [][]string{nil, {"--toolchains", "none"}} {
+			res, _ := u.bashSession(t, ws, args, probe)
+			if got := strings.TrimSpace(res[0].text); got != want {
+				t.Errorf("%v: python3 in the sandbox is %q, outside %q", args, got, want)
+			}
+		}
+	})
+	t.Run("PYENV_ROOT without pyenv on the PATH", func(t *testing.T) {
+		if out, err := exec.Command("/usr/bin/python3", "-c", "import pytest").CombinedOutput(); err != nil {
+			t.Skipf("needs /usr/bin/python3 with pytest (make deps installs python3-pytest): %s", out)
+		}
+		home, _ := os.UserHomeDir()
+		pyenvRoot := filepath.Join(home, ".pyenv")
+		if _, err := os.Stat(pyenvRoot); err != nil {
+			// A stand-in: a pyenv root whose shim would run another python.
+			pyenvRoot = t.TempDir()
+			writeFile(t, filepath.Join(pyenvRoot, "libexec", "pyenv"), "#!/bin/sh\necho pyenv-ran\n")
+			writeFile(t, filepath.Join(pyenvRoot, "shims", "python3"), "#!/bin/sh\necho pyenv-ran\n")
+		}
+		u := newFakeUser(t, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYENV_ROOT="+pyenvRoot)
+		want := outside(u)
+		res, _ := u.bashSession(t, ws, nil, probe, "python3 -m pytest -q -p no:cacheprovider 2>&1 | tail -2")
+		if got := strings.TrimSpace(res[0].text); got != want {
+			t.Errorf("python3 in the sandbox is %q, outside %q", got, want)
+		}
+		if !strings.Contains(res[1].text, "1 passed") {
+			t.Errorf("python3 -m pytest in the sandbox:\n%s", res[1].text)
+		}
+	})
 }
