@@ -117,6 +117,12 @@ type Toolchain struct {
 	// offline/online variant so that two sessions do not overwrite each
 	// other's — and their contents (templates like Env's).
 	config func(home, cache string, offline bool) map[string]string
+	// cacheConfig is configuration the tool reads only from inside its
+	// own writable home (cargo's $CARGO_HOME/config.toml): file names
+	// relative to the per-workspace cache and their contents, rewritten
+	// at every session start — what the sandbox may have changed there
+	// lasts until the next session of the workspace at most.
+	cacheConfig func(h Host) map[string]string
 	// registries are the hosts of the registries its configuration
 	// names.
 	registries func(h Host) ([]string, error)
@@ -274,9 +280,17 @@ var toolchains = []Toolchain{
 			"CARGO_HOME={cache}/cargo",
 			"RUSTUP_HOME=$RUSTUP_HOME",
 		},
-		Pass:       []string{"RUSTUP_TOOLCHAIN"},
-		OfflineEnv: []string{"CARGO_NET_OFFLINE=true"},
-		settings:   rustSettings,
+		Pass: []string{"RUSTUP_TOOLCHAIN"},
+		// Not offline mode: with the network none cargo meets the offline
+		// proxy (CARGO_HTTP_PROXY, offlineProxy) at its first request and
+		// says so, naming the grant — its offline mode's "no matching
+		// package" names nothing. A build whose Cargo.lock is complete
+		// and whose crates are on the machine (the workspace's cache, a
+		// vendor directory, Debian's registry) makes no request either
+		// way; `cargo --offline` is still the person's to give.
+		OfflineEnv:  []string{"CARGO_NET_RETRY=0"},
+		settings:    rustSettings,
+		cacheConfig: cargoConfig,
 		registries: cratesRegistries,
 	},
 	{
@@ -309,18 +323,32 @@ var toolchains = []Toolchain{
 			"MAVEN_OPTS=-Duser.home={conf} -Dmaven.repo.local={cache}/m2 -Dmaven.repo.local.tail={home}/.m2/repository -Daether.offline.protocols=file",
 			"GRADLE_USER_HOME={cache}/gradle",
 			"GRADLE_RO_DEP_CACHE={home}/.gradle/caches",
-			// Java takes its temp dir from java.io.tmpdir (default /tmp,
-			// read-only in the sandbox), never from TMPDIR; Gradle dies
-			// at start ("Read-only file system": its case-sensitivity
-			// probe is a temp file). Its own JVM gets the writable cache;
-			// its test workers get build/tmp from Gradle itself.
-			"GRADLE_OPTS=-Djava.io.tmpdir={cache}",
+			// No java.io.tmpdir: /tmp is the sandbox's own and writable,
+			// as Java expects (it ignores TMPDIR), so temp paths are what
+			// they are outside.
 		},
-		Pass:       []string{"JAVA_HOME"},
-		OfflineEnv: []string{"GRADLE_OPTS=-Djava.io.tmpdir={cache} -Dorg.gradle.offline=true"},
+		Pass: []string{"JAVA_HOME"},
+		// Gradle's JVM ignores HTTP(S)_PROXY: the offline proxy is given
+		// as its system properties, so a download fails at its first
+		// request naming the grant ("… grant-the-host-with--allow-
+		// domain.invalid: Name or service not known") — Gradle's own
+		// offline switch names nothing ("No cached version … available
+		// for offline mode"). Maven's is its marker repository
+		// (mavenSettings).
+		OfflineEnv: []string{"GRADLE_OPTS=" + javaProxyProperties(offlineProxy)},
 		config:     mavenSettings,
 		registries: mavenRegistries,
 	},
+}
+
+// javaProxyProperties are the JVM system properties that send HTTP and
+// HTTPS through proxy (a URL with a port).
+func javaProxyProperties(proxy string) string {
+	u, err := url.Parse(proxy)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("-Dhttp.proxyHost=%[1]s -Dhttp.proxyPort=%[2]s -Dhttps.proxyHost=%[1]s -Dhttps.proxyPort=%[2]s", u.Hostname(), u.Port())
 }
 
 // Toolchains returns the profiles (copies).
@@ -438,6 +466,14 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	conf, err := tc.writeConfig(ws, home, cache, offline, h)
 	if err != nil {
 		return nil, err
+	}
+	if tc.cacheConfig != nil {
+		files := tc.cacheConfig(h)
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if err := h.WriteFile(filepath.Join(cache, name), []byte(files[name])); err != nil {
+				return nil, fmt.Errorf("writing %s's configuration: %w", tc.Name, err)
+			}
+		}
 	}
 	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, conf, set, h) }
 	src := "toolchain " + tc.Name
