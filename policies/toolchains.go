@@ -291,7 +291,7 @@ var toolchains = []Toolchain{
 		OfflineEnv:  []string{"CARGO_NET_RETRY=0"},
 		settings:    rustSettings,
 		cacheConfig: cargoConfig,
-		registries: cratesRegistries,
+		registries:  cratesRegistries,
 	},
 	{
 		Name:     "java",
