@@ -558,3 +558,31 @@ func TestRefusedDownloadsFailFast(t *testing.T) {
 		}
 	})
 }
+
+// TestCgoBuildCachedAcrossSessions: a cgo package's C part is compiled
+// once per workspace, not once per session (issue 28: a cgo module's
+// second run was several times slower inside than outside). Each session
+// — each command — has a temp dir of its own, and Go's cache keys for cgo
+// actions must not depend on it: the second session's `go test -count=1
+// -x` runs the tests again but neither the cgo tool nor the C compiler of
+// the package (-x prints every tool it runs).
+func TestCgoBuildCachedAcrossSessions(t *testing.T) {
+	need(t, "Go with cgo", "go", "gcc")
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/cg\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(ws, "cg.go"), "package cg\n\n// static int add(int a, int b) { return a + b; }\nimport \"C\"\n\nfunc Add(a, b int) int { return int(C.add(C.int(a), C.int(b))) }\n")
+	writeFile(t, filepath.Join(ws, "cg_test.go"), "package cg\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(Add(1, 2))\n\t}\n}\n")
+	const cgoTool = "/cgo -objdir"
+	res, _ := u.bashSession(t, ws, nil, "go test -count=1 -x ./... 2>&1 | grep -c -e '"+cgoTool+"' -e 'cg.cgo2.c'; go test -count=1 ./...")
+	if !strings.Contains(res[0].text, "ok  \texample.com/cg") || strings.HasPrefix(strings.TrimSpace(res[0].text), "0") {
+		t.Fatalf("the first session did not build the cgo package (the test would show nothing):\n%s", res[0].text)
+	}
+	res, _ = u.bashSession(t, ws, nil, "go test -count=1 -x ./... 2>&1 | grep -e '"+cgoTool+"' -e 'cg.cgo2.c' -e '^ok' -e FAIL")
+	if !strings.Contains(res[0].text, "ok  \texample.com/cg") {
+		t.Fatalf("go test in the second session:\n%s", res[0].text)
+	}
+	if strings.Contains(res[0].text, cgoTool) || strings.Contains(res[0].text, "cg.cgo2.c") {
+		t.Errorf("the second session ran cgo or compiled the package's C again:\n%s", res[0].text)
+	}
+}

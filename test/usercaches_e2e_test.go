@@ -221,3 +221,44 @@ func TestPythonIsThePersonsPython(t *testing.T) {
 		}
 	})
 }
+
+// TestRustDebianCratesOffline: a crate whose dependencies Debian packages
+// (librust-*-dev, in /usr/share/cargo/registry) builds and tests in the
+// sandbox as it does outside, from the person's own cargo configuration
+// — the [source] replacement Debian documents, in ~/.cargo/config.toml —
+// with no flag: the sandbox's cargo has a CARGO_HOME of its own (the
+// per-workspace cache), and the rust profile carries the person's sources
+// there. Without that, cargo inside went for the default registry.
+func TestRustDebianCratesOffline(t *testing.T) {
+	need(t, "Rust", "cargo", "rustc")
+	if _, err := os.Stat("/usr/share/cargo/registry/itoa-1.0.1"); err != nil {
+		t.Skip("librust-itoa-dev is not installed (make deps): this test would build a crate against Debian's /usr/share/cargo/registry in the sandbox")
+	}
+	home, _ := os.UserHomeDir()
+	u := newFakeUser(t)
+	if _, err := os.Stat(filepath.Join(home, ".rustup")); err == nil {
+		u.env = append(u.env, "RUSTUP_HOME="+filepath.Join(home, ".rustup"))
+	}
+	writeFile(t, filepath.Join(u.home, ".cargo", "config.toml"),
+		"[source.crates-io]\nreplace-with = \"debian\"\n\n[source.debian]\ndirectory = \"/usr/share/cargo/registry\"\n\n[registry]\ntoken = \"SECRET-cargo\"\n")
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "Cargo.toml"), "[package]\nname = \"rw\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n")
+	writeFile(t, filepath.Join(ws, "src", "main.rs"), "fn main() { let mut b = itoa::Buffer::new(); println!(\"rust built {}\", b.format(42)); }\n#[test]\nfn t() { assert_eq!(itoa::Buffer::new().format(7), \"7\"); }\n")
+	test := "cargo test -q 2>&1 | grep -E 'test result|error' ; cargo run -q"
+	outside := exec.Command("sh", "-c", test)
+	outside.Dir, outside.Env = t.TempDir(), u.env
+	for _, f := range []string{"Cargo.toml", "src/main.rs"} {
+		b, _ := os.ReadFile(filepath.Join(ws, f))
+		writeFile(t, filepath.Join(outside.Dir, f), string(b))
+	}
+	if out, err := outside.CombinedOutput(); err != nil || !strings.Contains(string(out), "rust built 42") {
+		t.Skipf("the crate does not build outside the sandbox either (%v): %s", err, out)
+	}
+	res, _ := u.bashSession(t, ws, nil, test, "cat $CARGO_HOME/config.toml "+filepath.Join(u.home, ".cargo", "config.toml"))
+	if !strings.Contains(res[0].text, "test result: ok") || !strings.Contains(res[0].text, "rust built 42") {
+		t.Fatalf("cargo test with Debian's crates in the sandbox:\n%s", res[0].text)
+	}
+	if strings.Contains(res[1].text, "SECRET") || !strings.Contains(res[1].text, "/usr/share/cargo/registry") {
+		t.Errorf("the sandbox's cargo configuration (the person's sources, no token):\n%s", res[1].text)
+	}
+}
