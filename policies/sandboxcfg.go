@@ -327,6 +327,22 @@ func (h plantProof) Output(argv ...string) (string, error) {
 	return h.Host.Output(argv...)
 }
 
+// VerifyWorkspaceCache and EvalSymlinks pass the optional capabilities of
+// the Host beneath through.
+func (h plantProof) VerifyWorkspaceCache(ws, profile, dir string) []string {
+	if v, ok := h.Host.(cacheVerifier); ok {
+		return v.VerifyWorkspaceCache(ws, profile, dir)
+	}
+	return nil
+}
+
+func (h plantProof) EvalSymlinks(p string) (string, error) {
+	if r, ok := h.Host.(symlinkResolver); ok {
+		return r.EvalSymlinks(p)
+	}
+	return p, nil
+}
+
 func evalOrSelf(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r

@@ -78,6 +78,14 @@ type Host interface {
 	WriteFile(path string, data []byte) error
 }
 
+// cacheVerifier is the optional Host capability of checking a profile's
+// per-workspace cache for content the tool trusts without checking again
+// (local's MachineHost: Go's extracted module sources against go.sum),
+// removing what differs; it returns a note per removal.
+type cacheVerifier interface {
+	VerifyWorkspaceCache(ws, profile, dir string) []string
+}
+
 // Toolchain is one profile, as data.
 type Toolchain struct {
 	Name    string
@@ -461,6 +469,11 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	cache, err := h.WorkspaceCache(ws, tc.Name)
 	if err != nil {
 		return nil, err
+	}
+	// What the tool checked once and trusts since (Go's extracted module
+	// sources) is checked again before the sandbox can use it.
+	if v, ok := h.(cacheVerifier); ok {
+		g.Notes = append(g.Notes, v.VerifyWorkspaceCache(ws, tc.Name, cache)...)
 	}
 	home := h.HomeDir()
 	conf, err := tc.writeConfig(ws, home, cache, offline, h)
