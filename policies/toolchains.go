@@ -32,8 +32,10 @@ import (
 //     the user's unconfined builds. A later session trusts what is there
 //     (go checks go.sum only when it extracts), so the cache is keyed on
 //     the workspace directory's identity, not its path (a re-created
-//     workspace starts empty), Go's module sources stay read-only, and
-//     `rewind --to 0` empties it (local.ResetWorkspaceCaches): the
+//     workspace starts empty), Go's module sources stay read-only and
+//     are checked against go.sum before each session (cacheVerifier:
+//     local's VerifyWorkspaceCache), and `rewind --to 0` empties it
+//     (local.ResetWorkspaceCaches): the
 //     checkpoint store does not record caches, whose trees are large and
 //     refill offline from the user's read-only caches;
 //   - the variables that point the tool there, and the user's own tool
@@ -180,8 +182,9 @@ var toolchains = []Toolchain{
 			// (go applies GOFLAGS in order). `lite-agent gc` and
 			// `rewind --to 0` make the directories writable to remove
 			// them. Read-only is no bar to a deliberate chmod by the
-			// agent: what does not outlive a session's rewind is the
-			// cache itself (local.ResetWorkspaceCaches).
+			// agent: before each session the extracted sources are
+			// checked against go.sum (cacheVerifier), and a rewind to 0
+			// empties the cache (local.ResetWorkspaceCaches).
 			"GOFLAGS=$GOFLAGS -modcacherw=false",
 		},
 		// A module that is not on the machine: instead of a DNS error
