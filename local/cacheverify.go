@@ -1,6 +1,8 @@
 package local
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // # Verifying what a toolchain checks only once
@@ -58,14 +62,17 @@ type verifiedModule struct {
 // VerifyWorkspaceCache checks the per-workspace cache dir of a toolchain
 // profile for content its tool trusts without checking again, and
 // removes what does not match what the tool checked (see the section
-// comment); ws is the workspace (its go.sum). It returns one line per
+// comments); ws is the workspace (its go.sum, its Cargo.lock). It returns one line per
 // removal, for the sandbox report. Profiles without such content need no
 // check.
 func (h *MachineHost) VerifyWorkspaceCache(ws, profile, dir string) []string {
-	if profile != "go" {
-		return nil
+	switch profile {
+	case "go":
+		return verifyGoModules(filepath.Join(dir, "mod"), filepath.Join(filepath.Dir(dir), goVerifiedFile), readGoSum(ws))
+	case "rust":
+		return verifyCrates(filepath.Join(dir, "cargo"), filepath.Join(filepath.Dir(dir), rustVerifiedFile), readCargoLock(ws))
 	}
-	return verifyGoModules(filepath.Join(dir, "mod"), filepath.Join(filepath.Dir(dir), goVerifiedFile), readGoSum(ws))
+	return nil
 }
 
 // readGoSum is the workspace's go.sum as module@version -> h1: hash of
@@ -284,4 +291,179 @@ func writeFileAtomic(p string, b []byte) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// # Cargo's extracted registry sources
+//
+// cargo checks a .crate's checksum when it downloads it and extracts it
+// into $CARGO_HOME/registry/src once; later builds compile that
+// directory, and a .crate already in registry/cache is extracted again
+// unchecked. So, as for Go: each extracted crate is compared, file by
+// file, with the .crate it came from, and the .crate with the checksum
+// the workspace's Cargo.lock names for it (a crate the lockfile does not
+// name is only held to its .crate). A directory that differs is removed
+// (cargo extracts it again, offline, from the .crate); a .crate whose
+// checksum differs is removed with it (cargo downloads it again, through
+// a grant). Verified directories are remembered by stat digest
+// (rustVerifiedFile), like Go's.
+
+// rustVerifiedFile holds the digests of verified crate directories,
+// beside the per-workspace caches.
+const rustVerifiedFile = "rust.verified.json"
+
+// readCargoLock is the workspace's Cargo.lock as "name-version" ->
+// checksum, for the packages that have one (registry packages).
+func readCargoLock(ws string) map[string]string {
+	sums := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(ws, "Cargo.lock"))
+	if err != nil {
+		return sums
+	}
+	var lock struct {
+		Package []struct{ Name, Version, Checksum string }
+	}
+	if toml.Unmarshal(b, &lock) != nil {
+		return sums
+	}
+	for _, p := range lock.Package {
+		if p.Checksum != "" {
+			sums[p.Name+"-"+p.Version] = p.Checksum
+		}
+	}
+	return sums
+}
+
+// verifyCrates verifies each extracted crate under cargoHome's
+// registry/src against its .crate in registry/cache (and that against
+// sums), remembering the verified ones in record.
+func verifyCrates(cargoHome, record string, sums map[string]string) []string {
+	srcRoot := filepath.Join(cargoHome, "registry", "src")
+	registries, err := os.ReadDir(srcRoot)
+	if err != nil {
+		return nil
+	}
+	known := map[string]verifiedModule{}
+	if b, err := os.ReadFile(record); err == nil {
+		json.Unmarshal(b, &known)
+	}
+	now := map[string]verifiedModule{}
+	var notes []string
+	for _, reg := range registries {
+		crates, err := os.ReadDir(filepath.Join(srcRoot, reg.Name()))
+		if err != nil {
+			continue
+		}
+		for _, c := range crates {
+			dir := filepath.Join(srcRoot, reg.Name(), c.Name())
+			crate := filepath.Join(cargoHome, "registry", "cache", reg.Name(), c.Name()+".crate")
+			if !c.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".cargo-ok")); err != nil {
+				continue // not (yet) extracted whole: cargo extracts it again itself
+			}
+			stat, err := statDigest(dir)
+			cst, cerr := statDigest(crate)
+			if err == nil && cerr == nil {
+				stat += " " + cst
+				if k, ok := known[dir]; ok && k.Stat == stat {
+					now[dir] = k
+					continue
+				}
+			}
+			crateOK := cerr == nil
+			if want := sums[c.Name()]; crateOK && want != "" {
+				got, err := fileSHA256(crate)
+				crateOK = err == nil && got == want
+			}
+			if crateOK && err == nil && sameAsCrate(dir, crate, c.Name()) {
+				now[dir] = verifiedModule{Stat: stat}
+				continue
+			}
+			removeCacheDir(dir)
+			what := "its files differ from its .crate (cargo extracts it again from the .crate, offline)"
+			if !crateOK {
+				os.Remove(crate)
+				what = "its .crate is not the one Cargo.lock names (cargo downloads it again, through a grant)"
+			}
+			notes = append(notes, fmt.Sprintf("rust: removed the extracted crate %s from the workspace's cargo cache: %s", c.Name(), what))
+		}
+	}
+	if b, err := json.Marshal(now); err == nil {
+		writeFileAtomic(record, b)
+	}
+	return notes
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}
+
+// sameAsCrate reports whether dir holds exactly the regular files of the
+// .crate (a gzipped tar whose entries are under "name-version/"), with
+// the same contents, besides cargo's own .cargo-ok marker. Anything else
+// in the tar or the directory (a link, a device) is a difference.
+func sameAsCrate(dir, crate, top string) bool {
+	f, err := os.Open(crate)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return false
+	}
+	tr := tar.NewReader(gz)
+	seen := map[string]bool{".cargo-ok": true}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false
+		}
+		rel, ok := strings.CutPrefix(filepath.ToSlash(filepath.Clean(hdr.Name)), top+"/")
+		switch {
+		case hdr.Typeflag == tar.TypeDir:
+			continue
+		case !ok || hdr.Typeflag != tar.TypeReg || strings.HasPrefix(rel, "../"):
+			return false
+		}
+		want := sha256.New()
+		if _, err := io.Copy(want, tr); err != nil {
+			return false
+		}
+		got, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil || got != fmt.Sprintf("%x", want.Sum(nil)) {
+			return false
+		}
+		seen[rel] = true
+	}
+	same := true
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			same = false
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !d.Type().IsRegular() || !seen[filepath.ToSlash(rel)] {
+			same = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return same
 }

@@ -1,6 +1,11 @@
 package local
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +106,58 @@ func TestVerifyGoModulesRemovesEditedSources(t *testing.T) {
 	}
 	if _, err := os.Stat(clean); err != nil {
 		t.Errorf("the clean module went: %v", err)
+	}
+}
+
+// crateFiles writes a .crate (a gzipped tar under name-version/) and
+// its extraction, as cargo leaves them, and returns the .crate's sha256.
+func crateFiles(t *testing.T, cargoHome, nameVersion string, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	src := filepath.Join(cargoHome, "registry/src/reg-1", nameVersion)
+	for name, body := range files {
+		tw.WriteHeader(&tar.Header{Name: nameVersion + "/" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+		os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755)
+		os.WriteFile(filepath.Join(src, name), []byte(body), 0o644)
+	}
+	tw.Close()
+	gz.Close()
+	os.WriteFile(filepath.Join(src, ".cargo-ok"), []byte(`{"v":1}`), 0o644)
+	os.MkdirAll(filepath.Join(cargoHome, "registry/cache/reg-1"), 0o755)
+	os.WriteFile(filepath.Join(cargoHome, "registry/cache/reg-1", nameVersion+".crate"), buf.Bytes(), 0o644)
+	return fmt.Sprintf("%x", sha256.Sum256(buf.Bytes()))
+}
+
+// An extracted crate that differs from its .crate is removed (the .crate
+// stays: cargo extracts it again offline); a .crate that is not the one
+// Cargo.lock names goes with it; an untouched one stays.
+func TestVerifyCratesRemovesEditedSources(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "cargo")
+	record := filepath.Join(root, rustVerifiedFile)
+	files := map[string]string{"Cargo.toml": "[package]\nname = \"a\"\n", "src/lib.rs": "pub fn f() -> u32 { 42 }\n"}
+	sums := map[string]string{"clean-1.0.0": crateFiles(t, home, "clean-1.0.0", files), "edited-1.0.0": crateFiles(t, home, "edited-1.0.0", files)}
+	crateFiles(t, home, "swapped-1.0.0", map[string]string{"Cargo.toml": "[package]\nname = \"a\"\n", "src/lib.rs": "pub fn f() -> u32 { 666 }\n"})
+	sums["swapped-1.0.0"] = sums["clean-1.0.0"] // the lockfile's checksum is another .crate's
+	os.WriteFile(filepath.Join(home, "registry/src/reg-1/edited-1.0.0/src/lib.rs"), []byte("pub fn f() -> u32 { 666 }\n"), 0o644)
+	notes := verifyCrates(home, record, sums)
+	if len(notes) != 2 {
+		t.Fatalf("notes: %q", notes)
+	}
+	exists := func(p string) bool { _, err := os.Stat(filepath.Join(home, p)); return err == nil }
+	for p, want := range map[string]bool{
+		"registry/src/reg-1/clean-1.0.0": true, "registry/cache/reg-1/clean-1.0.0.crate": true,
+		"registry/src/reg-1/edited-1.0.0": false, "registry/cache/reg-1/edited-1.0.0.crate": true,
+		"registry/src/reg-1/swapped-1.0.0": false, "registry/cache/reg-1/swapped-1.0.0.crate": false,
+	} {
+		if exists(p) != want {
+			t.Errorf("%s exists = %v, want %v", p, !want, want)
+		}
+	}
+	if notes := verifyCrates(home, record, sums); len(notes) != 0 {
+		t.Errorf("a second check with nothing changed: %q", notes)
 	}
 }

@@ -82,7 +82,8 @@ type Host interface {
 
 // cacheVerifier is the optional Host capability of checking a profile's
 // per-workspace cache for content the tool trusts without checking again
-// (local's MachineHost: Go's extracted module sources against go.sum),
+// (local's MachineHost: Go's extracted module sources against go.sum,
+// cargo's extracted crates against their .crate and Cargo.lock),
 // removing what differs; it returns a note per removal.
 type cacheVerifier interface {
 	VerifyWorkspaceCache(ws, profile, dir string) []string

@@ -24,7 +24,9 @@ import (
 //     unreadable PATH entry, so without the note it would vanish unsaid);
 //   - where a program there is a link to an install elsewhere (nvm's npm
 //     into lib/node_modules, fnm's multishell links, pipx's and uv's
-//     tools), that install's root, read-only;
+//     tools), that install's root (the parent of the bin/ it links
+//     into), read-only; a link to anything else grants the program it
+//     names, not its directory;
 //   - a version manager's own files, read the way its shims read them:
 //     a directory of pyenv shims (or pyenv's bin) grants $PYENV_ROOT —
 //     pyenv then picks the version from PYENV_VERSION, the workspace's
@@ -208,7 +210,16 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 			if target == l || filepath.Dir(target) == real || !h.Exists(target) {
 				continue
 			}
-			grant(installRoot(target, home), "path", "the install "+filepath.Base(l)+" in "+entry+" links to")
+			// An install prefix whole (nvm's lib/node_modules/npm for
+			// npm-cli.js in its bin/, pipx's venv); anything else, the
+			// program alone — a script linked from ~/Documents does not
+			// grant ~/Documents.
+			what := "the install " + filepath.Base(l) + " in " + entry + " links to"
+			if root := installRoot(target, home); root != filepath.Dir(target) {
+				grant(root, "path", what)
+			} else {
+				grant(target, "path", "the program "+filepath.Base(l)+" in "+entry+" links to")
+			}
 		}
 	}
 	// JAVA_HOME is the JDK the person's Maven and Gradle run.

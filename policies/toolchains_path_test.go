@@ -32,8 +32,15 @@ func TestCommandsResolveThroughThePersonsPath(t *testing.T) {
 	if err := os.Symlink("../lib/node_modules/npm/bin/npm-cli.js", node+"/bin/npm"); err != nil {
 		t.Fatal(err)
 	}
+	// ~/bin/notes links to a script among the person's documents.
+	mkdirs(t, home, "bin", "Documents")
+	os.WriteFile(home+"/Documents/notes.sh", []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(home+"/Documents/private.txt", []byte("private\n"), 0o600)
+	if err := os.Symlink("../Documents/notes.sh", home+"/bin/notes"); err != nil {
+		t.Fatal(err)
+	}
 	userPath := strings.Join([]string{pyenv + "/plugins/pyenv-virtualenv/shims", pyenv + "/shims", node + "/bin",
-		home + "/.cargo/bin", home + "/.ssh/bin", home + "/gone/bin", "/usr/local/bin", "/usr/bin", "/bin"}, ":")
+		home + "/.cargo/bin", home + "/.ssh/bin", home + "/gone/bin", home + "/bin", "/usr/local/bin", "/usr/bin", "/bin"}, ":")
 	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"),
 		env:  map[string]string{"PATH": userPath, "PYENV_VERSION": "3.12.1", "RUSTUP_TOOLCHAIN": "stable", "JAVA_HOME": root + "/opt/jdk"},
 		bins: map[string]string{"python3": pyenv + "/shims/python3"}}
@@ -54,14 +61,15 @@ func TestCommandsResolveThroughThePersonsPath(t *testing.T) {
 				pyenv + "/shims/python3", pyenv + "/libexec/pyenv", pyenv + "/versions/3.12.1/bin/python3.12", // the shim and what it runs
 				node + "/bin/node", node + "/lib/node_modules/npm/bin/npm-cli.js", // npm links into the install
 				home + "/.cargo/bin/cargo", home + "/.rustup/toolchains", // rustup's proxy and its toolchains
-				root + "/opt/jdk/bin", // $JAVA_HOME
+				root + "/opt/jdk/bin",                             // $JAVA_HOME
+				home + "/bin/notes", home + "/Documents/notes.sh", // a program linked from elsewhere: itself
 			} {
 				if !granted(want) {
 					t.Errorf("%s is not granted: %v", want, p.ReadOnlyPaths)
 				}
 			}
 			for _, never := range []string{pyenv + "/versions/3.12.1/pip.conf", home + "/.cargo/credentials.toml", home + "/.ssh/bin",
-				home + "/.nvm/versions/node/v18.0.0"} {
+				home + "/.nvm/versions/node/v18.0.0", home + "/Documents/private.txt"} {
 				if granted(never) {
 					t.Errorf("%s is granted: %v", never, p.ReadOnlyPaths)
 				}
