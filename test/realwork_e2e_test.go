@@ -198,6 +198,36 @@ func TestNodeTestWithNodeModules(t *testing.T) {
 	}
 }
 
+// TestNodeTestStartsAServer: an npm test that starts an HTTP server on
+// an ephemeral loopback port and requests it — what supertest, express
+// and most web frameworks' suites do — passes under network none, as it
+// does outside.
+func TestNodeTestStartsAServer(t *testing.T) {
+	need(t, "Node", "node", "npm")
+	u := newFakeUser(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "rw", "version": "1.0.0", "scripts": {"test": "node test.js"}}`)
+	writeFile(t, filepath.Join(ws, "test.js"), `const http = require("http"), assert = require("assert");
+const srv = http.createServer((req, res) => res.end("pong " + req.url));
+srv.listen(0, "127.0.0.1", () => {
+  http.get("http://127.0.0.1:" + srv.address().port + "/ping", (res) => {
+    let body = "";
+    res.on("data", (d) => (body += d));
+    res.on("end", () => { assert.strictEqual(body, "pong /ping"); console.log("server test passed"); srv.close(); });
+  });
+});
+`)
+	outside := exec.Command("npm", "test")
+	outside.Dir, outside.Env = ws, u.env
+	if out, err := outside.CombinedOutput(); err != nil || !strings.Contains(string(out), "server test passed") {
+		t.Skipf("the test does not pass outside the sandbox either (%v): %s", err, out)
+	}
+	res, _ := u.bashSession(t, ws, nil, "npm test")
+	if !strings.Contains(res[0].text, "server test passed") {
+		t.Fatalf("npm test starting a server, network none:\n%s", res[0].text)
+	}
+}
+
 func TestPythonPytestInAVenv(t *testing.T) {
 	need(t, "Python", "python3")
 	// pytest from the system (Debian's python3-pytest) in a venv made in
