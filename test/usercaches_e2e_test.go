@@ -262,3 +262,76 @@ func TestRustDebianCratesOffline(t *testing.T) {
 		t.Errorf("the sandbox's cargo configuration (the person's sources, no token):\n%s", res[1].text)
 	}
 }
+
+// TestVersionSelectionAsOutside: what a version manager or a toolchain's
+// launcher picks is what it picks outside (issue 23): rustup's toolchain
+// file in the workspace, pyenv's .python-version, the JDK Maven runs from
+// JAVA_HOME, go.work and GOTOOLCHAIN, and node, with every profile on;
+// and with none, each command name is the same program. Each probe runs
+// unconfined in the workspace, then in the sandbox, and the outputs must
+// be equal; a row whose tool or version is not installed here is left
+// out (logged).
+func TestVersionSelectionAsOutside(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	extra := []string{"GOTOOLCHAIN=local"}
+	if _, err := os.Stat(filepath.Join(home, ".rustup")); err == nil {
+		extra = append(extra, "RUSTUP_HOME="+filepath.Join(home, ".rustup"))
+	}
+	jdks, _ := filepath.Glob("/usr/lib/jvm/*-jdk-amd64")
+	if len(jdks) > 1 {
+		// Not the one the java on PATH (the alternatives') runs.
+		extra = append(extra, "JAVA_HOME="+jdks[len(jdks)-1])
+	}
+	u := newFakeUser(t, extra...)
+	ws := t.TempDir()
+	// Every profile's marker, so "auto" turns each on.
+	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/rw\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(ws, "go.work"), "go 1.21\n\nuse .\n")
+	writeFile(t, filepath.Join(ws, "Cargo.toml"), "[package]\nname = \"rw\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
+	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "rw", "version": "1.0.0"}`)
+	writeFile(t, filepath.Join(ws, "pyproject.toml"), "[project]\nname = \"rw\"\n")
+	writeFile(t, filepath.Join(ws, "pom.xml"), "<project/>\n")
+	writeFile(t, filepath.Join(ws, "rust-toolchain.toml"), "[toolchain]\nchannel = \"nightly\"\n")
+	if vs, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[0-9].*")); len(vs) > 0 {
+		writeFile(t, filepath.Join(ws, ".python-version"), filepath.Base(vs[0])+"\n")
+	}
+	probes := map[string]string{
+		"rustup, rust-toolchain.toml": "rustc --version",
+		"pyenv, .python-version":      "python3 --version",
+		"Maven, JAVA_HOME":            "mvn -v 2>/dev/null | grep -i 'java version'",
+		"go.work and GOTOOLCHAIN":     "go env GOWORK GOTOOLCHAIN && go version",
+		"node":                        "command -v node && node --version",
+	}
+	var script strings.Builder
+	var names []string
+	for name, probe := range probes {
+		cmd := exec.Command("sh", "-c", probe)
+		cmd.Dir, cmd.Env = ws, u.env
+		out, err := cmd.Output()
+		if err != nil || len(strings.TrimSpace(string(out))) == 0 {
+			t.Logf("left out %s: %q does not run here (%v)", name, probe, err)
+			continue
+		}
+		names = append(names, name)
+		script.WriteString("echo '== " + name + "'; " + probe + "; ")
+	}
+	if len(names) == 0 {
+		t.Skip("none of the toolchains is installed: this test would compare their version selection inside and outside")
+	}
+	// With the profiles on, each runs as outside; with none, each name
+	// still resolves to the same program (running a JDK or Maven needs
+	// the /etc files their profile grants).
+	const resolve = "for c in rustc cargo python3 pip3 mvn java go node npm; do command -v $c; done"
+	for _, tc := range []struct {
+		args   []string
+		script string
+	}{{nil, script.String()}, {nil, resolve}, {[]string{"--toolchains", "none"}, resolve}} {
+		outside := exec.Command("sh", "-c", tc.script)
+		outside.Dir, outside.Env = ws, u.env
+		want, _ := outside.Output()
+		res, _ := u.bashSession(t, ws, tc.args, tc.script)
+		if got := strings.TrimSpace(res[0].text); got != strings.TrimSpace(string(want)) {
+			t.Errorf("%v: inside:\n%s\noutside:\n%s", tc.args, got, want)
+		}
+	}
+}
