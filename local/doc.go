@@ -55,7 +55,9 @@
 //   - the sandbox policy for commands: the preset's, the policy files'
 //     [sandbox] tables, then Config.SandboxGrants, with the toolchain
 //     profiles resolved on Config.Host (MachineHost: the user's PATH, the
-//     tools' own queries, per-workspace caches under CacheRoot;
+//     tools' own queries, per-workspace caches under CacheRoot, whose Go
+//     module sources and cargo crate sources it checks against go.sum
+//     and Cargo.lock before each session: cacheverify.go;
 //     policies.Policy.SandboxPolicy documents the merge, and
 //     Agent.SandboxReport says where each grant came from); each custom
 //     handler runs

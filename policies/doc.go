@@ -133,6 +133,14 @@
 // the roots it grants (and the system paths its installs lie beneath),
 // the tool's own credential files (toolchains_creds.go, patterns per
 // profile) are left out by granting the rest of the root around them.
+// No profile touches PATH: the sandbox's PATH is the user's, and what it
+// names (each entry, the installs its links point into, the version
+// managers its shims run through) is granted whatever profiles are on,
+// or left out with a note when it would expose credentials
+// (toolchains_path.go), so a command resolves to the same program inside
+// as outside. Configuration files the system paths grant whole
+// (/etc/wgetrc, /usr/etc/npmrc...) are hidden when they hold a credential
+// (hideSystemConfigSecrets).
 //
 // # Offline, a refusal says why
 //

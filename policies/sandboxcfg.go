@@ -232,8 +232,10 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 			tcs = append(tcs, *g)
 		}
 	}
-	applyToolchains(&p, rep, tcs, h.Getenv("PATH"))
+	applyToolchains(&p, rep, tcs)
 	hideSystemCredentials(&p, rep, tcs, h)
+	hideSystemConfigSecrets(&p, rep, h)
+	personPath(&p, rep, h)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {
@@ -323,6 +325,22 @@ func (h plantProof) Output(argv ...string) (string, error) {
 		return "", fmt.Errorf("%s: not found on PATH outside the workspace and the read-write paths (a program there is never run unconfined)", strings.Join(argv[:min(len(argv), 1)], ""))
 	}
 	return h.Host.Output(argv...)
+}
+
+// VerifyWorkspaceCache and EvalSymlinks pass the optional capabilities of
+// the Host beneath through.
+func (h plantProof) VerifyWorkspaceCache(ws, profile, dir string) []string {
+	if v, ok := h.Host.(cacheVerifier); ok {
+		return v.VerifyWorkspaceCache(ws, profile, dir)
+	}
+	return nil
+}
+
+func (h plantProof) EvalSymlinks(p string) (string, error) {
+	if r, ok := h.Host.(symlinkResolver); ok {
+		return r.EvalSymlinks(p)
+	}
+	return p, nil
 }
 
 func evalOrSelf(p string) string {

@@ -115,6 +115,7 @@ type fakeHost struct {
 	env         map[string]string
 	bins        map[string]string // name -> path
 	out         map[string]string // argv joined by spaces -> output
+	files       map[string]string // path -> content, over the real files (ReadFile)
 }
 
 func (h *fakeHost) Getenv(n string) string { return h.env[n] }
@@ -128,9 +129,14 @@ func (h *fakeHost) Output(argv ...string) (string, error) {
 	}
 	return "", errors.New("not installed")
 }
-func (h *fakeHost) Exists(p string) bool              { _, err := os.Stat(p); return err == nil }
-func (h *fakeHost) Glob(p string) []string            { m, _ := filepath.Glob(p); return m }
-func (h *fakeHost) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
+func (h *fakeHost) Exists(p string) bool   { _, err := os.Stat(p); return err == nil }
+func (h *fakeHost) Glob(p string) []string { m, _ := filepath.Glob(p); return m }
+func (h *fakeHost) ReadFile(p string) ([]byte, error) {
+	if b, ok := h.files[p]; ok {
+		return []byte(b), nil
+	}
+	return os.ReadFile(p)
+}
 func (h *fakeHost) WriteFile(p string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
@@ -184,7 +190,9 @@ func TestGoProfileGrants(t *testing.T) {
 	mkdirs(t, root, "home/sdk/go/bin", "home/go/pkg/mod/cache/download", "home/go/bin", "ws", "cache")
 	home := filepath.Join(root, "home")
 	goroot := filepath.Join(home, "sdk/go")
-	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
+	// The user's PATH: their go, their installed tools, the system.
+	userPath := goroot + "/bin:" + home + "/go/bin:/usr/bin"
+	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": userPath},
 		bins: map[string]string{"go": filepath.Join(goroot, "bin/go")},
 		out: map[string]string{
 			"go env -json GOROOT GOMODCACHE GOPATH GOPROXY GOFLAGS GOSUMDB " + strings.Join(goPass, " "): `{"GOROOT": "` + goroot + `",
@@ -214,11 +222,15 @@ func TestGoProfileGrants(t *testing.T) {
 		"GOPROXY=file://" + home + "/go/pkg/mod/cache/download,http://127.0.0.1:9/mod,direct\n",
 		"GOFLAGS=-trimpath -modcacherw=false\n",
 		"GOTOOLCHAIN=local\n", "GOPRIVATE=corp.example\n",
-		"PATH=" + goroot + "/bin:" + home + "/go/bin:/usr/bin\n",
 	} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %q:\n%s", want, env)
 		}
+	}
+	// PATH is the user's, passed as it is: no profile puts anything
+	// before it.
+	if slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) || !slices.Contains(p.Env, "PATH") {
+		t.Errorf("the profile set PATH (it passes as the user's):\n%s", env)
 	}
 	if strings.Contains(env, "tok") {
 		t.Errorf("a credential in GOPROXY reached the sandbox:\n%s", env)
@@ -230,14 +242,16 @@ func TestGoProfileGrants(t *testing.T) {
 	if len(rep.Toolchains) != 1 || rep.Toolchains[0].Why != "go.mod in the workspace" {
 		t.Errorf("report: %+v", rep.Toolchains)
 	}
-	// none: nothing granted; a list: named even without a marker.
+	// none: nothing granted but the user's PATH entries (so go is the
+	// same go); a list: named even without a marker.
+	onPath := []string{goroot + "/bin", home + "/go/bin"}
 	p, _, _ = pol.SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"none"}}, h)
 	// (The env holds only the offline proxy of network none.)
-	if len(p.ReadOnlyPaths)+len(p.ReadWritePaths) != 0 || slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GO") }) {
+	if !slices.Equal(p.ReadOnlyPaths, onPath) || len(p.ReadWritePaths) != 0 || slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GO") }) {
 		t.Errorf("toolchains none: %+v", p)
 	}
 	os.Remove(filepath.Join(ws, "go.mod"))
-	if p, _, _ = pol.SandboxPolicy(ws, SandboxSettings{}, h); len(p.ReadOnlyPaths) != 0 {
+	if p, _, _ = pol.SandboxPolicy(ws, SandboxSettings{}, h); !slices.Equal(p.ReadOnlyPaths, onPath) {
 		t.Errorf("auto without go.mod granted %v", p.ReadOnlyPaths)
 	}
 	if p, _, _ = pol.SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"go"}}, h); !slices.Contains(p.ReadOnlyPaths, goroot) {
@@ -245,13 +259,13 @@ func TestGoProfileGrants(t *testing.T) {
 	}
 	// Network none and no domain: after the user's module cache, go
 	// meets a path that explains the refusal instead of a DNS error.
-	if env := strings.Join(p.Env, "\n"); !strings.Contains(env, "GOPROXY=file://"+home+"/go/pkg/mod/cache/download,"+goOfflineMarker+"\n") {
+	if env := strings.Join(p.Env, "\n") + "\n"; !strings.Contains(env, "GOPROXY=file://"+home+"/go/pkg/mod/cache/download,"+goOfflineMarker+"\n") {
 		t.Errorf("offline GOPROXY:\n%s", env)
 	}
 	// An untrusted file's list narrows auto.
 	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
 	lim := &Policy{Preset: strict, ToolchainLimit: []string{"node"}}
-	if p, _, _ = lim.SandboxPolicy(ws, SandboxSettings{}, h); len(p.ReadOnlyPaths) != 0 {
+	if p, _, _ = lim.SandboxPolicy(ws, SandboxSettings{}, h); !slices.Equal(p.ReadOnlyPaths, onPath) {
 		t.Errorf("limit node still granted go: %v", p.ReadOnlyPaths)
 	}
 }

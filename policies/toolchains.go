@@ -16,11 +16,13 @@ import (
 // A profile grants one toolchain what it needs to build and test inside
 // the sandbox, and nothing of the user's credentials:
 //
-//   - its install read-only where the user installed it (the binaries
-//     found on PATH, the roots the tool itself reports — `go env GOROOT`
-//     — or that its version manager keeps: ~/.rustup, ~/.pyenv, nvm's
-//     versions), the /etc files it reads, and those directories on the
-//     sandbox's PATH;
+//   - its install read-only where the user installed it (the root of
+//     each of its programs found on the user's PATH, the roots the tool
+//     itself reports — `go env GOROOT` — and its version manager's, such
+//     as ~/.rustup) and the /etc files it reads. Never a PATH entry: the
+//     sandbox's PATH is the user's, and what it names is granted whatever
+//     profiles are on (toolchains_path.go), so a command resolves to the
+//     same program inside as outside;
 //   - the user's package caches read-only (UserCaches), each used the way
 //     the tool allows: Go reads the module cache as a file:// proxy,
 //     Gradle as its read-only dependency cache;
@@ -30,8 +32,10 @@ import (
 //     the user's unconfined builds. A later session trusts what is there
 //     (go checks go.sum only when it extracts), so the cache is keyed on
 //     the workspace directory's identity, not its path (a re-created
-//     workspace starts empty), Go's module sources stay read-only, and
-//     `rewind --to 0` empties it (local.ResetWorkspaceCaches): the
+//     workspace starts empty), Go's module sources stay read-only and
+//     are checked against go.sum before each session (cacheVerifier:
+//     local's VerifyWorkspaceCache), and `rewind --to 0` empties it
+//     (local.ResetWorkspaceCaches): the
 //     checkpoint store does not record caches, whose trees are large and
 //     refill offline from the user's read-only caches;
 //   - the variables that point the tool there, and the user's own tool
@@ -76,6 +80,15 @@ type Host interface {
 	WriteFile(path string, data []byte) error
 }
 
+// cacheVerifier is the optional Host capability of checking a profile's
+// per-workspace cache for content the tool trusts without checking again
+// (local's MachineHost: Go's extracted module sources against go.sum,
+// cargo's extracted crates against their .crate and Cargo.lock),
+// removing what differs; it returns a note per removal.
+type cacheVerifier interface {
+	VerifyWorkspaceCache(ws, profile, dir string) []string
+}
+
 // Toolchain is one profile, as data.
 type Toolchain struct {
 	Name    string
@@ -86,9 +99,8 @@ type Toolchain struct {
 	Markers []string
 	// Binaries are looked up on PATH; one found means it is installed.
 	Binaries []string
-	// Roots are install directories granted read-only and, with /bin
-	// appended where it exists, put on PATH: templates over {home},
-	// {cache} and the settings ($NAME).
+	// Roots are install directories granted read-only (never put on
+	// PATH): templates over {home}, {cache} and the settings ($NAME).
 	Roots []string
 	// Etc are /etc paths (globs) the tool reads.
 	Etc []string
@@ -116,6 +128,12 @@ type Toolchain struct {
 	// offline/online variant so that two sessions do not overwrite each
 	// other's — and their contents (templates like Env's).
 	config func(home, cache string, offline bool) map[string]string
+	// cacheConfig is configuration the tool reads only from inside its
+	// own writable home (cargo's $CARGO_HOME/config.toml): file names
+	// relative to the per-workspace cache and their contents, rewritten
+	// at every session start — what the sandbox may have changed there
+	// lasts until the next session of the workspace at most.
+	cacheConfig func(h Host) map[string]string
 	// registries are the hosts of the registries its configuration
 	// names.
 	registries func(h Host) ([]string, error)
@@ -147,8 +165,9 @@ var toolchains = []Toolchain{
 		Markers:  []string{"go.mod", "go.work"},
 		Binaries: []string{"go", "gofmt"},
 		Roots:    []string{"$GOROOT"},
-		// The user's installed tools (~/go/bin): on PATH, read-only.
-		UserCaches: []string{"$GOMODCACHE/cache/download", "$GOPATH/bin"},
+		// ~/go/bin, the user's installed tools, is granted when it is on
+		// their PATH (toolchains_path.go), like any PATH entry.
+		UserCaches: []string{"$GOMODCACHE/cache/download"},
 		Env: []string{
 			"GOCACHE={cache}/build",
 			"GOMODCACHE={cache}/mod",
@@ -164,10 +183,10 @@ var toolchains = []Toolchain{
 			// (go applies GOFLAGS in order). `lite-agent gc` and
 			// `rewind --to 0` make the directories writable to remove
 			// them. Read-only is no bar to a deliberate chmod by the
-			// agent: what does not outlive a session's rewind is the
-			// cache itself (local.ResetWorkspaceCaches).
+			// agent: before each session the extracted sources are
+			// checked against go.sum (cacheVerifier), and a rewind to 0
+			// empties the cache (local.ResetWorkspaceCaches).
 			"GOFLAGS=$GOFLAGS -modcacherw=false",
-			"PATH_PREPEND=$GOPATH/bin",
 		},
 		// A module that is not on the machine: instead of a DNS error
 		// ("socket: operation not permitted"), go names this path —
@@ -183,7 +202,10 @@ var toolchains = []Toolchain{
 		Registry: "@npm",
 		Markers:  []string{"package.json"},
 		Binaries: []string{"node", "npm", "npx", "pnpm", "yarn", "corepack"},
-		Roots:    []string{"$NVM_DIR/versions/node/*", "{home}/.volta"},
+		// No Roots: nvm's, fnm's and Volta's node is the one on the
+		// user's PATH, granted with the install it links into
+		// (toolchains_path.go); the other versions they keep are not
+		// what a command runs.
 		// npm cannot read one cache and write another, and it cannot
 		// look a request up in a read-only cache: every lookup compacts
 		// (rewrites) the index bucket, and a failed compaction is a miss
@@ -224,9 +246,11 @@ var toolchains = []Toolchain{
 		Registry: "@pypi",
 		Markers:  []string{"pyproject.toml", "requirements*.txt", "setup.py", "setup.cfg", "Pipfile", "uv.lock"},
 		Binaries: []string{"python3", "python", "pip", "pip3", "uv", "pytest"},
-		// A pyenv python3 is a shim that runs pyenv: its whole root, or
-		// the shim silently falls back to the system's python3.
-		Roots: []string{"$PYENV_ROOT", "{home}/.local/share/uv/python"},
+		// pyenv's root is granted when its shims are on the user's PATH
+		// (toolchains_path.go: a shim runs pyenv, which reads the root),
+		// never because PYENV_ROOT is set: then python3 is what the
+		// PATH finds. uv's managed pythons are what `uv run` picks.
+		Roots: []string{"{home}/.local/share/uv/python"},
 		// Not the user's pip or uv cache: neither tool can use one
 		// read-only. pip has no offline install from its cache — it
 		// asks for every index page with Cache-Control: max-age=0
@@ -237,21 +261,15 @@ var toolchains = []Toolchain{
 		// (astral-sh/uv#15934, open). Offline, pip installs from a
 		// wheelhouse: `pip download -d DIR` outside, then
 		// `pip install --no-index --find-links DIR` with --allow-read DIR.
-		UserCaches: []string{"{home}/.local/bin"},
 		Env: []string{
 			"PIP_CACHE_DIR={cache}/pip",
 			"UV_CACHE_DIR={cache}/uv",
 			"PIP_DISABLE_PIP_VERSION_CHECK=1",
-			"PYENV_ROOT=$PYENV_ROOT",
-			"PATH_PREPEND=$PYENV_ROOT/shims",
-			"PATH_PREPEND={home}/.local/bin",
 		},
-		Pass: []string{"PYENV_VERSION", "UV_PYTHON"},
 		// pip's refusal through the proxy names nothing ("No matching
 		// distribution found"): its index, offline, is a URL that says
 		// why, and pip prints it ("Looking in indexes: ...").
 		OfflineEnv: []string{"PIP_RETRIES=0", "PIP_TIMEOUT=5", "UV_OFFLINE=1", "PIP_INDEX_URL=" + pipOfflineIndex},
-		settings:   pythonSettings,
 		registries: pypiRegistries,
 	},
 	{
@@ -269,17 +287,23 @@ var toolchains = []Toolchain{
 		// vendor` outside, and the [source] directory replacement it
 		// prints in the workspace's .cargo/config.toml
 		// (TestRustCargoBuildVendoredCrateOffline).
-		Roots:      []string{"$RUSTUP_HOME"},
-		UserCaches: []string{"$CARGO_HOME/bin"},
+		Roots: []string{"$RUSTUP_HOME"},
 		Env: []string{
 			"CARGO_HOME={cache}/cargo",
 			"RUSTUP_HOME=$RUSTUP_HOME",
-			"PATH_PREPEND=$CARGO_HOME/bin",
 		},
-		Pass:       []string{"RUSTUP_TOOLCHAIN"},
-		OfflineEnv: []string{"CARGO_NET_OFFLINE=true"},
-		settings:   rustSettings,
-		registries: cratesRegistries,
+		Pass: []string{"RUSTUP_TOOLCHAIN"},
+		// Not offline mode: with the network none cargo meets the offline
+		// proxy (CARGO_HTTP_PROXY, offlineProxy) at its first request and
+		// says so, naming the grant — its offline mode's "no matching
+		// package" names nothing. A build whose Cargo.lock is complete
+		// and whose crates are on the machine (the workspace's cache, a
+		// vendor directory, Debian's registry) makes no request either
+		// way; `cargo --offline` is still the person's to give.
+		OfflineEnv:  []string{"CARGO_NET_RETRY=0"},
+		settings:    rustSettings,
+		cacheConfig: cargoConfig,
+		registries:  cratesRegistries,
 	},
 	{
 		Name:     "java",
@@ -311,18 +335,32 @@ var toolchains = []Toolchain{
 			"MAVEN_OPTS=-Duser.home={conf} -Dmaven.repo.local={cache}/m2 -Dmaven.repo.local.tail={home}/.m2/repository -Daether.offline.protocols=file",
 			"GRADLE_USER_HOME={cache}/gradle",
 			"GRADLE_RO_DEP_CACHE={home}/.gradle/caches",
-			// Java takes its temp dir from java.io.tmpdir (default /tmp,
-			// read-only in the sandbox), never from TMPDIR; Gradle dies
-			// at start ("Read-only file system": its case-sensitivity
-			// probe is a temp file). Its own JVM gets the writable cache;
-			// its test workers get build/tmp from Gradle itself.
-			"GRADLE_OPTS=-Djava.io.tmpdir={cache}",
+			// No java.io.tmpdir: /tmp is the sandbox's own and writable,
+			// as Java expects (it ignores TMPDIR), so temp paths are what
+			// they are outside.
 		},
-		Pass:       []string{"JAVA_HOME"},
-		OfflineEnv: []string{"GRADLE_OPTS=-Djava.io.tmpdir={cache} -Dorg.gradle.offline=true"},
+		Pass: []string{"JAVA_HOME"},
+		// Gradle's JVM ignores HTTP(S)_PROXY: the offline proxy is given
+		// as its system properties, so a download fails at its first
+		// request naming the grant ("… grant-the-host-with--allow-
+		// domain.invalid: Name or service not known") — Gradle's own
+		// offline switch names nothing ("No cached version … available
+		// for offline mode"). Maven's is its marker repository
+		// (mavenSettings).
+		OfflineEnv: []string{"GRADLE_OPTS=" + javaProxyProperties(offlineProxy)},
 		config:     mavenSettings,
 		registries: mavenRegistries,
 	},
+}
+
+// javaProxyProperties are the JVM system properties that send HTTP and
+// HTTPS through proxy (a URL with a port).
+func javaProxyProperties(proxy string) string {
+	u, err := url.Parse(proxy)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("-Dhttp.proxyHost=%[1]s -Dhttp.proxyPort=%[2]s -Dhttps.proxyHost=%[1]s -Dhttps.proxyPort=%[2]s", u.Hostname(), u.Port())
 }
 
 // Toolchains returns the profiles (copies).
@@ -373,7 +411,6 @@ type ToolchainGrant struct {
 	Why   string   `json:"why"`
 	Read  []Grant  `json:"read,omitempty"`
 	Write []Grant  `json:"write,omitempty"`
-	Path  []string `json:"path,omitempty"`
 	Env   []Grant  `json:"env,omitempty"`
 	Notes []string `json:"notes,omitempty"`
 	// systemRoots are its installs beneath the system paths (/usr for
@@ -437,10 +474,23 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	if err != nil {
 		return nil, err
 	}
+	// What the tool checked once and trusts since (Go's extracted module
+	// sources) is checked again before the sandbox can use it.
+	if v, ok := h.(cacheVerifier); ok {
+		g.Notes = append(g.Notes, v.VerifyWorkspaceCache(ws, tc.Name, cache)...)
+	}
 	home := h.HomeDir()
 	conf, err := tc.writeConfig(ws, home, cache, offline, h)
 	if err != nil {
 		return nil, err
+	}
+	if tc.cacheConfig != nil {
+		files := tc.cacheConfig(h)
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if err := h.WriteFile(filepath.Join(cache, name), []byte(files[name])); err != nil {
+				return nil, fmt.Errorf("writing %s's configuration: %w", tc.Name, err)
+			}
+		}
 	}
 	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, conf, set, h) }
 	src := "toolchain " + tc.Name
@@ -454,11 +504,6 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 			return
 		}
 		g.Read = append(g.Read, Grant{p, src + " (" + why + ")"})
-	}
-	addPath := func(d string) {
-		if d != "" && !slices.Contains(g.Path, d) && h.Exists(d) && credentialClash(d, home) == "" {
-			g.Path = append(g.Path, d)
-		}
 	}
 	for _, b := range bins {
 		dir := filepath.Dir(b)
@@ -481,7 +526,11 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 			root = filepath.Dir(dir)
 		}
 		read(root, "where "+filepath.Base(b)+" is installed")
-		addPath(dir)
+		// A shim's version manager (pyenv's root for its python3
+		// shim, rustup's for its cargo proxy).
+		if vm, m := versionManagerRoot(evalOrSelf(dir), h); vm != "" {
+			read(vm, m+"'s root, which "+filepath.Base(b)+" runs through")
+		}
 	}
 	for _, r := range tc.Roots {
 		v, ok := expand(r)
@@ -490,7 +539,6 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		}
 		for _, m := range globOrSelf(h, v) {
 			read(m, r)
-			addPath(filepath.Join(m, "bin"))
 		}
 	}
 	for _, e := range tc.Etc {
@@ -528,10 +576,6 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		name, tmpl, _ := strings.Cut(e, "=")
 		v, ok := expand(tmpl)
 		if !ok {
-			continue
-		}
-		if name == "PATH_PREPEND" {
-			addPath(v)
 			continue
 		}
 		// A later entry (OfflineEnv) replaces an earlier one of the same
@@ -665,8 +709,7 @@ func stripUserinfo(v string) string {
 }
 
 // applyToolchains lays the profiles' grants over p and the report.
-func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant, userPath string) {
-	var path []string
+func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant) {
 	for _, g := range tcs {
 		for _, r := range g.Read {
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, r.Value)
@@ -680,18 +723,8 @@ func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant
 			p.Env = append(withDefaultEnv(p.Env), e.Value)
 			rep.Env = append(rep.Env, e)
 		}
-		path = append(path, g.Path...)
 		rep.Notes = append(rep.Notes, g.Notes...)
 		rep.Toolchains = append(rep.Toolchains, g)
-	}
-	if len(path) > 0 {
-		// The profiles' directories first, then the user's PATH (whose
-		// other entries stay unreadable unless granted).
-		if userPath == "" {
-			userPath = "/usr/local/bin:/usr/bin:/bin"
-		}
-		rep.Env = append(rep.Env, Grant{"PATH=" + strings.Join(path, ":") + ":$PATH", "toolchains"})
-		p.Env = append(withDefaultEnv(p.Env), "PATH="+strings.Join(path, ":")+":"+userPath)
 	}
 }
 

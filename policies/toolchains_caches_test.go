@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,5 +79,63 @@ func TestUserCachesOnlyWhereTheToolReadsThem(t *testing.T) {
 	}
 	if env := strings.Join(p.Env, "\n"); !strings.Contains(env, "npm_config_cache="+filepath.Join(root, "cache/node/npm")+"\n") {
 		t.Errorf("without a user cache npm keeps the per-workspace one:\n%s", env)
+	}
+}
+
+// cargo reads its configuration from its own CARGO_HOME, which in the
+// sandbox is the per-workspace cache: the person's source replacements
+// (Debian's registry, a mirror) and registries are carried there, their
+// tokens, credential providers and [http] never; and with the network
+// none cargo is not put in offline mode (whose "no matching package"
+// names nothing) but fails at the offline proxy at once.
+func TestCargoConfigurationCarriedWithoutSecrets(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	mkdirs(t, root, "ws", "cache", "home/.cargo/bin")
+	os.WriteFile(filepath.Join(home, ".cargo/bin/cargo"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(home, ".cargo/config.toml"), []byte(`
+[source.crates-io]
+replace-with = "debian"
+[source.debian]
+directory = "/usr/share/cargo/registry"
+[source.corp]
+registry = "sparse+https://me:SECRET-url@crates.corp.example/index/"
+[registries.corp]
+index = "sparse+https://crates.corp.example/index/"
+token = "SECRET-token"
+credential-provider = "cargo:token"
+[registry]
+default = "corp"
+token = "SECRET-default"
+[http]
+proxy = "http://me:SECRET-proxy@proxy.example:3128"
+[net]
+git-fetch-with-cli = true
+`), 0o600)
+	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
+		bins: map[string]string{"cargo": filepath.Join(home, ".cargo/bin/cargo")}}
+	strict, _ := PresetByName("strict")
+	p, _, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"rust"}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "cache/rust/cargo/config.toml"))
+	if err != nil {
+		t.Fatalf("the sandbox's cargo configuration: %v", err)
+	}
+	got := string(b)
+	if strings.Contains(got, "SECRET") || strings.Contains(got, "credential-provider") || strings.Contains(got, "[http]") {
+		t.Errorf("a credential reached the sandbox's cargo configuration:\n%s", got)
+	}
+	for _, want := range []string{"replace-with = 'debian'", "directory = '/usr/share/cargo/registry'", "registry = 'sparse+https://crates.corp.example/index/'",
+		"index = 'sparse+https://crates.corp.example/index/'", "default = 'corp'", "git-fetch-with-cli = true"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lacks %s:\n%s", want, got)
+		}
+	}
+	env := strings.Join(p.Env, "\n") + "\n"
+	if !strings.Contains(env, "CARGO_HOME="+filepath.Join(root, "cache/rust/cargo")+"\n") || !strings.Contains(env, "CARGO_NET_RETRY=0\n") ||
+		strings.Contains(env, "CARGO_NET_OFFLINE") || !strings.Contains(env, "CARGO_HTTP_PROXY="+offlineProxy+"\n") {
+		t.Errorf("cargo's environment, network none:\n%s", env)
 	}
 }

@@ -3,6 +3,7 @@ package policies
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -143,7 +144,12 @@ func splitAround(dir string, hidden []string, h Host) []string {
 // one of the credential files found (in any of g's grants) by its split,
 // and notes each file with the grant that would allow it.
 func (g *ToolchainGrant) hideCredentials(h Host) {
-	list := toolchainCredentials(g.Name)
+	g.hideCredentialsFrom(toolchainCredentials(g.Name), h)
+}
+
+// hideCredentialsFrom is hideCredentials with the credential files of
+// list.
+func (g *ToolchainGrant) hideCredentialsFrom(list []credentialFile, h Host) {
 	var found []hiddenCredential
 	for _, r := range g.Read {
 		for _, c := range credentialsIn(r.Value, list, h) {
@@ -239,4 +245,84 @@ func hideSystemCredentials(p *sandbox.Policy, rep *SandboxReport, tcs []Toolchai
 	}
 	p.SystemPaths = out
 	rep.Notes = append(rep.Notes, notes...)
+}
+
+// systemConfigFiles are configuration files beneath the system paths
+// (sandbox.DefaultSystemPaths grants /usr and a few /etc files whole)
+// that a tool reads credentials from: wget's global wgetrc (http_password),
+// git's system gitconfig (an http.extraHeader with a token), npm's global
+// npmrc of a node in /usr or /usr/local (_authToken), pip's site pip.conf
+// of a python there (an index URL with a password), and netrc-like files.
+// Each is hidden when it holds a credential (secretLine) and kept
+// otherwise: a tool that cannot read a global configuration file it finds
+// (wget) refuses to start, and one without secrets is what makes the tool
+// behave as it does outside (a company registry in /usr/etc/npmrc).
+var systemConfigFiles = []string{
+	"/etc/wgetrc", "/etc/gitconfig", "/usr/etc/gitconfig", "/usr/local/etc/gitconfig", "/usr/etc/wgetrc", "/usr/local/etc/wgetrc",
+	"/usr/etc/npmrc", "/usr/local/etc/npmrc", "/usr/pip.conf", "/usr/local/pip.conf", "/usr/etc/netrc", "/usr/local/etc/netrc",
+}
+
+// secretLine matches a configuration line that carries a credential:
+// wgetrc's password keys, npmrc's _auth/_authToken/_password, a URL with
+// user:password@, git's extraHeader (Authorization), netrc's password and
+// any key naming a token or secret. Comments are not lines that count.
+var secretLine = regexp.MustCompile(`(?i)(pass(word|wd)?\b|_auth|token|secret|extraheader|authorization|://[^/\s:@]+:[^/\s@]+@)`)
+
+// holdsSecret reports whether a configuration file has a line that is not
+// a comment and carries a credential.
+func holdsSecret(b []byte) bool {
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l[0] == '#' || l[0] == ';' {
+			continue
+		}
+		if secretLine.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// hideSystemConfigSecrets takes each systemConfigFiles entry that holds a
+// credential out of the system paths that grant it (a file granted by its
+// own name is dropped, one beneath a granted directory splits it:
+// splitAround), whatever profiles are on, and notes the --allow-read that
+// would grant it. What the policy grants by other means (--allow-read
+// /etc/wgetrc) stays granted.
+func hideSystemConfigSecrets(p *sandbox.Policy, rep *SandboxReport, h Host) {
+	sys := p.SystemPaths
+	if sys == nil {
+		sys = sandbox.DefaultSystemPaths()
+	}
+	hidden := map[string][]string{}
+	for _, f := range systemConfigFiles {
+		if slices.ContainsFunc(p.ReadOnlyPaths, func(r string) bool { return pathWithin(f, r) }) {
+			continue // granted on purpose
+		}
+		b, err := h.ReadFile(f)
+		if err != nil || !holdsSecret(b) {
+			continue
+		}
+		for _, s := range sys {
+			if pathWithin(f, s) && !slices.Contains(hidden[s], f) {
+				hidden[s] = append(hidden[s], f)
+				rep.Notes = append(rep.Notes, fmt.Sprintf("not granting %s: it holds a credential; grant it with --allow-read %s (or read in a policy file's [sandbox])", f, f))
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return
+	}
+	var out []string
+	for _, s := range sys {
+		switch hs := hidden[s]; {
+		case len(hs) == 0:
+			out = append(out, s)
+		case slices.Contains(hs, s):
+			// The file itself: not granted.
+		default:
+			out = append(out, splitAround(s, hs, h)...)
+		}
+	}
+	p.SystemPaths = out
 }

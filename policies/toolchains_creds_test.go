@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // The roots version managers keep (nvm's versions/node/*, $PYENV_ROOT,
@@ -105,5 +107,64 @@ func TestSplitAround(t *testing.T) {
 	want := []string{root + "/a/b/c", root + "/a/b/g", root + "/a/conf/logging", root + "/a/conf/m2.conf", root + "/a/d", root + "/a/f"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitAround:\n got %v\nwant %v", got, want)
+	}
+}
+
+// Configuration files the system paths grant whole — /etc/wgetrc,
+// /etc/gitconfig, a node's /usr/etc/npmrc, a python's /usr/local/pip.conf
+// — are hidden when they hold a credential, with no profile on too, and
+// kept when they do not (wget will not start when it cannot read the
+// wgetrc it finds). --allow-read grants one on purpose.
+func TestSystemConfigFilesWithCredentialsHidden(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "ws", "cache", "home")
+	strict, _ := PresetByName("strict")
+	secret := map[string]string{
+		"/etc/wgetrc":          "# defaults\nhttp_user = me\nhttp_password = SECRET\n",
+		"/etc/gitconfig":       "[http]\n\textraHeader = Authorization: Bearer SECRET\n",
+		"/usr/etc/npmrc":       "//registry.example/:_authToken=SECRET\n",
+		"/usr/local/pip.conf":  "[global]\nindex-url = https://me:SECRET@pypi.example/simple\n",
+		"/usr/local/etc/netrc": "machine example.com login me password SECRET\n",
+	}
+	harmless := map[string]string{
+		"/etc/wgetrc":    "# passive_ftp = on\n#http_password = x\ntimeout = 30\n",
+		"/etc/gitconfig": "[core]\n\tpager = less\n",
+		"/usr/etc/npmrc": "registry=https://npm.example/\n",
+	}
+	exposed := func(p []string, f string) bool {
+		return slices.ContainsFunc(p, func(s string) bool { return pathWithin(f, s) })
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		read  []Grant
+	}{{"secrets", secret, nil}, {"harmless", harmless, nil}, {"granted", secret, []Grant{{"/etc/wgetrc", "--allow-read"}}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"}, files: tc.files}
+			p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}, Read: tc.read}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sys := p.SystemPaths
+			if sys == nil {
+				sys = sandbox.DefaultSystemPaths()
+			}
+			for f := range tc.files {
+				hide := tc.name != "harmless" && !(tc.name == "granted" && f == "/etc/wgetrc")
+				if exposed(sys, f) == hide {
+					t.Errorf("%s: granted by the system paths = %v, want %v (%v)", f, !hide, !hide, sys)
+				}
+				noted := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "--allow-read "+f) })
+				if noted != hide {
+					t.Errorf("%s: a note = %v, want %v: %q", f, noted, hide, rep.Notes)
+				}
+			}
+			// The rest of /usr and /etc's files stay.
+			for _, keep := range []string{"/usr/bin", "/usr/lib", "/etc/passwd", "/etc/hosts"} {
+				if _, err := os.Stat(keep); err == nil && !exposed(sys, keep) {
+					t.Errorf("%s is no longer granted: %v", keep, sys)
+				}
+			}
+		})
 	}
 }

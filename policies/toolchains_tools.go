@@ -7,7 +7,10 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // Each tool's own settings and registries. The hosts come from the tool's
@@ -91,22 +94,6 @@ func nodeSettings(h Host) map[string]string {
 	if dir := strings.TrimSpace(out); err == nil && filepath.IsAbs(dir) && h.Exists(filepath.Join(dir, "_cacache")) {
 		set["NPM_USER_CACHE"] = filepath.Clean(dir)
 	}
-	return set
-}
-
-func pythonSettings(h Host) map[string]string {
-	set := map[string]string{}
-	root := h.Getenv("PYENV_ROOT")
-	if root == "" {
-		if out, err := h.Output("pyenv", "root"); err == nil {
-			root = strings.TrimSpace(out)
-		}
-	}
-	if root != "" && h.Exists(root) {
-		set["PYENV_ROOT"] = root
-	}
-	set["PYENV_VERSION"] = h.Getenv("PYENV_VERSION")
-	set["UV_PYTHON"] = h.Getenv("UV_PYTHON")
 	return set
 }
 
@@ -328,4 +315,84 @@ func credentialClash(p, home string) string {
 		}
 	}
 	return ""
+}
+
+// cargoConfig carries the person's source configuration into the
+// sandbox's CARGO_HOME (the per-workspace cache): cargo reads
+// $CARGO_HOME/config.toml and the workspace's .cargo/ only, so without it
+// a source replacement of theirs — Debian's /usr/share/cargo/registry, a
+// vendor directory, a company mirror — would not apply inside, and a
+// build that works outside would reach for the default registry. Only
+// what chooses where crates come from is copied: [source.*], each
+// [registries.*]'s index and protocol, [registry].default and [net]'s
+// retry and git-fetch-with-cli — never a token, a credential provider or
+// [http] (which may carry headers); URLs lose any user:password@. The
+// person's file is read here, in the parent, and stays unreadable inside.
+func cargoConfig(h Host) map[string]string {
+	home := rustSettings(h)["CARGO_HOME"]
+	var b []byte
+	for _, f := range []string{"config.toml", "config"} {
+		if data, err := h.ReadFile(filepath.Join(home, f)); err == nil {
+			b = data
+			break
+		}
+	}
+	var in map[string]any
+	if len(b) == 0 || toml.Unmarshal(b, &in) != nil {
+		in = nil
+	}
+	keep := map[string][]string{"registries": {"index", "protocol"}, "registry": {"default"}, "net": {"retry", "git-fetch-with-cli"}}
+	out := map[string]any{}
+	if src, ok := in["source"].(map[string]any); ok {
+		out["source"] = stripURLs(src)
+	}
+	for table, keys := range keep {
+		t, ok := in[table].(map[string]any)
+		if !ok {
+			continue
+		}
+		kept := map[string]any{}
+		for k, v := range t {
+			if sub, ok := v.(map[string]any); ok && table == "registries" {
+				r := map[string]any{}
+				for _, key := range keys {
+					if x, ok := sub[key]; ok {
+						r[key] = x
+					}
+				}
+				kept[k] = stripURLs(r)
+			} else if slices.Contains(keys, k) {
+				kept[k] = v
+			}
+		}
+		if len(kept) > 0 {
+			out[table] = kept
+		}
+	}
+	text := "# Written by lite-agent for cargo in its sandbox (the rust profile) from your cargo configuration's\n" +
+		"# sources and registries; rewritten at every session start.\n"
+	if len(out) > 0 {
+		enc, err := toml.Marshal(out)
+		if err == nil {
+			text += string(enc)
+		}
+	}
+	return map[string]string{"cargo/config.toml": text}
+}
+
+// stripURLs removes user:password@ from every string of a configuration
+// table, recursively.
+func stripURLs(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		switch x := v.(type) {
+		case string:
+			out[k] = stripUserinfo(x)
+		case map[string]any:
+			out[k] = stripURLs(x)
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -13,7 +13,9 @@
 #   and cargo unless a cargo (rustup's, say) is already on PATH; and the
 #   Maven plugins and junit4 in Debian's /usr/share/maven-repo, with which
 #   `mvn package` builds, tests and packages offline (~40 MB, ~25 s here);
-#   gradle (Debian 12's 4.4.1, ~62 MB, ~28 s) for the Gradle build test
+#   gradle (Debian 12's 4.4.1, ~62 MB, ~28 s) for the Gradle build test;
+#   librust-itoa-dev (a crate in /usr/share/cargo/registry, ~1 MB) for
+#   the test that builds against Debian's crates
 #
 #   --demo  only what `make demo` needs: libseccomp-dev, gcc, python3, git
 #   --bench also the benchmark tools
@@ -34,6 +36,8 @@ if [[ $mode != "--demo" ]]; then
   command -v cargo >/dev/null || want+=(cargo)
   want+=(tmux)
   want+=(libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java libmaven-jar-plugin-java junit4)
+  # A crate Debian packages, for the cargo-with-Debian's-registry test.
+  want+=(librust-itoa-dev)
   /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want+=(python3-venv)
   /usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
   if [[ $mode == "--bench" ]]; then

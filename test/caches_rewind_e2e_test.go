@@ -90,3 +90,34 @@ func TestRecreatedWorkspaceDoesNotInheritCache(t *testing.T) {
 		t.Fatalf("the re-created workspace compiled the old one's backdoored module:\n%s", res[0].text)
 	}
 }
+
+// Issue 26, class 2, without a rewind: the agent's edit of an extracted
+// dependency's source (chmod first — the read-only mode bits go leaves
+// stop an accident, not the agent) is compiled in the session that made
+// it, and never in the next: before a session starts, lite-agent hashes
+// the workspace's extracted modules as go.sum does and removes one that
+// differs, and go extracts it again, checked. Before, the next session
+// compiled the backdoor.
+func TestBackdooredModuleSourceRemovedBeforeNextSession(t *testing.T) {
+	u := newFakeUser(t)
+	ws := goModuleWithDependency(t, u)
+	src := `$(go env GOMODCACHE)/golang.org/x/sync@v0.23.0/errgroup`
+	res, _ := u.bashSession(t, ws, nil, "go test ./...", plant(src), "go test -count=1 ./...")
+	if !strings.Contains(res[1].text, "planted") || !strings.Contains(res[2].text, "BACKDOOR") {
+		t.Fatalf("the attack is not shown (planted and compiled in its own session):\n%s\n%s", res[1].text, res[2].text)
+	}
+	res, _ = u.bashSession(t, ws, nil, "go test -count=1 ./...", "grep -c BACKDOOR "+src+"/errgroup.go")
+	if strings.Contains(res[0].text, "BACKDOOR") || !strings.Contains(res[0].text, "ok  \texample.com/rw") {
+		t.Fatalf("the next session compiled the backdoored module:\n%s", res[0].text)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(res[1].text), "0") {
+		t.Errorf("the extracted source still holds the backdoor:\n%s", res[1].text)
+	}
+	// sandbox check says nothing is removed when nothing differs.
+	cmd := exec.Command(binary, "sandbox", "check", "--workspace", ws)
+	cmd.Env = u.env
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(string(out), "removed the extracted module") {
+		t.Errorf("sandbox check reports a removal with nothing edited:\n%s", out)
+	}
+}

@@ -46,7 +46,7 @@ func fakeToolHome(t *testing.T) (string, []string) {
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NVM_DIR="+filepath.Join(home, ".nvm"),
 		"PYENV_ROOT="+filepath.Join(home, ".pyenv"), "CARGO_HOME="+filepath.Join(home, ".cargo"),
 		"GOENV="+filepath.Join(home, "goenv"),
-		"PATH="+strings.Join([]string{home + "/.cargo/bin", home + "/.nvm/versions/node/v20.0.0/bin", home + "/.pyenv/shims", os.Getenv("PATH")}, ":"))
+		"PATH="+strings.Join([]string{home + "/.cargo/bin", home + "/.nvm/versions/node/v20.0.0/bin", home + "/.pyenv/shims", home + "/go/bin", os.Getenv("PATH")}, ":"))
 	writeFile(t, filepath.Join(home, "goenv"), "GOPATH="+filepath.Join(home, "go")+"\nGOMODCACHE="+filepath.Join(home, "go/pkg/mod")+"\n")
 	return home, env
 }

@@ -154,40 +154,184 @@ func TestRustCargoBuildVendoredCrateOffline(t *testing.T) {
 	if !strings.Contains(res[0].text, "rust built 42") || !strings.Contains(res[0].text, "test result: ok") {
 		t.Fatalf("cargo with a vendored crate in the sandbox:\n%s", res[0].text)
 	}
+	// Without the profile cargo is still the person's (their PATH and
+	// rustup's root are granted), with no cache of its own.
 	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, "cargo --version")
-	if !res[0].isError && !strings.Contains(res[0].text, "not found") && !strings.Contains(res[0].text, "denied") {
-		t.Errorf("cargo ran without its profile:\n%s", res[0].text)
+	if res[0].isError || !strings.HasPrefix(strings.TrimSpace(res[0].text), "cargo ") {
+		t.Errorf("cargo without its profile is not the person's cargo:\n%s", res[0].text)
 	}
 }
 
-// TestPyenvPythonStaysThePyenvOne: the issue's "a pyenv python3 silently
-// becomes the system one". With the python profile on, python3 in the
-// sandbox is the interpreter it is outside (pyenv's shim resolves
-// through the granted $PYENV_ROOT); without it, the shim's directory is
-// unreadable and python3 is the system's — the regression itself.
-func TestPyenvPythonStaysThePyenvOne(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	u := newFakeUser(t, "HOME="+home)
+// TestPythonIsThePersonsPython: python3 in the sandbox is the program
+// the person's PATH finds outside, whether or not a profile is on (issues
+// 23 and 28). With pyenv's shims on their PATH it is pyenv's python
+// (the shim runs through $PYENV_ROOT, granted because the PATH uses it);
+// with PYENV_ROOT set but pyenv nowhere on the PATH it is the system's,
+// and pytest from the system's site-packages runs — the profile used to
+// put $PYENV_ROOT/shims first (a python3 without pytest: "No module named
+// pytest"), and --toolchains none used to drop the shims from the PATH.
+func TestPythonIsThePersonsPython(t *testing.T) {
 	const probe = `python3 -c 'import sys; print(sys.executable)'`
-	outside := exec.Command("sh", "-c", probe)
-	outside.Env = u.env
-	out, err := outside.Output()
-	if err != nil {
-		t.Skipf("python3 is not installed (%v): this test would check that the sandbox's python3 is the user's", err)
-	}
-	want := strings.TrimSpace(string(out))
-	shim, _ := exec.LookPath("python3")
-	if !strings.Contains(shim, "/shims/") || strings.HasPrefix(want, "/usr/") {
-		t.Skipf("python3 here is %s (%s), not a pyenv shim: this test would check that a pyenv python3 stays the pyenv one in the sandbox", shim, want)
+	outside := func(u *fakeUser) string {
+		cmd := exec.Command("sh", "-c", probe)
+		cmd.Env = u.env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Skipf("python3 is not installed (%v): this test would check that the sandbox's python3 is the person's", err)
+		}
+		return strings.TrimSpace(string(out))
 	}
 	ws := t.TempDir()
 	writeFile(t, filepath.Join(ws, "requirements.txt"), "pytest\n")
-	res, _ := u.bashSession(t, ws, nil, probe)
-	if got := strings.TrimSpace(res[0].text); got != want {
-		t.Errorf("python3 in the sandbox is %q, outside %q", got, want)
+	writeFile(t, filepath.Join(ws, "test_rw.py"), "def test_add():\n    assert 1 + 1 == 2\n")
+	t.Run("pyenv on the PATH", func(t *testing.T) {
+		home, _ := os.UserHomeDir()
+		u := newFakeUser(t, "HOME="+home)
+		want := outside(u)
+		if shim, _ := exec.LookPath("python3"); !strings.Contains(shim, "/shims/") || strings.HasPrefix(want, "/usr/") {
+			t.Skipf("python3 here is %s (%s), not a pyenv shim: this would check that a pyenv python3 stays pyenv's in the sandbox", shim, want)
+		}
+		for _, args := range [][]string{nil, {"--toolchains", "none"}} {
+			res, _ := u.bashSession(t, ws, args, probe)
+			if got := strings.TrimSpace(res[0].text); got != want {
+				t.Errorf("%v: python3 in the sandbox is %q, outside %q", args, got, want)
+			}
+		}
+	})
+	t.Run("PYENV_ROOT without pyenv on the PATH", func(t *testing.T) {
+		if out, err := exec.Command("/usr/bin/python3", "-c", "import pytest").CombinedOutput(); err != nil {
+			t.Skipf("needs /usr/bin/python3 with pytest (make deps installs python3-pytest): %s", out)
+		}
+		home, _ := os.UserHomeDir()
+		pyenvRoot := filepath.Join(home, ".pyenv")
+		if _, err := os.Stat(pyenvRoot); err != nil {
+			// A stand-in: a pyenv root whose shim would run another python.
+			pyenvRoot = t.TempDir()
+			writeFile(t, filepath.Join(pyenvRoot, "libexec", "pyenv"), "#!/bin/sh\necho pyenv-ran\n")
+			writeFile(t, filepath.Join(pyenvRoot, "shims", "python3"), "#!/bin/sh\necho pyenv-ran\n")
+		}
+		u := newFakeUser(t, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYENV_ROOT="+pyenvRoot)
+		want := outside(u)
+		res, _ := u.bashSession(t, ws, nil, probe, "python3 -m pytest -q -p no:cacheprovider 2>&1 | tail -2")
+		if got := strings.TrimSpace(res[0].text); got != want {
+			t.Errorf("python3 in the sandbox is %q, outside %q", got, want)
+		}
+		if !strings.Contains(res[1].text, "1 passed") {
+			t.Errorf("python3 -m pytest in the sandbox:\n%s", res[1].text)
+		}
+	})
+}
+
+// TestRustDebianCratesOffline: a crate whose dependencies Debian packages
+// (librust-*-dev, in /usr/share/cargo/registry) builds and tests in the
+// sandbox as it does outside, from the person's own cargo configuration
+// — the [source] replacement Debian documents, in ~/.cargo/config.toml —
+// with no flag: the sandbox's cargo has a CARGO_HOME of its own (the
+// per-workspace cache), and the rust profile carries the person's sources
+// there. Without that, cargo inside went for the default registry.
+func TestRustDebianCratesOffline(t *testing.T) {
+	need(t, "Rust", "cargo", "rustc")
+	if _, err := os.Stat("/usr/share/cargo/registry/itoa-1.0.1"); err != nil {
+		t.Skip("librust-itoa-dev is not installed (make deps): this test would build a crate against Debian's /usr/share/cargo/registry in the sandbox")
 	}
-	res, _ = u.bashSession(t, ws, []string{"--toolchains", "none"}, probe)
-	if got := strings.TrimSpace(res[0].text); got == want {
-		t.Errorf("without the profile python3 is still %s: the test shows nothing", got)
+	home, _ := os.UserHomeDir()
+	u := newFakeUser(t)
+	if _, err := os.Stat(filepath.Join(home, ".rustup")); err == nil {
+		u.env = append(u.env, "RUSTUP_HOME="+filepath.Join(home, ".rustup"))
+	}
+	writeFile(t, filepath.Join(u.home, ".cargo", "config.toml"),
+		"[source.crates-io]\nreplace-with = \"debian\"\n\n[source.debian]\ndirectory = \"/usr/share/cargo/registry\"\n\n[registry]\ntoken = \"SECRET-cargo\"\n")
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "Cargo.toml"), "[package]\nname = \"rw\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n")
+	writeFile(t, filepath.Join(ws, "src", "main.rs"), "fn main() { let mut b = itoa::Buffer::new(); println!(\"rust built {}\", b.format(42)); }\n#[test]\nfn t() { assert_eq!(itoa::Buffer::new().format(7), \"7\"); }\n")
+	test := "cargo test -q 2>&1 | grep -E 'test result|error' ; cargo run -q"
+	outside := exec.Command("sh", "-c", test)
+	outside.Dir, outside.Env = t.TempDir(), u.env
+	for _, f := range []string{"Cargo.toml", "src/main.rs"} {
+		b, _ := os.ReadFile(filepath.Join(ws, f))
+		writeFile(t, filepath.Join(outside.Dir, f), string(b))
+	}
+	if out, err := outside.CombinedOutput(); err != nil || !strings.Contains(string(out), "rust built 42") {
+		t.Skipf("the crate does not build outside the sandbox either (%v): %s", err, out)
+	}
+	res, _ := u.bashSession(t, ws, nil, test, "cat $CARGO_HOME/config.toml "+filepath.Join(u.home, ".cargo", "config.toml"))
+	if !strings.Contains(res[0].text, "test result: ok") || !strings.Contains(res[0].text, "rust built 42") {
+		t.Fatalf("cargo test with Debian's crates in the sandbox:\n%s", res[0].text)
+	}
+	if strings.Contains(res[1].text, "SECRET") || !strings.Contains(res[1].text, "/usr/share/cargo/registry") {
+		t.Errorf("the sandbox's cargo configuration (the person's sources, no token):\n%s", res[1].text)
+	}
+}
+
+// TestVersionSelectionAsOutside: what a version manager or a toolchain's
+// launcher picks is what it picks outside (issue 23): rustup's toolchain
+// file in the workspace, pyenv's .python-version, the JDK Maven runs from
+// JAVA_HOME, go.work and GOTOOLCHAIN, and node, with every profile on;
+// and with none, each command name is the same program. Each probe runs
+// unconfined in the workspace, then in the sandbox, and the outputs must
+// be equal; a row whose tool or version is not installed here is left
+// out (logged).
+func TestVersionSelectionAsOutside(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	extra := []string{"GOTOOLCHAIN=local"}
+	if _, err := os.Stat(filepath.Join(home, ".rustup")); err == nil {
+		extra = append(extra, "RUSTUP_HOME="+filepath.Join(home, ".rustup"))
+	}
+	jdks, _ := filepath.Glob("/usr/lib/jvm/*-jdk-amd64")
+	if len(jdks) > 1 {
+		// Not the one the java on PATH (the alternatives') runs.
+		extra = append(extra, "JAVA_HOME="+jdks[len(jdks)-1])
+	}
+	u := newFakeUser(t, extra...)
+	ws := t.TempDir()
+	// Every profile's marker, so "auto" turns each on.
+	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/rw\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(ws, "go.work"), "go 1.21\n\nuse .\n")
+	writeFile(t, filepath.Join(ws, "Cargo.toml"), "[package]\nname = \"rw\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
+	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "rw", "version": "1.0.0"}`)
+	writeFile(t, filepath.Join(ws, "pyproject.toml"), "[project]\nname = \"rw\"\n")
+	writeFile(t, filepath.Join(ws, "pom.xml"), "<project/>\n")
+	writeFile(t, filepath.Join(ws, "rust-toolchain.toml"), "[toolchain]\nchannel = \"nightly\"\n")
+	if vs, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[0-9].*")); len(vs) > 0 {
+		writeFile(t, filepath.Join(ws, ".python-version"), filepath.Base(vs[0])+"\n")
+	}
+	probes := map[string]string{
+		"rustup, rust-toolchain.toml": "rustc --version",
+		"pyenv, .python-version":      "python3 --version",
+		"Maven, JAVA_HOME":            "mvn -v 2>/dev/null | grep -i 'java version'",
+		"go.work and GOTOOLCHAIN":     "go env GOWORK GOTOOLCHAIN && go version",
+		"node":                        "command -v node && node --version",
+	}
+	var script strings.Builder
+	var names []string
+	for name, probe := range probes {
+		cmd := exec.Command("sh", "-c", probe)
+		cmd.Dir, cmd.Env = ws, u.env
+		out, err := cmd.Output()
+		if err != nil || len(strings.TrimSpace(string(out))) == 0 {
+			t.Logf("left out %s: %q does not run here (%v)", name, probe, err)
+			continue
+		}
+		names = append(names, name)
+		script.WriteString("echo '== " + name + "'; " + probe + "; ")
+	}
+	if len(names) == 0 {
+		t.Skip("none of the toolchains is installed: this test would compare their version selection inside and outside")
+	}
+	// With the profiles on, each runs as outside; with none, each name
+	// still resolves to the same program (running a JDK or Maven needs
+	// the /etc files their profile grants).
+	const resolve = "for c in rustc cargo python3 pip3 mvn java go node npm; do command -v $c; done"
+	for _, tc := range []struct {
+		args   []string
+		script string
+	}{{nil, script.String()}, {nil, resolve}, {[]string{"--toolchains", "none"}, resolve}} {
+		outside := exec.Command("sh", "-c", tc.script)
+		outside.Dir, outside.Env = ws, u.env
+		want, _ := outside.Output()
+		res, _ := u.bashSession(t, ws, tc.args, tc.script)
+		if got := strings.TrimSpace(res[0].text); got != strings.TrimSpace(string(want)) {
+			t.Errorf("%v: inside:\n%s\noutside:\n%s", tc.args, got, want)
+		}
 	}
 }

@@ -212,11 +212,8 @@ func sandboxPolicy(f *sandboxRunFlags, set map[string]bool) (sandbox.Policy, err
 	if err != nil {
 		return sandbox.Policy{}, err
 	}
-	if grants.Toolchains == nil {
-		// sandbox run grants no toolchain unless asked: it runs one
-		// command as the flags say.
-		grants.Toolchains, grants.ToolchainsSource = []string{"none"}, "sandbox run's default"
-	}
+	// --toolchains defaults to auto, as for run and as its help says:
+	// `sandbox run -- go test ./...` in a module works as it does there.
 	// No policy files: sandbox run is the flags and the preset. The
 	// allowlist stays; --env adds to it (secret-looking names given
 	// without a value are still dropped by the sandbox).

@@ -95,6 +95,14 @@ func TestSandboxUsageErrors(t *testing.T) {
 // TestSandboxPolicyFromFlags: the flags land in the policy on top of the
 // preset's template.
 func TestSandboxPolicyFromFlags(t *testing.T) {
+	// A PATH of system directories only and no version-selecting
+	// variables: what the person's PATH names is granted too
+	// (policies/toolchains_path.go), and this test is about the flags.
+	t.Setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+	for _, v := range []string{"PYENV_ROOT", "PYENV_VERSION", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "VOLTA_HOME", "NVM_DIR", "NVM_BIN",
+		"FNM_DIR", "FNM_MULTISHELL_PATH", "JAVA_HOME", "SDKMAN_DIR", "GOTOOLCHAIN", "UV_PYTHON"} {
+		t.Setenv(v, "")
+	}
 	ws, ro, rw := t.TempDir(), t.TempDir(), t.TempDir()
 	f := sandboxRunFlags{
 		workspace: ws, preset: "permissive",

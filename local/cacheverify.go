@@ -1,0 +1,469 @@
+package local
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// # Verifying what a toolchain checks only once
+//
+// Go checks a module against go.sum when it extracts it into GOMODCACHE,
+// and never again: every later build compiles the extracted source as it
+// finds it. The go profile's GOMODCACHE is per workspace and writable by
+// the sandbox (go must extract into it), and the read-only mode bits go
+// leaves there are no bar to the agent (it owns the files and may chmod
+// them; a new directory with a matching .ziphash beside it needs no chmod
+// at all). So a source edited in one session would be compiled by every
+// later one, the person's unconfined builds of what those sessions wrote
+// included. Landlock cannot tell go's extraction from the agent's write,
+// so the check is made where the sandbox cannot reach: before a session
+// starts, in lite-agent itself, every extracted module directory is
+// hashed the way go.sum hashes it (h1:, golang.org/x/mod/sumdb/dirhash's
+// Hash1) and compared with the workspace's go.sum line for it, or with
+// the hash go recorded when it extracted the module (.ziphash) when
+// go.sum has none — which go itself compares with go.sum at every use. A
+// directory that differs is removed with its zip and .ziphash, and go
+// extracts it again from a checked download (the person's read-only module
+// cache first) at its next build.
+//
+// Hashing every source at every session start would cost seconds on a
+// large module graph, so what was verified is remembered outside the
+// sandbox's reach (goVerifiedFile, beside the cache, not in it) as each
+// directory's stat digest: every file's path, mode, size, mtime, ctime
+// and inode. A sandboxed process cannot set a ctime (it is the kernel's
+// clock at each change; moving the clock needs CAP_SYS_TIME, which no
+// command has), so an unchanged digest means unchanged files, and only a
+// directory whose digest moved is hashed again.
+
+// goVerifiedFile is where the digests of verified module directories are
+// kept: a sibling of the per-workspace caches' profile directories,
+// which no sandbox is granted.
+const goVerifiedFile = "go.verified.json"
+
+// verifiedModule is one module directory as it was when last verified.
+type verifiedModule struct {
+	Stat string `json:"stat"`
+	Hash string `json:"hash"`
+}
+
+// VerifyWorkspaceCache checks the per-workspace cache dir of a toolchain
+// profile for content its tool trusts without checking again, and
+// removes what does not match what the tool checked (see the section
+// comments); ws is the workspace (its go.sum, its Cargo.lock). It returns one line per
+// removal, for the sandbox report. Profiles without such content need no
+// check.
+func (h *MachineHost) VerifyWorkspaceCache(ws, profile, dir string) []string {
+	switch profile {
+	case "go":
+		return verifyGoModules(filepath.Join(dir, "mod"), filepath.Join(filepath.Dir(dir), goVerifiedFile), readGoSum(ws))
+	case "rust":
+		return verifyCrates(filepath.Join(dir, "cargo"), filepath.Join(filepath.Dir(dir), rustVerifiedFile), readCargoLock(ws))
+	}
+	return nil
+}
+
+// readGoSum is the workspace's go.sum as module@version -> h1: hash of
+// the module's files (the /go.mod lines are not about directories).
+func readGoSum(ws string) map[string]string {
+	sums := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(ws, "go.sum"))
+	if err != nil {
+		return sums
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && !strings.HasSuffix(f[1], "/go.mod") {
+			sums[f[0]+"@"+f[1]] = f[2]
+		}
+	}
+	return sums
+}
+
+// verifyGoModules verifies each extracted module directory under modRoot
+// (a GOMODCACHE), remembering the verified ones in record.
+func verifyGoModules(modRoot, record string, sums map[string]string) []string {
+	if _, err := os.Stat(modRoot); err != nil {
+		return nil
+	}
+	known := map[string]verifiedModule{}
+	if b, err := os.ReadFile(record); err == nil {
+		json.Unmarshal(b, &known)
+	}
+	now := map[string]verifiedModule{}
+	var notes []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if !e.IsDir() {
+				continue
+			}
+			if dir == modRoot && e.Name() == "cache" {
+				continue // the downloads: go checks them against go.sum at every use
+			}
+			escPath, escVersion, ok := strings.Cut(e.Name(), "@")
+			if !ok {
+				walk(p)
+				continue
+			}
+			if _, err := os.Stat(p + ".partial"); err == nil {
+				// Being extracted (by a session running now), or left
+				// half done: go itself extracts such a directory again
+				// before it uses it.
+				continue
+			}
+			rel, _ := filepath.Rel(modRoot, filepath.Join(dir, escPath))
+			mod, errPath := unescapeModulePart(filepath.ToSlash(rel))
+			version, errVersion := unescapeModulePart(escVersion)
+			stat, err := statDigest(p)
+			if err == nil && errPath == nil && errVersion == nil {
+				if k, ok := known[p]; ok && k.Stat == stat {
+					now[p] = k
+					continue
+				}
+				want := sums[mod+"@"+version]
+				if want == "" {
+					b, _ := os.ReadFile(filepath.Join(modRoot, "cache", "download", filepath.FromSlash(filepath.ToSlash(rel)), "@v", escVersion+".ziphash"))
+					want = strings.TrimSpace(string(b))
+				}
+				got, herr := hashModuleDir(p, mod+"@"+version)
+				// The stat digest is taken before the hash: a file
+				// changed while it was hashed has a new ctime, and is
+				// hashed again next time.
+				if herr == nil && want != "" && got == want {
+					now[p] = verifiedModule{Stat: stat, Hash: got}
+					continue
+				}
+			}
+			// Differs, cannot be hashed, or has nothing to be checked
+			// against: go extracts it again, checked.
+			removeModule(modRoot, rel, escVersion, p)
+			notes = append(notes, fmt.Sprintf("go: removed the extracted module %s@%s from the workspace's module cache: its files differ from what go checked against go.sum when it extracted them (go extracts it again, checked, at the next build)",
+				strings.TrimSuffix(filepath.ToSlash(rel), "/"), escVersion))
+		}
+	}
+	walk(modRoot)
+	if b, err := json.Marshal(now); err == nil {
+		writeFileAtomic(record, b)
+	}
+	return notes
+}
+
+// unescapeModulePart undoes Go's module path and version escaping
+// (golang.org/x/mod/module: an upper-case letter is '!' and its lower
+// case, as the module cache stores them on case-insensitive disks).
+func unescapeModulePart(s string) (string, error) {
+	var b strings.Builder
+	bang := false
+	for _, r := range s {
+		switch {
+		case bang:
+			if r < 'a' || r > 'z' {
+				return "", fmt.Errorf("invalid escaped module path %q", s)
+			}
+			b.WriteRune(r - 'a' + 'A')
+			bang = false
+		case r == '!':
+			bang = true
+		case r >= 'A' && r <= 'Z':
+			return "", fmt.Errorf("invalid escaped module path %q", s)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	if bang {
+		return "", fmt.Errorf("invalid escaped module path %q", s)
+	}
+	return b.String(), nil
+}
+
+// hashModuleDir is golang.org/x/mod/sumdb/dirhash.HashDir(dir, prefix,
+// Hash1): the h1: hash go.sum records for a module's files. Anything but
+// regular files and directories (a symlink planted in the tree) makes it
+// an error, as in dirhash.
+func hashModuleDir(dir, prefix string) (string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files = append(files, prefix+"/"+filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	slices.Sort(files)
+	h := sha256.New()
+	for _, f := range files {
+		if strings.Contains(f, "\n") {
+			return "", fmt.Errorf("file name %q has a newline", f)
+		}
+		r, err := os.Open(filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(f, prefix+"/"))))
+		if err != nil {
+			return "", err
+		}
+		hf := sha256.New()
+		_, err = io.Copy(hf, r)
+		r.Close()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%x  %s\n", hf.Sum(nil), f)
+	}
+	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// statDigest digests every entry of a tree as lstat sees it: name, mode,
+// size, mtime, ctime and inode. Equal digests mean no entry changed
+// (the ctime is the kernel's to set).
+func statDigest(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%q %o %d %d.%d %d.%d %d %d\n", rel, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Ino, st.Dev)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// removeModule removes an extracted module directory (made writable
+// first: go leaves it read-only) and the download go would extract it
+// from again without a check (its zip; its .ziphash, which go compares
+// with go.sum), so that the next build takes it afresh from GOPROXY —
+// the person's read-only module cache first.
+func removeModule(modRoot, relPath, escVersion, dir string) {
+	removeCacheDir(dir)
+	dl := filepath.Join(modRoot, "cache", "download", relPath, "@v", escVersion)
+	for _, ext := range []string{".zip", ".ziphash", ".partial"} {
+		os.Remove(dl + ext)
+	}
+}
+
+// writeFileAtomic replaces p through a temporary file and a rename.
+func writeFileAtomic(p string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// # Cargo's extracted registry sources
+//
+// cargo checks a .crate's checksum when it downloads it and extracts it
+// into $CARGO_HOME/registry/src once; later builds compile that
+// directory, and a .crate already in registry/cache is extracted again
+// unchecked. So, as for Go: each extracted crate is compared, file by
+// file, with the .crate it came from, and the .crate with the checksum
+// the workspace's Cargo.lock names for it (a crate the lockfile does not
+// name is only held to its .crate). A directory that differs is removed
+// (cargo extracts it again, offline, from the .crate); a .crate whose
+// checksum differs is removed with it (cargo downloads it again, through
+// a grant). Verified directories are remembered by stat digest
+// (rustVerifiedFile), like Go's.
+
+// rustVerifiedFile holds the digests of verified crate directories,
+// beside the per-workspace caches.
+const rustVerifiedFile = "rust.verified.json"
+
+// readCargoLock is the workspace's Cargo.lock as "name-version" ->
+// checksum, for the packages that have one (registry packages).
+func readCargoLock(ws string) map[string]string {
+	sums := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(ws, "Cargo.lock"))
+	if err != nil {
+		return sums
+	}
+	var lock struct {
+		Package []struct{ Name, Version, Checksum string }
+	}
+	if toml.Unmarshal(b, &lock) != nil {
+		return sums
+	}
+	for _, p := range lock.Package {
+		if p.Checksum != "" {
+			sums[p.Name+"-"+p.Version] = p.Checksum
+		}
+	}
+	return sums
+}
+
+// verifyCrates verifies each extracted crate under cargoHome's
+// registry/src against its .crate in registry/cache (and that against
+// sums), remembering the verified ones in record.
+func verifyCrates(cargoHome, record string, sums map[string]string) []string {
+	srcRoot := filepath.Join(cargoHome, "registry", "src")
+	registries, err := os.ReadDir(srcRoot)
+	if err != nil {
+		return nil
+	}
+	known := map[string]verifiedModule{}
+	if b, err := os.ReadFile(record); err == nil {
+		json.Unmarshal(b, &known)
+	}
+	now := map[string]verifiedModule{}
+	var notes []string
+	for _, reg := range registries {
+		crates, err := os.ReadDir(filepath.Join(srcRoot, reg.Name()))
+		if err != nil {
+			continue
+		}
+		for _, c := range crates {
+			dir := filepath.Join(srcRoot, reg.Name(), c.Name())
+			crate := filepath.Join(cargoHome, "registry", "cache", reg.Name(), c.Name()+".crate")
+			if !c.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".cargo-ok")); err != nil {
+				continue // not (yet) extracted whole: cargo extracts it again itself
+			}
+			stat, err := statDigest(dir)
+			cst, cerr := statDigest(crate)
+			if err == nil && cerr == nil {
+				stat += " " + cst
+				if k, ok := known[dir]; ok && k.Stat == stat {
+					now[dir] = k
+					continue
+				}
+			}
+			crateOK := cerr == nil
+			if want := sums[c.Name()]; crateOK && want != "" {
+				got, err := fileSHA256(crate)
+				crateOK = err == nil && got == want
+			}
+			if crateOK && err == nil && sameAsCrate(dir, crate, c.Name()) {
+				now[dir] = verifiedModule{Stat: stat}
+				continue
+			}
+			removeCacheDir(dir)
+			what := "its files differ from its .crate (cargo extracts it again from the .crate, offline)"
+			if !crateOK {
+				os.Remove(crate)
+				what = "its .crate is not the one Cargo.lock names (cargo downloads it again, through a grant)"
+			}
+			notes = append(notes, fmt.Sprintf("rust: removed the extracted crate %s from the workspace's cargo cache: %s", c.Name(), what))
+		}
+	}
+	if b, err := json.Marshal(now); err == nil {
+		writeFileAtomic(record, b)
+	}
+	return notes
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}
+
+// sameAsCrate reports whether dir holds exactly the regular files of the
+// .crate (a gzipped tar whose entries are under "name-version/"), with
+// the same contents, besides cargo's own .cargo-ok marker. Anything else
+// in the tar or the directory (a link, a device) is a difference.
+func sameAsCrate(dir, crate, top string) bool {
+	f, err := os.Open(crate)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return false
+	}
+	tr := tar.NewReader(gz)
+	seen := map[string]bool{".cargo-ok": true}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false
+		}
+		rel, ok := strings.CutPrefix(filepath.ToSlash(filepath.Clean(hdr.Name)), top+"/")
+		switch {
+		case hdr.Typeflag == tar.TypeDir:
+			continue
+		case !ok || hdr.Typeflag != tar.TypeReg || strings.HasPrefix(rel, "../"):
+			return false
+		}
+		want := sha256.New()
+		if _, err := io.Copy(want, tr); err != nil {
+			return false
+		}
+		got, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil || got != fmt.Sprintf("%x", want.Sum(nil)) {
+			return false
+		}
+		seen[rel] = true
+	}
+	same := true
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			same = false
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !d.Type().IsRegular() || !seen[filepath.ToSlash(rel)] {
+			same = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return same
+}
