@@ -319,7 +319,9 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		}
 		switch format {
 		case "stream-json":
-			if e := enc.Encode(ev); e != nil {
+			// WriteJSON: the bytes json.Encoder would write, without
+			// copying a large event twice more.
+			if e := ev.WriteJSON(out); e != nil {
 				return failf("writing output: %v", e)
 			}
 			// Flush per event: a consumer reads the stream as it happens.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -557,7 +558,9 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	}
 	// What this call wrote, so that another writer's edit meanwhile is
 	// never taken for the agent's.
-	ctx.RecordWrite(rel, []byte(in.Content))
+	// RecordWrite only reads (hashes) the bytes: the content's own bytes
+	// are lent, not copied — a large file would otherwise be held twice.
+	ctx.RecordWrite(rel, unsafe.Slice(unsafe.StringData(in.Content), len(in.Content)))
 
 	var msg string
 	if existed {
