@@ -3,12 +3,13 @@
 // the median turn time of each stretch of -bucket turns, early to late. A
 // flat row means a turn costs the same at turn 2,000 as at turn 1.
 //
-//	go run ./bench/turns [-turns 2000] [-bucket 200] [-model scripted|anthropic] [-checkpoints] [-tool write_file|read_file]
+//	go run ./bench/turns [-turns 2000] [-bucket 200] [-model scripted|anthropic|openai] [-checkpoints] [-tool write_file|read_file]
 //
-// -model anthropic streams each answer from a local server speaking the
-// Messages API's wire format (it reads and drops the request), so the
-// provider encodes the whole conversation on every turn as it would for
-// the real API; scripted is the in-process model. The kernel runs in this
+// -model anthropic and -model openai stream each answer from a local
+// server speaking the Messages or the Chat Completions API's wire format
+// (it reads and drops the request), so the provider sends the whole
+// conversation on every turn as it would to the real API; scripted is the
+// in-process model. The kernel runs in this
 // process, with the session's transcript (and, with -checkpoints, its
 // checkpoints) in a temporary state directory.
 package main
@@ -31,13 +32,14 @@ import (
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/anthropic"
+	"github.com/lite-agent/lite-agent/provider/openai"
 	"github.com/lite-agent/lite-agent/provider/scripted"
 )
 
 func main() {
 	turns := flag.Int("turns", 2000, "tool-call turns in the session")
 	bucket := flag.Int("bucket", 200, "turns per reported median")
-	model := flag.String("model", "scripted", "scripted (in-process) or anthropic (a local server on the Messages API's wire format)")
+	model := flag.String("model", "scripted", "scripted (in-process), anthropic or openai (a local server on the Messages or Chat Completions API's wire format)")
 	checkpoints := flag.Bool("checkpoints", false, "record checkpoints (a durable seal per turn)")
 	tool := flag.String("tool", "write_file", "the tool called on every turn: write_file (a small file, one of 20) or read_file")
 	flag.Parse()
@@ -90,8 +92,14 @@ func run(turns, bucket int, modelName, tool string, checkpoints bool) error {
 		if model, err = anthropic.New(&anthropic.Options{APIKey: "sk-ant-bench", BaseURL: srv.URL, MaxRetries: -1}); err != nil {
 			return err
 		}
+	case "openai":
+		srv := httptest.NewServer(openaiServer(turns, tool))
+		defer srv.Close()
+		if model, err = openai.New(&openai.Options{APIKey: "sk-bench", BaseURL: srv.URL + "/v1", MaxRetries: -1}); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("-model %q: want scripted or anthropic", modelName)
+		return fmt.Errorf("-model %q: want scripted, anthropic or openai", modelName)
 	}
 	opts := kernel.Options{
 		Prompt:       "Work through the files.",
@@ -170,5 +178,29 @@ func sseServer(turns int, tool string) http.HandlerFunc {
 		}
 		ev("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":20}}`, stop))
 		ev("message_stop", `{"type":"message_stop"}`)
+	}
+}
+
+// openaiServer is sseServer on the Chat Completions API's wire format.
+func openaiServer(turns int, tool string) http.HandlerFunc {
+	n := 0
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		i := n
+		n++
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta, finish string) {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+		}
+		chunk(fmt.Sprintf(`{"role":"assistant","content":"Turn %d."}`, i), "null")
+		finish := `"stop"`
+		if i < turns {
+			name, input := call(tool, i)
+			in, _ := json.Marshal(input)
+			chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":%s}}]}`, i, name, in), "null")
+			finish = `"tool_calls"`
+		}
+		chunk(`{}`, finish)
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,\"total_tokens\":15}}\n\ndata: [DONE]\n\n")
 	}
 }

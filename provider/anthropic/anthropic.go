@@ -95,8 +95,9 @@ type Model struct {
 	client   sdk.Client
 	opts     Options
 	timeouts provider.Timeouts
-	// encoded keeps the encoding of the messages sent (msgcache.go).
-	encoded *encodedCache
+	// encoded keeps the encoding of the messages sent
+	// (provider.EncodedMessages).
+	encoded *provider.EncodedMessages
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -163,7 +164,7 @@ func New(opts *Options) (*Model, error) {
 	if o.HTTPClient != nil {
 		reqOpts = append(reqOpts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts, encoded: newEncodedCache()}, nil
+	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts, encoded: provider.NewEncodedMessages()}, nil
 }
 
 // Stream sends req and streams the answer. See the package documentation
@@ -651,17 +652,18 @@ func (m *Model) params(req *provider.Request) (p sdk.MessageNewParams, raws [][]
 	}
 	// Every message but the newest (which carries the moving breakpoint)
 	// is sent as encoded before, when its content is the same
-	// (msgcache.go).
-	gen := m.encoded.begin()
-	defer m.encoded.end(gen)
+	// (provider.EncodedMessages).
+	gen := m.encoded.Begin()
+	defer m.encoded.End(gen)
 	var keyBuf []byte
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		newest := i == len(req.Messages)-1
-		var key [2]uint64
+		var key provider.MessageKey
 		if !newest {
-			key = m.encoded.key(msg, &keyBuf)
-			if raw, ok := m.encoded.get(key, gen); ok {
+			var raw []byte
+			var ok bool
+			if key, raw, ok = m.encoded.Get(msg, gen, &keyBuf); ok {
 				p.Messages = append(p.Messages, param.Override[sdk.MessageParam](raw))
 				raws = append(raws, raw)
 				continue
@@ -688,7 +690,7 @@ func (m *Model) params(req *provider.Request) (p sdk.MessageNewParams, raws [][]
 			return p, nil, fmt.Errorf("anthropic: messages[%d]: %w", i, err)
 		}
 		if !newest {
-			m.encoded.put(key, raw, gen)
+			m.encoded.Put(key, raw, gen)
 		}
 		p.Messages = append(p.Messages, param.Override[sdk.MessageParam](json.RawMessage(raw)))
 		raws = append(raws, raw)
