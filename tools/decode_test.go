@@ -83,7 +83,7 @@ func TestAssignFlatMatchesUnmarshal(t *testing.T) {
 		`{"path":"a","content":"b\nc","limit":3,"ratio":0.5,"force":true,"small":7,"NoTag":"x"}`,
 		`{"path":null,"limit":2.0}`, `{"limit":2.5}`, `{"small":300}`, `{"small":-1}`, `{"PATH":"folded"}`,
 		`{"notag":"folded"}`, `{"unknown":1,"path":"p"}`, `{"limit":"3"}`, `{"force":1}`, `{"limit":1e300}`,
-		`{"limit":9007199254740993}`, `{"skipped":"x"}`,
+		`{"limit":9007199254740993}`, `{"skipped":"x"}`, `{"-":"dash","Hidden":"no"}`,
 	} {
 		obj, err := decodeInput([]byte(in))
 		if err != nil {

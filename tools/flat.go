@@ -48,10 +48,10 @@ func flatFields(t reflect.Type) (map[string]flatField, bool) {
 			continue
 		}
 		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" && opts == "" {
+		if tag == "-" {
 			continue
 		}
+		name, opts, _ := strings.Cut(tag, ",") // `json:"-,"` names the field "-"
 		if strings.Contains(opts, "string") {
 			return nil, false
 		}
