@@ -12,6 +12,9 @@
 #   bench/run.sh checkpoint checkpoints vs shadow git (LITE_AGENT_CKPT_BENCH_FILES=20000 for the issue's size)
 #   bench/run.sh longsession 70-turn session vs a fake API with a window and caching; billed input vs Claude Code
 #   bench/run.sh realwork   a real Go module's tests twice through the agent's bash vs unconfined (bench/realwork.sh)
+#   bench/run.sh turns      per-turn time over a 2,000-turn session, early to late (bench/turns)
+#   bench/run.sh memory     peak memory of a 50 MB write_file input and of 2 GiB of bash output
+#   bench/run.sh faults     kill -9 during run and rewind, concurrent sessions, full disks (bench/faults; root for the disks)
 # Needs: go, hyperfine, ripgrep, bubblewrap, tmux (make bench-deps installs them as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,6 +109,24 @@ if [[ $what == all || $what == checkpoint ]]; then
   go test ./checkpoint -run '^$' -bench 'SessionStart|OneFile|BashEdit|Rewind100' -benchtime 5x -count 3 -timeout 60m | tee "$out/checkpoint.txt"
   go test ./checkpoint -run '^$' -bench 'StoreSize50' -benchtime 1x -timeout 60m | tee -a "$out/checkpoint.txt"
   benchstat -col .name "$out/checkpoint.txt"
+fi
+
+if [[ $what == all || $what == turns ]]; then
+  echo "== per-turn time over 2,000 turns: median of each 200, early to late"
+  go run ./bench/turns -model anthropic | tee "$out/turns.txt"
+  go run ./bench/turns -model scripted | tee -a "$out/turns.txt"
+  go run ./bench/turns -model scripted -checkpoints | tee -a "$out/turns.txt"
+fi
+
+if [[ $what == all || $what == memory ]]; then
+  echo "== peak memory: one 50 MB write_file input; 2 GiB of bash output"
+  go test -count=1 -run 'TestLargeToolInputMemory|TestHugeCommandOutputMemory' -v ./test/ | grep -E 'memory_e2e|^(---|ok|FAIL)' | tee "$out/memory.txt"
+fi
+
+if [[ $what == all || $what == faults ]]; then
+  echo "== fault trials: kill -9 during run and rewind, concurrent sessions, full disks"
+  go build -o bin/lite-agent ./cmd/lite-agent
+  go run ./bench/faults -bin bin/lite-agent | tee "$out/faults.txt"
 fi
 
 if [[ $what == all || $what == longsession ]]; then

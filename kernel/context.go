@@ -171,7 +171,8 @@ func messageTokens(m provider.Message) int64 {
 }
 
 func blockTokens(b provider.Block) int64 {
-	n := int64(8) + tokensOf(b.Text) + tokensOf(string(b.Input)) + tokensOf(b.Signature) + tokensOf(string(b.Raw))
+	// Lengths only: string(b.Input) would copy a large input each time.
+	n := int64(8) + tokensOf(b.Text) + int64(len(b.Input)+3)/4 + tokensOf(b.Signature) + int64(len(b.Raw)+3)/4
 	if b.Type == provider.BlockImage {
 		n += 1600 // a typical image
 	}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/lite-agent/lite-agent/provider"
@@ -358,9 +359,57 @@ func ensure[T any](p **T, alloc bool) *T {
 // payload's fields. An event of a type this package does not know has the
 // common fields only.
 func (e Event) MarshalJSON() ([]byte, error) {
-	head, err := json.Marshal(eventHeader{e.Type, e.SessionID, e.Agent, e.AgentID, e.ParentToolUseID})
+	head, body, err := e.encodeParts()
+	if err != nil || body == nil {
+		return head, err
+	}
+	return joinObjects(head, body), nil
+}
+
+// WriteJSON writes e as MarshalJSON encodes it, and a newline: one line
+// of a stream. It writes the common fields and the payload from their own
+// encodings instead of joining them, and a large tool input from its own
+// bytes (bigjson.go), so that an event carrying one is not copied again
+// on its way out.
+func (e Event) WriteJSON(w io.Writer) error {
+	var sp splicer
+	switch {
+	case e.Type == EventAssistantMessage && e.AssistantMessage != nil && e.AssistantMessage.Message != nil:
+		c := *e.AssistantMessage
+		c.Message = sp.message(c.Message)
+		e.AssistantMessage = &c
+	case e.Type == EventToolCall && e.ToolCall != nil:
+		c := *e.ToolCall
+		c.Input = rawOrString(c.Input)
+		c.Input = sp.hold(c.Input)
+		if len(c.EffectiveInput) > 0 && json.Valid(c.EffectiveInput) {
+			c.EffectiveInput = sp.hold(c.EffectiveInput)
+		}
+		e.ToolCall = &c
+	}
+	head, body, err := e.encodeParts()
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if len(body) <= 2 { // no payload, or {}
+		_, err = w.Write(append(head, '\n'))
+		return err
+	}
+	if _, err := w.Write(head[:len(head)-1]); err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte{','}); err != nil {
+		return err
+	}
+	return sp.write(w, append(body[1:], '\n'))
+}
+
+// encodeParts encodes the common fields and the payload (nil when e has
+// none) as two objects.
+func (e Event) encodeParts() (head, body []byte, err error) {
+	head, err = json.Marshal(eventHeader{e.Type, e.SessionID, e.Agent, e.AgentID, e.ParentToolUseID})
+	if err != nil {
+		return nil, nil, err
 	}
 	p := e.payload(false)
 	// The stream's promises that the payload types' zero values do not
@@ -380,13 +429,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		c.Input = rawOrString(c.Input)
 		p = &c
 	case nil:
-		return head, nil
+		return head, nil, nil
 	}
-	body, err := json.Marshal(p)
+	body, err = json.Marshal(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return joinObjects(head, body), nil
+	return head, body, nil
 }
 
 // joinObjects merges two encoded JSON objects into one, a's keys first.

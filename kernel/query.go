@@ -898,6 +898,9 @@ type pendingCall struct {
 	call  tools.Call
 	// context is what PreToolUse hooks added for the model.
 	context []string
+	// prepared is call.Input validated and decoded, unless a hook or
+	// CanUseTool rewrote the input after that.
+	prepared *tools.Prepared
 }
 
 // permissionEvent describes a gate decision for the stream.
@@ -989,14 +992,14 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 		// The input is validated (and defaulted) before the gate, so that
 		// rules, hooks, CanUseTool and the handler all see the same input;
 		// a call the schema refuses never reaches the gate.
-		prepared, bad := t.PrepareInput(call.Input)
+		prepared, bad := t.Prepare(call.Input)
 		if bad != nil {
 			announce(nil)
 			flush()
 			results[i] = r.deliver(yield, call, r.postHooks(yield, call, bad, &ok), &ok)
 			continue
 		}
-		call.Input = prepared
+		call.Input = prepared.JSON()
 		if !t.ReadOnly() {
 			// Earlier read-only calls run before this one is decided (and
 			// perhaps asked about).
@@ -1033,10 +1036,11 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 			}
 			continue
 		}
+		pc := pendingCall{index: i, tool: t, call: call, context: d.context, prepared: prepared}
 		if d.input != nil {
-			call.Input = d.input
+			pc.call.Input, pc.prepared = d.input, nil
 		}
-		batch = append(batch, pendingCall{index: i, tool: t, call: call, context: d.context})
+		batch = append(batch, pc)
 		if !t.ReadOnly() {
 			flush()
 		}
@@ -1160,6 +1164,11 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 	// in-process servers do not forward and run confined like any custom
 	// tool.
 	if r.builtins[p.tool] || r.opts.InProcessHandlers || r.forwards[p.tool] {
+		// The input was prepared before the gate (and again when a hook
+		// or CanUseTool rewrote it): not decoded and validated once more.
+		if p.prepared != nil {
+			return p.tool.CallPrepared(tctx, p.prepared)
+		}
 		return p.tool.Call(tctx, p.call.Input)
 	}
 	sb, workspace, err := r.handlerSandbox(p.tool)

@@ -200,15 +200,54 @@ func openSessionFile(path string, create bool, validLen int64) (*sessionFile, er
 }
 
 func (s *sessionFile) append(r Record) error {
+	var sp splicer
+	if r.Message != nil {
+		r.Message = sp.message(r.Message)
+	}
+	if len(sp.raws) == 0 {
+		// The encoder writes the record and its newline in one Write
+		// from its own buffer.
+		w := recordWriter{f: s.f}
+		if err := json.NewEncoder(&w).Encode(r); err != nil {
+			if w.err != nil {
+				return fmt.Errorf("writing the session transcript %s: %w", s.path, w.err)
+			}
+			return fmt.Errorf("encoding a transcript record: %w", err)
+		}
+		return nil
+	}
+	// A record with large inputs is written in pieces (bigjson.go). A
+	// crash between them leaves a torn last line, as a crash during one
+	// write can; a write that fails is undone, so that the next record
+	// does not follow a partial one.
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding a transcript record: %w", err)
 	}
-	b = append(b, '\n')
-	if _, err := s.f.Write(b); err != nil {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("writing the session transcript %s: %w", s.path, err)
+	}
+	if err := sp.write(s.f, append(b, '\n')); err != nil {
+		if terr := s.f.Truncate(fi.Size()); terr != nil {
+			return fmt.Errorf("writing the session transcript %s: %w (and removing the partial record: %v)", s.path, err, terr)
+		}
 		return fmt.Errorf("writing the session transcript %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// recordWriter passes the encoder's one write to the file and keeps the
+// file's error apart from an encoding error.
+type recordWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *recordWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	w.err = err
+	return n, err
 }
 
 // close syncs and closes the transcript. Records are not fsync'ed one by

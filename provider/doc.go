@@ -21,6 +21,15 @@
 //   - provider/scripted: a deterministic, offline model that replays a JSON
 //     script, for demos and tests.
 //
+// # Shared machinery
+//
+// What the hosted providers do alike lives here: Restarts (retries, each
+// announced with its wait, ended at once by cancellation), Timeouts (a
+// bound on the wait for the first byte and between reads: a quiet
+// connection is cut and retried), and EncodedMessages with JoinBody (each
+// message of the history encoded once and sent again as those bytes, so a
+// turn does not cost more as the conversation grows).
+//
 // Providers know tools only by their wire schema (ToolSpec); they never run
 // them.
 package provider

@@ -12,6 +12,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(rusageHelperEnv) != "" {
+		os.Exit(rusageHelper()) // memory_e2e_test.go
+	}
 	dir, err := os.MkdirTemp("", "lite-agent-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -193,7 +193,7 @@ func (t *Tool) CallConfined(ctx *Context, sb *sandbox.Sandbox, workspace string)
 	if err := CheckConfinable(t); err != nil {
 		return Errorf("%v", err)
 	}
-	prepared, errResult := t.prepareInput(ctx.Call.Input)
+	prepared, _, errResult := t.prepareInput(ctx.Call.Input)
 	if errResult != nil {
 		return errResult
 	}

@@ -44,7 +44,8 @@ type SnapshotRecorder interface {
 // just written to path (after RecordSnapshot and the write). A file that
 // differs from it when the call's checkpoint is sealed was written by
 // someone else meanwhile (the user, another session), and a rewind then
-// reports a conflict instead of discarding that edit.
+// reports a conflict instead of discarding that edit. RecordWrite must
+// not modify or keep content (it may be a string's bytes, lent).
 type WriteRecorder interface {
 	RecordWrite(path string, content []byte) error
 }

@@ -36,6 +36,17 @@
 // handler that outlives its deadline all become error results: a tool can
 // fail, the loop goes on.
 //
+// # Validating once
+//
+// Prepare validates a call's input and applies its defaults; CallPrepared
+// runs the handler on what Prepare returned without decoding the input
+// again (Call does both). The kernel prepares before its permission gate,
+// so rules, hooks and the handler read the same input, decoded once: a
+// typed input of plain fields is filled from validation's own decoding,
+// sharing its strings (flat.go), and a large input that needs no change is
+// kept as sent rather than re-encoded. A 50 MB write_file is held about
+// twice, not a dozen times.
+//
 // # Security metadata
 //
 // Security declares what a tool touches (Network is required; Filesystem

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,11 @@ type Tool struct {
 	// invoke runs the handler on input that has been validated against the
 	// schema and had its defaults applied.
 	invoke func(ctx *Context, input []byte) (*Result, error)
+	// invokeDecoded, when set, runs the handler on the value that
+	// validation decoded from that input (Prepared), without decoding
+	// the JSON again; ok is false when the value does not fit the
+	// handler's type as simply as that, and invoke must run instead.
+	invokeDecoded func(ctx *Context, obj map[string]any) (r *Result, err error, ok bool)
 }
 
 // The length is checked apart: a counted repetition such as {1,128}
@@ -99,6 +105,20 @@ func New[In, Out any](name, description string, handler func(*Context, In) (Out,
 			return nil, err
 		}
 		return toResult(out)
+	}
+	if fields, ok := flatFields(reflect.TypeFor[In]()); ok {
+		t.invokeDecoded = func(ctx *Context, obj map[string]any) (*Result, error, bool) {
+			var in In
+			if !assignFlat(reflect.ValueOf(&in).Elem(), fields, obj) {
+				return nil, nil, false
+			}
+			out, err := handler(ctx, in)
+			if err != nil {
+				return nil, err, true
+			}
+			r, err := toResult(out)
+			return r, err, true
+		}
 	}
 	return t, nil
 }
@@ -217,13 +237,47 @@ var ErrAbandoned = errors.New("tool call abandoned")
 // outlives its deadline all become error results the model can act on.
 // ctx may be nil in tests.
 func (t *Tool) Call(ctx *Context, input json.RawMessage) *Result {
-	if ctx == nil {
-		ctx = &Context{}
-	}
-	prepared, errResult := t.prepareInput(input)
+	p, errResult := t.Prepare(input)
 	if errResult != nil {
 		return errResult
 	}
+	return t.CallPrepared(ctx, p)
+}
+
+// Prepared is a call's input once validated and defaulted (Prepare): the
+// JSON a rule, a hook and the handler all read, and the value decoded
+// from it, which CallPrepared hands to the handler without decoding the
+// JSON again.
+type Prepared struct {
+	json json.RawMessage
+	obj  map[string]any
+}
+
+// JSON is the prepared input as JSON. Do not modify it.
+func (p *Prepared) JSON() json.RawMessage { return p.json }
+
+// Prepare validates input against the tool's schema and applies its
+// defaults, as Call does before the handler runs: it returns the prepared
+// input, or the error result the model would see.
+func (t *Tool) Prepare(input json.RawMessage) (*Prepared, *Result) {
+	out, obj, res := t.prepareInput(input)
+	if res != nil {
+		return nil, res
+	}
+	return &Prepared{json: out, obj: obj}, nil
+}
+
+// CallPrepared runs the handler on input that Prepare returned, without
+// validating or decoding it again: a caller that has prepared the input
+// already (the kernel does, before its permission gate) saves decoding a
+// large input twice more. A typed handler whose input is a struct of
+// plain fields (strings, numbers, booleans) gets the strings validation
+// decoded, not copies. Everything else is as in Call.
+func (t *Tool) CallPrepared(ctx *Context, p *Prepared) *Result {
+	if ctx == nil {
+		ctx = &Context{}
+	}
+	prepared := p.json
 	parent := ctx.Context()
 	callCtx, cancel := parent, context.CancelFunc(func() {})
 	if t.timeout > 0 {
@@ -247,6 +301,12 @@ func (t *Tool) Call(ctx *Context, input json.RawMessage) *Result {
 				done <- outcome{err: fmt.Errorf("the %s tool crashed (panic: %v); this is a bug in the tool, not in your input", t.name, v)}
 			}
 		}()
+		if t.invokeDecoded != nil && p.obj != nil {
+			if r, err, ok := t.invokeDecoded(&hctx, p.obj); ok {
+				done <- outcome{r, err}
+				return
+			}
+		}
 		r, err := t.invoke(&hctx, prepared)
 		done <- outcome{r, err}
 	}()
@@ -279,35 +339,101 @@ func (t *Tool) Call(ctx *Context, input json.RawMessage) *Result {
 // permission gate decides on this input, so that a rule, a hook and the
 // handler all read the same bytes.
 func (t *Tool) PrepareInput(input json.RawMessage) (json.RawMessage, *Result) {
-	out, res := t.prepareInput(input)
+	out, _, res := t.prepareInput(input)
 	return out, res
 }
 
 // prepareInput parses input, applies schema defaults and validates it. It
-// returns the normalised JSON, or an error result that names what is wrong.
-func (t *Tool) prepareInput(input json.RawMessage) ([]byte, *Result) {
+// returns the JSON the handler decodes (compact, keys sorted), the value
+// decoded from it, or an error result that names what is wrong. A large
+// input is returned as it came (not a copy) when it needs no change: no
+// default was added and every number is a plain integer — re-encoding
+// turns 10.0 into 10, which an int field accepts — so that a 50 MB
+// write_file is not encoded once more for nothing.
+func (t *Tool) prepareInput(input json.RawMessage) ([]byte, map[string]any, *Result) {
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage("{}")
 	}
-	var v any
-	if err := json.Unmarshal(input, &v); err != nil {
-		return nil, Errorf("invalid input for %s: the arguments are not valid JSON (%v); send a JSON object matching the tool's input schema", t.name, err)
+	v, err := decodeInput(input)
+	if err != nil {
+		return nil, nil, Errorf("invalid input for %s: the arguments are not valid JSON (%v); send a JSON object matching the tool's input schema", t.name, err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, Errorf("invalid input for %s: the arguments must be a JSON object, got %s", t.name, jsonKind(v))
+		return nil, nil, Errorf("invalid input for %s: the arguments must be a JSON object, got %s", t.name, jsonKind(v))
 	}
+	keys := countKeys(obj)
 	if err := t.resolved.ApplyDefaults(&obj); err != nil {
-		return nil, Errorf("invalid input for %s: applying defaults: %v", t.name, err)
+		return nil, nil, Errorf("invalid input for %s: applying defaults: %v", t.name, err)
 	}
 	if err := t.resolved.Validate(obj); err != nil {
-		return nil, Errorf("invalid input for %s: %v", t.name, cleanValidationError(err))
+		return nil, nil, Errorf("invalid input for %s: %v", t.name, cleanValidationError(err))
+	}
+	if len(input) >= keepAsSentMin && countKeys(obj) == keys && plainNumbers(input) {
+		return input, obj, nil
 	}
 	out, err := json.Marshal(obj)
 	if err != nil {
-		return nil, Errorf("invalid input for %s: %v", t.name, err)
+		return nil, nil, Errorf("invalid input for %s: %v", t.name, err)
 	}
-	return out, nil
+	return out, obj, nil
+}
+
+// keepAsSentMin is the input size from which prepareInput returns the
+// input as sent rather than re-encoded.
+const keepAsSentMin = 64 << 10
+
+// countKeys is the number of object members in v, at any depth: defaults
+// only ever add members, so an unchanged count means none was added.
+func countKeys(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		n += len(v)
+		for _, x := range v {
+			n += countKeys(x)
+		}
+	case []any:
+		for _, x := range v {
+			n += countKeys(x)
+		}
+	}
+	return n
+}
+
+// plainNumbers reports whether every number in the valid JSON text b is
+// written as an integer (no fraction, no exponent), the form encoding
+// gives it back: then b decodes into the handler's types exactly as its
+// re-encoding would.
+func plainNumbers(b []byte) bool {
+	inString, inNumber := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			// Skip to the next quote or escape at once: a large input is
+			// mostly strings.
+			j := bytes.IndexAny(b[i:], `"\\`)
+			if j < 0 {
+				return true
+			}
+			i += j
+			if b[i] == '\\' {
+				i++
+			} else {
+				inString = false
+			}
+		case c == '"':
+			inString, inNumber = true, false
+		case c == '-' || c >= '0' && c <= '9':
+			inNumber = true
+		case inNumber && (c == '.' || c == 'e' || c == 'E'):
+			return false
+		default:
+			inNumber = false
+		}
+	}
+	return true
 }
 
 func jsonKind(v any) string {

@@ -49,6 +49,10 @@ type runFlags struct {
 	verbose         bool
 	noCheckpoints   bool
 	checkpointMax   string
+	// Bounds of a quiet model connection; unset takes the environment's
+	// value, else the provider's default (provider.Timeouts).
+	firstByteTimeout  timeoutFlag
+	streamIdleTimeout timeoutFlag
 	// Permissions (permissions.go).
 	preset          string
 	permissionMode  string
@@ -166,11 +170,49 @@ func runFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.verbose, "verbose", false, "in text output, show tool calls and results on stderr")
 	fs.BoolVar(&f.noCheckpoints, "no-checkpoints", false, "do not record checkpoints (the session cannot be rewound)")
 	fs.StringVar(&f.checkpointMax, "checkpoint-max-size", "", "cap the checkpoint store (e.g. 500M, 10G, or none; default 2G): at session start the oldest checkpoints of other sessions go until it fits")
+	fs.Var(&f.firstByteTimeout, "first-byte-timeout", "how long a model request may wait for the first byte of its answer before it is retried: a `duration` such as 90s or 5m, 0 for no bound (default $"+provider.EnvFirstByteTimeout+", else 2m)")
+	fs.Var(&f.streamIdleTimeout, "stream-idle-timeout", "how long a model's streamed answer may pause before it is retried: a `duration`, 0 for no bound (default $"+provider.EnvIdleTimeout+", else 1m)")
 	permissionFlags(fs, f)
 	extraFlags(fs, f)
 	modelFlags(fs, &f.modelSettings)
 	f.sandboxGrants.register(fs)
 	return fs
+}
+
+// timeoutFlag is a duration flag that knows whether it was given, so that
+// "0" can mean "no bound" while an absent flag leaves the choice to the
+// environment and the provider's default.
+type timeoutFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (t *timeoutFlag) String() string {
+	if t == nil || !t.set {
+		return ""
+	}
+	return t.d.String()
+}
+
+func (t *timeoutFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if s == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration such as 90s or 5m, or 0 for no bound")
+	}
+	t.d, t.set = d, true
+	return nil
+}
+
+// value is the provider option: 0 when unset (environment, then
+// default), negative for "no bound".
+func (t timeoutFlag) value() time.Duration {
+	if t.set && t.d == 0 {
+		return -1
+	}
+	return t.d
 }
 
 func resolvePrompt(flagPrompt string, positional []string, stdin io.Reader) (string, error) {
@@ -207,6 +249,9 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 		if f.script == "" {
 			return nil, "", usageErrorf("--provider scripted needs --script FILE")
 		}
+		if f.firstByteTimeout.set || f.streamIdleTimeout.set {
+			return nil, "", usageErrorf("--first-byte-timeout and --stream-idle-timeout do not apply to --provider scripted")
+		}
 		if f.baseURL != "" || f.apiKey != "" {
 			return nil, "", usageErrorf("--base-url and --api-key do not apply to --provider scripted")
 		}
@@ -223,7 +268,8 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 		if f.script != "" {
 			return nil, "", usageErrorf("--script only works with --provider scripted")
 		}
-		m, err := anthropic.New(&anthropic.Options{APIKey: f.apiKey, BaseURL: f.baseURL})
+		m, err := anthropic.New(&anthropic.Options{APIKey: f.apiKey, BaseURL: f.baseURL,
+			FirstByteTimeout: f.firstByteTimeout.value(), IdleTimeout: f.streamIdleTimeout.value()})
 		if errors.Is(err, anthropic.ErrNoAPIKey) {
 			return nil, "", failf("no Anthropic API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy), or run offline with --script FILE")
 		}
@@ -242,7 +288,8 @@ func buildModel(f *runFlags) (provider.Model, string, error) {
 		if f.model == "" {
 			return nil, "", usageErrorf("--provider openai needs --model NAME (e.g. gpt-4.1, or a model your server serves)")
 		}
-		m, err := openai.New(&openai.Options{APIKey: f.apiKey, BaseURL: f.baseURL})
+		m, err := openai.New(&openai.Options{APIKey: f.apiKey, BaseURL: f.baseURL,
+			FirstByteTimeout: f.firstByteTimeout.value(), IdleTimeout: f.streamIdleTimeout.value()})
 		if errors.Is(err, openai.ErrNoAPIKey) {
 			return nil, "", failf("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at a local server such as http://localhost:11434/v1")
 		}
@@ -272,7 +319,9 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		}
 		switch format {
 		case "stream-json":
-			if e := enc.Encode(ev); e != nil {
+			// WriteJSON: the bytes json.Encoder would write, without
+			// copying a large event twice more.
+			if e := ev.WriteJSON(out); e != nil {
 				return failf("writing output: %v", e)
 			}
 			// Flush per event: a consumer reads the stream as it happens.

@@ -95,6 +95,9 @@ type Model struct {
 	client   sdk.Client
 	opts     Options
 	timeouts provider.Timeouts
+	// encoded keeps the encoding of the messages sent
+	// (provider.EncodedMessages).
+	encoded *provider.EncodedMessages
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -161,27 +164,35 @@ func New(opts *Options) (*Model, error) {
 	if o.HTTPClient != nil {
 		reqOpts = append(reqOpts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts}, nil
+	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts, encoded: provider.NewEncodedMessages()}, nil
 }
 
 // Stream sends req and streams the answer. See the package documentation
 // for what is retried and how.
 func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Chunk, error] {
 	return func(yield func(provider.Chunk, error) bool) {
-		params, err := m.params(req)
+		params, raws, err := m.params(req)
 		if err != nil {
 			yield(provider.Chunk{}, err)
 			return
 		}
-		c := &call{m: m, params: params, budget: m.opts.MaxRetries + 1}
+		lean, body, err := requestBody(params, raws)
+		if err != nil {
+			yield(provider.Chunk{}, fmt.Errorf("anthropic: encoding the request: %w", err))
+			return
+		}
+		c := &call{m: m, params: lean, body: body, budget: m.opts.MaxRetries + 1}
 		c.run(ctx, yield)
 	}
 }
 
 // call is the state of one Stream call across its attempts.
 type call struct {
-	m      *Model
+	m *Model
+	// params are the request's parameters but its messages; body is the
+	// whole request, encoded once for all attempts (msgcache.go).
 	params sdk.MessageNewParams
+	body   []byte
 	// budget is how many HTTP requests the call may send in all.
 	budget int
 	// streaming says whether the last request got a success response, so
@@ -221,7 +232,8 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.streaming, c.notSSE = false, nil
-	stream := c.m.client.Messages.NewStreaming(actx, c.params, option.WithMiddleware(c.middleware))
+	stream := c.m.client.Messages.NewStreaming(actx, c.params, option.WithMiddleware(c.middleware),
+		option.WithRequestBody("application/json", c.body))
 	defer stream.Close()
 
 	var acc accumulator
@@ -602,13 +614,12 @@ func (m *Model) maxTokens(req *provider.Request) int64 {
 // own new tail. The newest-message breakpoint moves forward every turn,
 // which leaves the count at two, under the API's limit of four; a
 // subagent's calls get the same two.
-func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
-	var p sdk.MessageNewParams
+func (m *Model) params(req *provider.Request) (p sdk.MessageNewParams, raws [][]byte, err error) {
 	if req == nil {
-		return p, errors.New("anthropic: nil Request")
+		return p, nil, errors.New("anthropic: nil Request")
 	}
 	if req.Model == "" {
-		return p, errors.New("anthropic: Request.Model is empty")
+		return p, nil, errors.New("anthropic: Request.Model is empty")
 	}
 	p.Model = sdk.Model(req.Model)
 	p.MaxTokens = m.maxTokens(req)
@@ -617,7 +628,7 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 	}
 	if b := int64(req.ThinkingBudget); b > 0 {
 		if b < 1024 {
-			return p, fmt.Errorf("anthropic: thinking budget %d is below the API's minimum of 1024 tokens", b)
+			return p, nil, fmt.Errorf("anthropic: thinking budget %d is below the API's minimum of 1024 tokens", b)
 		}
 		if b >= p.MaxTokens {
 			// The budget is part of max_tokens: leave the answer room.
@@ -628,7 +639,7 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 	for i, t := range req.Tools {
 		tp, err := toolParam(t)
 		if err != nil {
-			return p, fmt.Errorf("anthropic: tools[%d]: %w", i, err)
+			return p, nil, fmt.Errorf("anthropic: tools[%d]: %w", i, err)
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
@@ -639,24 +650,52 @@ func (m *Model) params(req *provider.Request) (sdk.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfWebSearchTool20250305: t})
 	}
-	for i, msg := range req.Messages {
+	// Every message but the newest (which carries the moving breakpoint)
+	// is sent as encoded before, when its content is the same
+	// (provider.EncodedMessages).
+	gen := m.encoded.Begin()
+	defer m.encoded.End(gen)
+	var keyBuf []byte
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		newest := i == len(req.Messages)-1
+		var key provider.MessageKey
+		if !newest {
+			var raw []byte
+			var ok bool
+			if key, raw, ok = m.encoded.Get(msg, gen, &keyBuf); ok {
+				p.Messages = append(p.Messages, param.Override[sdk.MessageParam](raw))
+				raws = append(raws, raw)
+				continue
+			}
+		}
 		blocks, err := contentParams(msg.Content)
 		if err != nil {
-			return p, fmt.Errorf("anthropic: messages[%d]: %w", i, err)
+			return p, nil, fmt.Errorf("anthropic: messages[%d]: %w", i, err)
 		}
-		if i == len(req.Messages)-1 {
+		if newest {
 			markNewest(blocks)
 		}
+		var mp sdk.MessageParam
 		switch msg.Role {
 		case provider.RoleUser:
-			p.Messages = append(p.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
+			mp = sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}}
 		case provider.RoleAssistant:
-			p.Messages = append(p.Messages, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
+			mp = sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}}
 		default:
-			return p, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, msg.Role)
+			return p, nil, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, msg.Role)
 		}
+		raw, err := mp.MarshalJSON()
+		if err != nil {
+			return p, nil, fmt.Errorf("anthropic: messages[%d]: %w", i, err)
+		}
+		if !newest {
+			m.encoded.Put(key, raw, gen)
+		}
+		p.Messages = append(p.Messages, param.Override[sdk.MessageParam](json.RawMessage(raw)))
+		raws = append(raws, raw)
 	}
-	return p, nil
+	return p, raws, nil
 }
 
 // markNewest puts the moving cache breakpoint on the last block of the

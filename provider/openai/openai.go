@@ -108,6 +108,9 @@ type Model struct {
 	client   sdk.Client
 	opts     Options
 	timeouts provider.Timeouts
+	// encoded keeps the encoding of the messages sent
+	// (provider.EncodedMessages).
+	encoded *provider.EncodedMessages
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -179,27 +182,35 @@ func New(opts *Options) (*Model, error) {
 	if o.HTTPClient != nil {
 		reqOpts = append(reqOpts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts}, nil
+	return &Model{client: sdk.NewClient(reqOpts...), opts: o, timeouts: timeouts, encoded: provider.NewEncodedMessages()}, nil
 }
 
 // Stream sends req and streams the answer. See the package documentation
 // for what is retried and how.
 func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Chunk, error] {
 	return func(yield func(provider.Chunk, error) bool) {
-		params, err := m.params(req)
+		params, raws, err := m.params(req)
 		if err != nil {
 			yield(provider.Chunk{}, err)
 			return
 		}
-		c := &call{m: m, params: params, budget: m.opts.MaxRetries + 1}
+		lean, body, err := requestBody(params, raws)
+		if err != nil {
+			yield(provider.Chunk{}, fmt.Errorf("openai: encoding the request: %w", err))
+			return
+		}
+		c := &call{m: m, params: lean, body: body, budget: m.opts.MaxRetries + 1}
 		c.run(ctx, yield)
 	}
 }
 
 // call is the state of one Stream call across its attempts.
 type call struct {
-	m      *Model
+	m *Model
+	// params are the request's parameters but its messages; body is the
+	// whole request, encoded once for all attempts.
 	params sdk.ChatCompletionNewParams
+	body   []byte
 	// budget is how many HTTP requests the call may send in all.
 	budget int
 
@@ -266,7 +277,8 @@ func (c *call) attempt(ctx context.Context, yield func(provider.Chunk, error) bo
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.streaming, c.notSSE, c.errResp = false, nil, nil
-	stream := c.m.client.Chat.Completions.NewStreaming(actx, c.params, option.WithMiddleware(c.middleware))
+	stream := c.m.client.Chat.Completions.NewStreaming(actx, c.params, option.WithMiddleware(c.middleware),
+		option.WithRequestBody("application/json", c.body))
 	defer stream.Close()
 
 	var acc accumulator

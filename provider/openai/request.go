@@ -10,19 +10,22 @@ import (
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/lite-agent/lite-agent/provider"
 )
 
-// params maps a provider.Request to the SDK's request parameters.
-func (m *Model) params(req *provider.Request) (sdk.ChatCompletionNewParams, error) {
-	var p sdk.ChatCompletionNewParams
+// params maps a provider.Request to the SDK's request parameters, and
+// returns the encoding of its messages beside them: each conversation
+// message (and the system prompt) is encoded once and then sent as those
+// bytes while its content stays the same (provider.EncodedMessages).
+func (m *Model) params(req *provider.Request) (p sdk.ChatCompletionNewParams, raws [][]byte, err error) {
 	if req == nil {
-		return p, errors.New("openai: nil Request")
+		return p, nil, errors.New("openai: nil Request")
 	}
 	if req.Model == "" {
-		return p, errors.New("openai: Request.Model is empty")
+		return p, nil, errors.New("openai: Request.Model is empty")
 	}
 	p.Model = req.Model
 	// Without include_usage the stream carries no token counts at all.
@@ -38,33 +41,83 @@ func (m *Model) params(req *provider.Request) (sdk.ChatCompletionNewParams, erro
 			p.MaxTokens = sdk.Int(int64(limit))
 		}
 	}
-	if req.System != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
-	}
 	for i, t := range req.Tools {
 		tp, err := toolParam(t)
 		if err != nil {
-			return p, fmt.Errorf("openai: tools[%d]: %w", i, err)
+			return p, nil, fmt.Errorf("openai: tools[%d]: %w", i, err)
 		}
 		p.Tools = append(p.Tools, sdk.ChatCompletionToolUnionParam{OfFunction: tp})
 	}
-	for i, msg := range req.Messages {
-		var msgs []sdk.ChatCompletionMessageParamUnion
-		var err error
-		switch msg.Role {
-		case provider.RoleUser:
-			msgs, err = userMessages(msg.Content)
-		case provider.RoleAssistant:
-			msgs, err = assistantMessage(msg.Content)
-		default:
-			err = fmt.Errorf("unknown role %q", msg.Role)
+	gen := m.encoded.Begin()
+	defer m.encoded.End(gen)
+	var keyBuf []byte
+	// add appends msg's SDK messages (one message can become several:
+	// tool results are messages of their own), encoded once.
+	add := func(msg *provider.Message, convert func() ([]sdk.ChatCompletionMessageParamUnion, error)) error {
+		key, raw, ok := m.encoded.Get(msg, gen, &keyBuf)
+		if !ok {
+			msgs, err := convert()
+			if err != nil {
+				return err
+			}
+			var b []byte
+			for j, mp := range msgs {
+				enc, err := mp.MarshalJSON()
+				if err != nil {
+					return err
+				}
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, enc...)
+			}
+			raw = b
+			m.encoded.Put(key, raw, gen)
 		}
-		if err != nil {
-			return p, fmt.Errorf("openai: messages[%d]: %w", i, err)
+		if len(raw) > 0 {
+			raws = append(raws, raw)
 		}
-		p.Messages = append(p.Messages, msgs...)
+		return nil
 	}
-	return p, nil
+	if req.System != "" {
+		sys := provider.Message{Role: "system", Content: []provider.Block{{Type: provider.BlockText, Text: req.System}}}
+		if err := add(&sys, func() ([]sdk.ChatCompletionMessageParamUnion, error) {
+			return []sdk.ChatCompletionMessageParamUnion{sdk.SystemMessage(req.System)}, nil
+		}); err != nil {
+			return p, nil, fmt.Errorf("openai: system: %w", err)
+		}
+	}
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		err := add(msg, func() ([]sdk.ChatCompletionMessageParamUnion, error) {
+			switch msg.Role {
+			case provider.RoleUser:
+				return userMessages(msg.Content)
+			case provider.RoleAssistant:
+				return assistantMessage(msg.Content)
+			}
+			return nil, fmt.Errorf("unknown role %q", msg.Role)
+		})
+		if err != nil {
+			return p, nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+		}
+	}
+	return p, raws, nil
+}
+
+// requestBody encodes p, whose messages' encodings are raws, as the
+// request body: the SDK encodes everything but the messages, which are
+// joined in as they are (provider.JoinBody). p is returned without
+// messages, for the SDK's own use of the parameters.
+func requestBody(p sdk.ChatCompletionNewParams, raws [][]byte) (sdk.ChatCompletionNewParams, []byte, error) {
+	p.Messages = []sdk.ChatCompletionMessageParamUnion{param.Override[sdk.ChatCompletionMessageParamUnion](json.RawMessage(provider.MessagesSlot))}
+	head, err := p.MarshalJSON()
+	if err != nil {
+		return p, nil, err
+	}
+	body, err := provider.JoinBody(head, raws)
+	p.Messages = nil
+	return p, body, err
 }
 
 // toolParam makes a function tool whose parameters are the tool's JSON

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/provider"
@@ -86,13 +87,24 @@ func checkTurns(where string, turns []Turn) error {
 
 // Parse parses a script. Syntax errors name the line and column; unknown
 // fields are errors, so that a typo is not silently ignored.
+//
+// A script can carry a tool input of many megabytes, and Parse holds it
+// once: data is decoded in place (json.Unmarshal, not a Decoder, which
+// would copy it into a buffer first), the tool inputs are kept as slices
+// of data rather than copies (scriptSpans), and unknown fields are found
+// by one walk over data (checkFields).
 func Parse(data []byte) (*Model, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var s Script
-	if err := dec.Decode(&s); err != nil {
+	var raw scriptSpans
+	err := checkFields(data, reflect.TypeFor[Script]())
+	if err == nil {
+		err = json.Unmarshal(data, &raw)
+	}
+	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
+			if strings.Contains(se.Error(), "after top-level value") {
+				return nil, fmt.Errorf("scripted: unexpected data after the script object")
+			}
 			line, col := position(data, se.Offset)
 			return nil, fmt.Errorf("scripted: line %d, column %d: %v", line, col, err)
 		}
@@ -103,11 +115,15 @@ func Parse(data []byte) (*Model, error) {
 		}
 		return nil, fmt.Errorf("scripted: %v", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("scripted: unexpected data after the script object")
-	}
-	if s.Turns == nil {
+	if raw.Turns == nil {
 		return nil, fmt.Errorf("scripted: the script has no \"turns\" array")
+	}
+	s := Script{Turns: raw.Turns.turns()}
+	if raw.Agents != nil {
+		s.Agents = map[string]AgentScript{}
+		for name, a := range raw.Agents {
+			s.Agents[name] = AgentScript{Turns: a.Turns.turns()}
+		}
 	}
 	return New(s)
 }
@@ -123,6 +139,214 @@ func Load(path string) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// The script as Parse decodes it: Script, with each tool input a span.
+type (
+	scriptSpans struct {
+		Turns  turnsSpans `json:"turns"`
+		Agents map[string]struct {
+			Turns turnsSpans `json:"turns"`
+		} `json:"agents"`
+	}
+	turnsSpans []struct {
+		Text      string          `json:"text"`
+		ToolCalls []toolCallSpans `json:"tool_calls"`
+		Error     string          `json:"error"`
+		Usage     *provider.Usage `json:"usage"`
+	}
+	toolCallSpans struct {
+		ID       string  `json:"id"`
+		Name     string  `json:"name"`
+		Input    span    `json:"input"`
+		RawInput *string `json:"raw_input"`
+	}
+)
+
+func (ts turnsSpans) turns() []Turn {
+	out := make([]Turn, len(ts))
+	for i, t := range ts {
+		out[i] = Turn{Text: t.Text, Error: t.Error, Usage: t.Usage}
+		for _, c := range t.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Input: json.RawMessage(c.Input), RawInput: c.RawInput})
+		}
+	}
+	return out
+}
+
+// span is a value's JSON text as a slice of the data json.Unmarshal was
+// given, not a copy: Unmarshal hands an Unmarshaler a slice of its input
+// (a Decoder would hand one of its reused buffer: spans are only ever
+// decoded by Parse, with json.Unmarshal, from data it keeps). A script is
+// never changed after it is parsed, so sharing its bytes is safe.
+type span []byte
+
+func (s *span) UnmarshalJSON(b []byte) error { *s = b; return nil }
+
+// checkFields reports the first object member in data that the type t has
+// no field for, as json.Decoder.DisallowUnknownFields would ("json:
+// unknown field \"txt\"", and where it is), in one pass over data.
+// Members are matched to fields as encoding/json matches them (the tag's
+// name, else the field's, up to case). Anything else wrong with data is
+// left to json.Unmarshal, which reports it with its position.
+func checkFields(data []byte, t reflect.Type) error {
+	w := walker{data: data}
+	return w.value(t, "")
+}
+
+type walker struct {
+	data []byte
+	i    int
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+func (w *walker) space() {
+	for w.i < len(w.data) && strings.IndexByte(" \t\r\n", w.data[w.i]) >= 0 {
+		w.i++
+	}
+}
+
+// str moves past a string and returns its text (escapes undone only for
+// keys, which are short).
+func (w *walker) str(decode bool) (string, bool) {
+	start := w.i
+	w.i++
+	for w.i < len(w.data) {
+		j := bytes.IndexAny(w.data[w.i:], `"\\`)
+		if j < 0 {
+			w.i = len(w.data)
+			return "", false
+		}
+		w.i += j
+		if w.data[w.i] == '\\' {
+			w.i += 2
+			continue
+		}
+		w.i++
+		if !decode {
+			return "", true
+		}
+		var k string
+		if json.Unmarshal(w.data[start:w.i], &k) != nil {
+			return "", false
+		}
+		return k, true
+	}
+	return "", false
+}
+
+// value walks one value that should fit t (nil: anything).
+func (w *walker) value(t reflect.Type, where string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType {
+		t = nil
+	}
+	w.space()
+	if w.i >= len(w.data) {
+		return nil
+	}
+	switch w.data[w.i] {
+	case '{':
+		var fields map[string]reflect.Type
+		var elem reflect.Type
+		switch {
+		case t != nil && t.Kind() == reflect.Struct:
+			fields = map[string]reflect.Type{}
+			for f := range t.Fields() {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "-" || !f.IsExported() {
+					continue
+				}
+				if name == "" {
+					name = f.Name
+				}
+				fields[strings.ToLower(name)] = f.Type
+			}
+		case t != nil && t.Kind() == reflect.Map:
+			elem = t.Elem()
+		}
+		w.i++
+		for {
+			w.space()
+			if w.i >= len(w.data) || w.data[w.i] == '}' {
+				w.i++
+				return nil
+			}
+			if w.data[w.i] == ',' {
+				w.i++
+				continue
+			}
+			if w.data[w.i] != '"' {
+				return nil // a syntax error: json.Unmarshal says where
+			}
+			k, ok := w.str(true)
+			if !ok {
+				return nil
+			}
+			w.space()
+			if w.i >= len(w.data) || w.data[w.i] != ':' {
+				return nil
+			}
+			w.i++
+			ft, sub := elem, fmt.Sprintf("%s[%q]", where, k)
+			if fields != nil {
+				var known bool
+				if ft, known = fields[strings.ToLower(k)]; !known {
+					if where != "" {
+						return fmt.Errorf("json: unknown field %q in %s", k, where)
+					}
+					return fmt.Errorf("json: unknown field %q", k)
+				}
+				sub = k
+				if where != "" {
+					sub = where + "." + k
+				}
+			}
+			if err := w.value(ft, sub); err != nil {
+				return err
+			}
+		}
+	case '[':
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		w.i++
+		for n := 0; ; {
+			w.space()
+			if w.i >= len(w.data) || w.data[w.i] == ']' {
+				w.i++
+				return nil
+			}
+			if w.data[w.i] == ',' {
+				w.i++
+				n++
+				continue
+			}
+			start := w.i
+			if err := w.value(elem, fmt.Sprintf("%s[%d]", where, n)); err != nil {
+				return err
+			}
+			if w.i == start {
+				return nil
+			}
+		}
+	case '"':
+		w.str(false)
+	default:
+		// A number or a literal: up to the next delimiter.
+		start := w.i
+		for w.i < len(w.data) && strings.IndexByte(",]} \t\r\n", w.data[w.i]) < 0 {
+			w.i++
+		}
+		if w.i == start {
+			w.i++ // a stray delimiter: move on; Unmarshal reports it
+		}
+	}
+	return nil
 }
 
 func position(data []byte, offset int64) (line, col int) {

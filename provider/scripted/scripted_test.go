@@ -3,6 +3,7 @@ package scripted
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -123,5 +124,45 @@ func TestAgentScriptsByName(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"turns": [], "agents": {"x": {"turns": [{"tool_calls": [{"input": {}}]}]}}}`)); err == nil || !strings.Contains(err.Error(), `agents["x"].turns[0].tool_calls[0]: missing "name"`) {
 		t.Errorf("bad agent script: %v", err)
+	}
+}
+
+// Parse decodes into a mirror of Script whose tool inputs share the
+// script's bytes (scriptSpans): every JSON field of Script must be in the
+// mirror, or Parse would drop it silently.
+func TestParseMirrorsScript(t *testing.T) {
+	fields := func(t reflect.Type) []string {
+		var out []string
+		for f := range t.Fields() {
+			out = append(out, f.Tag.Get("json"))
+		}
+		return out
+	}
+	var spans scriptSpans
+	for _, pair := range [][2]reflect.Type{
+		{reflect.TypeFor[Script](), reflect.TypeFor[scriptSpans]()},
+		{reflect.TypeFor[AgentScript](), reflect.TypeOf(spans.Agents).Elem()},
+		{reflect.TypeFor[Turn](), reflect.TypeFor[turnsSpans]().Elem()},
+		{reflect.TypeFor[ToolCall](), reflect.TypeFor[toolCallSpans]()},
+	} {
+		var want []string
+		for _, f := range fields(pair[0]) {
+			name, _, _ := strings.Cut(f, ",")
+			want = append(want, name)
+		}
+		got := fields(pair[1])
+		if strings.Join(want, " ") != strings.Join(got, " ") {
+			t.Errorf("%v has fields %v, its mirror %v", pair[0], want, got)
+		}
+	}
+	// And what it parses is what the script says.
+	m, err := Parse([]byte(`{"turns": [{"text": "a", "tool_calls": [{"id": "x", "name": "n", "input": {"k": "v\n"}}], "usage": {"input_tokens": 3}}],
+	  "agents": {"helper": {"turns": [{"error": "boom"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := m.script.Turns[0].ToolCalls[0]
+	if tc.ID != "x" || tc.Name != "n" || string(tc.Input) != `{"k": "v\n"}` || m.script.Turns[0].Usage.InputTokens != 3 || m.script.Agents["helper"].Turns[0].Error != "boom" {
+		t.Errorf("parsed %+v", m.script)
 	}
 }

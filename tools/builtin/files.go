@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -115,7 +116,7 @@ var ListDir = sync.OnceValue(func() *tools.Tool {
 
 - path: the directory, relative to the workspace root or absolute inside it (default ".", the workspace root).
 
-Each line is one entry: directories end with "/", symbolic links are shown as "name -> target", and files are followed by their size in bytes. Only the directory itself is listed, not its subdirectories; to find files anywhere below a directory use glob (for example "**/*.go"). At most 1000 entries are shown.`,
+Each line is one entry: directories end with "/", symbolic links are shown as "name -> target", and files are followed by their size in bytes. Only the directory itself is listed, not its subdirectories; to find files anywhere below a directory use glob (for example "**/*.go"). At most 1000 entries are shown. A name that contains a line break or another control character, or bytes that are not UTF-8, is shown as a double-quoted string with Go escapes ("a\nb.txt", "\xff.dat"); give such a name to the file tools exactly as shown.`,
 		unprivileged(runListDir),
 		&tools.Options{
 			Security:    readOnlySecurity,
@@ -514,11 +515,11 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	// cannot be recorded cannot be rewound, so it must not happen.
 	for _, dir := range missing {
 		if err := ctx.RecordSnapshot(dir); err != nil {
-			return "", fmt.Errorf("could not record a checkpoint of %s before creating it, so nothing was written: %w", dir, err)
+			return "", fmt.Errorf("could not record a checkpoint of %s before creating it, so nothing was written: %w", dir, storeFullHint(err))
 		}
 	}
 	if err := ctx.RecordSnapshot(rel); err != nil {
-		return "", fmt.Errorf("could not record a checkpoint of %s before writing it, so nothing was written: %w", in.Path, err)
+		return "", fmt.Errorf("could not record a checkpoint of %s before writing it, so nothing was written: %w", in.Path, storeFullHint(err))
 	}
 	if err := recordOtherNames(ctx, in.Path, rel); err != nil {
 		return "", err
@@ -557,7 +558,9 @@ func runWriteFile(ctx *tools.Context, in writeFileInput) (string, error) {
 	}
 	// What this call wrote, so that another writer's edit meanwhile is
 	// never taken for the agent's.
-	ctx.RecordWrite(rel, []byte(in.Content))
+	// RecordWrite only reads (hashes) the bytes: the content's own bytes
+	// are lent, not copied — a large file would otherwise be held twice.
+	ctx.RecordWrite(rel, unsafe.Slice(unsafe.StringData(in.Content), len(in.Content)))
 
 	var msg string
 	if existed {
@@ -646,7 +649,7 @@ func runEditFile(ctx *tools.Context, in editFileInput) (string, error) {
 	updated, count, first, newS, crlf := res.updated, res.count, res.first, res.newS, res.crlf
 
 	if err := ctx.RecordSnapshot(rel); err != nil {
-		return "", fmt.Errorf("could not record a checkpoint of %s before editing it, so nothing was changed: %w", in.Path, err)
+		return "", fmt.Errorf("could not record a checkpoint of %s before editing it, so nothing was changed: %w", in.Path, storeFullHint(err))
 	}
 	if err := recordOtherNames(ctx, in.Path, rel); err != nil {
 		return "", err
@@ -819,16 +822,18 @@ func runListDir(ctx *tools.Context, in listDirInput) (string, error) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		name := e.Name()
+		name := quoteName(e.Name())
 		switch t := e.Type(); {
 		case t.IsDir():
 			b.WriteString(name + "/")
 		case t&fs.ModeSymlink != 0:
 			// Readlink does not follow the link, so even a link that
 			// leads outside the workspace is listed (not followed).
-			target, err := ctx.Root.Readlink(path.Join(filepath.ToSlash(rel), name))
+			target, err := ctx.Root.Readlink(path.Join(filepath.ToSlash(rel), e.Name()))
 			if err != nil {
 				target = "?"
+			} else {
+				target = quotePath(target)
 			}
 			fmt.Fprintf(&b, "%s -> %s", name, target)
 		case t.IsRegular():

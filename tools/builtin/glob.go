@@ -26,7 +26,7 @@ var Glob = sync.OnceValue(func() *tools.Tool {
 - pattern: a glob relative to the search directory. "*" matches any characters except "/", "?" one character, "[abc]" one of a set, "{a,b}" either alternative, and "**" any number of directories. Examples: "**/*.go" (every Go file at any depth), "src/**/*_test.ts", "*.{yml,yaml}" (only the top level), "cmd/*/main.go".
 - path: the directory to search in, relative to the workspace root or absolute inside it (default: the workspace root).
 
-Returns matching files (not directories), one per line, as paths relative to the workspace root, sorted alphabetically; at most 1000, with a note saying how many more matched. ".git" directories are never searched, and symbolic links to directories are not followed. Use this to locate files by name; to search inside files use grep, and to see one directory use list_dir.`,
+Returns matching files (not directories), one per line, as paths relative to the workspace root, sorted alphabetically; at most 1000, with a note saying how many more matched. A name that contains a line break or another control character, or bytes that are not UTF-8, is shown as a double-quoted string with Go escapes (src/"a\nb.txt", "\xff.dat"); give such a path to the file tools exactly as shown. ".git" directories are never searched, and symbolic links to directories are not followed. Use this to locate files by name; to search inside files use grep, and to see one directory use list_dir.`,
 		unprivileged(runGlob),
 		&tools.Options{
 			Security:    readOnlySecurity,
@@ -122,7 +122,7 @@ func runGlob(ctx *tools.Context, in globInput) (string, error) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(m)
+		b.WriteString(quotePath(m))
 	}
 	if len(matches) > globMaxResults {
 		fmt.Fprintf(&b, "\n\n(Showing the first %d of %d matching files; %d more matched. Use a more specific pattern or path to narrow the search.)", globMaxResults, len(matches), len(matches)-globMaxResults)

@@ -789,7 +789,8 @@ func (s *grepSearch) contentLines(data []byte, rel string, keep bool) (grepFileR
 }
 
 // grepFormatLine formats one content-mode line: path:N:text for a match,
-// path-N-text for context, and "--" for a separator (n == 0).
+// path-N-text for context, and "--" for a separator (n == 0). The path
+// is quoted as glob shows it (names.go).
 func grepFormatLine(rel string, sep byte, n int, text []byte) string {
 	if n == 0 {
 		return "--"
@@ -806,7 +807,7 @@ func grepFormatLine(rel string, sep byte, n int, text []byte) string {
 	}
 	var b strings.Builder
 	b.Grow(len(rel) + len(text) + 24)
-	b.WriteString(rel)
+	b.WriteString(quotePath(rel))
 	b.WriteByte(sep)
 	b.WriteString(strconv.Itoa(n))
 	b.WriteByte(sep)
@@ -1080,9 +1081,9 @@ func (s *grepSearch) render(in grepInput) string {
 		matchLines += r.count
 		switch s.mode {
 		case grepModeFiles:
-			add(r.path)
+			add(quotePath(r.path))
 		case grepModeCount:
-			add(r.path + ":" + strconv.Itoa(r.count))
+			add(quotePath(r.path) + ":" + strconv.Itoa(r.count))
 		default:
 			if s.context > 0 && i > 0 {
 				add("--")
@@ -1150,7 +1151,7 @@ func (s *grepSearch) render(in grepInput) string {
 func (s *grepSearch) renderFile(w *grepWorker, r grepFileResult) []string {
 	data, release, ok := s.readFile(w, s.root, filepath.FromSlash(r.path), r.path)
 	if !ok {
-		return []string{r.path + ": (could not be read again to show its matches)"}
+		return []string{quotePath(r.path) + ": (could not be read again to show its matches)"}
 	}
 	defer release()
 	again, _ := s.contentLines(data, r.path, true)

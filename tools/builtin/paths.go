@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/lite-agent/lite-agent/internal/nocap"
 	"github.com/lite-agent/lite-agent/tools"
@@ -16,7 +17,7 @@ import (
 var errNoWorkspace = errors.New("no workspace is open for this call")
 
 // resolvePath turns a path the model gave (relative to the workspace, or
-// absolute inside it) into a clean slash-free-of-".." path relative to the
+// absolute inside it; components may be quoted as listings show them) into a clean slash-free-of-".." path relative to the
 // workspace root, for use with ctx.Root. Lexical escapes are refused here
 // with a message the model can act on; escapes through symlinks are refused
 // by os.Root itself when the path is opened (see rootErr).
@@ -27,6 +28,9 @@ func resolvePath(ctx *tools.Context, p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
+	// A name a listing showed quoted (names.go) is read back first, so
+	// that the checks below see the name itself.
+	p = unquotePath(p)
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("path %q contains a NUL byte", p)
 	}
@@ -89,4 +93,17 @@ func unprivileged[In, Out any](h func(*tools.Context, In) (Out, error)) func(*to
 		}
 		return out, err
 	}
+}
+
+// storeFullHint explains a pre-image that could not be saved because the
+// disk of the checkpoint store is full: the bare "no space left on device"
+// reads as if the workspace's disk were full, and the store usually lives
+// on another. A refusal at the store's cap carries its own advice and is
+// returned as it is.
+func storeFullHint(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, syscall.ENOSPC) {
+		return err
+	}
+	return fmt.Errorf("the checkpoint store is full: the disk it is on has no space left (writing %s), whatever room the workspace has. Free space there, or shrink the store with 'lite-agent gc --max-size SIZE', then try again (%w)", pe.Path, err)
 }
