@@ -49,7 +49,7 @@ func (r *run) prepareSandbox() error {
 	// What New expects is tried once: a command that does not start, or
 	// whose writes do not land, would otherwise fail every tool call of
 	// the session while the run looks fine to the person.
-	if err := sandbox.Trial(p); err != nil {
+	if _, err := sandbox.Trial(p); err != nil {
 		sb.Close()
 		return fmt.Errorf("kernel: the sandbox was prepared but cannot run the agent's commands here: %w (`lite-agent sandbox check` shows what holds)", err)
 	}
