@@ -39,10 +39,11 @@ func (r *run) prepareSandbox() error {
 	}
 	p.OnNetwork = r.network.observer(p.OnNetwork)
 	p.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, p.OnUnknownDomain)
+	p.OnStartFailure = r.startFailures.observer(p.OnStartFailure)
 	sb, err := sandbox.New(p)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnsupported) {
-			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (`lite-agent sandbox check` shows what each preset would lose; Options.Sandbox.BestEffort runs with what this kernel can enforce)", err)
+			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (`lite-agent sandbox check` shows what each level and preset would lose here)", err)
 		}
 		return fmt.Errorf("kernel: preparing the sandbox: %w", err)
 	}
@@ -53,6 +54,7 @@ func (r *run) prepareSandbox() error {
 		sb.Close()
 		return fmt.Errorf("kernel: the sandbox was prepared but cannot run the agent's commands here: %w (`lite-agent sandbox check` shows what holds)", err)
 	}
+	r.sandboxEnforcement = sb.Enforcement()
 	// Handlers are narrowed from the ceiling, which is the commands'
 	// policy unless the caller named a wider one on purpose.
 	ceiling := p
@@ -66,6 +68,10 @@ func (r *run) prepareSandbox() error {
 			return fmt.Errorf("kernel: HandlerCeiling.Workspace is %s, not the session's %s; leave it empty", ceiling.Workspace, p.Workspace)
 		}
 		ceiling.CaptureChanges = p.CaptureChanges
+		// The level is what this host can give commands at all: a
+		// handler gets no namespace the session's commands cannot have.
+		ceiling.Level = p.Level
+		ceiling.OnStartFailure = r.startFailures.observer(ceiling.OnStartFailure)
 		ceiling.OnNetwork = r.network.observer(ceiling.OnNetwork)
 		ceiling.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, ceiling.OnUnknownDomain)
 	}

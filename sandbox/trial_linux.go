@@ -114,16 +114,22 @@ func trialOn(p Policy, h *hostInfo) (Enforcement, error) {
 	killsTree := !slices.ContainsFunc(append(slices.Clone(enf.Lost), enf.Missing...), func(s string) bool {
 		return strings.HasPrefix(s, "killing the whole process tree")
 	})
+	// The daemon: it leaves the command's session, and the sandbox must
+	// end it with the command (it reports its pid, then waits to be
+	// killed). The substitution ends when the daemon's shell execs sleep
+	// with its output elsewhere, having printed its pid. The steps use
+	// shell builtins but for these two programs (absolute, as found on
+	// the commands' PATH): without them the step is not tried.
+	env := sb.commandEnv(nil, scratch)
+	setsid, err1 := lookPath("setsid", env, scratch)
+	sleep, err2 := lookPath("sleep", env, scratch)
 	daemonStep := ""
+	killsTree = killsTree && err1 == nil && err2 == nil
 	if killsTree {
-		// A daemon that leaves the session: the sandbox must end it
-		// with the command (it reports its pid, then waits to be killed).
-		// The substitution ends when the daemon's shell execs sleep with
-		// its output elsewhere, having printed its pid.
-		daemonStep = "echo $(setsid sh -c 'echo $$; exec sleep 30 </dev/null >/dev/null 2>&1' &) > daemon.pid\n"
+		daemonStep = fmt.Sprintf("echo $(%s /bin/sh -c 'echo $$; exec %s 30 </dev/null >/dev/null 2>&1' &) > daemon.pid\n", setsid, sleep)
 	}
-	script := "echo after > existing && echo trial > written && cat written || exit 3\n" +
-		"cat ../outside >/dev/null 2>&1 && echo TRIAL-READ-OUTSIDE\n" +
+	script := "echo after > existing && echo trial > written && read line < written && echo \"$line\" || exit 3\n" +
+		"(read x < ../outside) 2>/dev/null && echo TRIAL-READ-OUTSIDE\n" +
 		netStep + daemonStep + "exit 0\n"
 
 	var out, errOut bytes.Buffer

@@ -395,7 +395,18 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			m.mcp = append(m.mcp, esc(s.Name)+": "+field(st, 200))
 		}
 		if first {
-			return tea.Println(styleDim("session " + esc(ev.SessionID)))
+			lines := []string{styleDim("session " + esc(ev.SessionID))}
+			// What the sandbox runs commands without here, as run says it.
+			if st := ev.SessionStart; len(st.SandboxLost) > 0 || len(st.SandboxNotEnforced) > 0 {
+				lines = append(lines, styleErr("the sandbox (level "+esc(string(st.SandboxLevel))+") runs commands here without:"))
+				for _, l := range st.SandboxNotEnforced {
+					lines = append(lines, styleErr("  - NOT enforced (best effort): "+field(l, 300)))
+				}
+				for _, l := range st.SandboxLost {
+					lines = append(lines, styleDim("  - "+field(l, 300)))
+				}
+			}
+			return tea.Println(strings.Join(lines, "\n"))
 		}
 	case kernel.EventTextDelta:
 		m.stream.WriteString(ev.TextDelta.Text)
@@ -441,6 +452,8 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		return tea.Println(strings.Join(lines, "\n"))
 	case kernel.EventCompact:
 		return tea.Println(styleDim("context compacted"))
+	case kernel.EventSandbox:
+		return tea.Println(styleErr("  ✗ the sandbox could not start a command: " + field(ev.Sandbox.Error, 300)))
 	case kernel.EventResult:
 		if ev.Result.IsError {
 			msg := ev.Result.Error
