@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -65,5 +66,33 @@ func TestSessionStartSaysWhatTheSandboxLacks(t *testing.T) {
 	st := byType(evs, EventSessionStart)[0].SessionStart
 	if st.SandboxLevel != sandbox.LevelContainer || !strings.Contains(strings.Join(st.SandboxLost, "\n"), "read-only mounts outside the read-write roots") {
 		t.Errorf("session_start: level %q, lost %q", st.SandboxLevel, st.SandboxLost)
+	}
+}
+
+// TestWorkspaceUnwritableInsideRefused: root can write a workspace owned
+// by another user (its DAC override), its commands cannot (every
+// capability is dropped inside): write_file would land what bash cannot.
+// The session is refused at its start (the CLI: exit 3), saying so,
+// instead of every command's write failing while the run looks fine. (A
+// workspace this process cannot write either is a read-only session,
+// not refused: CheckWorkspace.)
+func TestWorkspaceUnwritableInsideRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the workspace must be writable to this process and not to its commands, which drop root's DAC override")
+	}
+	e := newEnv(t)
+	if err := os.Chown(e.ws, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(e.ws, 0o755)
+	_, err := collect(t, context.Background(), e.opts(script(t, `{"turns": [{"text": "ok"}]}`)))
+	if !errors.Is(err, sandbox.ErrWorkspaceUnwritable) || !errors.Is(err, sandbox.ErrTrialFailed) {
+		t.Fatalf("run error: %v", err)
+	}
+	// Its own directory: writable inside too.
+	os.Chown(e.ws, 0, 0)
+	os.Chmod(e.ws, 0o755)
+	if _, err := collect(t, context.Background(), e.opts(script(t, `{"turns": [{"text": "ok"}]}`))); err != nil {
+		t.Fatalf("a writable workspace: %v", err)
 	}
 }

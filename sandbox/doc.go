@@ -521,7 +521,11 @@
 // that must write (captured, and restored from the pre-images it saw),
 // must not read beside the workspace, must not reach a loopback listener
 // and must leave no daemon behind; a session runs it before its first
-// turn. Probe reports what this kernel and this user offer.
+// turn, and CheckWorkspace, which asks from inside whether commands may
+// write a workspace this process may (root loses its DAC override
+// inside). Policy.OnStartFailure tells the caller of every command the
+// sandbox could not start. Probe reports what this kernel and this user
+// offer.
 //
 // # Levels
 //

@@ -114,19 +114,19 @@ func trialOn(p Policy, h *hostInfo) (Enforcement, error) {
 	killsTree := !slices.ContainsFunc(append(slices.Clone(enf.Lost), enf.Missing...), func(s string) bool {
 		return strings.HasPrefix(s, "killing the whole process tree")
 	})
-	// The daemon: it leaves the command's session, and the sandbox must
-	// end it with the command (it reports its pid, then waits to be
-	// killed). The substitution ends when the daemon's shell execs sleep
-	// with its output elsewhere, having printed its pid. The steps use
-	// shell builtins but for these two programs (absolute, as found on
-	// the commands' PATH): without them the step is not tried.
+	// The daemon: it leaves the command's session (a background job of a
+	// shell without job control is no group leader, so setsid(1) calls
+	// setsid itself and execs sleep, keeping the pid), and the sandbox
+	// must end it with the command. The steps use shell builtins but for
+	// these two programs (absolute, as found on the commands' PATH):
+	// without them the step is not tried.
 	env := sb.commandEnv(nil, scratch)
 	setsid, err1 := lookPath("setsid", env, scratch)
 	sleep, err2 := lookPath("sleep", env, scratch)
 	daemonStep := ""
 	killsTree = killsTree && err1 == nil && err2 == nil
 	if killsTree {
-		daemonStep = fmt.Sprintf("echo $(%s /bin/sh -c 'echo $$; exec %s 30 </dev/null >/dev/null 2>&1' &) > daemon.pid\n", setsid, sleep)
+		daemonStep = fmt.Sprintf("%s %s 30 </dev/null >/dev/null 2>&1 &\necho daemon $!\n", setsid, sleep)
 	}
 	script := "echo after > existing && echo trial > written && read line < written && echo \"$line\" || exit 3\n" +
 		"(read x < ../outside) 2>/dev/null && echo TRIAL-READ-OUTSIDE\n" +
@@ -175,13 +175,13 @@ func trialOn(p Policy, h *hostInfo) (Enforcement, error) {
 		return failed("the file the command wrote is not in the workspace outside (%v)", err)
 	}
 	if killsTree {
-		b, err := os.ReadFile(filepath.Join(scratch, "daemon.pid"))
-		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		_, after, _ := strings.Cut(out.String(), "daemon ")
+		pid, err := strconv.Atoi(strings.TrimSpace(after))
 		switch {
-		case err != nil || perr != nil:
-			return failed("the daemon the command started did not report its pid (%v)", err)
-		case unix.Kill(pid, 0) != unix.ESRCH && isSleep(pid):
-			unix.Kill(pid, unix.SIGKILL) // ours to end: the test started it
+		case err != nil:
+			return failed("the daemon the command started did not report its pid (%q)", out.String())
+		case alive(pid, "setsid", "sleep"):
+			unix.Kill(pid, unix.SIGKILL) // the trial's own daemon
 			return failed("a daemon that left the command's session outlived the command (pid %d)", pid)
 		}
 	}
@@ -219,10 +219,11 @@ func trialOn(p Policy, h *hostInfo) (Enforcement, error) {
 	return enf, nil
 }
 
-// isSleep reports whether pid is a live sleep (the trial's daemon, not a
-// process that reused its pid; a killed one may still be a zombie until
-// whoever inherited it reaps it).
-func isSleep(pid int) bool {
+// alive reports whether pid is a live process named one of names (the
+// trial's daemon, between setsid and sleep; not a process that reused its
+// pid). A killed one may still be a zombie until whoever inherited it
+// reaps it: that is not alive.
+func alive(pid int, names ...string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
@@ -234,7 +235,7 @@ func isSleep(pid int) bool {
 		return false
 	}
 	state := s[end+2]
-	return s[open+1:end] == "sleep" && state != 'Z' && state != 'X'
+	return slices.Contains(names, s[open+1:end]) && state != 'Z' && state != 'X'
 }
 
 func mapKeys[V any](m map[string]V) []string {
@@ -244,4 +245,35 @@ func mapKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// ErrWorkspaceUnwritable is wrapped by CheckWorkspace's error (with
+// ErrTrialFailed): this process can write the workspace, its commands
+// cannot.
+var ErrWorkspaceUnwritable = errors.New("the workspace is not writable from inside the sandbox")
+
+// CheckWorkspace tries, from inside s, whether its commands may write the
+// policy's workspace when this process may: a command runs `test -w` there
+// (access(2), which sees the mount's flags and file permissions as the
+// command has them, without capabilities). The two differ for root
+// outside a directory it does not own (its DAC override is dropped
+// inside), and on a mount made read-only for the sandbox: the agent's
+// file tools would then write what its commands cannot, and the person
+// must know before the session starts. A workspace this process cannot
+// write either is a read-only session, not a failure: nil.
+func (s *Sandbox) CheckWorkspace(ctx context.Context) error {
+	ws := s.pol.Workspace
+	if ws == "" || unix.Access(ws, unix.W_OK) != nil {
+		return nil
+	}
+	var errOut bytes.Buffer
+	st, err := s.Run(ctx, &Command{Path: "/bin/sh", Args: []string{"sh", "-c", `test -w "$1"`, "sh", ws}, Dir: ws, Stderr: &errOut})
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s: starting the check: %v", ErrTrialFailed, ws, err)
+	case st.Code != 0:
+		why := "a read-only mount, or permissions that only a capability the sandbox drops overrides (root writing a directory it does not own)"
+		return fmt.Errorf("%w: %w: %s (%s; this process could write it, so the agent's file tools would, and its commands would fail)", ErrTrialFailed, ErrWorkspaceUnwritable, ws, why)
+	}
+	return nil
 }
