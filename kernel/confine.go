@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
@@ -39,20 +41,40 @@ func (r *run) prepareSandbox() error {
 	}
 	p.OnNetwork = r.network.observer(p.OnNetwork)
 	p.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, p.OnUnknownDomain)
+	p.OnStartFailure = r.startFailures.observer(p.OnStartFailure)
+	// What New expects is tried once (sandbox.Trial, in a scratch
+	// sandbox of its own, beside the session's New and workspace check):
+	// a command that does not start, or whose writes do not land, would
+	// otherwise fail every tool call of the session while the run looks
+	// fine to the person.
+	trial := make(chan error, 1)
+	go func() {
+		_, err := sandbox.Trial(p)
+		trial <- err
+	}()
 	sb, err := sandbox.New(p)
 	if err != nil {
+		<-trial
 		if errors.Is(err, sandbox.ErrUnsupported) {
-			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (`lite-agent sandbox check` shows what each preset would lose; Options.Sandbox.BestEffort runs with what this kernel can enforce)", err)
+			return fmt.Errorf("kernel: the sandbox cannot run here, and the agent's commands only run inside it: %w (`lite-agent sandbox check` shows what each level and preset would lose here)", err)
 		}
 		return fmt.Errorf("kernel: preparing the sandbox: %w", err)
 	}
-	// What New expects is tried once: a command that does not start, or
-	// whose writes do not land, would otherwise fail every tool call of
-	// the session while the run looks fine to the person.
-	if err := sandbox.Trial(p); err != nil {
+	// And the session's own workspace, from inside: writable to the
+	// agent's file tools but not to its commands would fail every
+	// command's write while the tools' writes land.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	werr := sb.CheckWorkspace(ctx)
+	cancel()
+	if err := <-trial; err != nil {
 		sb.Close()
 		return fmt.Errorf("kernel: the sandbox was prepared but cannot run the agent's commands here: %w (`lite-agent sandbox check` shows what holds)", err)
 	}
+	if werr != nil {
+		sb.Close()
+		return fmt.Errorf("kernel: %w (`lite-agent sandbox check --workspace DIR` shows the sandbox there)", werr)
+	}
+	r.sandboxEnforcement = sb.Enforcement()
 	// Handlers are narrowed from the ceiling, which is the commands'
 	// policy unless the caller named a wider one on purpose.
 	ceiling := p
@@ -66,6 +88,10 @@ func (r *run) prepareSandbox() error {
 			return fmt.Errorf("kernel: HandlerCeiling.Workspace is %s, not the session's %s; leave it empty", ceiling.Workspace, p.Workspace)
 		}
 		ceiling.CaptureChanges = p.CaptureChanges
+		// The level is what this host can give commands at all: a
+		// handler gets no namespace the session's commands cannot have.
+		ceiling.Level = p.Level
+		ceiling.OnStartFailure = r.startFailures.observer(ceiling.OnStartFailure)
 		ceiling.OnNetwork = r.network.observer(ceiling.OnNetwork)
 		ceiling.OnUnknownDomain = r.network.asker(r.opts.OnUnknownDomain, ceiling.OnUnknownDomain)
 	}

@@ -269,7 +269,12 @@
 // event's data, decode as json.RawMessage for that reason. Tool input
 // that is not valid JSON is written as a JSON string, and a missing
 // payload as its zero value, so that no producer's mistake breaks the
-// stream. A network event reports a connection the sandbox's domain proxy
+// stream. A sandbox event says the sandbox could not start a command a
+// tool call asked for (sandbox.Policy.OnStartFailure): it precedes the
+// call's tool_result, and the run then ends with an error wrapping
+// ErrSandboxStart, whatever the model concluded; session_start says the
+// sandbox's level and what it runs without here (sandbox.Enforcement's
+// Lost and, under best effort, Missing). A network event reports a connection the sandbox's domain proxy
 // allowed or refused, or a connect a literal IP[:PORT] grant admitted
 // around the proxy (rule "<grant> (direct)", no byte counts: the bytes
 // go straight to the kernel, not through the proxy), as

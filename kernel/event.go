@@ -58,6 +58,11 @@ const (
 	// refused, or a direct connect a literal IP[:PORT] grant admitted
 	// (sandbox.Policy.OnNetwork).
 	EventNetwork EventType = "network"
+	// EventSandbox says the sandbox could not start a command of a tool
+	// call (sandbox.Policy.OnStartFailure): the person must know, not
+	// only the model, and the run's result is then an error
+	// (ErrSandboxStart).
+	EventSandbox EventType = "sandbox"
 	// EventResult is last: how the run ended.
 	EventResult EventType = "result"
 )
@@ -108,6 +113,7 @@ type Event struct {
 	Custom           *CustomEvent           // custom
 	Checkpoint       *CheckpointEvent       // checkpoint
 	Network          *NetworkEvent          // network
+	Sandbox          *SandboxEvent          // sandbox
 	Result           *ResultEvent           // result
 }
 
@@ -133,6 +139,19 @@ type SessionStartEvent struct {
 	// change there is never in a checkpoint and no rewind undoes it.
 	// Said at the start so that the person knows before the agent writes.
 	NotRewindable []string `json:"not_rewindable,omitempty"`
+	// SandboxLevel is the level of the sandbox of commands ("full" or
+	// "container"); SandboxLost what it does not give on this host, and
+	// SandboxNotEnforced what best effort runs without
+	// (sandbox.Enforcement's Lost and Missing). Said at the start, in
+	// the words `lite-agent sandbox check` uses.
+	SandboxLevel       sandbox.Level `json:"sandbox_level,omitempty"`
+	SandboxLost        []string      `json:"sandbox_lost,omitempty"`
+	SandboxNotEnforced []string      `json:"sandbox_not_enforced,omitempty"`
+}
+
+// SandboxEvent says the sandbox could not start a command.
+type SandboxEvent struct {
+	Error string `json:"error"`
 }
 
 // TextDeltaEvent is assistant text as it streams.
@@ -336,6 +355,8 @@ func (e *Event) payload(alloc bool) any {
 		return ensure(&e.Checkpoint, alloc)
 	case EventNetwork:
 		return ensure(&e.Network, alloc)
+	case EventSandbox:
+		return ensure(&e.Sandbox, alloc)
 	case EventResult:
 		return ensure(&e.Result, alloc)
 	}

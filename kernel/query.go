@@ -91,6 +91,11 @@ type session struct {
 	// network holds the domain proxy's decisions until the loop that
 	// iterates can yield them as network events (network.go).
 	network networkQueue
+	// startFailures are the commands the sandbox could not start during
+	// the loop (sandboxfail.go); sandboxEnforcement is what the
+	// session's sandbox enforces, said at the start.
+	startFailures      startFailures
+	sandboxEnforcement sandbox.Enforcement
 
 	toolsets       []*openToolset // Options.Toolsets, opened
 	toolsetChanges lateRecorder   // where the toolsets' processes' changes are recorded
@@ -622,7 +627,8 @@ func (r *run) notRewindable() []string {
 
 func (r *run) loop(yield func(Event, error) bool) {
 	start := &SessionStartEvent{Model: r.opts.ModelName, Workspace: r.workspace, Tools: r.names, Resumed: r.resumed, MCPServers: r.serverStatus(), Instructions: r.instructions,
-		NotRewindable: r.notRewindable()}
+		NotRewindable: r.notRewindable(), SandboxLevel: r.sandboxEnforcement.Level,
+		SandboxLost: r.sandboxEnforcement.Lost, SandboxNotEnforced: r.sandboxEnforcement.Missing}
 	for name := range r.opts.Agents {
 		start.Agents = append(start.Agents, name)
 	}
@@ -630,6 +636,9 @@ func (r *run) loop(yield func(Event, error) bool) {
 	if !yield(r.event(Event{Type: EventSessionStart, SessionStart: start}), nil) {
 		return
 	}
+	// From here on a command the sandbox cannot start fails the run (an
+	// MCP server's failed start is in session_start already).
+	r.startFailures.arm()
 	live := true // the consumer still listens
 	report := func(e Event) {
 		if live && !yield(r.event(e), nil) {
@@ -860,6 +869,14 @@ func fixToolUseIDs(m *provider.Message, turn int) {
 }
 
 func (r *run) finish(yield func(Event, error) bool, end ending) {
+	if err := r.startFailures.err(); err != nil {
+		// The work was not done as the model may believe: the run fails,
+		// whatever the model concluded (its text is kept).
+		if end.subtype == SubtypeSuccess {
+			end.subtype = SubtypeErrorDuringExecution
+		}
+		end.err = errors.Join(err, end.err)
+	}
 	usage := r.totalUsage()
 	res := &ResultEvent{
 		Subtype: end.subtype, IsError: end.subtype != SubtypeSuccess,
@@ -947,6 +964,7 @@ func (r *run) runTools(yield func(Event, error) bool, uses []provider.Block) (re
 			return
 		}
 		out := r.execute(yield, batch, &ok)
+		r.yieldStartFailures(yield, &ok)
 		for j, p := range batch {
 			res := withContext(r.postHooks(yield, p.call, out[j], &ok), p.context)
 			results[p.index] = r.deliver(yield, p.call, res, &ok)

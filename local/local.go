@@ -61,7 +61,10 @@ type Config struct {
 	Preset string
 	// SandboxGrants are the options layer of the sandbox of commands
 	// (the CLI's --network, --allow-read, --allow-write, --env,
-	// --allow-domain, --toolchains, --git), laid over the preset's and the
+	// --allow-domain, --toolchains, --git, --sandbox-level: Level
+	// sandbox.LevelContainer runs commands without namespaces, for hosts
+	// that cannot make them, and the session says at its start what
+	// that gives up), laid over the preset's and the
 	// policy files' [sandbox] settings; each Grant's Source says where it
 	// came from. Toolchains nil means auto. Host is the machine the
 	// toolchain profiles are resolved on (nil: this one, MachineHost).

@@ -102,17 +102,20 @@
 // # The sandbox of commands
 //
 // A policy file's [sandbox] table (sandboxfile.go: network,
-// allow_domains, deny_domains, read, write, env, toolchains, git) is one layer
+// allow_domains, deny_domains, read, write, env, toolchains, git, level) is one layer
 // of SandboxSettings; the options layer (CLI flags, local.Config) comes
 // last. Policy.SandboxPolicy turns the preset and the layers into the
 // sandbox.Policy of commands plus a SandboxReport that names the source
 // of every grant. Under a preset that does not trust the workspace's file
 // (strict), or in a version the user did not trust, it may only tighten
 // the sandbox (sandboxTightenOnly): a wider network, a path, a variable,
-// an allowed domain or git = "writable" (which would let commands plant
-// hooks that the user's git runs) there is an error naming its line, and
-// a toolchain list narrows what is in force. git defaults to "read-only"
-// (sandbox.Policy.GitWritable off).
+// an allowed domain, git = "writable" (which would let commands plant
+// hooks that the user's git runs) or level = "container" (commands
+// without namespaces) there is an error naming its line, and a toolchain
+// list narrows what is in force. git defaults to "read-only"
+// (sandbox.Policy.GitWritable off), level to "full"
+// (sandbox.Policy.Level: the container level is used only when the user's
+// file, a trusted one, or the options layer names it).
 //
 // Toolchain profiles (toolchains.go, toolchains_tools.go) are data: the
 // markers that select one, the binaries that show it installed, the

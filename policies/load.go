@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // Policy is a preset merged with the policy files that apply to one
@@ -198,7 +200,7 @@ func tightenOnly(d distrust, pol *Policy, f *File) error {
 		return d.refuse(f, f.ModeSource, fmt.Sprintf("default_mode %q: the mode in force is %q (%s)", f.DefaultMode, pol.Mode, pol.ModeSource),
 			"choose a mode other than a stricter one")
 	}
-	inForce := SandboxSettings{Network: preset.Sandbox.Network, NetworkSource: "preset " + preset.Name}
+	inForce := SandboxSettings{Network: preset.Sandbox.Network, NetworkSource: "preset " + preset.Name, Level: sandbox.LevelFull, LevelSource: "default"}
 	if inForce.Network == "" {
 		inForce.Network = "none"
 	}

@@ -43,6 +43,12 @@ type SandboxSettings struct {
 	// GitWritable (sandbox.Policy.GitWritable).
 	Git       string `json:"git,omitempty"`
 	GitSource string `json:"git_source,omitempty"`
+	// Level is "" when the layer sets none, else the sandbox's level
+	// (sandbox.Policy.Level): LevelContainer runs commands without
+	// namespaces, and is only ever used when named here, in a flag
+	// (--sandbox-level) or in a file the user trusts.
+	Level       sandbox.Level `json:"level,omitempty"`
+	LevelSource string        `json:"level_source,omitempty"`
 }
 
 // The values of the [sandbox] git key and the --git flag: whether
@@ -115,6 +121,9 @@ func (s *SandboxSettings) merge(o SandboxSettings) {
 	if o.Git != "" {
 		s.Git, s.GitSource = o.Git, o.GitSource
 	}
+	if o.Level != "" {
+		s.Level, s.LevelSource = o.Level, o.LevelSource
+	}
 }
 
 // sandboxTightenOnly refuses what would widen the sandbox in a file the
@@ -147,6 +156,11 @@ func sandboxTightenOnly(d distrust, inForce SandboxSettings, f *File) error {
 		// trusted: only the user's file, a trusted one, or a flag.
 		return deny(s.GitSource, fmt.Sprintf("sandbox.git %q (commands could plant git hooks the user's git runs)", s.Git))
 	}
+	if s.Level == sandbox.LevelContainer && inForce.Level != sandbox.LevelContainer {
+		// Weaker confinement chosen by the agent's own file: only the
+		// user's file, a trusted one, or the flag may name it.
+		return deny(s.LevelSource, fmt.Sprintf("sandbox.level %q (commands would run without namespaces: no read-only mounts outside the workspace, no /proc of their own, and what else `lite-agent sandbox check` lists)", s.Level))
+	}
 	return nil
 }
 
@@ -170,6 +184,9 @@ type SandboxReport struct {
 	// Git is GitReadOnly or GitWritable, with where it came from.
 	Git       string `json:"git"`
 	GitSource string `json:"git_source"`
+	// Level is the sandbox's level, with where it came from.
+	Level       sandbox.Level `json:"level"`
+	LevelSource string        `json:"level_source"`
 	// Toolchains are the profiles in force and what each found.
 	Toolchains       []ToolchainGrant `json:"toolchains,omitempty"`
 	ToolchainsSource string           `json:"toolchains_source"`
@@ -183,7 +200,8 @@ type SandboxReport struct {
 // It returns the policy and the report of where each grant came from.
 func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sandbox.Policy, *SandboxReport, error) {
 	s := SandboxSettings{Network: pol.Preset.Sandbox.Network, NetworkSource: "preset " + pol.Preset.Name,
-		Toolchains: []string{"auto"}, ToolchainsSource: "default", Git: GitReadOnly, GitSource: "default"}
+		Toolchains: []string{"auto"}, ToolchainsSource: "default", Git: GitReadOnly, GitSource: "default",
+		Level: sandbox.LevelFull, LevelSource: "default"}
 	if s.Network == "" {
 		s.Network = sandbox.NetworkNone
 	}
@@ -192,8 +210,9 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	p := pol.Preset.Policy(ws)
 	p.Network = s.Network
 	rep := &SandboxReport{Network: s.Network, NetworkSource: s.NetworkSource, ToolchainsSource: s.ToolchainsSource,
-		DenyDomains: slices.Clone(s.DenyDomains), Git: s.Git, GitSource: s.GitSource}
+		DenyDomains: slices.Clone(s.DenyDomains), Git: s.Git, GitSource: s.GitSource, Level: s.Level, LevelSource: s.LevelSource}
 	p.GitWritable = s.Git == GitWritable
+	p.Level = s.Level
 	for _, g := range s.Read {
 		p.ReadOnlyPaths = append(p.ReadOnlyPaths, g.Value)
 		rep.Read = append(rep.Read, g)

@@ -445,3 +445,52 @@ func TestGitSetting(t *testing.T) {
 		t.Errorf("bad value: %v", err)
 	}
 }
+
+// TestLevelSetting: the container level is used only when named by the
+// user's file or a flag (the options layer); a workspace's own file may
+// only choose full (tightening), and naming container there is an error
+// naming the line; a bad value names the line too.
+func TestLevelSetting(t *testing.T) {
+	strict, _ := PresetByName("strict")
+	ws, dir := t.TempDir(), t.TempDir()
+	user := filepath.Join(dir, "policy.toml")
+	load := func(userText, wsText string) (*Policy, error) {
+		os.WriteFile(user, []byte(userText), 0o644)
+		os.MkdirAll(filepath.Join(ws, ".lite-agent"), 0o755)
+		os.WriteFile(WorkspaceFile(ws), []byte(wsText), 0o644)
+		return Load(strict, ws, &LoadOptions{UserFile: user, TrustStore: t.TempDir()})
+	}
+	host := &fakeHost{env: map[string]string{}, home: t.TempDir()}
+	for _, tc := range []struct {
+		name, user, ws string
+		extra          SandboxSettings
+		level          sandbox.Level
+		source         string
+	}{
+		{"default", "", "", SandboxSettings{}, sandbox.LevelFull, "default"},
+		{"user file", "[sandbox]\nlevel = \"container\"\n", "", SandboxSettings{}, sandbox.LevelContainer, user + ":2"},
+		{"flag", "", "", SandboxSettings{Level: sandbox.LevelContainer, LevelSource: "--sandbox-level"}, sandbox.LevelContainer, "--sandbox-level"},
+		{"workspace tightens", "[sandbox]\nlevel = \"container\"\n", "[sandbox]\nlevel = \"full\"\n", SandboxSettings{}, sandbox.LevelFull, WorkspaceFile(ws) + ":2"},
+		{"workspace may repeat the user's choice", "[sandbox]\nlevel = \"container\"\n", "[sandbox]\nlevel = \"container\"\n", SandboxSettings{}, sandbox.LevelContainer, WorkspaceFile(ws) + ":2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := load(tc.user, tc.ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, rep, err := pol.SandboxPolicy(ws, tc.extra, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Level != tc.level || rep.Level != tc.level || rep.LevelSource != tc.source {
+				t.Errorf("level %q (report %q from %q), want %q from %q", p.Level, rep.Level, rep.LevelSource, tc.level, tc.source)
+			}
+		})
+	}
+	if _, err := load("", "[sandbox]\nlevel = \"container\"\n"); err == nil || !strings.Contains(err.Error(), WorkspaceFile(ws)+":2") || !strings.Contains(err.Error(), `sandbox.level "container"`) {
+		t.Errorf("the workspace's file chose the container level: %v", err)
+	}
+	if _, err := load("[sandbox]\nlevel = \"none\"\n", ""); err == nil || !strings.Contains(err.Error(), ":2: sandbox.level: unknown sandbox level \"none\" (full or container)") {
+		t.Errorf("bad value: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 //	env           = ["GOFLAGS", "CI=1"]         # NAME (copied) or NAME=VALUE
 //	toolchains    = "auto"                      # auto, none, or ["go", "node"]
 //	git           = "read-only"                 # or "writable" (commands may commit, and plant hooks)
+//	level         = "full"                      # or "container": no namespaces (see sandbox.LevelContainer)
 //
 // A path is absolute, "~/..." (the user's home), or — in a workspace's
 // file — relative to the workspace.
@@ -41,6 +42,17 @@ func (fp *fileParser) sandboxKey(key, name string, line int, v *unstable.Node) (
 			return fp.errorf(line, "%s: unknown network mode %q (none, loopback, private or unrestricted)", name, str), true
 		}
 		s.Network, s.NetworkSource = m, src
+		return nil, true
+	case "level":
+		str, err := fp.str(name, line, v)
+		if err != nil {
+			return err, true
+		}
+		l, err := sandbox.ParseLevel(str)
+		if err != nil || str == "" {
+			return fp.errorf(line, "%s: unknown sandbox level %q (full or container)", name, str), true
+		}
+		s.Level, s.LevelSource = l, src
 		return nil, true
 	case "git":
 		str, err := fp.str(name, line, v)

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -11,6 +13,24 @@ import (
 // platform) cannot enforce what a policy asks for. The message names what
 // is missing.
 var ErrUnsupported = errors.New("sandbox: not enforceable on this system")
+
+// RefusedError is New's refusal of a policy whose level needs what this
+// host cannot give (it wraps ErrUnsupported). Missing names each thing,
+// as Enforcement.Missing would under BestEffort.
+type RefusedError struct {
+	Level   Level
+	Missing []string
+}
+
+func (e *RefusedError) Error() string {
+	hint := "set BestEffort to run without it"
+	if e.Level != LevelContainer {
+		hint += ", or Level container to run without namespaces, with what that gives up listed"
+	}
+	return fmt.Sprintf("%v: %s (%s)", ErrUnsupported, strings.Join(e.Missing, "; "), hint)
+}
+
+func (e *RefusedError) Unwrap() error { return ErrUnsupported }
 
 // Command is one program to run confined.
 type Command struct {
@@ -100,13 +120,23 @@ type ExitStatus struct {
 }
 
 // Enforcement says what a prepared sandbox actually enforces. With
-// BestEffort, Missing lists what the kernel could not enforce.
+// BestEffort, Missing lists what the kernel could not enforce; Lost lists
+// what the sandbox runs without either way.
 type Enforcement struct {
-	LandlockABI  int      `json:"landlock_abi"`
-	Seccomp      bool     `json:"seccomp"`
-	Cgroup       string   `json:"cgroup"` // "v2", "v1" or "" (none)
-	NetworkMode  string   `json:"network_mode"`
-	Missing      []string `json:"missing,omitempty"`
+	// Level is the policy's level ("full" or "container").
+	Level       Level    `json:"level"`
+	LandlockABI int      `json:"landlock_abi"`
+	Seccomp     bool     `json:"seccomp"`
+	Cgroup      string   `json:"cgroup"` // "v2", "v1" or "" (none)
+	NetworkMode string   `json:"network_mode"`
+	Missing     []string `json:"missing,omitempty"`
+	// Lost lists the guarantees of the package doc that this sandbox
+	// does not give and that do not refuse it: what its Level gives up
+	// (LevelContainer: no namespaces), and conveniences and bounds the
+	// host cannot carry at any level (the whole tree's memory limit
+	// without a memory cgroup, ptys without a devpts of its own). A
+	// sandbox is fully enforced when Missing and Lost are both empty.
+	Lost         []string `json:"lost,omitempty"`
 	Unprivileged bool     `json:"unprivileged"`
 	// Notes say how each limit is enforced (cgroup, rlimit, PID
 	// namespace), for `sandbox check` and logs.
@@ -125,6 +155,16 @@ type Capabilities struct {
 	// namespace's /proc), which the notification server relies on.
 	ProcMatchesPID bool `json:"proc_matches_pid"`
 	UserNamespaces bool `json:"user_namespaces"`
+	// PIDNamespaces: this user can make a PID namespace (root directly,
+	// others inside a user namespace).
+	PIDNamespaces bool `json:"pid_namespaces"`
+	// UnshareFiles: unshare(CLONE_FILES) works here (Docker's default
+	// seccomp profile refuses unshare outright); without it a command's
+	// change-capture listener is made on a spawner thread of its own.
+	UnshareFiles bool `json:"unshare_files"`
+	// Fanotify: a privileged fanotify listener can be made (writers of
+	// the files a command changes are told apart).
+	Fanotify bool `json:"fanotify"`
 	// ReadOnlyMounts: commands can get a private mount namespace, read-only
 	// but the read-write roots (no chmod, chown or utimensat elsewhere).
 	ReadOnlyMounts bool     `json:"read_only_mounts"`

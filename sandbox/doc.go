@@ -523,23 +523,78 @@
 // cgroups are removed the same way by the next New (internal/cgroup's
 // cleanStale).
 //
-// # Fail closed
+// # Decide, then build
 //
-// When the kernel lacks something a policy needs, New refuses with an error
-// wrapping ErrUnsupported that names what is missing. BestEffort is an
-// explicit choice; then Enforcement().Missing lists what was not enforced.
-// Probe reports what this kernel and this user can enforce
-// (`lite-agent sandbox check`).
+// New first decides, then builds. decide (plan_linux.go) is a pure
+// function of the normalized policy and the host's facts (hostInfo,
+// probe_linux.go: each probed once per process by trying it — a seccomp
+// listener on a throwaway thread, pidfd_getfd on a real pidfd, /proc/self
+// against getpid, a vfork'd child's unshare(CLONE_FILES), the namespaces
+// and mounts a command would get); it returns the plan and the
+// Enforcement the sandbox will report. The builder only carries the plan
+// out, and what it finds it cannot make (a root skeleton whose grants
+// cannot be laid out) only adds to Lost. Decide, Trial, `lite-agent
+// sandbox check`, best effort and LevelContainer all read this one
+// answer; plan_linux_test.go has a table of host profiles (root and
+// unprivileged, Landlock ABIs, cgroup v2/v1/none, user notification
+// present or refused, user namespaces allowed or refused, Docker's
+// default profile) and tests build real sandboxes on this host with
+// facts taken away (hostmask_linux_test.go).
+//
+// # Fail closed, and what is lost
+//
+// When the host lacks something the policy's level needs, New refuses
+// with a *RefusedError (wrapping ErrUnsupported) that names what is
+// missing. BestEffort is an explicit choice; then Enforcement().Missing
+// lists what was not enforced. Enforcement().Lost lists what the sandbox
+// runs without either way — what its level gives up, and what the host
+// cannot carry without it weakening confinement (the whole tree's memory
+// bound without a memory cgroup; ptys, a /proc, /tmp or root of its own):
+// a sandbox is fully enforced when both are empty. Trial runs one command
+// that must write (captured, and restored from the pre-images it saw),
+// must not read beside the workspace, must not reach a loopback listener
+// and must leave no daemon behind; a session runs it before its first
+// turn, and CheckWorkspace, which asks from inside whether commands may
+// write a workspace this process may (root loses its DAC override
+// inside). Policy.OnStartFailure tells the caller of every command the
+// sandbox could not start. Probe reports what this kernel and this user
+// offer.
+//
+// # Levels
+//
+// LevelFull (the default) is everything above. LevelContainer is for
+// hosts where namespaces cannot be made — a Docker or Podman container
+// with its default seccomp profile and capabilities, Ubuntu's or Debian's
+// restriction of unprivileged user namespaces, a sandbox nested in
+// another — and is only used when named: Landlock, seccomp (with user
+// notification, network supervision and change capture where the host
+// lets the server work), no capabilities, no_new_privs, rlimits and
+// cgroups where writable, and no namespace. What it keeps fails closed as
+// at LevelFull (no Landlock or seccomp, or a network mode that needs the
+// server where it cannot run, is refused); what it gives up is in Lost:
+// read-only mounts outside the roots (chmod outside them is still refused
+// where change capture runs), a /proc, /tmp, ptys and root of its own,
+// and where the host lacks what carries them the whole tree's kill and
+// limits, signal isolation below Landlock ABI 6, and change capture
+// (rewind of commands' changes, the .git name rule). Codex's Linux
+// sandbox is Landlock with a seccomp network filter and no namespace;
+// this level is that and more, and says what it is not.
+//
+// Where unshare(CLONE_FILES) is refused (Docker's profile refuses
+// unshare outright) a child cannot hand its own listener to the parent
+// alone: the spawner threads then carry the server's calls (sealed), and
+// a captured command starts from a spawner thread of its own whose second
+// program carries the capture calls, its listener made in this process.
 //
 // # Package layout
 //
 // This package is the portable surface: Policy, Command, New, Start and
-// Run, Enforcement, Probe, SpawnError, and the files that implement them
-// on Linux by deciding what a policy needs — sandbox_linux.go (New, Start,
-// the process tree's end), probe_linux.go (what the host offers), the
+// Run, Enforcement, Probe, Decide, Trial, SpawnError, and the files that
+// implement them on Linux by deciding what a policy needs — plan_linux.go
+// (the decision), sandbox_linux.go (New's builder, Start, the process
+// tree's end), probe_linux.go (what the host offers), trial_linux.go, the
 // policy's grants in the spawn path's terms (grants_linux.go: Landlock
-// rules and rights, the /proc files), the cgroup plan (which hierarchies,
-// for what: in New), temp dirs (tmpdirs_linux.go), the writer watch
+// rules and rights, the /proc files), temp dirs (tmpdirs_linux.go), the writer watch
 // (foreign_linux.go), the domain proxy's wiring (domains*.go), and the one
 // way into each internal package (spawnpath_linux.go, notify_linux.go).
 //

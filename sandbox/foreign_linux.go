@@ -426,7 +426,7 @@ func (p *Process) identity() treeIdentity {
 	switch {
 	case p.v2 != nil:
 		key = "0::"
-	case p.slot != nil && p.s.plan.V1Track:
+	case p.slot != nil && p.s.cgroups.V1Track:
 		key = ":pids:"
 	}
 	if key != "" {

@@ -122,9 +122,13 @@ sed -i s/a/A/ f; { /bin/echo c; (echo d); } >> f; echo done`
 					name += ", tree tracked by " + mech
 				}
 				t.Run(name, func(t *testing.T) {
-					testNoForeignWatch, testForceMechanism = off, mech
-					defer func() { testNoForeignWatch, testForceMechanism = false, "" }()
-					sb, ws := newTestSandbox(t, capturing)
+					testNoForeignWatch = off
+					defer func() { testNoForeignWatch = false }()
+					edit := func(*hostInfo) {}
+					if mech == "pidns" {
+						edit = withoutCgroupTracking
+					}
+					sb, ws := newMaskedSandbox(t, edit, capturing)
 					ws, _ = filepath.EvalSymlinks(ws)
 					log := &foreignLog{}
 					release := heldCommand(t, sb, ws, script, log)

@@ -229,7 +229,7 @@ func (s *Sandbox) protectGit() []string {
 	// here, not s.captureChild, which a goroutine is still making).
 	names := "new .git and HEAD names, and changes beneath any .git, refused (every command's calls that change names go through change capture)"
 	switch {
-	case !s.pol.CaptureChanges || s.notify == notifyNone:
+	case !s.capture:
 		names = "new .git names NOT refused (no change capture in this sandbox: Policy.CaptureChanges), nor HEAD names or changes beneath a .git made later or nested deeper"
 	case s.workspaceReal == "":
 		// Change capture works relative to the workspace (newCapture):
@@ -265,5 +265,5 @@ func (s *Sandbox) protectGit() []string {
 // checkpoints. A sandbox without CaptureChanges has no capture program,
 // and its commands may create a .git (Enforcement's notes say so).
 func (s *Sandbox) guardsGitNames() bool {
-	return !s.pol.GitWritable && s.captureChild != nil
+	return !s.pol.GitWritable && s.capture
 }

@@ -1,12 +1,13 @@
 package sandbox
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
 // The workspace's .git is read-only and no command can make a new one
@@ -176,7 +177,7 @@ func TestGitUnprotectedSaysSo(t *testing.T) {
 	if !slicesContainsPrefix(sb.Enforcement().Notes, "git: ") {
 		t.Errorf("no git note: %q", sb.Enforcement().Notes)
 	}
-	if !sb.pol.CaptureChanges && !slicesContainsPrefix(sb.Enforcement().Notes, "git: no .git in the writable roots; new .git names NOT refused") {
+	if !sb.pol.CaptureChanges && sb.mountNS != spawn.MountNone && !slicesContainsPrefix(sb.Enforcement().Notes, "git: no .git in the writable roots; new .git names NOT refused") {
 		t.Errorf("a sandbox without capture does not say new .git names are allowed: %q", sb.Enforcement().Notes)
 	}
 	// No mount namespace (best effort): nothing is bound, and the notes
@@ -184,16 +185,16 @@ func TestGitUnprotectedSaysSo(t *testing.T) {
 	requireGit(t)
 	ws := t.TempDir()
 	gitSetup(t, ws)
-	probe := mountNSProbe
-	mountNSProbe = func() error { return errors.New("test: no mount namespace") }
-	sb, err := New(Policy{Workspace: ws, BestEffort: true})
-	mountNSProbe = probe
+	sb, err := newOnHost(Policy{Workspace: ws, BestEffort: true}, maskedHost(withoutMountNS))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()
 	if !slicesContainsPrefix(sb.Enforcement().Notes, "git: existing .git entries are NOT protected (no private mount namespace") {
 		t.Errorf("without a mount namespace the notes do not say .git is writable: %q", sb.Enforcement().Notes)
+	}
+	if !slicesContainsPrefix(sb.Enforcement().Lost, "the workspace's .git: commands can write it") {
+		t.Errorf("without a mount namespace or capture, Lost does not list the workspace's .git: %q", sb.Enforcement().Lost)
 	}
 	if r := sh(t, sb, `echo x > .git/hooks/pre-commit`); r.st.Code != 0 {
 		t.Errorf("without a mount namespace the hook could not be written, so the note would be wrong: %v", r)

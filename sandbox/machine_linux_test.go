@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,10 +186,7 @@ func TestHostPseudoTerminalsUnreachable(t *testing.T) {
 // sandbox's own to cover the host's: BestEffort then grants no ptys at
 // all (rather than the host's), and a note says so.
 func TestPseudoTerminalsOffWithoutMountNS(t *testing.T) {
-	probe := mountNSProbe
-	mountNSProbe = func() error { return errors.New("test: no mount namespace") }
-	sb, err := New(Policy{Workspace: t.TempDir(), BestEffort: true})
-	mountNSProbe = probe
+	sb, err := newOnHost(Policy{Workspace: t.TempDir(), BestEffort: true}, maskedHost(withoutMountNS))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -31,6 +31,44 @@ func ParseNetworkMode(s string) (NetworkMode, error) {
 	return "", fmt.Errorf("unknown network mode %q (none, loopback, private or unrestricted)", s)
 }
 
+// Level is how much of the sandbox's machinery a policy asks for.
+type Level string
+
+const (
+	// LevelFull: everything the package documents — Landlock, seccomp,
+	// no capabilities, no_new_privs, rlimits, and the namespaces that
+	// carry the rest (a private read-only mount namespace with a root of
+	// the granted paths, its own /proc, /tmp and ptys; a PID namespace
+	// where no cgroup finds the whole tree). The default: a host that
+	// cannot give one of them is refused (fail closed) unless BestEffort.
+	LevelFull Level = "full"
+	// LevelContainer: for hosts where namespaces cannot be made (a
+	// Docker or Podman container with its default seccomp profile, a
+	// host forbidding unprivileged user namespaces, a sandbox nested in
+	// another): Landlock, seccomp (with user notification where it
+	// works), no capabilities, no_new_privs and rlimits, cgroups where
+	// writable, and no namespace at all. What it keeps fails closed as
+	// at LevelFull; what it gives up (read-only mounts outside the
+	// roots, a /proc, /tmp and ptys of its own, the root of granted
+	// paths, and — where the host lacks what carries them — the whole
+	// tree's kill and limits, signal isolation below Landlock ABI 6,
+	// change capture) is listed in Enforcement.Lost, never silently. It
+	// is only ever used when asked for by name.
+	LevelContainer Level = "container"
+)
+
+// ParseLevel checks a level given as text (a flag, a policy file); empty
+// is LevelFull.
+func ParseLevel(s string) (Level, error) {
+	switch l := Level(s); l {
+	case LevelFull, LevelContainer:
+		return l, nil
+	case "":
+		return LevelFull, nil
+	}
+	return "", fmt.Errorf("unknown sandbox level %q (full or container)", s)
+}
+
 // Limits bound what one confined command may consume. Zero means the
 // default given for each field.
 type Limits struct {
@@ -132,6 +170,16 @@ type Policy struct {
 	// policy asks for; what was not enforced is reported by
 	// Sandbox.Enforcement. The default fails closed.
 	BestEffort bool
+	// Level is how much machinery the sandbox uses (LevelFull when
+	// empty; LevelContainer runs without namespaces and lists what it
+	// gives up in Enforcement.Lost).
+	Level Level
+	// OnStartFailure, if set, is told of every command the sandbox could
+	// not start (the error Start or Run returns), except a cancelled
+	// context and a Start after Close: a session's person must learn
+	// that commands do not run, not only the model. It is called from
+	// the goroutine that called Start or Run and must not block.
+	OnStartFailure func(error) `json:"-"`
 }
 
 // DefaultSystemPaths are the read-only paths a shell, git, python3 and cc

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,12 +77,11 @@ func TestPrivateRepositoryStaysPrivate(t *testing.T) {
 		ws := t.TempDir()
 		p := Policy{Workspace: ws, GitWritable: writable, CaptureChanges: true, BestEffort: !mountNS,
 			ReadOnlyPaths: []string{filepath.Dir(esc)}}
-		probe := mountNSProbe
+		h := host()
 		if !mountNS {
-			mountNSProbe = func() error { return errors.New("test: no mount namespace") }
+			h = maskedHost(withoutMountNS)
 		}
-		sb, err := New(p)
-		mountNSProbe = probe
+		sb, err := newOnHost(p, h)
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,27 +16,52 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostInfo is what this kernel and this user offer, probed once per process.
+// hostInfo is what this kernel and this user offer: every fact New's
+// decision (decide, plan_linux.go) reads, probed once per process by
+// trying what asking cannot tell. Tests hand decide made-up hosts, and
+// newOnHost a real one with facts taken away.
 type hostInfo struct {
-	caps       Capabilities
-	abi        int
-	seccomp    bool
-	notify     bool
-	pidfdGetfd bool
+	caps    Capabilities
+	kernel  [2]int // major, minor (uname)
+	abi     int    // Landlock ABI, 0: none
+	seccomp bool
+	// notify is nil when a seccomp listener can be installed: refused
+	// (EBUSY) when an outer sandbox's filter already has one, and by
+	// gVisor and seccomp profiles (EINVAL, EPERM).
+	notify error
+	// pidfdGetfd is nil when pidfd_getfd works on a real pidfd (a
+	// container without CAP_SYS_PTRACE refuses it).
+	pidfdGetfd error
 	// procOK is nil when /proc/self is this process (getpid): the
 	// notification server reads /proc/PID of the pids it is told of, which
 	// under an outer PID namespace with the outer /proc (bwrap
 	// --unshare-pid --bind / /) name other processes.
-	procOK     error
-	userns     error // nil: user+PID namespaces work for this user
-	cg         cgroup.Info
-	cgWritable map[string]bool // "v2", "pids", "memory"
-	v2Subtree  []string        // controllers our v2 parent delegates to children
-	lastCap    int
-	root       bool
-	setpcap    bool // CAP_SETPCAP in the effective set
-	uid, gid   int
-	rlimitHard map[int]uint64
+	procOK error
+	userns error // nil: user+PID namespaces work for this user (non-root only)
+	// pidns is nil when a command can get a PID namespace: root
+	// directly, others inside their user namespace.
+	pidns error
+	// mountNS is nil when commands can get the private read-only mount
+	// namespace (root directly, others in a user namespace); devpts and
+	// proc, when it is, whether a devpts instance and a /proc of the
+	// sandbox's own can be mounted there.
+	mountNS, devpts, proc error
+	// unshareFiles is nil when unshare(CLONE_FILES) works: how a child
+	// gives its own seccomp listener to the parent alone (Docker's
+	// default profile refuses unshare outright).
+	unshareFiles error
+	fanotify     bool // a privileged fanotify listener (foreign_linux.go)
+	cg           cgroup.Info
+	cgWritable   map[string]bool // "v2", "pids", "memory"
+	v2Subtree    []string        // controllers our v2 parent delegates to children
+	lastCap      int
+	root         bool
+	setpcap      bool // CAP_SETPCAP in the effective set
+	uid, gid     int
+	rlimitHard   map[int]uint64
+	// exe is this program, canonical: the PID namespace's init
+	// (pidinit) when a command gets one; "" when it cannot be located.
+	exe string
 }
 
 var host = sync.OnceValue(probeHost)
@@ -50,11 +76,6 @@ func Probe() Capabilities {
 	c := h.caps
 	if h.root {
 		c.UserNamespaces = rootUserNS() == nil
-	}
-	if err := mountNSProbe(); err == nil {
-		c.ReadOnlyMounts = true
-	} else {
-		c.Notes = append(append([]string(nil), c.Notes...), fmt.Sprintf("no private mount namespace (%v): chmod, chown and utimensat outside the read-write roots cannot be refused (New fails unless BestEffort)", err))
 	}
 	c.CgroupV1 = append([]string(nil), c.CgroupV1...)
 	c.Notes = append([]string(nil), c.Notes...)
@@ -73,6 +94,7 @@ func probeHost() *hostInfo {
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		c.Kernel = unix.ByteSliceToString(u.Release[:])
+		h.kernel = parseKernelVersion(c.Kernel)
 	}
 
 	if abi, err := spawn.LandlockABI(); err == nil {
@@ -87,25 +109,33 @@ func probeHost() *hostInfo {
 	// of an outer sandbox already has one, and gVisor and seccomp profiles
 	// refuse the flag or the call (EINVAL, EPERM).
 	h.seccomp = seccompActionAvail(unix.SECCOMP_RET_KILL_PROCESS) && seccompActionAvail(unix.SECCOMP_RET_ERRNO)
-	h.notify = h.seccomp && seccompActionAvail(unix.SECCOMP_RET_USER_NOTIF)
-	if h.notify {
+	switch {
+	case !h.seccomp:
+		h.notify = errors.New("no seccomp filters")
+	case !seccompActionAvail(unix.SECCOMP_RET_USER_NOTIF):
+		h.notify = errors.New("the kernel has no SECCOMP_RET_USER_NOTIF (Linux 5.0+)")
+	default:
 		if err := trialListener(); err != nil {
-			h.notify = false
+			h.notify = fmt.Errorf("installing a listener failed (%w)", err)
 			c.Notes = append(c.Notes, fmt.Sprintf("seccomp user notification: installing a listener failed (%v): no address filtering, no change capture", err))
 		}
 	}
-	c.Seccomp, c.SeccompUserNotify = h.seccomp, h.notify
+	c.Seccomp, c.SeccompUserNotify = h.seccomp, h.notify == nil
 	if err := trialPidfdGetfd(); err != nil {
+		h.pidfdGetfd = err
 		c.Notes = append(c.Notes, fmt.Sprintf("pidfd_getfd on a real pidfd failed (%v; a container without CAP_SYS_PTRACE refuses it): no address filtering, no change capture", err))
-	} else {
-		h.pidfdGetfd = true
 	}
-	c.PidfdGetfd = h.pidfdGetfd
+	c.PidfdGetfd = h.pidfdGetfd == nil
 	h.procOK = trialProc()
 	c.ProcMatchesPID = h.procOK == nil
 	if h.procOK != nil {
 		c.Notes = append(c.Notes, fmt.Sprintf("%v: the notification server cannot read the processes it is told of (no address filtering, no change capture)", h.procOK))
 	}
+	if err := spawn.ProbeUnshareFiles(); err != nil {
+		h.unshareFiles = fmt.Errorf("unshare(CLONE_FILES): %w", err)
+		c.Notes = append(c.Notes, fmt.Sprintf("unshare(CLONE_FILES) refused (%v; a container's default seccomp profile refuses unshare): a command's change-capture listener is made on a spawner thread of its own", err))
+	}
+	c.UnshareFiles = h.unshareFiles == nil
 
 	h.lastCap = 40
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
@@ -114,16 +144,43 @@ func probeHost() *hostInfo {
 		}
 	}
 	h.setpcap = hasEffectiveCap(unix.CAP_SETPCAP)
-
-	// Root never needs a user namespace (and making one costs a clone):
-	// probe only for others; Probe() asks on its own.
-	if !h.root {
-		h.userns = spawn.ProbeUserNS(h.uid, h.gid)
-		c.UserNamespaces = h.userns == nil
-		if h.userns != nil {
-			c.Notes = append(c.Notes, fmt.Sprintf("user namespaces unavailable to this user (%v): no PID namespace and no per-sandbox RLIMIT_NPROC", h.userns))
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			h.exe = exe
 		}
 	}
+
+	// Namespaces. Root never needs a user namespace (and making one costs
+	// a clone): its PID namespace is tried directly; Probe() asks about
+	// user namespaces on its own.
+	usr := spawn.User{Root: h.root, UID: h.uid, GID: h.gid}
+	if h.root {
+		if h.pidns = spawn.ProbePIDNS(); h.pidns != nil {
+			c.Notes = append(c.Notes, fmt.Sprintf("PID namespaces cannot be made (%v)", h.pidns))
+		}
+		h.mountNS = spawn.ProbeMountNS(usr)
+	} else {
+		h.userns = spawn.ProbeUserNS(h.uid, h.gid)
+		c.UserNamespaces = h.userns == nil
+		h.pidns = h.userns
+		if h.userns != nil {
+			c.Notes = append(c.Notes, fmt.Sprintf("user namespaces unavailable to this user (%v): no PID namespace and no per-sandbox RLIMIT_NPROC", h.userns))
+			h.mountNS = fmt.Errorf("no user namespace: %w", h.userns)
+		} else {
+			h.mountNS = spawn.ProbeMountNS(usr)
+		}
+	}
+	c.PIDNamespaces = h.pidns == nil
+	c.ReadOnlyMounts = h.mountNS == nil
+	if h.mountNS != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("no private mount namespace (%v): chmod, chown and utimensat outside the read-write roots cannot be refused (LevelFull refuses unless BestEffort)", h.mountNS))
+		h.devpts, h.proc = h.mountNS, h.mountNS
+	} else {
+		h.devpts = spawn.ProbeDevpts(usr)
+		h.proc = spawn.ProbeProc(usr)
+	}
+	h.fanotify = foreignAvailable()
+	c.Fanotify = h.fanotify
 
 	h.cg = cgroup.Detect()
 	c.CgroupV2 = h.cg.V2Base != ""
@@ -194,14 +251,10 @@ func canMkdir(base string) bool {
 	return unix.Faccessat(unix.AT_FDCWD, base, unix.W_OK|unix.X_OK, unix.AT_EACCESS) == nil
 }
 
-// kernelVersion is this kernel's major and minor release (uname), for the
-// few choices a feature probe cannot make (kernelAtLeast).
-var kernelVersion = sync.OnceValue(func() [2]int {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return [2]int{}
-	}
-	rel := unix.ByteSliceToString(u.Release[:])
+// parseKernelVersion reads the major and minor release of a uname
+// release string ("6.18.4-arch1" -> 6, 18), for the few choices a feature
+// probe cannot make (hostInfo.kernelAtLeast).
+func parseKernelVersion(rel string) [2]int {
 	var v [2]int
 	parts := strings.SplitN(rel, ".", 3)
 	for i := 0; i < 2 && i < len(parts); i++ {
@@ -213,11 +266,10 @@ var kernelVersion = sync.OnceValue(func() [2]int {
 		v[i], _ = strconv.Atoi(num[:end])
 	}
 	return v
-})
+}
 
-func kernelAtLeast(major, minor int) bool {
-	v := kernelVersion()
-	return v[0] > major || v[0] == major && v[1] >= minor
+func (h *hostInfo) kernelAtLeast(major, minor int) bool {
+	return h.kernel[0] > major || h.kernel[0] == major && h.kernel[1] >= minor
 }
 
 // trialListener installs a seccomp filter with a notification listener on

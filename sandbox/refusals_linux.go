@@ -10,10 +10,14 @@ import (
 )
 
 // takeRefusals returns what rules refused the command, explained: its own
-// server's record, or, where its slot's sealed spawner thread serves it
-// (one command per slot at a time), the thread's.
+// server's record, or the record of the spawner thread that serves it —
+// its own thread (a captured command where the plan has one), or its
+// slot's sealed thread (one command per slot at a time).
 func (p *Process) takeRefusals() ([]Refusal, int) {
 	log := p.refusals
+	if log == nil && p.ownThread != nil {
+		log = p.ownThread.refusals // a captured command's own spawner thread
+	}
 	if log == nil && p.slot != nil {
 		if sp, ok := p.slot.Thread().(*spawner); ok {
 			log = sp.refusals

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,10 +258,7 @@ cat $b/rel/beside/secret 2>&1 || echo no-beside
 // workspace's parent is refused, and a note says why.
 func TestParentsUnlistableWithoutMountNS(t *testing.T) {
 	_, ws, _ := rootFixture(t)
-	probe := mountNSProbe
-	mountNSProbe = func() error { return errors.New("test: no mount namespace") }
-	sb, err := New(Policy{Workspace: ws, BestEffort: true})
-	mountNSProbe = probe
+	sb, err := newOnHost(Policy{Workspace: ws, BestEffort: true}, maskedHost(withoutMountNS))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

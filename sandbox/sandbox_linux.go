@@ -70,45 +70,30 @@ const (
 // started through it reuses them.
 type Sandbox struct {
 	pol Policy
-	enf Enforcement
 	h   *hostInfo
+	// plan is what decide chose (plan_linux.go); the builder below only
+	// carries it out.
+	plan
 
 	pieces    *spawn.CPieces
-	rawPieces spawn.Pieces // what a child loads itself
-	notify    notifyKind
-	// notifyCalls are the calls sent to the notification server (with
-	// notifyNet): NetSupervised, or ConnectOnly under unrestricted.
-	notifyCalls seccomp.NotifySpec
-	spec        seccomp.MainSpec // network rules of the main program
-	sealed      bool             // the spawner threads carry every rule (internal/seccomp)
-	threadBPF   []byte           // the spawner threads' program
-	// threadNotifies: the thread program sends notifyCalls to a
-	// per-thread notification server, so children load no program of
-	// their own.
-	threadNotifies bool
-	// threadBounding: the spawner threads empty their own capability
-	// bounding set, which children outside a new user namespace inherit
-	// (threadProgram.dropBounding), so theirs need no dropping.
-	threadBounding bool
+	rawPieces spawn.Pieces     // what a child loads itself
+	spec      seccomp.MainSpec // network rules of the main program
+	threadBPF []byte           // the spawner threads' program
+	// With captureThread, the programs of a captured command's own
+	// spawner thread: the sealed main program, then the notification
+	// server's calls and the capture calls with their listener.
+	captureThreadBPF, captureListenerBPF []byte
 
 	cg     *cgroup.Manager
-	plan   cgroup.Plan
 	spMu   sync.Mutex
 	spIdle []*spawner // spawner threads without a slot, idle
 	spAll  []*spawner
-	newPID bool
-	pidMax string // per-namespace pid_max for newPID, or ""
 	// withInit: in a PID namespace the command runs under our init
 	// (pidinit), which gets initRlimits and applies initAS (RLIMIT_AS
 	// for the command, "-" for none) itself after its exec.
 	withInit    bool
-	initExe     string // this program, canonical (with withInit)
 	initRlimits []spawn.Rlimit
 	initAS      string
-	newUser     bool
-	uidMap      string
-	gidMap      string
-	rlimits     []spawn.Rlimit
 	tmpRoot     string // parent of per-command temp dirs; "" with Policy.TempDir
 	// privateTmp: the canonical tmpRoot or Policy.TempDir, once
 	// (ownTempRoot).
@@ -118,11 +103,9 @@ type Sandbox struct {
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (unix sockets, capture)
-	// mountNS: where the private read-only mount namespace is made
-	// (spawn.MountMode); mounts are its writable roots and the sandbox's
-	// own instances.
-	mountNS spawn.MountMode
-	mounts  *spawn.Mounts
+	// mounts are the mount namespace's writable roots and the sandbox's
+	// own instances (with plan.mountNS).
+	mounts *spawn.Mounts
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -148,7 +131,7 @@ type Sandbox struct {
 
 	// captureChild is the child program with the change-capture calls
 	// (seccomp.WithCapture), for commands with BeforeChange; nil unless
-	// Policy.CaptureChanges.
+	// plan.capture (and not captureThread).
 	captureChild *spawn.Program
 
 	mu      sync.Mutex
@@ -157,196 +140,73 @@ type Sandbox struct {
 	wg      sync.WaitGroup
 }
 
-// New prepares a sandbox for p: it checks the policy, probes the kernel and
-// builds the Landlock ruleset, the seccomp programs and the cgroup parents.
-// When the kernel cannot enforce something the policy needs, New fails with
-// an error wrapping ErrUnsupported that names it — unless p.BestEffort, and
-// then Enforcement().Missing lists it.
+// New prepares a sandbox for p: it checks the policy, decides what this
+// host can enforce of it (decide, plan_linux.go) and builds the Landlock
+// ruleset, the seccomp programs and the cgroup parents. When the host
+// cannot enforce something the policy's level needs, New fails with an
+// error wrapping ErrUnsupported that names it — unless p.BestEffort, and
+// then Enforcement().Missing lists it. What the sandbox runs without
+// either way is in Enforcement().Lost.
 func New(p Policy) (*Sandbox, error) {
+	return newOnHost(p, host())
+}
+
+// Decide says what New would enforce for p on this host — the same
+// decision, made without building anything — or the error New would
+// refuse p with. Callers that only report (`lite-agent sandbox check`,
+// the refusal of a session naming what another level would lose) read it
+// instead of guessing from Probe.
+func Decide(p Policy) (Enforcement, error) {
+	q, err := normalizePolicy(p)
+	if err != nil {
+		return Enforcement{}, err
+	}
+	pl, err := decide(q, host())
+	if err != nil {
+		return Enforcement{}, err
+	}
+	return pl.enf, nil
+}
+
+// newOnHost is New on host h (tests hand it a real host with facts taken
+// away, to build what another host would get).
+func newOnHost(p Policy, h *hostInfo) (*Sandbox, error) {
 	q, err := normalizePolicy(p)
 	if err != nil {
 		return nil, err
 	}
-	h := host()
-	s := &Sandbox{pol: q, h: h, running: map[*Process]struct{}{}, tmpOwned: map[string]bool{}}
-	var missing, notes []string
-	miss := func(format string, args ...any) { missing = append(missing, fmt.Sprintf(format, args...)) }
-
-	if h.abi == 0 {
-		miss("Landlock file-system confinement (needs Linux 5.13+ with landlock among the enabled LSMs)")
+	pl, err := decide(q, h)
+	if err != nil {
+		return nil, err
 	}
-	if !h.seccomp {
-		miss("seccomp filters")
-	}
-
-	// Network. Every mode is served by the one notification server
-	// (sandbox/internal/notify), which rests on seccomp user notification and
-	// pidfd_getfd. Under none it lets the tree bind loopback and reach
-	// the ports it bound itself, and nothing else (notify/ownports_linux.go);
-	// the seccomp filter then lets IP sockets exist (as for loopback), and
-	// Landlock still refuses every TCP port to the child itself: the
-	// server binds and connects on its own copy of the socket. Domain
-	// grants under none add the proxy's address as the one way out.
-	mode := q.Network
-	canNotify := h.seccomp && h.notify && h.pidfdGetfd && h.procOK == nil && netSupervisor != nil
-	filterMode := mode
-	denyConnect := false
-	domains := len(q.AllowDomains) > 0 && mode != NetworkUnrestricted
-	if canNotify {
-		s.notify = notifyNet
-		if mode == NetworkNone {
-			filterMode = NetworkLoopback
+	s := &Sandbox{pol: q, h: h, plan: *pl, running: map[*Process]struct{}{}, tmpOwned: map[string]bool{}}
+	s.enf.Missing = slices.Clone(pl.enf.Missing)
+	s.enf.Lost = slices.Clone(pl.enf.Lost)
+	s.enf.Notes = slices.Clone(pl.enf.Notes)
+	ok := false
+	defer func() {
+		if !ok {
+			s.release()
 		}
+	}()
+	if err := s.build(); err != nil {
+		return nil, err
 	}
-	// unrestricted needs the server for connect only (the AF_UNIX rule);
-	// every other mode sends it each call that names an address.
-	s.notifyCalls = seccomp.NetSupervised
-	if mode == NetworkUnrestricted {
-		s.notifyCalls = seccomp.ConnectOnly
-	}
-	switch {
-	case s.notify == notifyNet:
-	case mode == NetworkLoopback, mode == NetworkPrivate, domains:
-		what := "loopback/private networks"
-		if domains {
-			what = "domain grants (the proxy as the only destination)"
-		}
-		miss("address filtering for %s needs seccomp user notification and pidfd_getfd (Linux 5.6+)", what)
-		// Best effort gives less network, not more.
-		filterMode = NetworkNone
-		denyConnect = true
-		notes = append(notes, "network: none (no address filtering for "+string(mode)+"); connect(2) refused outright")
-	case mode == NetworkNone:
-		denyConnect = true // no unix connects at all rather than any
-		notes = append(notes, "connect(2) refused outright and no loopback listeners: no seccomp user notification")
-	default:
-		miss("confinement of pathname unix sockets (needs seccomp user notification and pidfd_getfd)")
-	}
+	ok = true
+	return s, nil
+}
 
-	if q.CaptureChanges && s.notify == notifyNone {
-		miss("capturing changes, for checkpoints and the .git name rule (needs seccomp user notification and pidfd_getfd, Linux 5.6+; Policy.GitWritable drops the rule)")
-	}
-	foreignOK := q.CaptureChanges && foreignAvailable()
-	if q.CaptureChanges {
-		// Not a miss: nothing is confined by it (foreign_linux.go).
-		if foreignOK {
-			notes = append(notes, "change capture: other processes' writes to the files a command changes are told apart (fanotify)")
-		} else {
-			notes = append(notes, "change capture: other processes' writes to the files a command changes cannot be told apart (fanotify reports writers to CAP_SYS_ADMIN only)")
-		}
-	}
-
-	// Processes: tracking the tree, the process limit, memory, signal
-	// isolation. Cgroups first (see internal/cgroup's doc.go for why no
-	// spawn ever migrates a process): a v2 directory when v2 delegates a controller to
-	// us; v1 slots for what v2 lacks; a v2 directory without controllers
-	// only to track the tree when nothing else can.
-	plan := cgroup.Plan{}
-	v2Pids := h.cgWritable["v2"] && slices.Contains(h.v2Subtree, "pids")
-	v2Mem := h.cgWritable["v2"] && slices.Contains(h.v2Subtree, "memory")
-	plan.V2, plan.V2Pids, plan.V2Mem = v2Pids || v2Mem, v2Pids, v2Mem
-	plan.V1Pids = !v2Pids && h.cgWritable["pids"]
-	plan.V1Mem = !v2Mem && h.cgWritable["memory"]
-	plan.V1Track = !plan.V2 && plan.V1Pids
-	if !plan.Tracks() && h.cgWritable["v2"] && !h.root && h.userns != nil {
-		plan.V2 = true // the only way left to find the whole tree
-	}
-	if forced := testForceMechanism; forced != "" {
-		plan = forcedPlan(forced, plan, h)
-	}
-	s.plan = plan
-	usernsOK := h.userns == nil
-	// A PID namespace when no cgroup can find the whole tree, or when
-	// Landlock cannot scope signals (ABI < 6): processes outside a PID
-	// namespace have no pid inside it, so they cannot be signalled.
-	if !plan.Tracks() || h.abi < 6 {
-		switch {
-		case h.root:
-			s.newPID = true
-		case usernsOK:
-			s.newPID, s.newUser = true, true
-		}
-	}
-	switch {
-	case plan.V2:
-		notes = append(notes, "process tree: cgroup v2 directory per command (cgroup.kill)")
-	case plan.V1Track:
-		notes = append(notes, "process tree: cgroup v1 pids directory per command")
-	case s.newPID:
-		notes = append(notes, "process tree: PID namespace (under an init: the command is PID 2)")
-	default:
-		miss("killing the whole process tree (no writable cgroup, and no PID namespace: %v)", h.userns)
-	}
-	if h.abi > 0 && h.abi < 6 && !s.newPID {
-		miss("isolation of signals and abstract unix sockets (Landlock ABI %d < 6 and no PID namespace)", h.abi)
-	}
-	// The process limit. RLIMIT_NPROC does not bind uid 0, and elsewhere
-	// counts every process of the user — except in a fresh user namespace,
-	// where the count is per namespace. A PID namespace has its own pid_max
-	// from Linux 6.14 on (no lower than 301).
-	switch {
-	case plan.PidsLimit():
-		notes = append(notes, "processes: cgroup pids.max")
-	case !h.root && usernsOK:
-		s.newUser = true
-		notes = append(notes, "processes: RLIMIT_NPROC in a user namespace")
-	case s.newPID && kernelAtLeast(6, 14) && q.Limits.Processes+1 >= 301:
-		s.pidMax = strconv.Itoa(q.Limits.Processes + 1)
-		notes = append(notes, "processes: pid_max of the PID namespace")
-	case h.root:
-		miss("process limit: root is exempt from RLIMIT_NPROC, no pids cgroup is writable, and no per-namespace pid_max (Linux 6.14+, limits of 300 or more)")
-	default:
-		miss("per-sandbox process limit (no pids cgroup and no user namespace)")
-	}
-	if plan.MemLimit() {
-		notes = append(notes, "memory: cgroup limit for the whole tree")
-	} else {
-		notes = append(notes, "memory: RLIMIT_AS per process (no memory cgroup: the tree as a whole is not bounded, and MemoryExceeded is not reported)")
-	}
-
-	// File metadata (chmod, chown, utimensat), which Landlock does not
-	// govern: every mount read-only but the read-write roots, in a private
-	// mount namespace (spawn.MountMode). Unprivileged users need the user
-	// namespace for it.
-	switch err := mountNSProbe(); {
-	case err != nil:
-		miss("read-only mounts outside the read-write roots, which stop chmod, chown and utimensat there (a private mount namespace: %v)", err)
-	default:
-		s.mountNS = spawn.MountChild
-		if h.root && s.pidMax == "" {
-			s.mountNS = spawn.MountThread
-		}
-		if !h.root {
-			s.newUser = true
-		}
-	}
-
-	if len(missing) > 0 && !q.BestEffort {
-		return nil, fmt.Errorf("%w: %s (set BestEffort to run without it)", ErrUnsupported, strings.Join(missing, "; "))
-	}
-	s.enf = Enforcement{
-		LandlockABI:  h.abi,
-		Seccomp:      h.seccomp,
-		Cgroup:       plan.Version(),
-		NetworkMode:  string(filterMode),
-		Missing:      missing,
-		Unprivileged: !h.root,
-		Notes:        notes,
-	}
-	if s.notify == notifyNet {
-		s.enf.NetworkMode = string(mode)
-	}
-
+// build carries out s.cgroups. Whatever it cannot make of the plan's
+// conveniences (a root skeleton whose grants cannot be laid out, a
+// private /tmp) goes to Enforcement's Lost, with a note; it never widens
+// what the plan confines.
+func (s *Sandbox) build() error {
+	q, h := &s.pol, s.h
 	// seccomp: the main program goes on the spawner threads, the child
-	// program into each child (internal/seccomp). A spawner thread that
-	// needs neither clone3 (CLONE_INTO_CGROUP) nor namespace flags is
-	// sealed: everything is on the thread, including the notification
-	// server's calls, with one listener and one server per thread (a
-	// process has at most one listener in its filter chain: with change
-	// capture they stay in the child program, whose per-command listener
-	// also carries the capture calls).
-	s.sealed = !s.newPID && !s.newUser && !plan.V2
-	s.spec = seccomp.MainSpec{Network: internalMode(filterMode), DenyConnect: denyConnect}
+	// program into each child (internal/seccomp), compiled (libseccomp,
+	// ~0.3 ms, when not precompiled) while the temp dir and the ruleset
+	// are made.
+	s.spec = seccomp.MainSpec{Network: internalMode(s.filterMode), DenyConnect: s.denyConnect}
 	var childNotify seccomp.NotifySpec
 	if s.notify == notifyNet {
 		childNotify = s.notifyCalls
@@ -362,9 +222,8 @@ func New(p Policy) (*Sandbox, error) {
 		spec := s.spec
 		if s.sealed {
 			spec.Sealed = true
-			if s.notify == notifyNet && !q.CaptureChanges {
+			if s.threadNotifies {
 				spec.Notify, childNotify = s.notifyCalls, seccomp.NotifySpec{}
-				s.threadNotifies = true
 			}
 		}
 		var err error
@@ -379,8 +238,19 @@ func New(p Policy) (*Sandbox, error) {
 			}
 			childNotifies = !childNotify.Empty()
 		}
-		if q.CaptureChanges && s.notify != notifyNone {
-			bpf, err := seccomp.Child(!s.sealed, seccomp.WithCapture(childNotify, foreignOK))
+		switch {
+		case s.captureThread:
+			spec.Notify = seccomp.NotifySpec{}
+			if s.captureThreadBPF, err = seccomp.Main(spec); err != nil {
+				filtersDone <- err
+				return
+			}
+			if s.captureListenerBPF, err = seccomp.Child(false, seccomp.WithCapture(s.notifyCalls, s.foreign)); err != nil {
+				filtersDone <- err
+				return
+			}
+		case s.capture:
+			bpf, err := seccomp.Child(!s.sealed, seccomp.WithCapture(childNotify, s.foreign))
 			if err != nil {
 				filtersDone <- err
 				return
@@ -389,29 +259,34 @@ func New(p Policy) (*Sandbox, error) {
 		}
 		filtersDone <- nil
 	}()
-
-	ok := false
-	defer func() {
-		if !ok {
-			s.release()
+	filters := func() error {
+		if filtersDone == nil {
+			return nil
 		}
-	}()
+		err := <-filtersDone
+		filtersDone = nil
+		return err
+	}
+	// Never return while the goroutine above still writes the fields.
+	defer filters()
+
+	var err error
 	// The domain proxy runs here, in the parent, for the sandbox's
 	// lifetime; commands can reach it only when the supervisor admits it.
-	if len(q.AllowDomains) > 0 && (s.notify == notifyNet || mode == NetworkUnrestricted) {
-		if s.proxy, err = startDomainProxy(q); err != nil {
-			return nil, err
+	if s.runProxy {
+		if s.proxy, err = startDomainProxy(*q); err != nil {
+			return err
 		}
 		s.unregisterProxy = notify.RegisterProxy(s.proxy.Addr())
 		s.enf.Notes = append(s.enf.Notes, "network: allowed domains through lite-agent's proxy at "+s.proxy.URL()+" (every other destination refused by the notification server)")
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
-		return nil, err
+		return err
 	}
 	tmp := q.TempDir
 	if tmp == "" {
 		if s.tmpRoot, err = tmpRootDir(); err != nil {
-			return nil, fmt.Errorf("sandbox: temporary directory: %w", err)
+			return fmt.Errorf("sandbox: temporary directory: %w", err)
 		}
 		tmp = s.tmpRoot
 		// The root itself is the first command's TMPDIR: one mkdir less
@@ -427,10 +302,12 @@ func New(p Policy) (*Sandbox, error) {
 	if s.mountNS != spawn.MountNone {
 		mounts, whole, err := spawn.NewMounts(s.rwRoots)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch {
 		case whole:
+			// A read-write root is /: nothing is left outside the roots
+			// to make read-only, so nothing is lost by going without.
 			s.mountNS = spawn.MountNone
 			s.enf.Notes = append(s.enf.Notes, "metadata: no read-only mounts (a read-write root is /)")
 		default:
@@ -446,19 +323,29 @@ func New(p Policy) (*Sandbox, error) {
 	// Pseudo-terminals: only on a devpts of the sandbox's own, which every
 	// namespace above mounts over the host's (spawn's devpts_linux.go).
 	wantPty := slices.ContainsFunc(q.SystemPaths, func(p string) bool { return devPty[p] })
-	switch added, off := s.mounts.AddDevpts(h.user(), s.mountNS, wantPty && h.abi > 0); {
+	switch added, off := s.mounts.AddDevpts(h.user(), s.mountNS, wantPty && s.devpts); {
 	case added:
 		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: a devpts instance of the sandbox's own over /dev/pts (the host's terminals have no path inside)")
 	case off != "":
-		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: off ("+off+"; the host's /dev/pts holds the user's other terminals)")
+		s.builtWithout("pseudo-terminals: off ("+off+"; the host's /dev/pts holds the user's other terminals)", "pseudo-terminals: off ("+off+")")
+	case wantPty && h.abi > 0 && !s.devpts:
+		s.enf.Notes = append(s.enf.Notes, "pseudo-terminals: off (the host's /dev/pts holds the user's other terminals)")
 	}
 	// /proc/self and the rest of a process's own /proc: on a /proc of the
 	// sandbox's own (spawn's procfs_linux.go).
 	if wantsProc(q.SystemPaths) && h.abi > 0 {
-		if off := s.mounts.AddProc(h.user(), s.mountNS, s.newPID, procFiles(q.SystemPaths)); off != "" {
-			s.enf.Notes = append(s.enf.Notes, "/proc: the host's, with only its global files readable ("+off+")")
-		} else {
+		off := "no /proc of the sandbox's own can be made here"
+		if s.proc {
+			off = s.mounts.AddProc(h.user(), s.mountNS, s.newPID, procFiles(q.SystemPaths))
+		}
+		switch {
+		case off == "":
 			s.enf.Notes = append(s.enf.Notes, "/proc: the sandbox's own (the command's processes only, /proc/self readable; no /proc/sys or /proc/net)")
+		case s.proc:
+			s.builtWithout("/proc: the host's, with only its global files readable ("+off+")",
+				"a /proc of the sandbox's own: the host's stays, with only its global files readable ("+off+")")
+		default:
+			s.enf.Notes = append(s.enf.Notes, "/proc: the host's, with only its global files readable")
 		}
 	}
 	if s.notify == notifyNet {
@@ -468,34 +355,12 @@ func New(p Policy) (*Sandbox, error) {
 		s.unixRule = notify.UnixPathsUnder(s.rwRoots...)
 	}
 
-	// In a PID namespace the command's parent is our init, which is this
-	// program: the confined first process must be able to execute it (and
-	// so may the command: the binary holds no secret, and it runs confined
-	// like anything else).
-	var initExe string
-	if s.newPID {
-		if exe, err := os.Executable(); err == nil {
-			if initExe, err = filepath.EvalSymlinks(exe); err != nil {
-				initExe = ""
-			}
-		}
-		if initExe == "" {
-			s.enf.Notes = append(s.enf.Notes, "PID namespace without an init: the command is PID 1 (its own executable could not be located)")
-		}
-	}
 	rp := spawn.Pieces{RulesetFD: -1, LastCap: h.lastCap}
-	// Landlock's TCP walls follow the policy's own mode: with domains
-	// under none the child never connects itself (the supervisor does), so
-	// every port stays refused to it.
-	llMode := filterMode
-	if domains && mode == NetworkNone {
-		llMode = NetworkNone
-	}
 	if h.abi > 0 {
-		attr := landlockHandled(h.abi, llMode)
-		rules := landlockRules(&q, tmp)
-		if initExe != "" {
-			rules = append(rules, spawn.Rule{Path: initExe, Access: spawn.RO})
+		attr := landlockHandled(h.abi, s.llMode)
+		rules := landlockRules(q, tmp)
+		if s.initExe != "" {
+			rules = append(rules, spawn.Rule{Path: s.initExe, Access: spawn.RO})
 		}
 		// The root: a skeleton of these grants, so that listing the
 		// workspace's parents shows their names only (spawn's
@@ -503,60 +368,44 @@ func New(p Policy) (*Sandbox, error) {
 		// And in it a private /tmp (spawn's tmpfs_linux.go), bounded by
 		// the memory limit, for the programs that write to /tmp whatever
 		// TMPDIR says.
-		off, tmpOff := s.mounts.AddRoot(h.user(), s.mountNS, rules, q.Limits.MemoryBytes)
-		if off != "" {
-			s.enf.Notes = append(s.enf.Notes, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed ("+off+")")
+		if s.root {
+			off, tmpOff := s.mounts.AddRoot(h.user(), s.mountNS, rules, q.Limits.MemoryBytes)
+			if off != "" {
+				s.builtWithout("listing: the workspace's parents (/, /tmp, $HOME) cannot be listed ("+off+")",
+					"a root of the granted paths: the workspace's parents (/, /tmp, $HOME) cannot be listed ("+off+")")
+			} else {
+				s.enf.Notes = append(s.enf.Notes, "listing: / is a skeleton of the granted paths (the workspace's parents list only granted names)")
+			}
+			if tmpOff != "" {
+				s.builtWithout("/tmp: NOT writable ("+tmpOff+"): programs that ignore TMPDIR and write to /tmp fail",
+					"a private /tmp: /tmp is not writable, so programs that ignore TMPDIR and write to /tmp fail ("+tmpOff+")")
+			} else {
+				s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit; /dev/shm, /var/tmp and /run are on it too), shared by its commands, invisible to the host and other sandboxes, gone at Close")
+			}
 		} else {
-			s.enf.Notes = append(s.enf.Notes, "listing: / is a skeleton of the granted paths (the workspace's parents list only granted names)")
-		}
-		if tmpOff != "" {
-			s.enf.Notes = append(s.enf.Notes, "/tmp: NOT writable ("+tmpOff+"): programs that ignore TMPDIR and write to /tmp fail")
-		} else {
-			s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit; /dev/shm, /var/tmp and /run are on it too), shared by its commands, invisible to the host and other sandboxes, gone at Close")
+			s.enf.Notes = append(s.enf.Notes, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed", "/tmp: NOT writable: programs that ignore TMPDIR and write to /tmp fail")
 		}
 		if rp.RulesetFD, err = spawn.BuildRuleset(attr, rules); err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
+			return fmt.Errorf("sandbox: %w", err)
 		}
 		// The rules of the sandbox's devpts, /proc and root, by fd.
 		if err := s.mounts.AddRules(rp.RulesetFD, attr.Access_fs); err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
+			return fmt.Errorf("sandbox: %w", err)
 		}
 	}
-	// The seccomp programs compiled (libseccomp, ~0.3 ms) while the temp
-	// dir and the ruleset were made.
-	if err := <-filtersDone; err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+	if err := filters(); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	rp.ChildBPF, rp.ChildNotifies = childBPF, childNotifies
-	// Capabilities: the bounding set and securebits need CAP_SETPCAP, which
-	// root has, and so does the owner of a fresh user namespace.
-	rp.DropBounding = h.setpcap || s.newUser
+	rp.DropBounding = s.dropBounding
 	rp.LockSecurebits = rp.DropBounding
 	s.rawPieces = rp
-	// A child born outside a new user namespace inherits its spawner
-	// thread's credentials, bounding set included: with CAP_SETPCAP the
-	// thread empties its own once, and such children skip the step (the
-	// escape suite checks that they have none left). In a new user
-	// namespace the kernel gives the child a full set: it drops it.
-	s.threadBounding = h.setpcap && !s.newUser
 	cp := rp
 	cp.DropBounding = rp.DropBounding && !s.threadBounding
 	s.pieces = spawn.NewCPieces(cp)
 
-	if s.newUser {
-		s.uidMap = fmt.Sprintf("%d %d 1", h.uid, h.uid)
-		s.gidMap = fmt.Sprintf("%d %d 1", h.gid, h.gid)
-	}
-	s.rlimits = append(s.rlimits, spawn.Rlimit{Resource: unix.RLIMIT_CORE})
-	s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_FSIZE, uint64(q.Limits.FileBytes)))
-	if !plan.MemLimit() {
-		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_AS, uint64(q.Limits.MemoryBytes)))
-	}
-	if s.newUser && !plan.PidsLimit() {
-		s.rlimits = append(s.rlimits, lowered(h, unix.RLIMIT_NPROC, uint64(q.Limits.Processes)))
-	}
-	if initExe != "" {
-		s.withInit, s.initAS, s.initExe = true, "-", initExe
+	if s.initExe != "" {
+		s.withInit, s.initAS = true, "-"
 		for _, rl := range s.rlimits {
 			if rl.Resource == unix.RLIMIT_AS {
 				s.initAS = strconv.FormatUint(rl.Cur, 10)
@@ -566,28 +415,35 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 
-	if plan.Any() {
-		if s.cg, err = cgroup.NewManager(h.cg, plan, cgroup.Limits{Processes: q.Limits.Processes, MemoryBytes: q.Limits.MemoryBytes}); err != nil {
-			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
+	if s.cgroups.Any() {
+		if s.cg, err = cgroup.NewManager(h.cg, s.cgroups, cgroup.Limits{Processes: q.Limits.Processes, MemoryBytes: q.Limits.MemoryBytes}); err != nil {
+			return fmt.Errorf("sandbox: cgroup: %w", err)
 		}
 	}
 	// Make one spawner thread now, so that a kernel or hierarchy that
 	// refuses it fails New, not the first Start.
-	if plan.Slots() {
+	if s.cgroups.Slots() {
 		sl, err := s.cg.AcquireSlot(s.newSlotThread)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
+			return fmt.Errorf("sandbox: %w", err)
 		}
 		s.cg.ReleaseSlot(sl, false)
 	} else {
 		sp, err := s.acquireSpawner()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.releaseSpawner(sp)
 	}
-	ok = true
-	return s, nil
+	return nil
+}
+
+// builtWithout records a convenience the plan asked for and the builder
+// could not make: note says how things are, lost what is given up. It
+// only ever adds to Lost, so it never needs the gate again.
+func (s *Sandbox) builtWithout(note, lost string) {
+	s.enf.Notes = append(s.enf.Notes, note)
+	s.enf.Lost = append(s.enf.Lost, lost)
 }
 
 // acquireSpawner returns an idle spawner thread (no slot), starting one if
@@ -630,6 +486,21 @@ func (s *Sandbox) newSpawner(dirs []string) (*spawner, error) {
 		})
 }
 
+// newCaptureSpawner starts the spawner thread of one captured command
+// (plan.captureThread): the sealed main program, then a second one with
+// the server's calls and the capture calls, whose listener's server
+// serves capt. The thread makes
+// no namespace and joins no v1 cgroup (the plan has neither with it).
+func (s *Sandbox) newCaptureSpawner(capt *notify.Capture) (*spawner, error) {
+	prog := spawn.ThreadProgram{BPF: s.captureThreadBPF, ListenerBPF: s.captureListenerBPF,
+		DropBounding: s.threadBounding, LastCap: s.h.lastCap}
+	refusals := &notify.RefusalLog{} // the thread serves this one command
+	return startSpawner(prog, nil, refusals,
+		func(listener int, mountNS uint64) (func(), error) {
+			return netSupervisor(listener, -1, 0, s.serverOptions(capt, mountNS, refusals))
+		})
+}
+
 // serverOptions configures the notification server of one command
 // (capt, its change capture, or nil) or of a spawner thread, recording
 // the refusals it makes in refusals.
@@ -653,15 +524,6 @@ func (s *Sandbox) releaseSpawner(sp *spawner) {
 	s.spMu.Lock()
 	s.spIdle = append(s.spIdle, sp)
 	s.spMu.Unlock()
-}
-
-// lowered returns an rlimit of v, capped at the current hard limit (raising
-// a hard limit needs CAP_SYS_RESOURCE, and the point is to lower it).
-func lowered(h *hostInfo, res int, v uint64) spawn.Rlimit {
-	if hard, ok := h.rlimitHard[res]; ok && hard != unix.RLIM_INFINITY && v > hard {
-		v = hard
-	}
-	return spawn.Rlimit{Resource: res, Cur: v, Max: v}
 }
 
 func canonical(ps []string) []string {
@@ -924,6 +786,7 @@ func removeAll(dir string) error {
 func (s *Sandbox) Run(ctx context.Context, cmd *Command) (*ExitStatus, error) {
 	p, err := s.start(ctx, cmd)
 	if err != nil {
+		s.startFailed(ctx, err)
 		return nil, err
 	}
 	// The caller waits here anyway: its goroutine does what Start's
@@ -953,6 +816,9 @@ type Process struct {
 	// foreign attributes third parties' writes (foreign_linux.go); nil
 	// without Command.ForeignChange or a privileged fanotify.
 	foreign *foreignWatch
+	// ownThread is the command's own spawner thread (plan.captureThread),
+	// stopped, with its server, once the tree is gone; or nil.
+	ownThread *spawner
 	// initStatus reads the PID-namespace init's reports (nil without one).
 	initStatus *bufio.Reader
 	initPipe   *os.File
@@ -991,10 +857,23 @@ func (p *Process) Kill() {
 func (s *Sandbox) Start(ctx context.Context, cmd *Command) (*Process, error) {
 	p, err := s.start(ctx, cmd)
 	if err != nil {
+		s.startFailed(ctx, err)
 		return nil, err
 	}
 	go p.run(ctx)
 	return p, nil
+}
+
+// errClosed is Start's error after Close.
+var errClosed = errors.New("sandbox: Start after Close")
+
+// startFailed tells Policy.OnStartFailure that cmd could not be started,
+// unless the caller gave up (its context ended) or closed the sandbox.
+func (s *Sandbox) startFailed(ctx context.Context, err error) {
+	if s.pol.OnStartFailure == nil || ctx.Err() != nil || errors.Is(err, errClosed) {
+		return
+	}
+	s.pol.OnStartFailure(err)
 }
 
 // start starts cmd; the caller must then call p.run, which waits for the
@@ -1006,7 +885,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, errors.New("sandbox: Start after Close")
+		return nil, errClosed
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -1141,24 +1020,38 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		req.Argv = append([]string{pidinit.Marker, strconv.Itoa(int(w.Fd())), s.initAS, exe}, argv...)
 	}
 	var capt *notify.Capture
-	if cmd.BeforeChange != nil || s.guardsGitNames() {
-		if s.captureChild == nil {
-			return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
-		}
+	// A policy that asked for capture on a host (or at a level) that
+	// runs without it says so in Enforcement (Lost, or Missing under
+	// BestEffort): its commands run, their changes unannounced.
+	if cmd.BeforeChange != nil && !s.pol.CaptureChanges {
+		return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
+	}
+	if (cmd.BeforeChange != nil || s.guardsGitNames()) && s.capture {
 		// Before the spawn: the writer watch must be there before the
 		// command's first change.
-		if capt, p.foreign = s.newCapture(cmd); capt != nil {
+		if capt, p.foreign = s.newCapture(cmd); capt != nil && !s.captureThread {
 			req.Child = s.captureChild
 		}
 	}
-	if s.plan.V2 {
+	if s.cgroups.V2 {
 		if p.v2, err = s.cg.AcquireV2(); err != nil {
 			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
 		}
 		req.CgroupDir, req.CgroupProcs = p.v2.FDs()
 	}
 	var res spawn.Result
-	if s.plan.Slots() {
+	switch {
+	case capt != nil && s.captureThread:
+		// The command's own spawner thread, whose program sends the
+		// capture calls to a server of this command's capture (a
+		// listener made here: the child never holds one to hand over).
+		// It ends with the tree (finishTree).
+		if p.ownThread, err = s.newCaptureSpawner(capt); err != nil {
+			return nil, err
+		}
+		res, err = p.ownThread.spawn(req)
+		capt = nil // served by the thread's server
+	case s.cgroups.Slots():
 		// The slot's thread sits in the command's v1 cgroups: the child is
 		// born there. The slot stays with the command until its tree is
 		// gone.
@@ -1168,7 +1061,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		sp := p.slot.Thread().(*spawner)
 		sp.refusals.Take() // none can be this command's yet
 		res, err = sp.spawn(req)
-	} else {
+	default:
 		var sp *spawner
 		if sp, err = s.acquireSpawner(); err != nil {
 			return nil, err
@@ -1359,7 +1252,7 @@ func (p *Process) run(ctx context.Context) {
 	}
 	var info childInfo
 	var err error
-	if p.stopSup != nil {
+	if p.stopSup != nil || p.ownThread != nil {
 		info, err = waitPidfdPolled(p.pidfd)
 	} else {
 		info, err = waitPidfd(p.pidfd)
@@ -1394,8 +1287,8 @@ func (p *Process) run(ctx context.Context) {
 		}
 	}
 	if s2 := p.v2; s2 != nil {
-		st.MemoryExceeded = p.s.plan.V2Mem && s2.OOMKilled()
-		st.ProcessLimitHit = p.s.plan.V2Pids && s2.PidsMaxHit()
+		st.MemoryExceeded = p.s.cgroups.V2Mem && s2.OOMKilled()
+		st.ProcessLimitHit = p.s.cgroups.V2Pids && s2.PidsMaxHit()
 	}
 	if sl := p.slot; sl != nil {
 		oom, pidsMax := sl.Settle()
@@ -1427,7 +1320,7 @@ func (p *Process) finishTree() {
 			p.v2.Kill()
 			p.v2.WaitEmpty(10 * time.Second)
 		}
-	case p.slot != nil && p.s.plan.V1Track:
+	case p.slot != nil && p.s.cgroups.V1Track:
 		p.slotEmpty = p.slot.Empty()
 		if !p.slotEmpty {
 			p.slot.Kill()
@@ -1443,6 +1336,10 @@ func (p *Process) finishTree() {
 	if p.stopSup != nil {
 		p.stopSup()
 		p.stopSup = nil
+	}
+	if p.ownThread != nil {
+		p.ownThread.Stop() // the thread, then its server
+		p.ownThread = nil
 	}
 	// The tree is gone: every write it made is queued. Read them before
 	// Wait returns, so that the caller's seal knows them all.
@@ -1490,7 +1387,7 @@ func (p *Process) killTree() {
 	case p.v2 != nil:
 		p.v2.Kill()
 		return
-	case p.slot != nil && p.s.plan.V1Track:
+	case p.slot != nil && p.s.cgroups.V1Track:
 		p.slot.Kill()
 		return
 	}
@@ -1509,6 +1406,10 @@ func (p *Process) cleanup() {
 	if p.foreign != nil {
 		p.foreign.stop() // a start that failed: close the group
 		p.foreign = nil
+	}
+	if p.ownThread != nil {
+		p.ownThread.Stop() // a start that failed
+		p.ownThread = nil
 	}
 	for _, r := range p.outR {
 		r.Close()

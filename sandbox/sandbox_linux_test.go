@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ import (
 func newTestSandbox(t testing.TB, mut func(*Policy)) (*Sandbox, string) {
 	t.Helper()
 	ws := t.TempDir()
-	p := Policy{Workspace: ws}
+	p := Policy{Workspace: ws, Level: testLevel()}
 	if mut != nil {
 		mut(&p)
 	}
@@ -230,6 +231,7 @@ func TestOutputTruncated(t *testing.T) {
 
 func TestTimeoutKillsWholeTree(t *testing.T) {
 	sb, ws := newTestSandbox(t, func(p *Policy) { p.Limits.WallTime = 300 * time.Millisecond })
+	skipIfLost(t, sb, "killing the whole process tree", "that a timeout kills a daemon that left the session")
 	start := time.Now()
 	// A daemon that leaves the session and double-forks, then the main
 	// process sleeps past the deadline.
@@ -275,6 +277,7 @@ func TestContextCancelAndKill(t *testing.T) {
 
 func TestDaemonDoesNotOutliveCommand(t *testing.T) {
 	sb, ws := newTestSandbox(t, nil)
+	skipIfLost(t, sb, "killing the whole process tree", "that a daemon which left the session does not outlive the command")
 	start := time.Now()
 	// The main process exits at once; a double-forked, setsid'd daemon
 	// holding stdout open must be killed and Wait must return.
@@ -407,16 +410,14 @@ func TestProbeAndEnforcement(t *testing.T) {
 }
 
 func TestLoopbackFailsClosedWithoutSupervisor(t *testing.T) {
-	saved := netSupervisor
-	netSupervisor = nil
-	defer func() { netSupervisor = saved }()
-	_, err := New(Policy{Workspace: t.TempDir(), Network: NetworkLoopback})
+	noServer := maskedHost(func(h *hostInfo) { h.notify = errors.New("test: no notification server") })
+	_, err := newOnHost(Policy{Workspace: t.TempDir(), Network: NetworkLoopback}, noServer)
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "address filtering for loopback/private networks needs seccomp user notification") {
 		t.Errorf("New(loopback) without supervisor: %v", err)
 	}
 	// none without the server: less network, not more — connect(2) and
 	// IP sockets refused outright, no own listeners.
-	sbNone, err := New(Policy{Workspace: t.TempDir()})
+	sbNone, err := newOnHost(Policy{Workspace: t.TempDir()}, noServer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestLoopbackFailsClosedWithoutSupervisor(t *testing.T) {
 	if !sbNone.spec.DenyConnect || !strings.Contains(strings.Join(sbNone.Enforcement().Notes, "\n"), "connect(2) refused outright") {
 		t.Errorf("none without the server: denyConnect %v, notes %q", sbNone.spec.DenyConnect, sbNone.Enforcement().Notes)
 	}
-	sb, err := New(Policy{Workspace: t.TempDir(), Network: NetworkPrivate, BestEffort: true})
+	sb, err := newOnHost(Policy{Workspace: t.TempDir(), Network: NetworkPrivate, BestEffort: true}, noServer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,20 +460,41 @@ func TestConcurrentRuns(t *testing.T) {
 }
 
 // TestMechanisms runs the lifetime checks under every way of tracking the
-// tree this machine offers (cgroup v1 slots, a v2 directory per command, a
-// PID namespace, no cgroup at all).
+// tree this machine can be made to use (cgroup v1 slots, a v2 directory
+// per command, a PID namespace, no cgroup at all): the host with the
+// facts that would choose another way taken away.
 func TestMechanisms(t *testing.T) {
 	requireRoot(t, "choosing the tracking mechanism (cgroups, PID namespaces) is a root-only choice here")
-	for _, m := range []string{"", "v2", "pidns", "nocgroup"} {
-		t.Run("mech="+m, func(t *testing.T) {
-			testForceMechanism = m
-			sb, err := New(Policy{Workspace: t.TempDir(), Limits: Limits{WallTime: 5 * time.Second, Processes: 400}})
-			testForceMechanism = ""
+	for _, m := range []struct {
+		name string
+		edit func(*hostInfo)
+	}{
+		{"", func(*hostInfo) {}},
+		{"v2", withV2Tracking},
+		{"pidns", withoutCgroupTracking},
+		{"nocgroup", withoutCgroups},
+	} {
+		t.Run("mech="+m.name, func(t *testing.T) {
+			if m.name == "v2" && !host().cgWritable["v2"] {
+				t.Skip("no writable cgroup v2 here: a v2 directory per command cannot be checked")
+			}
+			// A host whose tree only a controller-less v2 directory finds
+			// has no process limit (no pids cgroup, no PID namespace):
+			// that is the one thing its best effort goes without.
+			p := Policy{Workspace: t.TempDir(), Limits: Limits{WallTime: 5 * time.Second, Processes: 400}, BestEffort: m.name == "v2"}
+			sb, err := newOnHost(p, maskedHost(m.edit))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer sb.Close()
 			t.Logf("%+v", sb.Enforcement())
+			if miss := sb.Enforcement().Missing; len(miss) > 1 || len(miss) == 1 && !strings.HasPrefix(miss[0], "process limit") {
+				t.Fatalf("missing more than the process limit: %q", miss)
+			}
+			want := map[string]string{"v2": "process tree: cgroup v2", "pidns": "process tree: PID namespace", "nocgroup": "process tree: PID namespace"}[m.name]
+			if want != "" && !slices.ContainsFunc(sb.Enforcement().Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+				t.Fatalf("the tree is not tracked by %q: %q", want, sb.Enforcement().Notes)
+			}
 			ws := sb.Policy().Workspace
 			r := sh(t, sb, `( setsid bash -c 'echo $$ > daemon.pid; sleep 60' & ) ; `+waitPidFile+`; echo ok`)
 			if r.out != "ok\n" {

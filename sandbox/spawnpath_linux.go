@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"sync"
 	"syscall"
 
 	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
@@ -77,17 +76,6 @@ func (sp *spawner) Stop() { sp.t.Stop() }
 func (h *hostInfo) user() spawn.User {
 	return spawn.User{Root: h.root, UID: h.uid, GID: h.gid}
 }
-
-// mountNSProbe says whether this user can have the private read-only mount
-// namespace (spawn.MountMode): root directly (CAP_SYS_ADMIN), others in a
-// user namespace. A variable: tests replace it to see New without one.
-var mountNSProbe = sync.OnceValue(func() error {
-	h := host()
-	if !h.root && h.userns != nil {
-		return fmt.Errorf("no user namespace: %w", h.userns)
-	}
-	return spawn.ProbeMountNS(h.user())
-})
 
 // commandMountNS is the inode of the mount namespace a just-started
 // command runs in when the sandbox made it one, else 0. The process is

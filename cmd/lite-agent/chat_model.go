@@ -444,7 +444,18 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			m.mcp = append(m.mcp, esc(s.Name)+": "+field(st, 200))
 		}
 		if first {
-			return m.say(styleDim("session " + esc(ev.SessionID)))
+			lines := []string{styleDim("session " + esc(ev.SessionID))}
+			// What the sandbox runs commands without here, as run says it.
+			if st := ev.SessionStart; len(st.SandboxLost) > 0 || len(st.SandboxNotEnforced) > 0 {
+				lines = append(lines, styleErr("the sandbox (level "+esc(string(st.SandboxLevel))+") runs commands here without:"))
+				for _, l := range st.SandboxNotEnforced {
+					lines = append(lines, styleErr("  - NOT enforced (best effort): "+field(l, 300)))
+				}
+				for _, l := range st.SandboxLost {
+					lines = append(lines, styleDim("  - "+field(l, 300)))
+				}
+			}
+			return m.say(strings.Join(lines, "\n"))
 		}
 	case kernel.EventTextDelta:
 		m.stream.WriteString(ev.TextDelta.Text)
@@ -500,6 +511,8 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		return m.sayFor(m.resultText(ev, call))
 	case kernel.EventCompact:
 		return m.say(styleDim("context compacted"))
+	case kernel.EventSandbox:
+		return m.say(styleErr("  ✗ the sandbox could not start a command: " + field(ev.Sandbox.Error, 300)))
 	case kernel.EventResult:
 		if ev.Result.IsError {
 			msg := ev.Result.Error

@@ -143,7 +143,9 @@
 // # Exit codes
 //
 // 0 success; 1 an agent or provider error (one line on stderr); 2 a usage
-// error. sandbox run exits with the command's own code, 128+N when signal
+// error; 3 (run) the sandbox cannot run the agent's commands here: refused,
+// its trial failed, or a command could not be started during the session
+// (a sandbox event, and a line on stderr). sandbox run exits with the command's own code, 128+N when signal
 // N killed it, 124 when --timeout killed it, 125 when the sandbox could not
 // start (the reason on stderr: fail closed), 126 when the command could not
 // be executed and 127 when it was not found.

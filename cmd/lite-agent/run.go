@@ -334,6 +334,13 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		}
 		if ev.Type == kernel.EventSessionStart && ev.AgentID == "" {
 			warnNotRewindable(ev.SessionStart, stderr)
+			warnSandboxLost(ev.SessionStart, stderr)
+		}
+		if ev.Type == kernel.EventSandbox && ev.Sandbox != nil {
+			// In every format: the person must see it, not only the
+			// model (and a stream-json consumer has the event).
+			out.Flush()
+			fmt.Fprintf(stderr, "lite-agent: sandbox: a command could not be started (the run will end with exit %d): %s\n", exitSandbox, esc(ev.Sandbox.Error))
 		}
 	}
 	if format == "json" {
@@ -354,7 +361,7 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 			msg = runErr.Error()
 		}
 		if sandboxCannotRun(runErr) {
-			return &exitError{code: exitSandbox, msg: firstLine(msg)}
+			return &exitError{code: exitSandbox, msg: firstLine(msg) + sandboxRefusalHint(runErr)}
 		}
 		return failf("%s", firstLine(msg))
 	}
@@ -514,14 +521,44 @@ func firstLine(s string) string {
 	return s
 }
 
+// warnSandboxLost says at the start what the session's sandbox runs
+// without here (kernel.SessionStartEvent.SandboxLost, and what best
+// effort does not enforce), in every output format: the list
+// `lite-agent sandbox check` prints for the same level.
+func warnSandboxLost(start *kernel.SessionStartEvent, stderr io.Writer) {
+	if start == nil || len(start.SandboxLost) == 0 && len(start.SandboxNotEnforced) == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "note: the sandbox (level %s) runs commands here without:\n", esc(string(start.SandboxLevel)))
+	for _, l := range start.SandboxNotEnforced {
+		fmt.Fprintf(stderr, "  - NOT enforced (best effort): %s\n", esc(l))
+	}
+	for _, l := range start.SandboxLost {
+		fmt.Fprintf(stderr, "  - %s\n", esc(l))
+	}
+}
+
+// sandboxRefusalHint is what the person can do about a sandbox the
+// session's level cannot have here.
+func sandboxRefusalHint(err error) string {
+	var refused *sandbox.RefusedError
+	if errors.As(err, &refused) && refused.Level != sandbox.LevelContainer {
+		return "\n`lite-agent sandbox check` shows what holds here; --sandbox-level container (or [sandbox] level in your policy file) runs commands without namespaces, and says at the start what that gives up"
+	}
+	if errors.Is(err, kernel.ErrSandboxStart) {
+		return ""
+	}
+	return "\n`lite-agent sandbox check` shows what holds here"
+}
+
 // exitSandbox is the exit code of a run whose sandbox cannot run the
 // agent's commands on this host (README, "Exit codes"): the work was not
 // done, and rerunning will not help until `lite-agent sandbox check` says
 // the preset holds.
 const exitSandbox = 3
 
-// sandboxCannotRun: err says the session's sandbox was refused or its
-// trial command failed.
+// sandboxCannotRun: err says the session's sandbox was refused, its
+// trial command failed, or it could not start a command mid-session.
 func sandboxCannotRun(err error) bool {
-	return err != nil && (errors.Is(err, sandbox.ErrUnsupported) || errors.Is(err, sandbox.ErrTrialFailed))
+	return err != nil && (errors.Is(err, sandbox.ErrUnsupported) || errors.Is(err, sandbox.ErrTrialFailed) || errors.Is(err, kernel.ErrSandboxStart))
 }

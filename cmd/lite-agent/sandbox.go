@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,10 +140,16 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 		return sandboxFailure(err)
 	}
 	defer sb.Close()
-	if f.bestEffort {
-		if missing := sb.Enforcement().Missing; len(missing) > 0 {
-			fmt.Fprintf(stderr, "lite-agent: sandbox: best effort: NOT enforced here: %s\n", strings.Join(missing, "; "))
-		}
+	// What the person chose to run without is said: best effort's
+	// misses, and what the container level gives up here (the list
+	// `sandbox check` prints). The full level's own losses stay out of
+	// a command wrapper's stderr; check lists them.
+	e := sb.Enforcement()
+	if f.bestEffort && len(e.Missing) > 0 {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: best effort: NOT enforced here: %s\n", strings.Join(e.Missing, "; "))
+	}
+	if (f.bestEffort || pol.Level == sandbox.LevelContainer) && len(e.Lost) > 0 {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: level %s: runs without: %s\n", e.Level, strings.Join(e.Lost, "; "))
 	}
 
 	// An interrupt or a termination of lite-agent ends the confined tree
@@ -265,7 +272,11 @@ func sandboxPolicy(f *sandboxRunFlags, set map[string]bool) (sandbox.Policy, err
 // sandboxFailure is the error for a sandbox that could not be prepared.
 func sandboxFailure(err error) error {
 	msg := "sandbox: " + err.Error()
-	if errors.Is(err, sandbox.ErrUnsupported) {
+	var refused *sandbox.RefusedError
+	switch {
+	case errors.As(err, &refused) && refused.Level != sandbox.LevelContainer:
+		msg += "\n(see 'lite-agent sandbox check' for what this system can enforce; --sandbox-level container runs without namespaces and says what it gives up; --best-effort runs with what it can, and says what it could not)"
+	case errors.Is(err, sandbox.ErrUnsupported):
 		msg += "\n(see 'lite-agent sandbox check' for what this system can enforce; --best-effort runs with what it can, and says what it could not)"
 	}
 	return &exitError{code: exitSandboxFailed, msg: msg}
@@ -437,24 +448,43 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// presetReport is what one preset would get on this system.
+// presetReport is what one preset would get on this system: every field
+// comes from a trial that just ran here (sandbox.Trial), not from the
+// probe's answers.
 type presetReport struct {
 	Name    string `json:"name"`
 	Network string `json:"network"`
-	// Enforced: the preset runs here as asked, without best effort.
+	// Enforced: the preset's trial passed at the full level with nothing
+	// missing and nothing lost — every guarantee of the README held.
 	Enforced bool `json:"enforced"`
-	// Refused is why the sandbox refuses to run the preset (fail closed).
+	// Refused is why the full level does not run the preset here: the
+	// sandbox's refusal (fail closed), or the trial step that failed.
 	Refused string `json:"refused,omitempty"`
-	// Lost is what --best-effort would leave unenforced.
+	// Lost: when the preset runs, what it runs without here
+	// (Enforcement.Lost); when it is refused, what --best-effort would
+	// leave unenforced, as a best-effort trial just saw it.
 	Lost []string `json:"lost,omitempty"`
 	// BestEffortError: even best effort cannot run here.
 	BestEffortError string               `json:"best_effort_error,omitempty"`
 	Enforcement     *sandbox.Enforcement `json:"enforcement,omitempty"`
+	// Container is the preset at --sandbox-level container.
+	Container *levelReport `json:"container,omitempty"`
+}
+
+// levelReport is what one preset gets at another level, from its trial.
+type levelReport struct {
+	Level sandbox.Level `json:"level"`
+	// Runs: the trial passed; Lost is what the level runs without here.
+	Runs    bool     `json:"runs"`
+	Refused string   `json:"refused,omitempty"`
+	Lost    []string `json:"lost,omitempty"`
 }
 
 type checkReport struct {
 	Capabilities sandbox.Capabilities `json:"capabilities"`
-	Presets      []presetReport       `json:"presets"`
+	// Cgroup is the cgroup version the sandbox uses here ("" for none).
+	Cgroup  string         `json:"cgroup_used"`
+	Presets []presetReport `json:"presets"`
 	// Workspace is the sandbox of commands in --workspace DIR.
 	Workspace *policies.SandboxReport `json:"workspace,omitempty"`
 }
@@ -507,6 +537,9 @@ func cmdSandboxCheck(args []string, stdout, stderr io.Writer) error {
 	for _, p := range policies.Presets() {
 		rep.Presets = append(rep.Presets, checkPreset(p, ws))
 	}
+	if e, err := sandbox.Decide(sandbox.Policy{Workspace: ws, BestEffort: true}); err == nil {
+		rep.Cgroup = e.Cgroup
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -528,33 +561,33 @@ func checkPreset(p policies.Preset, ws string) presetReport {
 	// As an agent session runs it: with change capture (checkpoints and
 	// the .git rule need it).
 	pol.CaptureChanges = true
-	sb, err := sandbox.New(pol)
-	if err == nil {
-		e := sb.Enforcement()
-		sb.Close()
+	e, err := sandbox.Trial(pol)
+	switch {
+	case err == nil:
 		r.Enforcement = &e
-		if err := sandbox.Trial(pol); err != nil {
-			r.Refused = err.Error()
-			return r
+		r.Enforced = len(e.Missing) == 0 && len(e.Lost) == 0
+		r.Lost = e.Lost
+	default:
+		r.Refused = err.Error()
+		// The best-effort line is what a best-effort command was just
+		// seen to do, not what New expects.
+		be := pol
+		be.BestEffort = true
+		e, err := sandbox.Trial(be)
+		if err != nil {
+			r.BestEffortError = err.Error()
+		} else {
+			r.Enforcement = &e
+			r.Lost = append(slices.Clone(e.Missing), e.Lost...)
 		}
-		r.Enforced = len(e.Missing) == 0
-		r.Lost = e.Missing
-		return r
 	}
-	r.Refused = err.Error()
-	pol.BestEffort = true
-	sb, err = sandbox.New(pol)
-	if err != nil {
-		r.BestEffortError = err.Error()
-		return r
-	}
-	e := sb.Enforcement()
-	sb.Close()
-	r.Lost, r.Enforcement = e.Missing, &e
-	// The best-effort line is what a best-effort command was just seen
-	// to do, not what New expects.
-	if err := sandbox.Trial(pol); err != nil {
-		r.BestEffortError = err.Error()
+	c := pol
+	c.Level = sandbox.LevelContainer
+	r.Container = &levelReport{Level: sandbox.LevelContainer}
+	if e, err := sandbox.Trial(c); err != nil {
+		r.Container.Refused = err.Error()
+	} else {
+		r.Container.Runs, r.Container.Lost = true, e.Lost
 	}
 	return r
 }
@@ -607,19 +640,32 @@ func printCheck(w io.Writer, rep *checkReport) {
 			cgroups += " (v1: " + strings.Join(c.CgroupV1, ", ") + ")"
 		}
 	}
+	// What the sandbox's plan uses of them (sandbox.Decide), not a guess.
+	if rep.Cgroup != "" {
+		cgroups += "; the sandbox uses " + rep.Cgroup
+	} else {
+		cgroups += "; the sandbox uses none (the whole tree's memory limit is lost)"
+	}
 	rows := [][2]string{
 		{"Landlock", landlock},
 		{"seccomp filter", yes(c.Seccomp)},
 		{"seccomp user notification", yes(c.SeccompUserNotify)},
 		{"pidfd_getfd", yes(c.PidfdGetfd)},
+		{"unshare(CLONE_FILES)", yes(c.UnshareFiles)},
 		{"user namespaces", yes(c.UserNamespaces)},
+		{"PID namespaces", yes(c.PIDNamespaces)},
 		{"read-only mounts", yes(c.ReadOnlyMounts)},
 		{"cgroups", cgroups},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %-27s %s\n", r[0], r[1])
 	}
-	fmt.Fprintln(w, "\npresets:")
+	fmt.Fprintln(w, "\npresets (each tried here: a command writes, is captured and rewound, reads nothing outside, reaches no network):")
+	list := func(items []string) {
+		for _, it := range items {
+			fmt.Fprintf(w, "%15s- %s\n", "", it)
+		}
+	}
 	for _, p := range rep.Presets {
 		head := fmt.Sprintf("  %-11s network %-13s", p.Name, p.Network)
 		switch {
@@ -628,14 +674,27 @@ func printCheck(w io.Writer, rep *checkReport) {
 			if p.Enforcement != nil && len(p.Enforcement.Notes) > 0 {
 				fmt.Fprintf(w, "%13s how: %s\n", "", strings.Join(p.Enforcement.Notes, "; "))
 			}
-		case p.Refused == "" && len(p.Lost) > 0:
-			fmt.Fprintf(w, "%s loses: %s\n", head, strings.Join(p.Lost, "; "))
+		case p.Refused == "":
+			fmt.Fprintf(w, "%s runs, without:\n", head)
+			list(p.Lost)
 		case p.BestEffortError != "":
 			fmt.Fprintf(w, "%s refused: %s\n%13s even --best-effort cannot run: %s\n", head, p.Refused, "", p.BestEffortError)
 		default:
 			fmt.Fprintf(w, "%s refused: %s\n", head, p.Refused)
 			if len(p.Lost) > 0 {
-				fmt.Fprintf(w, "%13s with --best-effort it would lose: %s\n", "", strings.Join(p.Lost, "; "))
+				fmt.Fprintf(w, "%13s with --best-effort (sandbox run only) it would lose:\n", "")
+				list(p.Lost)
+			}
+		}
+		if l := p.Container; l != nil {
+			switch {
+			case !l.Runs:
+				fmt.Fprintf(w, "%13s --sandbox-level container: refused: %s\n", "", l.Refused)
+			case len(l.Lost) == 0:
+				fmt.Fprintf(w, "%13s --sandbox-level container: runs, losing nothing here\n", "")
+			default:
+				fmt.Fprintf(w, "%13s --sandbox-level container: runs, without:\n", "")
+				list(l.Lost)
 			}
 		}
 	}

@@ -235,3 +235,25 @@ func TestSandboxCheckJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxRunLevel: --sandbox-level container runs the command with no
+// namespace (its /proc is the host's, so /proc/self is unreadable, as
+// the level says) and states on stderr what it runs without; a bad level
+// is a usage error.
+func TestSandboxRunLevel(t *testing.T) {
+	ws := t.TempDir()
+	code, stdout, stderr := runSandboxCLI(t, "", "run", "--workspace", ws, "--sandbox-level", "container", "--", "/bin/sh", "-c", "echo hi > f; read l < f; echo $l; (read s < /proc/self/status) 2>/dev/null || echo no-proc-self")
+	if code != 0 || stdout != "hi\nno-proc-self\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "level container: runs without: read-only mounts outside the read-write roots") {
+		t.Errorf("stderr does not say what the level gives up: %q", stderr)
+	}
+	code, stdout, stderr = runSandboxCLI(t, "", "run", "--workspace", ws, "--", "/bin/sh", "-c", "(read s < /proc/self/status) && echo proc-self")
+	if code != 0 || stdout != "proc-self\n" || strings.Contains(stderr, "runs without") {
+		t.Errorf("the full level: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runSandboxCLI(t, "", "run", "--sandbox-level", "weak", "--", "true"); code != 2 || !strings.Contains(stderr, "--sandbox-level: give full or container") {
+		t.Errorf("a bad level: exit %d, %q", code, stderr)
+	}
+}

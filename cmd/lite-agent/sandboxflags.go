@@ -21,6 +21,7 @@ type sandboxGrantFlags struct {
 	allowDomain []string
 	toolchains  string
 	git         string
+	level       string
 }
 
 func repeatedFlag(dst *[]string) func(string) error {
@@ -35,6 +36,7 @@ func (g *sandboxGrantFlags) register(fs *flag.FlagSet) {
 	fs.Func("env", "pass `NAME` from this environment, or set NAME=VALUE (repeatable); by default only a small allowlist passes, and a NAME that looks like a secret passes only as NAME=VALUE", repeatedFlag(&g.env))
 	fs.Func("allow-domain", "let commands reach `DOMAIN` through lite-agent's domain proxy (repeatable, or a comma list): example.com, *.example.com, IP[:PORT], or a registry from a toolchain's own configuration: @go, @npm, @pypi, @crates, @maven, @registries", repeatedFlag(&g.allowDomain))
 	fs.StringVar(&g.toolchains, "toolchains", "", "toolchain profiles: auto (default: detected from the workspace and what is installed), none, or a list such as go,node")
+	fs.StringVar(&g.level, "sandbox-level", "", "`LEVEL` of the sandbox of commands: full (default: Landlock, seccomp and namespaces) or container (no namespaces, for a Docker or Podman container, a host without user namespaces, or inside another sandbox: says at the start what it gives up; `lite-agent sandbox check` lists it)")
 	fs.StringVar(&g.git, "git", "", "`MODE` of the workspace's .git for commands: read-only (default: git status, diff and log work, committing is yours) or writable (commands may commit, and may also plant hooks and config that your git runs outside the sandbox)")
 }
 
@@ -95,6 +97,13 @@ func (g *sandboxGrantFlags) settings(set map[string]bool) (policies.SandboxSetti
 		}
 		s.Git, s.GitSource = g, "--git"
 	}
+	if set["sandbox-level"] {
+		l, err := sandbox.ParseLevel(g.level)
+		if err != nil || g.level == "" {
+			return s, usageErrorf("--sandbox-level: give full or container")
+		}
+		s.Level, s.LevelSource = l, "--sandbox-level"
+	}
 	return s, nil
 }
 
@@ -121,6 +130,11 @@ func printSandboxReport(w io.Writer, rep *policies.SandboxReport) {
 		git += " (.git cannot be written by commands: committing is yours)"
 	}
 	fmt.Fprintf(w, "  git         %s [%s]\n", esc(git), esc(rep.GitSource))
+	level := string(rep.Level)
+	if rep.Level == sandbox.LevelContainer {
+		level += " (no namespaces: what it gives up here is listed by `lite-agent sandbox check`)"
+	}
+	fmt.Fprintf(w, "  level       %s [%s]\n", esc(level), esc(rep.LevelSource))
 	for _, sec := range []struct {
 		name   string
 		grants []policies.Grant

@@ -272,7 +272,10 @@ func JoinV1(dirs []string) func() error {
 // processes that died without Close (Close waits for the sweep).
 func NewManager(info Info, plan Plan, limits Limits) (*Manager, error) {
 	m := &Manager{plan: plan, limits: limits, self: os.Getpid()}
-	name := fmt.Sprintf("lite-agent.%d.%d", os.Getpid(), sandboxSeq.Add(1))
+	// Named by who made it: its pid, a sequence number, and its PID
+	// namespace, without which two lite-agents nested in other sandboxes
+	// (each PID 2 of its namespace) would take each other's names.
+	name := fmt.Sprintf("lite-agent.%d.%d.%d", os.Getpid(), sandboxSeq.Add(1), pidNamespace())
 	var made, bases []string
 	fail := func(err error) (*Manager, error) {
 		for i := len(made) - 1; i >= 0; i-- {
@@ -283,7 +286,14 @@ func NewManager(info Info, plan Plan, limits Limits) (*Manager, error) {
 	mk := func(base string) (string, error) {
 		bases = append(bases, base)
 		d := filepath.Join(base, name)
-		if err := os.Mkdir(d, 0o755); err != nil {
+		err := os.Mkdir(d, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			// Its name is this process's (pid and PID namespace), so its
+			// maker is gone: it is stale (its commands killed first).
+			removeStale(d, isV2(base))
+			err = os.Mkdir(d, 0o755)
+		}
+		if err != nil {
 			return "", err
 		}
 		made = append(made, d)
@@ -333,38 +343,82 @@ func NewManager(info Info, plan Plan, limits Limits) (*Manager, error) {
 
 // cleanStale removes directories left by lite-agent processes that died
 // without Close (kill -9): the commands still running in them, which lost
-// their supervisor, are killed first (best effort).
+// their supervisor, are killed first (best effort). Only a directory whose
+// maker is known to be gone is touched: one made in this process's PID
+// namespace by a pid that no longer exists (or, in the older format
+// without a namespace, by a pid /proc no longer shows). A directory of
+// another PID namespace is left alone: its pid means nothing here.
 func cleanStale(base string) {
-	_, err := os.Stat(filepath.Join(base, "cgroup.controllers"))
-	v2 := err == nil
+	v2 := isV2(base)
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
+	self, ns := os.Getpid(), pidNamespace()
 	for _, e := range ents {
 		rest, ok := strings.CutPrefix(e.Name(), "lite-agent.")
 		if !ok || !e.IsDir() {
 			continue
 		}
-		pidStr, _, _ := strings.Cut(rest, ".")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid == os.Getpid() {
+		parts := strings.Split(rest, ".")
+		pid, err := strconv.Atoi(parts[0])
+		if err != nil || pid == self {
 			continue
+		}
+		if len(parts) >= 3 {
+			if owner, err := strconv.ParseUint(parts[2], 10, 64); err != nil || owner == 0 || owner != ns {
+				continue
+			}
 		}
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			continue
 		}
-		set := filepath.Join(base, e.Name())
-		if cmds, err := os.ReadDir(set); err == nil {
-			for _, c := range cmds {
-				if c.IsDir() {
-					killMembers(filepath.Join(set, c.Name()), -1, v2)
-				}
-			}
-		}
-		removeCgroupTree(set)
+		removeStale(filepath.Join(base, e.Name()), v2)
 	}
 }
+
+// removeStale kills what still runs in a stale set's command directories,
+// then removes the set.
+func removeStale(set string, v2 bool) {
+	if cmds, err := os.ReadDir(set); err == nil {
+		for _, c := range cmds {
+			if c.IsDir() {
+				killMembers(filepath.Join(set, c.Name()), -1, v2)
+			}
+		}
+	}
+	removeCgroupTree(set)
+}
+
+func isV2(base string) bool {
+	_, err := os.Stat(filepath.Join(base, "cgroup.controllers"))
+	return err == nil
+}
+
+// pidfdGetPIDNamespace is PIDFD_GET_PID_NAMESPACE, _IO(0xFF, 5) (Linux
+// 6.11): a namespace fd of the pidfd's process.
+const pidfdGetPIDNamespace = 0xFF05
+
+// pidNamespace is the inode of this process's PID namespace, asked of a
+// pidfd of itself (no /proc, which may be an outer namespace's), else of
+// /proc/self when /proc shows this process; 0 when neither says.
+var pidNamespace = sync.OnceValue(func() uint64 {
+	var st unix.Stat_t
+	if pfd, err := unix.PidfdOpen(os.Getpid(), 0); err == nil {
+		nsfd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(pfd), pidfdGetPIDNamespace, 0)
+		unix.Close(pfd)
+		if e == 0 {
+			defer unix.Close(int(nsfd))
+			if unix.Fstat(int(nsfd), &st) == nil {
+				return st.Ino
+			}
+		}
+	}
+	if self, err := os.Readlink("/proc/self"); err == nil && self == strconv.Itoa(os.Getpid()) && unix.Stat("/proc/self/ns/pid", &st) == nil {
+		return st.Ino
+	}
+	return 0
+})
 
 func removeCgroupTree(dir string) {
 	ents, _ := os.ReadDir(dir)
@@ -791,7 +845,7 @@ func (sl *Slot) maxEvents() int64 {
 // even a fork bomb.
 func killMembers(dir string, skip int, v2 bool) {
 	// /proc/PID/cgroup shows paths relative to the hierarchy's root; ours
-	// end in /lite-agent.<pid>.<n>/c<k>, unique to this set.
+	// end in /lite-agent.<pid>.<n>.<pidns>/c<k>, unique to this set.
 	rel := "/" + filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
 	for round := 0; round < 100; round++ {
 		any := false

@@ -16,10 +16,13 @@
 //
 // Under the cgroup this process already belongs to (so that an outer
 // limit, such as a systemd unit's or a container's, still applies), one
-// directory per Sandbox, lite-agent.<pid>.<n>, and in it one directory per
-// running command, c<k>. This package never writes to the caller's own
-// cgroup or an ancestor's: only controllers our cgroup already delegates
-// are used.
+// directory per Sandbox, lite-agent.<pid>.<n>.<pidns> (the maker's pid,
+// a sequence number, and the inode of its PID namespace, so that nested
+// lite-agents, each PID 2 of their namespace, never share a name; the
+// sweep of stale directories only judges its own namespace's), and in it
+// one directory per running command, c<k>. This package never writes to
+// the caller's own cgroup or an ancestor's: only controllers our cgroup
+// already delegates are used.
 //
 // # v2 and v1: no spawn migrates a process
 //

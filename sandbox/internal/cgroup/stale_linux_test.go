@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,5 +79,56 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live owner's cgroup was removed: %v", err)
+	}
+}
+
+// TestStaleCgroupsOfOtherPIDNamespacesKept: a directory is named by its
+// maker's pid and PID namespace. The sweep removes one of this namespace
+// whose pid is gone, and leaves one of another namespace, whose pid
+// means nothing here (a lite-agent nested in another sandbox is PID 2
+// there, and so is every other: before the namespace was in the name,
+// they took each other's names). A directory with this process's own
+// name, left by a dead process that had its pid in its namespace, is
+// taken over instead of failing New with "file exists".
+func TestStaleCgroupsOfOtherPIDNamespacesKept(t *testing.T) {
+	info := Detect()
+	base, ok := info.V1["pids"]
+	if !ok || unix.Faccessat(unix.AT_FDCWD, base, unix.W_OK|unix.X_OK, unix.AT_EACCESS) != nil {
+		t.Skip("no writable v1 pids hierarchy: this would have checked which lite-agent cgroups the sweep removes")
+	}
+	ns := pidNamespace()
+	if ns == 0 {
+		t.Skip("this process's PID namespace cannot be named here")
+	}
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := strconv.Itoa(c.Process.Pid)
+	ours := filepath.Join(base, "lite-agent."+dead+".1."+strconv.FormatUint(ns, 10))
+	other := filepath.Join(base, "lite-agent."+dead+".1."+strconv.FormatUint(ns+1, 10))
+	// This process's next name, made stale before it is taken.
+	mine := filepath.Join(base, fmt.Sprintf("lite-agent.%d.%d.%d", os.Getpid(), sandboxSeq.Load()+1, ns))
+	for _, d := range []string{ours, other, mine} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(d)
+	}
+	m, err := NewManager(info, Plan{V1Pids: true, V1Track: true}, Limits{Processes: 64})
+	if err != nil {
+		t.Fatalf("a stale directory with this process's name failed New: %v", err)
+	}
+	if m.v1PidsDir != mine {
+		t.Errorf("the set is %s, want %s", m.v1PidsDir, mine)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ours); err == nil {
+		t.Errorf("this namespace's dead maker's cgroup %s is still there", ours)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another PID namespace's cgroup was removed: %v", err)
 	}
 }

@@ -276,4 +276,13 @@ int la_landlock_abi(void);
 // with a PID namespace and map itself into it (0), or -errno.
 int la_probe_userns(const char *uid_map, const char *gid_map);
 
+// la_probe_pidns reports whether this process can clone a child into a
+// new PID namespace without a user namespace (root), or -errno.
+int la_probe_pidns(void);
+
+// la_probe_unshare_files reports whether a child that shares this
+// process's file table (CLONE_FILES) can take a private copy of it, as
+// the spawn path's child does to drop its listener (0), or -errno.
+int la_probe_unshare_files(void);
+
 #endif

@@ -900,6 +900,59 @@ int la_probe_userns(const char *uid_map, const char *gid_map)
 	return p.err ? -p.err : 0;
 }
 
+static int la_probe_pidns_child(void *arg)
+{
+	(void)arg;
+	_exit(0);
+}
+
+int la_probe_pidns(void)
+{
+	char *base = la_stack_base();
+	if (!base)
+		return -ENOMEM;
+	char *top = (char *)(((uintptr_t)(base + LA_STACK_SIZE)) & ~(uintptr_t)15);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(la_probe_pidns_child, top, CLONE_VM | CLONE_VFORK | CLONE_NEWPID | SIGCHLD, NULL);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int la_probe_unshare_files_child(void *arg)
+{
+	int *err = arg;
+	if (unshare(CLONE_FILES) < 0)
+		*err = errno;
+	_exit(0);
+}
+
+int la_probe_unshare_files(void)
+{
+	int err = 0;
+	char *base = la_stack_base();
+	if (!base)
+		return -ENOMEM;
+	char *top = (char *)(((uintptr_t)(base + LA_STACK_SIZE)) & ~(uintptr_t)15);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(la_probe_unshare_files_child, top, CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &err);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	return -err;
+}
+
 struct la_probe_ns_args {
 	int new_user;
 	const char *uid_map, *gid_map;

@@ -506,6 +506,40 @@ func ProbeUserNS(uid, gid int) error {
 	return nil
 }
 
+// ProbePIDNS reports whether this process can start a child in a new PID
+// namespace without a user namespace (root; a container's default seccomp
+// profile refuses the clone flag).
+func ProbePIDNS() error {
+	if rc := int(C.la_probe_pidns()); rc < 0 {
+		return syscall.Errno(-rc)
+	}
+	return nil
+}
+
+// ProbeUnshareFiles reports whether a child sharing this process's file
+// table can take a private copy of it (unshare(CLONE_FILES)), tried in
+// a vfork'd child as the spawn path's child does: on a thread of this
+// process the private copy would hold every descriptor open at the time
+// for as long as the thread lives, and the runtime keeps its main thread.
+func ProbeUnshareFiles() error {
+	if rc := int(C.la_probe_unshare_files()); rc < 0 {
+		return syscall.Errno(-rc)
+	}
+	return nil
+}
+
+// ProbeDevpts reports whether u's sandboxes can have a devpts instance of
+// their own (AddDevpts), probed once per process.
+func ProbeDevpts(u User) error {
+	return devptsProbe.do(func() error { return probeDevpts(u) })
+}
+
+// ProbeProc reports whether u's sandboxes can have a /proc of their own
+// (AddProc), probed once per process.
+func ProbeProc(u User) error {
+	return procProbe.do(func() error { return probeProc(u) })
+}
+
 // ConfineThread applies p to the calling OS thread, irreversibly: Landlock
 // and seccomp apply to one thread (no TSYNC), so the caller must have locked
 // it (runtime.LockOSThread) and must never unlock it, and only a process

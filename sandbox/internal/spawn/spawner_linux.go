@@ -59,7 +59,15 @@ type Spawner struct {
 // ThreadProgram is what a spawner thread loads.
 type ThreadProgram struct {
 	BPF      []byte // the main seccomp program; nil: none
-	Notifies bool   // load with SECCOMP_FILTER_FLAG_NEW_LISTENER
+	Notifies bool   // load BPF with SECCOMP_FILTER_FLAG_NEW_LISTENER
+	// ListenerBPF, when set (and BPF does not notify), is a second
+	// program loaded after BPF with SECCOMP_FILTER_FLAG_NEW_LISTENER:
+	// the calls sent to a server, kept out of BPF where one filter
+	// could not hold both (libseccomp refuses a notify rule beside an
+	// errno rule on the same arguments; the kernel, across two
+	// filters, takes the most restrictive answer, as for a child's two
+	// programs). A chain holds one listener: BPF must not notify.
+	ListenerBPF []byte
 	// Mounts, when set (MountThread): the thread first makes its private
 	// read-only mount namespace with these writable roots and what the
 	// sandbox mounts of its own (mountns_linux.go).
@@ -185,16 +193,27 @@ func prepareSpawnerThread(prog ThreadProgram, join func() error) (listener int, 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return -1, 0, fmt.Errorf("sandbox: spawner thread: no_new_privs: %w", err)
 	}
+	listener, err = loadThreadFilter(prog.BPF, prog.Notifies)
+	if err != nil || len(prog.ListenerBPF) == 0 {
+		return listener, mountNS, err
+	}
+	listener, err = loadThreadFilter(prog.ListenerBPF, true)
+	return listener, mountNS, err
+}
+
+// loadThreadFilter attaches bpf to the calling thread, with a listener
+// when notifies (returned; else -1).
+func loadThreadFilter(bpf []byte, notifies bool) (int, error) {
 	fprog := unix.SockFprog{
-		Len:    uint16(len(prog.BPF) / 8),
-		Filter: (*unix.SockFilter)(unsafe.Pointer(&prog.BPF[0])),
+		Len:    uint16(len(bpf) / 8),
+		Filter: (*unix.SockFilter)(unsafe.Pointer(&bpf[0])),
 	}
 	// No SECCOMP_FILTER_FLAG_TSYNC: this thread only. With a listener: the
 	// thread's children share one (the thread itself never makes the
 	// notified calls); it is created O_CLOEXEC, and the spawn path marks
 	// every fd but 0-2 close-on-exec anyway, so no command inherits it.
 	flags := uintptr(0)
-	if prog.Notifies {
+	if notifies {
 		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 	}
 	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
@@ -202,14 +221,14 @@ func prepareSpawnerThread(prog ThreadProgram, join func() error) (listener int, 
 		flags &^= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV // before 5.19
 		r, _, e = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	}
-	runtime.KeepAlive(prog.BPF)
+	runtime.KeepAlive(bpf)
 	if e != 0 {
-		return -1, 0, fmt.Errorf("sandbox: spawner thread: loading the seccomp filter: %w", e)
+		return -1, fmt.Errorf("sandbox: spawner thread: loading the seccomp filter: %w", e)
 	}
-	if prog.Notifies {
-		return int(r), mountNS, nil
+	if notifies {
+		return int(r), nil
 	}
-	return -1, mountNS, nil
+	return -1, nil
 }
 
 // Spawn starts r from the spawner's thread. On error the child, if one
