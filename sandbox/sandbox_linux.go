@@ -944,6 +944,12 @@ type Process struct {
 	// foreign attributes third parties' writes (foreign_linux.go); nil
 	// without Command.ForeignChange or a privileged fanotify.
 	foreign *foreignWatch
+	// capt is the command's change capture, or nil; writers the session's
+	// set it belongs to (Command.Writers, writers_linux.go), with tree,
+	// what tells its processes (set once it is spawned).
+	capt    *notify.Capture
+	writers *Writers
+	tree    atomic.Pointer[treeIdentity]
 	// initStatus reads the PID-namespace init's reports (nil without one).
 	initStatus *bufio.Reader
 	initPipe   *os.File
@@ -1018,6 +1024,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 			f.Close()
 		}
 		if !ok {
+			p.writers.remove(p)
 			p.cleanup()
 			s.wg.Done()
 		}
@@ -1140,6 +1147,13 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		// command's first change.
 		if capt, p.foreign = s.newCapture(cmd); capt != nil {
 			req.Child = s.captureChild
+			if cmd.BeforeChange != nil && cmd.Writers.registry() != nil {
+				// Entered before the spawn: a seal that pauses the
+				// session's writers quiesces this capture from its
+				// first call (writers_linux.go).
+				p.capt, p.writers = capt, cmd.Writers
+				p.writers.add(p)
+			}
 		}
 	}
 	if s.plan.V2 {
@@ -1189,11 +1203,12 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		}
 	}
 
-	if p.foreign != nil {
+	if p.foreign != nil || p.writers != nil {
+		id := p.identity()
 		// Events are attributed from here on; none can be read before
 		// the tree's identity is known.
-		id := p.identity()
 		p.foreign.start(id.has)
+		p.tree.Store(&id)
 	}
 	if res.Listener >= 0 {
 		var stop func()
@@ -1395,6 +1410,7 @@ func (p *Process) run(ctx context.Context) {
 	st.OutputTruncated = st.DroppedBytes > 0
 	st.Duration = time.Since(p.start)
 	p.status = st
+	p.writers.remove(p)
 	p.cleanup()
 	s := p.s
 	s.mu.Lock()

@@ -156,6 +156,8 @@ type Capture struct {
 	fifos  map[int]struct{}
 	// gitWritable: CaptureOptions.GitWritable.
 	gitWritable bool
+	// held: CaptureOptions.Held, or nil.
+	held *HeldFiles
 }
 
 // CaptureOptions configures the change capture of one command.
@@ -183,6 +185,11 @@ type CaptureOptions struct {
 	// paths in a .git (RefusedGitPath): the sandbox's Policy.GitWritable.
 	// The zero value refuses them.
 	GitWritable bool
+	// Held, if set, is the session's registry of files opened for
+	// writing (held_linux.go): every regular file with a workspace name
+	// the command opens for writing is added to it before the process
+	// gets the descriptor.
+	Held *HeldFiles
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -222,7 +229,21 @@ func NewCapture(opts CaptureOptions) *Capture {
 		w = opts.Watch
 	}
 	return &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
-		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable}
+		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, held: opts.Held}
+}
+
+// Quiesce waits for the call being answered to be done and holds off the
+// next ones until release is called: meanwhile none of the command's
+// captured calls is half-made (recorded but not yet performed), and any
+// process making one waits in it. A checkpoint's seal runs inside it, so
+// that every change the tree makes falls wholly into one checkpoint. The
+// caller must not hold what a hook waits for (the checkpoint's barrier).
+func (c *Capture) Quiesce() (release func()) {
+	if c == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	return c.mu.Unlock
 }
 
 // refusesGit is the .git rule's answer to a change of what t names (0:
