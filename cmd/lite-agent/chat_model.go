@@ -395,7 +395,13 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			m.mcp = append(m.mcp, esc(s.Name)+": "+field(st, 200))
 		}
 		if first {
-			return tea.Println(styleDim("session " + esc(ev.SessionID)))
+			// The writable roots no rewind covers are said once, at the
+			// start, as run says them.
+			lines := []string{styleDim("session " + esc(ev.SessionID))}
+			for _, n := range notRewindableNotes(ev.SessionStart) {
+				lines = append(lines, styleErr("note: "+n))
+			}
+			return tea.Println(strings.Join(lines, "\n"))
 		}
 	case kernel.EventTextDelta:
 		m.stream.WriteString(ev.TextDelta.Text)
