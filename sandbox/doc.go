@@ -479,6 +479,25 @@
 // supervisor's environment turns it off (to measure, or to show the old
 // behaviour).
 //
+// # Writers across checkpoints
+//
+// A command that outlives a checkpoint (a background task, an MCP server)
+// can write a file through a descriptor or a shared mapping it opened
+// before the checkpoint was sealed, without another captured call. With
+// Command.Writers (one Writers per session, NewWriters), the capture keeps
+// every regular workspace file the command opens for writing in the
+// session's registry (internal/notify/held_linux.go: an O_PATH descriptor
+// per inode, dropped once no writable open file description of it is left
+// anywhere, which a read lease tells; past 4096 files a further
+// write-open fails with EMFILE), and Writers.Pause, which the checkpoint
+// recorder calls before each seal, quiesces every command's capture (no
+// captured call is half-made while the seal runs) and, when some file is
+// still held, stops every process of every command with SIGSTOP until each
+// thread is stopped or blocked where it changes nothing, and returns those
+// files; resume continues exactly what it stopped (writers_linux.go).
+// LITE_AGENT_HELD_WRITES=off in the supervisor's environment turns it off
+// (to show the old behaviour).
+//
 // # Temporary directories
 //
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
@@ -507,7 +526,8 @@
 // policy's grants in the spawn path's terms (grants_linux.go: Landlock
 // rules and rights, the /proc files), the cgroup plan (which hierarchies,
 // for what: in New), temp dirs (tmpdirs_linux.go), the writer watch
-// (foreign_linux.go), the domain proxy's wiring (domains*.go), and the one
+// (foreign_linux.go), a session's writers and their pause
+// (writers_linux.go), the domain proxy's wiring (domains*.go), and the one
 // way into each internal package (spawnpath_linux.go, notify_linux.go).
 //
 // sandbox/internal/spawn is the spawn path: the C pieces (spawn_linux.c's

@@ -109,8 +109,11 @@ func TestWritersKeepHeldFiles(t *testing.T) {
 			w := NewWriters()
 			defer w.Close()
 			h := startHeld(t, sb, w, bin, mode, file, pre.hook)
-			if _, ok := pre.seen["held.txt"]; !ok {
-				t.Fatalf("the open was not recorded: %v", pre.seen)
+			pre.mu.Lock()
+			_, recorded := pre.seen["held.txt"]
+			pre.mu.Unlock()
+			if !recorded {
+				t.Fatal("the open was not recorded")
 			}
 			held, paused, resume := w.Pause()
 			resume()
