@@ -201,7 +201,11 @@ func BenchmarkSessionStart(b *testing.B) {
 func BenchmarkCheckpointOneFileEdit(b *testing.B) {
 	b.Run("lite-agent", func(b *testing.B) {
 		ws, files := benchWorkspace(b)
-		r, err := Open(b.TempDir(), "bench", ws, nil)
+		// As a session runs it: the command joins the session's writers,
+		// which every seal pauses.
+		w := sandbox.NewWriters()
+		defer w.Close()
+		r, err := Open(b.TempDir(), "bench", ws, &Options{Writers: w})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -248,11 +252,11 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 	if c := sandbox.Probe(); c.LandlockABI == 0 || !c.SeccompUserNotify {
 		b.Skip("no Landlock or seccomp user notification here: nothing to capture with")
 	}
-	bashEdit := func(b *testing.B, sb *sandbox.Sandbox, ws, f string, n int, hook sandbox.ChangeFunc) {
+	bashEdit := func(b *testing.B, sb *sandbox.Sandbox, ws, f string, n int, hook sandbox.ChangeFunc, w *sandbox.Writers) {
 		var out strings.Builder
 		st, err := sb.Run(context.Background(), &sandbox.Command{Path: "/bin/bash",
 			Args: []string{"bash", "-c", fmt.Sprintf("echo 'edit %d' >> %q", n, f)}, Dir: ws,
-			Stdout: &out, Stderr: &out, BeforeChange: hook})
+			Stdout: &out, Stderr: &out, BeforeChange: hook, Writers: w})
 		if err != nil || st.Code != 0 {
 			b.Fatal(err, st, out.String())
 		}
@@ -272,13 +276,17 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			n++
-			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil)
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil, nil)
 		}
 	})
 	b.Run("lite-agent", func(b *testing.B) {
 		ws, files := benchWorkspace(b)
 		sb := newSB(b, ws, true)
-		r, err := Open(b.TempDir(), "bench", ws, nil)
+		// As a session runs it: the command joins the session's writers,
+		// which every seal pauses.
+		w := sandbox.NewWriters()
+		defer w.Close()
+		r, err := Open(b.TempDir(), "bench", ws, &Options{Writers: w})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -300,7 +308,7 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			n++
-			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, hook)
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, hook, w)
 			if cp, err := r.Seal(SealInfo{Reason: ReasonToolCall, ToolName: "bash"}); err != nil || cp == nil || len(cp.Files) != 1 {
 				b.Fatal(cp, err)
 			}
@@ -316,7 +324,7 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			n++
-			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil)
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil, nil)
 			g.commit()
 		}
 	})

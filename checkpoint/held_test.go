@@ -142,3 +142,36 @@ func TestHeldFileUnchangedAddsNothing(t *testing.T) {
 		t.Fatalf("conflicts: %+v", rep.Conflicts)
 	}
 }
+
+// TestHeldIgnoredAndLargeFilesAddNothing: a held file the ignore rules
+// skip (a log the session created) and one over the size cap are carried
+// without naming them at every seal: while neither changes, a tool call
+// that changed nothing seals nothing. The big one, once it changes, is
+// named as not covered, as any file over the cap is.
+func TestHeldIgnoredAndLargeFilesAddNothing(t *testing.T) {
+	w := &heldWriters{}
+	ws := t.TempDir()
+	if err := os.WriteFile(ws+"/.gitignore", []byte("*.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ws+"/big", []byte("0123456789abcdef"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ws: ws, state: t.TempDir()}
+	e.ws, _ = realDir(ws)
+	e.open("s1", &Options{Writers: w, MaxFileSize: 10})
+	e.record("server.log", "big")
+	e.plain("server.log", "started\n")
+	w.held = []string{e.abs("server.log"), e.abs("big")}
+	e.seal("bash")
+	for range 3 {
+		if cp := e.seal("read_file"); cp != nil {
+			t.Fatalf("a seal with held files unchanged made checkpoint %+v", cp)
+		}
+	}
+	e.plain("big", "0123456789abcdefgh")
+	cp := e.seal("bash")
+	if cp == nil || len(cp.Ignored) != 1 || cp.Ignored[0].Path != "big" {
+		t.Fatalf("the big file, changed: %+v", cp)
+	}
+}

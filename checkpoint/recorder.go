@@ -650,6 +650,10 @@ type captured struct {
 type captureOpts struct {
 	shallow  bool // directories without their contents, symlinks without targets
 	noIgnore bool // record ignored paths too, and files over the size cap
+	// carry: the paths are carried into a checkpoint just opened, whether
+	// they will change or not: one the rules ignore is left out, and none
+	// is named as not covered (a checkpoint where it does change says so)
+	carry bool
 	// read holds states (and small contents) the caller has just read, so
 	// that they are not read twice.
 	read map[string]readResult
@@ -717,7 +721,9 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		// Ignore rules skip only what the session creates (ignore.go).
 		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || createdSince); skip && !co.noIgnore {
 			release()
-			r.noteIgnored(name, why)
+			if !co.carry {
+				r.noteIgnored(name, why)
+			}
 			return
 		}
 		var st pstate
@@ -744,6 +750,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			return
 		}
 		switch {
+		case co.carry:
 		case st.Unrecorded:
 			r.noteIgnored(rel, fmt.Sprintf("larger than the %d-byte size cap", r.opts.MaxFileSize))
 		case st.Kind == KindOther:
@@ -958,7 +965,7 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int, held 
 // the barrier exclusively, with the writers paused.
 func (r *Recorder) carry(rels []string, read map[string]readResult) error {
 	r.announcePeers(rels)
-	if err := r.captureWith(rels, captureOpts{read: read}); err != nil {
+	if err := r.captureWith(rels, captureOpts{read: read, carry: true}); err != nil {
 		return fmt.Errorf("checkpoint: recording the files still held open for writing: %w", err)
 	}
 	return nil
