@@ -950,6 +950,7 @@ type Process struct {
 	capt    *notify.Capture
 	writers *Writers
 	tree    atomic.Pointer[treeIdentity]
+	spawned atomic.Int32 // 1 once pid and the rest are set
 	// initStatus reads the PID-namespace init's reports (nil without one).
 	initStatus *bufio.Reader
 	initPipe   *os.File
@@ -1203,13 +1204,15 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		}
 	}
 
-	if p.foreign != nil || p.writers != nil {
+	if p.foreign != nil {
 		id := p.identity()
 		// Events are attributed from here on; none can be read before
 		// the tree's identity is known.
 		p.foreign.start(id.has)
 		p.tree.Store(&id)
 	}
+	// A pause of the session's writers may stop the tree from now on.
+	p.spawned.Store(1)
 	if res.Listener >= 0 {
 		var stop func()
 		switch s.notify {

@@ -141,7 +141,7 @@ func (w *Writers) Pause() (held []string, paused bool, resume func()) {
 			releases = append(releases, p.capt.Quiesce())
 		}
 	}
-	held = w.held.Files()
+	held = w.held.Files(len(procs) > 0)
 	paused = true
 	var stopped []int
 	if len(held) > 0 {
@@ -180,7 +180,7 @@ func (w *Writers) Close() error {
 func stopTrees(procs []*Process, wait time.Duration) (stopped []int, ok bool) {
 	var ids []treeIdentity
 	for _, p := range procs {
-		if id := p.tree.Load(); id != nil {
+		if id := p.treeIdentity(); id != nil {
 			ids = append(ids, *id)
 		}
 	}
@@ -294,4 +294,23 @@ func threadsAtRest(pid int) bool {
 		}
 	}
 	return true
+}
+
+// treeIdentity is what tells p's processes, read from /proc the first
+// time a pause needs it (callers hold the Writers' pauseMu); nil before
+// the command is spawned.
+func (p *Process) treeIdentity() *treeIdentity {
+	if id := p.tree.Load(); id != nil {
+		return id
+	}
+	if p.spawned.Load() == 0 {
+		return nil
+	}
+	// Under killMu: the command's own goroutine releases its cgroup
+	// there when the tree is gone (cleanup).
+	p.killMu.Lock()
+	id := p.identity()
+	p.killMu.Unlock()
+	p.tree.Store(&id)
+	return &id
 }

@@ -61,9 +61,10 @@ const maxHeldFiles = 4096
 // HeldFiles is the registry of the workspace files the commands of one
 // session opened for writing (see above). It is safe for concurrent use.
 type HeldFiles struct {
-	mu    sync.Mutex
-	files map[[2]uint64]*heldFile
-	limit int
+	mu     sync.Mutex
+	files  map[[2]uint64]*heldFile
+	limit  int
+	closed bool // Close was called: nothing more is kept
 }
 
 // heldFile is one inode opened for writing.
@@ -115,6 +116,9 @@ func (h *HeldFiles) add(fd int, st unix.Stat_t, workspace string, names []string
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return 0 // the session is over: nothing accounts for it any more
+	}
 	key := [2]uint64{st.Dev, st.Ino}
 	if f, ok := h.files[key]; ok {
 		for _, n := range names {
@@ -136,13 +140,19 @@ func (h *HeldFiles) add(fd int, st unix.Stat_t, workspace string, names []string
 // Files returns the workspace names (canonical, sorted) of the files that
 // a writable open file description still reaches, dropping the others.
 // The caller stops the session's captures first (Capture.Quiesce), so
-// that no file is being opened meanwhile.
-func (h *HeldFiles) Files() []string {
+// that no file is being opened meanwhile. running says whether any
+// command of the session still runs: with none, no description of
+// theirs is left, and every file is dropped without asking.
+func (h *HeldFiles) Files(running bool) []string {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !running {
+		h.closeLocked()
+		return nil
+	}
 	h.pruneLocked()
 	var out []string
 	for _, f := range h.files {
@@ -173,6 +183,11 @@ func (h *HeldFiles) Close() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closeLocked()
+	h.closed = true
+}
+
+func (h *HeldFiles) closeLocked() {
 	for k, f := range h.files {
 		unix.Close(f.fd)
 		delete(h.files, k)
