@@ -167,21 +167,30 @@ func TestCrashHelper(t *testing.T) {
 		fmt.Println("open failed:", err)
 		os.Exit(3)
 	}
-	if held != nil {
-		// A writer opens "held" for appending (recorded, as capture
-		// records an open) and writes it through that descriptor from
-		// then on, without another record — across seals, renames and
-		// rewinds, as a background task's descriptor does.
-		if err := r.RecordSnapshot("held"); err != nil {
-			fmt.Println("record failed:", err)
-			os.Exit(3)
-		}
-		held.f, _ = os.OpenFile(filepath.Join(ws, "held"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
-	}
 	m := &model{t: t, ws: ws, rec: r, rnd: rnd}
 	for i := 0; ; i++ {
-		if held != nil && held.f != nil {
-			fmt.Fprintf(held.f, "held write %d\n", i)
+		if held != nil {
+			// A writer opens "held" for appending (recorded, as capture
+			// records an open) and writes it through that descriptor
+			// from then on, without another record — across seals,
+			// renames and rewinds, as a background task's descriptor
+			// does. Once the model has removed its file (or renamed
+			// another over it) it opens "held" again.
+			if _, ok := held.name(); !ok {
+				if held.f != nil {
+					held.f.Close()
+					held.f = nil
+				}
+				if err := r.RecordSnapshot("held"); err != nil {
+					fmt.Println("record failed:", err)
+					os.Exit(3)
+				}
+				// A directory or a symlink there: no writer this time.
+				held.f, _ = os.OpenFile(filepath.Join(ws, "held"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+			}
+			if held.f != nil {
+				fmt.Fprintf(held.f, "held write %d\n", i)
+			}
 		}
 		var cp *Checkpoint
 		if i%5 == 4 {
@@ -354,16 +363,24 @@ type fdWriters struct {
 
 func (w *fdWriters) Pause() ([]string, bool, func()) {
 	none := func() {}
+	if p, ok := w.name(); ok {
+		return []string{p}, true, none
+	}
+	return nil, true, none
+}
+
+// name is the workspace name of the file f writes, if it has one.
+func (w *fdWriters) name() (string, bool) {
 	if w.f == nil {
-		return nil, true, none
+		return "", false
 	}
 	var st syscall.Stat_t
 	if syscall.Fstat(int(w.f.Fd()), &st) != nil || st.Nlink == 0 {
-		return nil, true, none // removed, or replaced by a rename over it
+		return "", false // removed, or replaced by a rename over it
 	}
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(w.f.Fd())))
 	if err != nil || !strings.HasPrefix(p, w.ws+"/") {
-		return nil, true, none
+		return "", false
 	}
-	return []string{p}, true, none
+	return p, true
 }
