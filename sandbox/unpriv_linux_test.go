@@ -29,6 +29,7 @@ var unprivilegedTests = []string{
 	"TestCaptureRace", "TestCaptureEmulationSemantics", "TestServerResolvesRelativePathsInRoot", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 	"TestParentsListNamesOnly", "TestOldRootUnreachable", "TestRootSymlinksOnTheWay",
 	"TestGitReadOnly", "TestGitNewNamesRefused", "TestGitStillReads",
+	"TestWritersKeepHeldFiles", "TestWritersPauseStopsWrites", "TestWritersPauseWaitsForCapturedCall", "TestWritersRegistryBound",
 }
 
 const nobody = 65534
