@@ -178,39 +178,33 @@ func (w *Writers) Close() error {
 // of the processes it stopped (the caller continues them), and whether
 // all came to rest in time.
 func stopTrees(procs []*Process, wait time.Duration) (stopped []int, ok bool) {
-	var ids []treeIdentity
-	for _, p := range procs {
-		if id := p.treeIdentity(); id != nil {
-			ids = append(ids, *id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, true
-	}
 	ours := map[int]bool{}
 	deadline := time.Now().Add(wait)
-	for delay := 100 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
+	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
 		quiet := true
-		for _, pid := range treeMembers(ids) {
-			if threadsAtRest(pid) {
-				continue
+		var scanned []string // /proc, read once a round when needed
+		for _, p := range procs {
+			for _, pid := range p.members(&scanned) {
+				if threadsAtRest(pid) {
+					continue
+				}
+				quiet = false
+				if ours[pid] {
+					continue // stopping: its threads have not all got there yet
+				}
+				pidfd, err := unix.PidfdOpen(pid, 0)
+				if err != nil {
+					continue // gone
+				}
+				// The pidfd pins the process: still one of the tree, it
+				// is the one looked at, not a new one with its number.
+				if !p.member(pid) || unix.PidfdSendSignal(pidfd, unix.SIGSTOP, nil, 0) != nil {
+					unix.Close(pidfd)
+					continue
+				}
+				ours[pid] = true
+				stopped = append(stopped, pidfd)
 			}
-			quiet = false
-			if ours[pid] {
-				continue // stopping: its threads have not all got there yet
-			}
-			pidfd, err := unix.PidfdOpen(pid, 0)
-			if err != nil {
-				continue // gone
-			}
-			// The pidfd pins the process: still one of the trees, it is
-			// the one looked at, not a new one with its number.
-			if !memberOf(ids, pid) || unix.PidfdSendSignal(pidfd, unix.SIGSTOP, nil, 0) != nil {
-				unix.Close(pidfd)
-				continue
-			}
-			ours[pid] = true
-			stopped = append(stopped, pidfd)
 		}
 		if quiet {
 			return stopped, true
@@ -222,30 +216,54 @@ func stopTrees(procs []*Process, wait time.Duration) (stopped []int, ok bool) {
 	}
 }
 
-// treeMembers lists the live processes of the trees ids describe.
-func treeMembers(ids []treeIdentity) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
+// members lists the live processes of p's tree: its cgroup's list where
+// the tree has a cgroup of its own (which no process of it can leave),
+// else the processes in its PID namespace, else those of its session
+// (what treeIdentity tells), found in /proc (scanned: its entries, read
+// at most once per round). None once the command's main process has
+// ended: its tree is being killed, and its cgroup may go to another
+// command.
+func (p *Process) members(scanned *[]string) []int {
+	id := p.treeIdentity()
+	if id == nil {
 		return nil
 	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	var out []int
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid <= 0 {
-			continue
+	p.killMu.Lock()
+	switch {
+	case p.exited:
+		p.killMu.Unlock()
+		return nil
+	case p.v2 != nil:
+		defer p.killMu.Unlock()
+		return p.v2.Members()
+	case p.slot != nil && p.s.plan.V1Track:
+		defer p.killMu.Unlock()
+		return p.slot.Members()
+	}
+	p.killMu.Unlock()
+	if *scanned == nil {
+		d, err := os.Open("/proc")
+		if err != nil {
+			return nil
 		}
-		if memberOf(ids, pid) {
+		*scanned, _ = d.Readdirnames(-1)
+		d.Close()
+	}
+	var out []int
+	for _, n := range *scanned {
+		pid, err := strconv.Atoi(n)
+		if err == nil && pid > 0 && id.inNamespaceOrSession(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-func memberOf(ids []treeIdentity, pid int) bool {
-	for _, id := range ids {
-		if id.has(pid) {
+// member reports whether pid is a process of p's tree now.
+func (p *Process) member(pid int) bool {
+	var scanned []string
+	for _, m := range p.members(&scanned) {
+		if m == pid {
 			return true
 		}
 	}
@@ -313,4 +331,16 @@ func (p *Process) treeIdentity() *treeIdentity {
 	p.killMu.Unlock()
 	p.tree.Store(&id)
 	return &id
+}
+
+// inNamespaceOrSession is has without the cgroup test: the PID namespace
+// alone where the tree has one (no process can leave it), else the
+// session.
+func (id treeIdentity) inNamespaceOrSession(pid int) bool {
+	if id.pidns != "" {
+		ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+		return err == nil && ns == id.pidns
+	}
+	sid, ok := sessionOf(pid)
+	return ok && sid == id.sid
 }

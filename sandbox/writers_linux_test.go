@@ -174,8 +174,8 @@ func TestWritersPauseStopsWrites(t *testing.T) {
 		resume()
 		t.Fatalf("Pause: held %q, paused %v", held, paused)
 	}
-	ids := []treeIdentity{*h.p.tree.Load()}
-	members := treeMembers(ids)
+	var scanned []string
+	members := h.p.members(&scanned)
 	rest := true
 	for _, pid := range members {
 		rest = rest && threadsAtRest(pid)
