@@ -1205,9 +1205,9 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	}
 
 	if p.foreign != nil {
-		id := p.identity()
 		// Events are attributed from here on; none can be read before
 		// the tree's identity is known.
+		id := p.identity()
 		p.foreign.start(id.has)
 		p.tree.Store(&id)
 	}
