@@ -607,6 +607,12 @@
 //     (O_NOCTTY), and a reopen through /proc/self/fd of a deleted file is
 //     refused (EACCES). A pathname socket bound under capture reports its
 //     base name to getsockname, as the network supervisor's binds do.
+//   - A session's writers (Writers) tell a tree's processes by its cgroup
+//     or PID namespace; without either (best effort), by its session,
+//     which a process can leave (setsid): such a process is not stopped
+//     while a held file is read. A file system that gives no leases (NFS)
+//     cannot say that a file is no longer open for writing: its files
+//     stay in the registry while any command runs, towards its bound.
 //   - File capabilities (security.capability) are not refused by a rule
 //     of ours: setting them needs CAP_SETFCAP, which is dropped.
 //   - In the PID-namespace mode (users without a writable cgroup, or root

@@ -48,9 +48,12 @@ import (
 // workspace file to a name outside the workspace (rule (a) below).
 //
 // Not captured: writes through a descriptor opened before the capture
-// started (inherited, or opened before the checkpoint it lands in was
-// opened), and changes of owner, timestamps or extended attributes, which
-// checkpoints do not restore.
+// started (inherited), and changes of owner, timestamps or extended
+// attributes, which checkpoints do not restore. Writes through a
+// descriptor or a shared mapping the command opened in an earlier
+// checkpoint make no call either: the session's registry of held files
+// (held_linux.go, CaptureOptions.Held) is how a checkpoint accounts for
+// them.
 
 // CaptureCalls are the calls change capture needs notified (the sandbox's
 // child program sends them, see its withCapture): name, and for open-like
