@@ -201,7 +201,11 @@ func BenchmarkSessionStart(b *testing.B) {
 func BenchmarkCheckpointOneFileEdit(b *testing.B) {
 	b.Run("lite-agent", func(b *testing.B) {
 		ws, files := benchWorkspace(b)
-		r, err := Open(b.TempDir(), "bench", ws, nil)
+		// As a session runs it: the command joins the session's writers,
+		// which every seal pauses.
+		w := sandbox.NewWriters()
+		defer w.Close()
+		r, err := Open(b.TempDir(), "bench", ws, &Options{Writers: w})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -248,11 +252,11 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 	if c := sandbox.Probe(); c.LandlockABI == 0 || !c.SeccompUserNotify {
 		b.Skip("no Landlock or seccomp user notification here: nothing to capture with")
 	}
-	bashEdit := func(b *testing.B, sb *sandbox.Sandbox, ws, f string, n int, hook sandbox.ChangeFunc) {
+	bashEdit := func(b *testing.B, sb *sandbox.Sandbox, ws, f string, n int, hook sandbox.ChangeFunc, w *sandbox.Writers) {
 		var out strings.Builder
 		st, err := sb.Run(context.Background(), &sandbox.Command{Path: "/bin/bash",
 			Args: []string{"bash", "-c", fmt.Sprintf("echo 'edit %d' >> %q", n, f)}, Dir: ws,
-			Stdout: &out, Stderr: &out, BeforeChange: hook})
+			Stdout: &out, Stderr: &out, BeforeChange: hook, Writers: w})
 		if err != nil || st.Code != 0 {
 			b.Fatal(err, st, out.String())
 		}
@@ -272,13 +276,17 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			n++
-			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil)
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil, nil)
 		}
 	})
 	b.Run("lite-agent", func(b *testing.B) {
 		ws, files := benchWorkspace(b)
 		sb := newSB(b, ws, true)
-		r, err := Open(b.TempDir(), "bench", ws, nil)
+		// As a session runs it: the command joins the session's writers,
+		// which every seal pauses.
+		w := sandbox.NewWriters()
+		defer w.Close()
+		r, err := Open(b.TempDir(), "bench", ws, &Options{Writers: w})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -300,7 +308,7 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			n++
-			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, hook)
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, hook, w)
 			if cp, err := r.Seal(SealInfo{Reason: ReasonToolCall, ToolName: "bash"}); err != nil || cp == nil || len(cp.Files) != 1 {
 				b.Fatal(cp, err)
 			}
@@ -316,7 +324,7 @@ func BenchmarkCheckpointBashEdit(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			n++
-			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil)
+			bashEdit(b, sb, ws, files[rnd.IntN(len(files))], n, nil, nil)
 			g.commit()
 		}
 	})
@@ -479,4 +487,71 @@ func BenchmarkStoreSize50(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+}
+
+// BenchmarkSealWithHeldFile is what a seal costs while a background
+// command of the session holds a file open for writing (a dev server's
+// log): "idle" is a seal of a tool call that changed nothing with the
+// command running but holding nothing open, "held" the same seal with the
+// command holding a 64 KiB file open (the writers paused: every capture
+// quiesced, the tree stopped and continued, the file read once and
+// carried into the next checkpoint).
+//
+//	go test ./checkpoint -run '^$' -bench SealWithHeldFile -benchtime 200x
+func BenchmarkSealWithHeldFile(b *testing.B) {
+	if c := sandbox.Probe(); c.LandlockABI == 0 || !c.SeccompUserNotify {
+		b.Skip("no Landlock or seccomp user notification here: nothing to capture with")
+	}
+	for _, held := range []bool{false, true} {
+		b.Run(map[bool]string{false: "idle", true: "held"}[held], func(b *testing.B) {
+			ws, _ := filepath.EvalSymlinks(b.TempDir())
+			if err := os.WriteFile(filepath.Join(ws, "server.log"), bytes.Repeat([]byte("log line\n"), 64<<10/9), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			sb, err := sandbox.New(sandbox.Policy{Workspace: ws, CaptureChanges: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sb.Close()
+			w := sandbox.NewWriters()
+			defer w.Close()
+			r, err := Open(b.TempDir(), "bench", ws, &Options{Writers: w})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			script := "echo ready > ready.fifo; sleep 1000"
+			if held {
+				script = "exec 3>>server.log; " + script
+			}
+			if err := syscall.Mkfifo(filepath.Join(ws, "ready.fifo"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p, err := sb.Start(ctx, &sandbox.Command{Path: "/bin/bash", Args: []string{"bash", "-c", script}, Dir: ws,
+				BeforeChange: func(paths []string) error {
+					for _, q := range paths {
+						if err := r.RecordSnapshot(q); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, Writers: w})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Wait()
+			defer p.Kill()
+			if _, err := os.ReadFile(filepath.Join(ws, "ready.fifo")); err != nil {
+				b.Fatal(err)
+			}
+			r.Seal(SealInfo{Reason: ReasonToolCall, ToolName: "bash"})
+			for b.Loop() {
+				if cp, err := r.Seal(SealInfo{Reason: ReasonToolCall, ToolName: "read_file"}); err != nil || cp != nil {
+					b.Fatal(cp, err)
+				}
+			}
+		})
+	}
 }

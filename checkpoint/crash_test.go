@@ -156,13 +156,42 @@ func TestCrashHelper(t *testing.T) {
 			time.Sleep(time.Hour) // killed here
 		}
 	}
-	r, err := Open(state, "crash", ws, nil)
+	var opts *Options
+	var held *fdWriters
+	if os.Getenv("CRASH_HELD") == "1" {
+		held = &fdWriters{ws: ws}
+		opts = &Options{Writers: held}
+	}
+	r, err := Open(state, "crash", ws, opts)
 	if err != nil {
 		fmt.Println("open failed:", err)
 		os.Exit(3)
 	}
 	m := &model{t: t, ws: ws, rec: r, rnd: rnd}
 	for i := 0; ; i++ {
+		if held != nil {
+			// A writer opens "held" for appending (recorded, as capture
+			// records an open) and writes it through that descriptor
+			// from then on, without another record — across seals,
+			// renames and rewinds, as a background task's descriptor
+			// does. Once the model has removed its file (or renamed
+			// another over it) it opens "held" again.
+			if _, ok := held.name(); !ok {
+				if held.f != nil {
+					held.f.Close()
+					held.f = nil
+				}
+				if err := r.RecordSnapshot("held"); err != nil {
+					fmt.Println("record failed:", err)
+					os.Exit(3)
+				}
+				// A directory or a symlink there: no writer this time.
+				held.f, _ = os.OpenFile(filepath.Join(ws, "held"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+			}
+			if held.f != nil {
+				fmt.Fprintf(held.f, "held write %d\n", i)
+			}
+		}
 		var cp *Checkpoint
 		if i%5 == 4 {
 			cps := r.Checkpoints()
@@ -219,17 +248,35 @@ func forceUnproven(rewind func(RewindOptions) (*RewindReport, error)) (*RewindRe
 // Then the store must verify and the session must rewind to every sealed
 // checkpoint, byte for byte.
 func TestKill9(t *testing.T) {
+	kill9(t, false, []string{"", "pre", "seal", "rewind", "", "pre", "seal", "rewind", ""})
+}
+
+// TestKill9HeldFiles is TestKill9 with a file held open for writing
+// across every seal (Options.Writers: the writer appends to it through
+// its descriptor before each seal, with no record), and a kill also
+// between a seal and the carry of that file into the next checkpoint
+// ("carry"). Every sealed checkpoint must still rewind byte for byte,
+// the held file included: its writes after a seal are in the next
+// checkpoint, and a kill loses none of them (the writer dies with the
+// process that was sealing).
+func TestKill9HeldFiles(t *testing.T) {
+	kill9(t, true, []string{"", "carry", "seal", "pre", "rewind", "carry", "", "carry", ""})
+}
+
+func kill9(t *testing.T, held bool, points []string) {
 	if testing.Short() {
 		t.Skip("kills subprocesses; skipped with -short")
 	}
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	state, manifests := t.TempDir(), t.TempDir()
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	points := []string{"", "pre", "seal", "rewind", "", "pre", "seal", "rewind", ""}
 	for round, point := range points {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "LITE_AGENT_CRASH_HELPER=1", "CRASH_WS="+ws, "CRASH_STATE="+state,
 			"CRASH_MANIFESTS="+manifests, fmt.Sprintf("CRASH_SEED=%d", rnd.Uint64()), "CRASH_POINT="+point)
+		if held {
+			cmd.Env = append(cmd.Env, "CRASH_HELD=1")
+		}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -304,4 +351,36 @@ func TestKill9(t *testing.T) {
 		t.Fatalf("verify after the rewinds: %+v, %v", rep, err)
 	}
 	t.Logf("%d rounds, %d sealed checkpoints (%d recovered after a kill) rewound, %d compared byte for byte", len(points), len(sealed), recovered, compared)
+}
+
+// fdWriters are a session's writers holding one descriptor (f, opened
+// for writing): Pause names the file it writes, under whatever name it
+// has now, as the sandbox's registry does.
+type fdWriters struct {
+	ws string
+	f  *os.File
+}
+
+func (w *fdWriters) Pause() ([]string, bool, func()) {
+	none := func() {}
+	if p, ok := w.name(); ok {
+		return []string{p}, true, none
+	}
+	return nil, true, none
+}
+
+// name is the workspace name of the file f writes, if it has one.
+func (w *fdWriters) name() (string, bool) {
+	if w.f == nil {
+		return "", false
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(int(w.f.Fd()), &st) != nil || st.Nlink == 0 {
+		return "", false // removed, or replaced by a rename over it
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(w.f.Fd())))
+	if err != nil || !strings.HasPrefix(p, w.ws+"/") {
+		return "", false
+	}
+	return p, true
 }

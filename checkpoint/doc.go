@@ -77,6 +77,29 @@
 // known limit that only a second lite-agent session escapes; edits to
 // files the command does not touch are external changes either way.
 //
+// # Writers that outlive a checkpoint
+//
+// A command the agent waits for has ended when its checkpoint is sealed.
+// A background task or a stdio MCP server has not: it may be in the middle
+// of a captured call (recorded, not yet made), and it may write a file
+// through a descriptor, or a shared mapping, it opened before the seal —
+// writes that make no captured call. Options.Writers (sandbox.Writers)
+// are those processes: Seal (and an in-session Rewind) first pauses them
+// (Writers.Pause: no captured call half-made, and, when some file is held
+// open for writing, every process stopped), then seals, then carries each
+// held file into the checkpoint it opens: the seal reads the file once,
+// storing its content, and that one read is both the sealed checkpoint's
+// post-image and the next one's pre-image (a "pre" record of the new
+// checkpoint, written after the seal's record). So a write through the
+// held descriptor after the seal lands in a checkpoint that has the
+// file's pre-image, rewinding to checkpoint N and undoing N+1 give the
+// same file, and the watcher, which leaves alone the paths the open
+// checkpoint touched, does not call the writer's bytes an external
+// change. A held file that does not change adds no checkpoint. A kill
+// between the seal's record and the carry's loses nothing: the writers
+// are stopped until the carry is written, and they die with the process
+// (TestKill9HeldFiles).
+//
 // # The store
 //
 // Contents live in <stateDir>/checkpoints/objects, outside the workspace

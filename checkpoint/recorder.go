@@ -39,6 +39,23 @@ type Options struct {
 	// OnStoreCap, if set, is told when the cap removes history or is
 	// passed: a message for the person.
 	OnStoreCap func(msg string)
+	// Writers, if set, are the session's processes that may change the
+	// workspace while a checkpoint is sealed (background tasks, MCP
+	// servers): each seal pauses them, and carries the files they still
+	// hold open for writing into the next checkpoint (see "Writers that
+	// outlive a checkpoint" in doc.go). sandbox.Writers implements it.
+	Writers Writers
+}
+
+// Writers are processes that may change the workspace at any time,
+// between tool calls included. Pause holds them still for a seal and
+// returns the files (absolute paths in the workspace) that they may
+// still write through a descriptor or a mapping opened earlier; paused is
+// false when they could not all be stopped, so that those files may be
+// written while they are read. Nothing of theirs changes the workspace
+// until resume is called.
+type Writers interface {
+	Pause() (held []string, paused bool, resume func())
 }
 
 // DefaultMaxFileSize is the default Options.MaxFileSize: 64 MiB.
@@ -390,7 +407,7 @@ func (r *Recorder) recoverTail() error {
 	if len(missing) > 0 {
 		detail += fmt.Sprintf("; the pre-images of %s were lost", strings.Join(missing, ", "))
 	}
-	_, err := r.sealLocked(SealInfo{Reason: ReasonRecovered, UserTurn: -1}, detail, nil)
+	_, err := r.sealLocked(SealInfo{Reason: ReasonRecovered, UserTurn: -1}, detail, nil, nil)
 	return err
 }
 
@@ -633,6 +650,10 @@ type captured struct {
 type captureOpts struct {
 	shallow  bool // directories without their contents, symlinks without targets
 	noIgnore bool // record ignored paths too, and files over the size cap
+	// carry: the paths are carried into a checkpoint just opened, whether
+	// they will change or not: one the rules ignore is left out, and none
+	// is named as not covered (a checkpoint where it does change says so)
+	carry bool
 	// read holds states (and small contents) the caller has just read, so
 	// that they are not read twice.
 	read map[string]readResult
@@ -641,6 +662,8 @@ type captureOpts struct {
 type readResult struct {
 	state pstate
 	data  []byte
+	// stored: the content is in the store already (data may be nil).
+	stored bool
 }
 
 // captureWith records the pre-images of rels (and, unless shallow, of
@@ -698,13 +721,15 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 		// Ignore rules skip only what the session creates (ignore.go).
 		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || createdSince); skip && !co.noIgnore {
 			release()
-			r.noteIgnored(name, why)
+			if !co.carry {
+				r.noteIgnored(name, why)
+			}
 			return
 		}
 		var st pstate
 		var data []byte
 		rr, known := co.read[rel]
-		known = known && !rr.state.Unrecorded && (rr.state.Kind != KindFile || rr.data != nil || rr.state.Size == 0)
+		known = known && !rr.state.Unrecorded && (rr.state.Kind != KindFile || rr.data != nil || rr.state.Size == 0 || rr.stored)
 		if createdSince {
 			// A directory above was recorded in this checkpoint, with
 			// everything then below it: this path was not there when
@@ -712,7 +737,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			st = pstate{Kind: KindAbsent}
 		} else if known {
 			st, data = rr.state, rr.data
-			if st.Kind == KindFile {
+			if st.Kind == KindFile && !rr.stored {
 				if _, err := r.st.put(data); err != nil {
 					release()
 					walkErr = fmt.Errorf("checkpoint: recording %s: %w", rel, err)
@@ -725,6 +750,7 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			return
 		}
 		switch {
+		case co.carry:
 		case st.Unrecorded:
 			r.noteIgnored(rel, fmt.Sprintf("larger than the %d-byte size cap", r.opts.MaxFileSize))
 		case st.Kind == KindOther:
@@ -876,22 +902,97 @@ func (r *Recorder) Seal(info SealInfo) (*Checkpoint, error) {
 	default:
 		return nil, fmt.Errorf("checkpoint: Seal: unknown reason %q (use user_turn, tool_call or external)", info.Reason)
 	}
+	held, resume := r.pauseWriters()
+	defer resume()
 	r.barrier.Lock()
 	defer r.barrier.Unlock()
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
 	defer r.checkCapAfterSeal()
-	return r.sealLocked(info, "", nil)
+	return r.sealLocked(info, "", nil, held)
+}
+
+// heldFiles are the workspace files the session's writers may still
+// write (Writers.Pause), workspace-relative, and whether the writers
+// were all stopped while they were read.
+type heldFiles struct {
+	rels   []string
+	paused bool
+}
+
+// pauseWriters pauses the session's writers for a seal (Options.Writers).
+// The caller calls resume after releasing the barrier, never before
+// taking it: a writer's captured call, which the pause waits for, takes
+// the barrier.
+func (r *Recorder) pauseWriters() (*heldFiles, func()) {
+	if r.opts.Writers == nil || r.mode != modeRecord {
+		return nil, func() {}
+	}
+	abs, paused, resume := r.opts.Writers.Pause()
+	h := &heldFiles{paused: paused}
+	for _, p := range abs {
+		if rel, err := relPath(r.workspace, p); err == nil {
+			h.rels = append(h.rels, rel)
+		}
+	}
+	return h, resume
 }
 
 // sealLocked seals the open checkpoint. Callers hold the barrier
-// exclusively. rewindTo is set for a rewind's own checkpoint.
-func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Checkpoint, error) {
+// exclusively. rewindTo is set for a rewind's own checkpoint. held (nil:
+// none) are the files the session's writers may still write: each is
+// carried into the next checkpoint (carry).
+func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int, held *heldFiles) (*Checkpoint, error) {
+	carried := map[string]readResult{}
+	cp, err := r.sealOpen(info, detail, rewindTo, held, carried)
+	if err != nil || held == nil || len(held.rels) == 0 {
+		return cp, err
+	}
+	crashPoint("carry")
+	if err := r.carry(held.rels, carried); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+// carry records the pre-images of held files in the checkpoint just
+// opened: a writer may write them without another captured call. A file
+// the seal has just read takes that very state (read holds it, its
+// content already stored): the sealed checkpoint's post-image and the
+// next one's pre-image are one read, so that rewinding to the sealed
+// checkpoint and undoing the next one give the same file. Callers hold
+// the barrier exclusively, with the writers paused.
+func (r *Recorder) carry(rels []string, read map[string]readResult) error {
+	r.announcePeers(rels)
+	if err := r.captureWith(rels, captureOpts{read: read, carry: true}); err != nil {
+		return fmt.Errorf("checkpoint: recording the files still held open for writing: %w", err)
+	}
+	return nil
+}
+
+// sealOpen is sealLocked's seal proper. For the files in held that the
+// open checkpoint touched, it stores the content it reads for the
+// post-image and leaves that read in carried.
+func (r *Recorder) sealOpen(info SealInfo, detail string, rewindTo *int, held *heldFiles, carried map[string]readResult) (*Checkpoint, error) {
 	if len(r.touched) == 0 && len(r.ignored) == 0 && info.Reason != ReasonUserTurn {
 		return nil, nil
 	}
 	number := r.openNumber()
+	isHeld := map[string]bool{}
+	if held != nil {
+		for _, p := range held.rels {
+			isHeld[p] = true
+		}
+		if !held.paused && len(held.rels) > 0 {
+			note := fmt.Sprintf("%d file(s) held open for writing by a process that could not be paused were read while it ran (%s): their state at this checkpoint may mix writes made during the seal",
+				len(held.rels), strings.Join(held.rels[:min(3, len(held.rels))], ", "))
+			if detail != "" {
+				detail += "; "
+			}
+			detail += note
+		}
+	}
 
 	// Everything now below a recorded directory that was not recorded did
 	// not exist when the directory was recorded (a recorded directory is
@@ -930,9 +1031,16 @@ func (r *Recorder) sealLocked(info SealInfo, detail string, rewindTo *int) (*Che
 	dirs := map[string]bool{}
 	for _, p := range r.order {
 		t := r.touched[p]
-		now, data, err := readState(r.root, p, nil, r.opts.MaxFileSize, dirs)
+		var store *store
+		if isHeld[p] && r.mode != modeDryRun {
+			store = r.st // the next checkpoint's pre-image (carry)
+		}
+		now, data, err := readState(r.root, p, store, r.opts.MaxFileSize, dirs)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: sealing: reading %s: %w", p, err)
+		}
+		if store != nil {
+			carried[p] = readResult{state: now, data: data, stored: true}
 		}
 		post[p] = now
 		// What the agent left: what it reported writing, or else the
@@ -1329,7 +1437,7 @@ func (r *Recorder) Close() error {
 	r.mu.Unlock()
 	var err error
 	if r.mode == modeRecord && len(r.touched) > 0 {
-		_, err = r.sealLocked(SealInfo{Reason: ReasonSessionEnd, UserTurn: -1}, "", nil)
+		_, err = r.sealLocked(SealInfo{Reason: ReasonSessionEnd, UserTurn: -1}, "", nil, nil)
 	}
 	r.mu.Lock()
 	r.closed = true

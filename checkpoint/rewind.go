@@ -104,24 +104,32 @@ func Rewind(stateDir, sessionID string, to int, opts RewindOptions) (*RewindRepo
 	defer r.Close()
 	r.barrier.Lock()
 	defer r.barrier.Unlock()
-	return r.rewindLocked(to, opts)
+	return r.rewindLocked(to, opts, nil)
 }
 
 // Rewind rewinds this session (see the package-level Rewind). Changes
 // still open are sealed first (reason "external"), so that they are
 // undone too.
 func (r *Recorder) Rewind(to int, opts RewindOptions) (*RewindReport, error) {
+	// The session's writers hold still while files are compared and
+	// restored; those still held open are carried past both seals.
+	var held *heldFiles
+	resume := func() {}
+	if !opts.DryRun {
+		held, resume = r.pauseWriters()
+	}
+	defer resume()
 	r.barrier.Lock()
 	defer r.barrier.Unlock()
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
 	if !opts.DryRun && len(r.touched) > 0 {
-		if _, err := r.sealLocked(SealInfo{Reason: ReasonExternal, UserTurn: -1}, "changes still open when a rewind started", nil); err != nil {
+		if _, err := r.sealLocked(SealInfo{Reason: ReasonExternal, UserTurn: -1}, "changes still open when a rewind started", nil, held); err != nil {
 			return nil, err
 		}
 	}
-	return r.rewindLocked(to, opts)
+	return r.rewindLocked(to, opts, held)
 }
 
 // pathPlan is what a rewind does to one path.
@@ -138,7 +146,9 @@ type pathPlan struct {
 	data      []byte // the target content, verified, when small
 }
 
-func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, error) {
+// rewindLocked rewinds; held are the files the session's writers still
+// hold open (nil outside a session), carried past the rewind's own seal.
+func (r *Recorder) rewindLocked(to int, opts RewindOptions, held *heldFiles) (*RewindReport, error) {
 	h := r.h
 	base := h.header.Base
 	if to < base || to > h.last || (to > 0 && h.seal(to) == nil) {
@@ -292,7 +302,7 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 	read := make(map[string]readResult, len(acts))
 	for i, pp := range acts {
 		paths[i] = pp.path
-		read[pp.path] = readResult{pp.cur, pp.curData}
+		read[pp.path] = readResult{state: pp.cur, data: pp.curData}
 	}
 	// Other sessions recording in this workspace learn that these paths
 	// are about to change (peers.go), as for any other change.
@@ -324,7 +334,7 @@ func (r *Recorder) rewindLocked(to int, opts RewindOptions) (*RewindReport, erro
 		detail = "the rewind stopped part-way: " + applyErr.Error()
 	}
 	toCopy := to
-	cp, err := r.sealLocked(SealInfo{Reason: ReasonRewind, UserTurn: -1}, detail, &toCopy)
+	cp, err := r.sealLocked(SealInfo{Reason: ReasonRewind, UserTurn: -1}, detail, &toCopy, held)
 	if err != nil && applyErr == nil {
 		applyErr = err
 	}

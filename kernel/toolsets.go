@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -124,6 +125,18 @@ func (l *lateRecorder) RecordSnapshot(path string) error {
 		return nil
 	}
 	return rec.RecordSnapshot(path)
+}
+
+// Writers passes the recorder's set of writers on (see
+// tools.WritersRecorder), when it keeps one.
+func (l *lateRecorder) Writers() *sandbox.Writers {
+	l.mu.Lock()
+	rec := l.rec
+	l.mu.Unlock()
+	if w, ok := rec.(tools.WritersRecorder); ok {
+		return w.Writers()
+	}
+	return nil
 }
 
 // RecordForeignChange passes a third party's write on (see

@@ -8,11 +8,29 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // recorder adapts a checkpoint.Recorder to kernel.Checkpointer: the kernel
 // says when checkpoints begin and end, the store says how they are kept.
-type recorder struct{ *checkpoint.Recorder }
+// writers are the session's commands that may write the workspace
+// (tools.WritersRecorder): every command the session starts is given
+// them, and the recorder pauses them at each seal.
+type recorder struct {
+	*checkpoint.Recorder
+	writers *sandbox.Writers
+}
+
+// Writers implements tools.WritersRecorder.
+func (r recorder) Writers() *sandbox.Writers { return r.writers }
+
+// Close seals what is left and then releases the writers' registry: the
+// kernel has ended every command by then.
+func (r recorder) Close() error {
+	err := r.Recorder.Close()
+	r.writers.Close()
+	return err
+}
 
 func (r recorder) Checkpoint(_ context.Context, c kernel.CheckpointCause) (any, error) {
 	cp, err := r.Seal(checkpoint.SealInfo{Reason: c.Reason, ToolCallID: c.ToolCallID, ToolName: c.ToolName, UserTurn: c.UserTurn})
@@ -50,14 +68,21 @@ func checkpointsCapped(stateDir string, maxStoreSize int64) kernel.CheckpointerF
 		if err != nil {
 			return nil, err
 		}
-		rec, err := checkpoint.Open(dir, sessionID, workspace, copts)
+		// Each session its own writers (the copy keeps copts shared and
+		// unchanged).
+		writers := sandbox.NewWriters()
+		opts := *copts
+		opts.Writers = writers
+		rec, err := checkpoint.Open(dir, sessionID, workspace, &opts)
 		if err != nil {
+			writers.Close()
 			return nil, err
 		}
 		if err := rec.Watch(ctx); err != nil {
 			rec.Close()
+			writers.Close()
 			return nil, err
 		}
-		return recorder{rec}, nil
+		return recorder{rec, writers}, nil
 	}
 }

@@ -125,7 +125,11 @@
 //     narrowed per entry, passes BeforeChange so that what a server that
 //     may write the workspace changes there is captured like a command's
 //     changes (and, while .git is protected, captured even without
-//     checkpoints, so that it may make no .git either), and connects every server, concurrently, each bounded by
+//     checkpoints, so that it may make no .git either) and the session's
+//     Writers, so that a file a server opened for writing in one call
+//     and writes in a later one is carried from checkpoint to checkpoint
+//     (the server is paused while each is sealed), and connects every
+//     server, concurrently, each bounded by
 //     ConnectTimeout (default 30 s);
 //   - puts the Manager's Status in the session_start event: per server,
 //     connected with its tools, or failed with the reason (the program

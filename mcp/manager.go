@@ -70,6 +70,12 @@ type Options struct {
 	// (sandbox.Command.ForeignChange): the kernel passes its
 	// checkpointer's.
 	ForeignChange sandbox.ForeignFunc
+	// Writers, with BeforeChange, is the session's set of writers
+	// (sandbox.Command.Writers): a file a server opened for writing in one
+	// call and writes in a later one is carried from checkpoint to
+	// checkpoint, and the server is paused while one is sealed. The
+	// kernel passes its checkpointer's.
+	Writers *sandbox.Writers
 	// MaxNetwork refuses, without starting them, servers that declare a
 	// wider network (strict: loopback). Empty means no cap.
 	MaxNetwork tools.Network

@@ -78,6 +78,9 @@ func (c *conn) startProcess(ctx context.Context) (io.ReadCloser, io.WriteCloser,
 		// Set only when the policy captures changes (see stdioPolicy).
 		BeforeChange:  c.m.changeHook(pol),
 		ForeignChange: c.m.foreignHook(pol),
+		// A server lives across tool calls: what it holds open for
+		// writing is carried from checkpoint to checkpoint.
+		Writers: c.m.writers(pol),
 	})
 	if err != nil {
 		stdinR.Close()
@@ -209,6 +212,14 @@ func (m *Manager) changeHook(pol sandbox.Policy) sandbox.ChangeFunc {
 		return nil
 	}
 	return m.opts.BeforeChange
+}
+
+// writers is the Writers of a server started under pol.
+func (m *Manager) writers(pol sandbox.Policy) *sandbox.Writers {
+	if !pol.CaptureChanges {
+		return nil
+	}
+	return m.opts.Writers
 }
 
 // foreignHook is the ForeignChange of a server started under pol.

@@ -20,8 +20,8 @@ type Toolset struct {
 
 // NewToolset checks every server's configuration and returns the toolset
 // of those servers. Of opts, Servers, MaxNetwork, ConnectTimeout,
-// ShutdownGrace and Logger are the toolset's; Sandbox, BeforeChange and
-// ForeignChange are the session's — Open takes them from the kernel (its
+// ShutdownGrace and Logger are the toolset's; Sandbox, BeforeChange,
+// ForeignChange and Writers are the session's — Open takes them from the kernel (its
 // handler ceiling, its checkpointer) — and setting them is an error.
 //
 // MaxNetwork both refuses servers that declare a wider network and is the
@@ -34,8 +34,8 @@ func NewToolset(opts *Options) (*Toolset, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Sandbox != nil || o.BeforeChange != nil || o.ForeignChange != nil {
-		return nil, errors.New("mcp: NewToolset: Options.Sandbox, BeforeChange and ForeignChange are the session's (the kernel passes its handler ceiling and its checkpointer when it opens the toolset); leave them unset, or drive a Manager yourself")
+	if o.Sandbox != nil || o.BeforeChange != nil || o.ForeignChange != nil || o.Writers != nil {
+		return nil, errors.New("mcp: NewToolset: Options.Sandbox, BeforeChange, ForeignChange and Writers are the session's (the kernel passes its handler ceiling and its checkpointer when it opens the toolset); leave them unset, or drive a Manager yourself")
 	}
 	// The checks NewManager makes at every Open, made once here, so that
 	// a bad entry fails where the toolset is built.
@@ -79,7 +79,7 @@ func (ts *Toolset) Open(ctx context.Context, env *tools.ToolsetEnv) (tools.OpenT
 	o.Sandbox = &base
 	if env.Snapshots != nil {
 		tc := &tools.Context{Workspace: env.Workspace, Snapshots: env.Snapshots}
-		o.BeforeChange, o.ForeignChange = tc.BeforeChange(), tc.ForeignChange()
+		o.BeforeChange, o.ForeignChange, o.Writers = tc.BeforeChange(), tc.ForeignChange(), tc.Writers()
 	}
 	m, err := NewManager(&o)
 	if err != nil {

@@ -76,6 +76,15 @@ type Command struct {
 	// foreign_linux.go for why, and what it does not see). Calls come
 	// one at a time, once per such event.
 	ForeignChange ForeignFunc
+	// Writers, with BeforeChange, is the session's set of commands that
+	// may change the workspace (NewWriters): the files the command opens
+	// for writing are kept in it, so that a checkpoint sealed while the
+	// command still holds one open (or mapped) records what it writes
+	// there afterwards, and the checkpoint pauses the command while it
+	// seals (writers_linux.go). Give every command of a session the same
+	// one; nil for a command whose checkpoint is always sealed after it
+	// ended.
+	Writers *Writers
 }
 
 // ForeignFunc is told that path (absolute, inside the workspace) was

@@ -512,6 +512,25 @@
 // supervisor's environment turns it off (to measure, or to show the old
 // behaviour).
 //
+// # Writers across checkpoints
+//
+// A command that outlives a checkpoint (a background task, an MCP server)
+// can write a file through a descriptor or a shared mapping it opened
+// before the checkpoint was sealed, without another captured call. With
+// Command.Writers (one Writers per session, NewWriters), the capture keeps
+// every regular workspace file the command opens for writing in the
+// session's registry (internal/notify/held_linux.go: an O_PATH descriptor
+// per inode, dropped once no writable open file description of it is left
+// anywhere, which a read lease tells; past 4096 files a further
+// write-open fails with EMFILE), and Writers.Pause, which the checkpoint
+// recorder calls before each seal, quiesces every command's capture (no
+// captured call is half-made while the seal runs) and, when some file is
+// still held, stops every process of every command with SIGSTOP until each
+// thread is stopped or blocked where it changes nothing, and returns those
+// files; resume continues exactly what it stopped (writers_linux.go).
+// LITE_AGENT_HELD_WRITES=off in the supervisor's environment turns it off
+// (to show the old behaviour).
+//
 // # Temporary directories
 //
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
@@ -595,7 +614,8 @@
 // tree's end), probe_linux.go (what the host offers), trial_linux.go, the
 // policy's grants in the spawn path's terms (grants_linux.go: Landlock
 // rules and rights, the /proc files), temp dirs (tmpdirs_linux.go), the writer watch
-// (foreign_linux.go), the domain proxy's wiring (domains*.go), and the one
+// (foreign_linux.go), a session's writers and their pause
+// (writers_linux.go), the domain proxy's wiring (domains*.go), and the one
 // way into each internal package (spawnpath_linux.go, notify_linux.go).
 //
 // sandbox/internal/spawn is the spawn path: the C pieces (spawn_linux.c's
@@ -675,6 +695,12 @@
 //     (O_NOCTTY), and a reopen through /proc/self/fd of a deleted file is
 //     refused (EACCES). A pathname socket bound under capture reports its
 //     base name to getsockname, as the network supervisor's binds do.
+//   - A session's writers (Writers) tell a tree's processes by its cgroup
+//     or PID namespace; without either (best effort), by its session,
+//     which a process can leave (setsid): such a process is not stopped
+//     while a held file is read. A file system that gives no leases (NFS)
+//     cannot say that a file is no longer open for writing: its files
+//     stay in the registry while any command runs, towards its bound.
 //   - File capabilities (security.capability) are not refused by a rule
 //     of ours: setting them needs CAP_SETFCAP, which is dropped.
 //   - In the PID-namespace mode (users without a writable cgroup, or root

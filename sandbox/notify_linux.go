@@ -64,6 +64,9 @@ func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
 	opts := notify.CaptureOptions{Workspace: s.workspaceReal, Hook: hook,
 		Binds: !s.notifyCalls.Has("bind"), Roots: s.rwRoots, Devices: devices, GitWritable: s.pol.GitWritable,
 		Private: s.privateRoot}
+	if cmd.BeforeChange != nil {
+		opts.Held = cmd.Writers.registry()
+	}
 	fw := newForeignWatch(cmd.ForeignChange)
 	if fw != nil {
 		opts.Watch = fw // not a nil *foreignWatch in the interface

@@ -819,6 +819,13 @@ type Process struct {
 	// ownThread is the command's own spawner thread (plan.captureThread),
 	// stopped, with its server, once the tree is gone; or nil.
 	ownThread *spawner
+	// capt is the command's change capture, or nil; writers the session's
+	// set it belongs to (Command.Writers, writers_linux.go), with tree,
+	// what tells its processes (set once it is spawned).
+	capt    *notify.Capture
+	writers *Writers
+	tree    atomic.Pointer[treeIdentity]
+	spawned atomic.Int32 // 1 once pid and the rest are set
 	// initStatus reads the PID-namespace init's reports (nil without one).
 	initStatus *bufio.Reader
 	initPipe   *os.File
@@ -906,6 +913,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 			f.Close()
 		}
 		if !ok {
+			p.writers.remove(p)
 			p.cleanup()
 			s.wg.Done()
 		}
@@ -1031,6 +1039,13 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		// command's first change.
 		if capt, p.foreign = s.newCapture(cmd); capt != nil && !s.captureThread {
 			req.Child = s.captureChild
+			if cmd.BeforeChange != nil && cmd.Writers.registry() != nil {
+				// Entered before the spawn: a seal that pauses the
+				// session's writers quiesces this capture from its
+				// first call (writers_linux.go).
+				p.capt, p.writers = capt, cmd.Writers
+				p.writers.add(p)
+			}
 		}
 	}
 	if s.cgroups.V2 {
@@ -1098,7 +1113,10 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		// the tree's identity is known.
 		id := p.identity()
 		p.foreign.start(id.has)
+		p.tree.Store(&id)
 	}
+	// A pause of the session's writers may stop the tree from now on.
+	p.spawned.Store(1)
 	if res.Listener >= 0 {
 		var stop func()
 		switch s.notify {
@@ -1301,6 +1319,7 @@ func (p *Process) run(ctx context.Context) {
 	st.Duration = time.Since(p.start)
 	st.Refusals, st.MoreRefusals = p.takeRefusals()
 	p.status = st
+	p.writers.remove(p)
 	p.cleanup()
 	s := p.s
 	s.mu.Lock()

@@ -30,6 +30,7 @@ var unprivilegedTests = []string{
 	"TestParentsListNamesOnly", "TestOldRootUnreachable", "TestRootSymlinksOnTheWay",
 	"TestGitReadOnly", "TestGitNewNamesRefused", "TestGitStillReads",
 	"TestFidelityProbeTable", "TestPrivateShmVarTmpRun", "TestRepositoriesInPrivateRoots", "TestRefusalsReported",
+	"TestWritersKeepHeldFiles", "TestWritersPauseStopsWrites", "TestWritersPauseWaitsForCapturedCall", "TestWritersRegistryBound",
 }
 
 const nobody = 65534

@@ -222,6 +222,7 @@ func (t *Tool) CallConfined(ctx *Context, sb *sandbox.Sandbox, workspace string)
 		// pre-images recorded like a command's.
 		BeforeChange:  ctx.BeforeChange(),
 		ForeignChange: ctx.ForeignChange(),
+		Writers:       ctx.Writers(),
 	})
 	if err != nil {
 		return Errorf("the %s tool could not start in the sandbox: %v", t.name, err)

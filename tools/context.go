@@ -59,6 +59,16 @@ type ForeignChangeRecorder interface {
 	RecordForeignChange(path, why string)
 }
 
+// WritersRecorder is implemented by a SnapshotRecorder whose checkpoints
+// account for commands that outlive a tool call (background tasks, stdio
+// MCP servers): every command of the session is started with the
+// session's Writers (sandbox.Command.Writers), so that a file such a
+// command still holds open for writing at a seal is carried into the next
+// checkpoint, and the commands are paused while the checkpoint is sealed.
+type WritersRecorder interface {
+	Writers() *sandbox.Writers
+}
+
 // Context carries the per-call services the kernel provides to a handler.
 // Every field may be zero in tests; the methods are safe on a zero Context.
 type Context struct {
@@ -177,6 +187,19 @@ func (c *Context) ForeignChange() sandbox.ForeignFunc {
 	}
 	if f, ok := c.Snapshots.(ForeignChangeRecorder); ok {
 		return f.RecordForeignChange
+	}
+	return nil
+}
+
+// Writers is the session's set of writers that every command the tool
+// starts must be given (sandbox.Command.Writers), with BeforeChange; nil
+// when the recorder does not account for them (WritersRecorder).
+func (c *Context) Writers() *sandbox.Writers {
+	if c == nil || c.Snapshots == nil {
+		return nil
+	}
+	if w, ok := c.Snapshots.(WritersRecorder); ok {
+		return w.Writers()
 	}
 	return nil
 }

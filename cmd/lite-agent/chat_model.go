@@ -445,6 +445,11 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		}
 		if first {
 			lines := []string{styleDim("session " + esc(ev.SessionID))}
+			// The writable roots no rewind covers are said once, at the
+			// start, as run says them.
+			for _, n := range notRewindableNotes(ev.SessionStart) {
+				lines = append(lines, styleErr("note: "+n))
+			}
 			// What the sandbox runs commands without here, as run says it.
 			if st := ev.SessionStart; len(st.SandboxLost) > 0 || len(st.SandboxNotEnforced) > 0 {
 				lines = append(lines, styleErr("the sandbox (level "+esc(string(st.SandboxLevel))+") runs commands here without:"))

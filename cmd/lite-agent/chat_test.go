@@ -357,3 +357,25 @@ func checkFits(t *testing.T, what, view string, width int) {
 		}
 	}
 }
+
+// TestChatSaysWhatIsNotRewindable: chat shows, with the session's first
+// line, every writable root outside the workspace that no rewind covers
+// (session_start's not_rewindable), as run does on stderr; before, only
+// run said it, and a chat session's person never learned it.
+func TestChatSaysWhatIsNotRewindable(t *testing.T) {
+	m := &chatModel{app: &chatApp{}}
+	cmd := m.onEvent(kernel.Event{Type: kernel.EventSessionStart, SessionID: "s1",
+		SessionStart: &kernel.SessionStartEvent{NotRewindable: []string{"/data/out", "/tmp/x\x1b[2J"}}})
+	if cmd == nil {
+		t.Fatal("no output for session_start")
+	}
+	got := fmt.Sprintf("%v", cmd())
+	for _, want := range []string{"session s1", "/data/out is writable but outside the workspace", "no rewind undoes them", `/tmp/x\x1b[2J`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("chat's start lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b[2J") {
+		t.Errorf("a path's escape sequence reached the terminal: %q", got)
+	}
+}

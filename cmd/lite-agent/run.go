@@ -374,17 +374,28 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 // as well. A toolchain's per-workspace cache is emptied by rewind --to 0
 // instead (local.ResetWorkspaceCaches).
 func warnNotRewindable(start *kernel.SessionStartEvent, stderr io.Writer) {
+	for _, n := range notRewindableNotes(start) {
+		fmt.Fprintln(stderr, "note: "+n)
+	}
+}
+
+// notRewindableNotes are the sentences, one per root, that run and chat
+// show at the start for kernel.SessionStartEvent.NotRewindable (paths
+// escaped for a terminal).
+func notRewindableNotes(start *kernel.SessionStartEvent) []string {
 	if start == nil {
-		return
+		return nil
 	}
 	cacheRoot, _ := local.CacheRoot()
+	var out []string
 	for _, p := range start.NotRewindable {
 		if rel, err := filepath.Rel(cacheRoot, p); cacheRoot != "" && err == nil && filepath.IsLocal(rel) {
-			fmt.Fprintf(stderr, "note: %s is a toolchain cache outside the workspace: checkpoints do not record it; rewind --to 0 empties it\n", esc(p))
+			out = append(out, esc(p)+" is a toolchain cache outside the workspace: checkpoints do not record it; rewind --to 0 empties it")
 			continue
 		}
-		fmt.Fprintf(stderr, "note: %s is writable but outside the workspace: changes there are not recorded in checkpoints and no rewind undoes them\n", esc(p))
+		out = append(out, esc(p)+" is writable but outside the workspace: changes there are not recorded in checkpoints and no rewind undoes them")
 	}
+	return out
 }
 
 // renderText shows one event in text mode. Every string of an event comes

@@ -116,7 +116,7 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	// streams every byte (out keeps a bounded head and tail itself and
 	// counts the true total), so the live tail goes on past the sandbox's
 	// own output budget.
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, ctx.Output(out), true, full.watch(ctx.BeforeChange()), ctx.ForeignChange())
+	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, ctx.Output(out), true, full.watch(ctx.BeforeChange()), ctx.ForeignChange(), ctx.Writers())
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ type bashRun struct {
 // exits whatever it left running in the background is killed too: nothing a
 // command starts outlives it. It returns an error only when the sandbox
 // could not start the command.
-func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, stream bool, beforeChange sandbox.ChangeFunc, foreign sandbox.ForeignFunc) (bashRun, error) {
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, out io.Writer, stream bool, beforeChange sandbox.ChangeFunc, foreign sandbox.ForeignFunc, writers *sandbox.Writers) (bashRun, error) {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
@@ -244,6 +244,9 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		// And the user's (or another session's) writes to the same
 		// files during the command are not taken for the command's.
 		ForeignChange: foreign,
+		// A file it leaves open for writing past a seal (a background
+		// task's) is carried into the next checkpoint.
+		Writers: writers,
 	})
 	if err != nil {
 		return bashRun{}, fmt.Errorf("the sandbox could not start bash: %w", err)

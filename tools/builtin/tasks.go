@@ -33,8 +33,12 @@ func startBackground(ctx *tools.Context, in bashInput, timeout time.Duration) (*
 		desc = in.Command
 	}
 	sb, dir, hook, foreign := ctx.Sandbox, ctx.Workspace, ctx.BeforeChange(), ctx.ForeignChange()
+	// The task outlives this call: the session's writers pause it at each
+	// seal, and a file it holds open for writing then is carried into
+	// the next checkpoint, so what it writes there later is rewound too.
+	writers := ctx.Writers()
 	task, err := ctx.Tasks.Start(desc, taskOutputCap, func(tctx context.Context, out *tools.Task) error {
-		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, true, hook, foreign)
+		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, true, hook, foreign, writers)
 		switch {
 		case err != nil:
 			return err

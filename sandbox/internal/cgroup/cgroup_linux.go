@@ -716,6 +716,9 @@ func rmdirRetry(d string) error {
 // without clone3).
 func (s *V2Set) FDs() (dir, procs int) { return int(s.dirFile.Fd()), int(s.procs.Fd()) }
 
+// Members lists the processes in the directory now.
+func (s *V2Set) Members() []int { return readPids(filepath.Join(s.dir, "cgroup.procs")) }
+
 // Populated reports whether a process is left in the directory
 // (cgroup.events; true when it cannot tell).
 func (s *V2Set) Populated() bool {
@@ -798,6 +801,21 @@ func (sl *Slot) Empty() bool {
 		}
 	}
 	return true
+}
+
+// Members lists the command processes in the slot now (not our own pid).
+func (sl *Slot) Members() []int {
+	d := sl.pids
+	if d == "" {
+		d = sl.mem
+	}
+	var out []int
+	for _, pid := range readPids(filepath.Join(d, "cgroup.procs")) {
+		if pid != sl.self {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // Kill kills every command process of the slot (v1 has no cgroup.kill).

@@ -73,4 +73,7 @@ var TestHooks struct {
 	Poll func(fds []unix.PollFd, timeout int) (int, error)
 	// HardLinkWalkLimit, if not 0, replaces the bound of HardLinkNames.
 	HardLinkWalkLimit int
+	// HeldFilesLimit, if not 0, replaces the bound of a HeldFiles made
+	// afterwards (maxHeldFiles).
+	HeldFilesLimit int
 }

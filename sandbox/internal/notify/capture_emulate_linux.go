@@ -1029,6 +1029,18 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			}
 		}
 	}
+	// A descriptor that can write a workspace file may outlive the
+	// checkpoint it is opened in: the session's registry keeps the file
+	// (held_linux.go), or the open is refused.
+	var heldNames []string
+	if c.held != nil && regular && flags&unix.O_PATH == 0 && flags&unix.O_ACCMODE != unix.O_RDONLY {
+		heldNames = c.addInside(nil, paths[len(t.links):])
+		if len(heldNames) > 0 {
+			if e := c.held.room(); e != 0 {
+				return 0, e, false, false
+			}
+		}
+	}
 	// O_TRUNC waits for the pre-image; O_NOFOLLOW: the last component
 	// was followed by hand, so a link found now is a swap; O_NOCTTY: a
 	// terminal must not become the supervisor's.
@@ -1102,6 +1114,11 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 		})
 		if err != nil {
 			return 0, errnoOf(err, unix.EPERM), false, false
+		}
+	}
+	if len(heldNames) > 0 {
+		if e := c.held.add(fd, got, c.workspace, heldNames); e != 0 {
+			return 0, e, false, false
 		}
 	}
 	n.sendFD(fd, cloexec)
@@ -1408,10 +1425,27 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 	if o.dir >= 0 && !sameInode(&o, ost) {
 		return 0, unix.EPERM, false, false
 	}
+	// A descriptor given a name (an O_TMPFILE file, opened without
+	// capture) may write that name from now on: the session's registry
+	// keeps it (held_linux.go).
+	var heldNames []string
+	if link && o.dir < 0 && o.fd >= 0 && ost.Mode&unix.S_IFMT == unix.S_IFREG && c.held != nil {
+		if heldNames = c.addInside(nil, []string{t.path}); len(heldNames) > 0 {
+			if e := c.held.room(); e != 0 {
+				return 0, e, false, false
+			}
+		}
+	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() { err = do(&o, &t) })
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
+	}
+	if len(heldNames) > 0 {
+		// The name exists now: nothing to refuse any more. Only a
+		// registry that cannot pin an inode fails here, which an open
+		// just made by the same process never meets.
+		c.held.add(o.fd, ost, c.workspace, heldNames)
 	}
 	return 0, 0, false, false
 }

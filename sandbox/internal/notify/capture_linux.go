@@ -48,9 +48,12 @@ import (
 // workspace file to a name outside the workspace (rule (a) below).
 //
 // Not captured: writes through a descriptor opened before the capture
-// started (inherited, or opened before the checkpoint it lands in was
-// opened), and changes of owner, timestamps or extended attributes, which
-// checkpoints do not restore.
+// started (inherited), and changes of owner, timestamps or extended
+// attributes, which checkpoints do not restore. Writes through a
+// descriptor or a shared mapping the command opened in an earlier
+// checkpoint make no call either: the session's registry of held files
+// (held_linux.go, CaptureOptions.Held) is how a checkpoint accounts for
+// them.
 
 // CaptureCalls are the calls change capture needs notified (the sandbox's
 // child program sends them, see its withCapture): name, and for open-like
@@ -162,6 +165,8 @@ type Capture struct {
 	// Options.Refusals); op is the call being answered, for them.
 	refusals *RefusalLog
 	op       string
+	// held: CaptureOptions.Held, or nil.
+	held *HeldFiles
 }
 
 // CaptureOptions configures the change capture of one command.
@@ -196,6 +201,11 @@ type CaptureOptions struct {
 	// /tmp is one too (onTmp). private_linux.go says what keeps a
 	// repository made there from reaching a place the person runs git.
 	Private func(path string) bool
+	// Held, if set, is the session's registry of files opened for
+	// writing (held_linux.go): every regular file with a workspace name
+	// the command opens for writing is added to it before the process
+	// gets the descriptor.
+	Held *HeldFiles
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -235,7 +245,22 @@ func NewCapture(opts CaptureOptions) *Capture {
 		w = opts.Watch
 	}
 	return &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
-		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private}
+		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private,
+		held: opts.Held}
+}
+
+// Quiesce waits for the call being answered to be done and holds off the
+// next ones until release is called: meanwhile none of the command's
+// captured calls is half-made (recorded but not yet performed), and any
+// process making one waits in it. A checkpoint's seal runs inside it, so
+// that every change the tree makes falls wholly into one checkpoint. The
+// caller must not hold what a hook waits for (the checkpoint's barrier).
+func (c *Capture) Quiesce() (release func()) {
+	if c == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	return c.mu.Unlock
 }
 
 // refusesGit is the .git rule's answer to a change of what t names (0:

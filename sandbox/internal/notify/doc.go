@@ -54,7 +54,12 @@
 //     Options.RootDev (the sandbox's root skeleton) and Options.Capture.
 //   - NewCapture(CaptureOptions): one command's change capture, with its
 //     hook (called before a change, with the workspace paths it changes)
-//     and its writer Watch.
+//     and its writer Watch; Capture.Quiesce holds its calls off while a
+//     checkpoint is sealed.
+//   - NewHeldFiles: a session's registry of the workspace files its
+//     commands opened for writing (CaptureOptions.Held; Files at a seal),
+//     and QuietCall, the calls a stopped tree may be blocked in
+//     (held_linux.go).
 //   - Errors: ErrUnsupported (this kernel or architecture cannot host the
 //     server), ErrTooManyEntries (HardLinkNames past its bound).
 //   - Within and HardLinkNames, the containment test and the hard-link
