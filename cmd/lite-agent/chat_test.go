@@ -369,7 +369,12 @@ func TestChatSaysWhatIsNotRewindable(t *testing.T) {
 	if cmd == nil {
 		t.Fatal("no output for session_start")
 	}
-	got := fmt.Sprintf("%v", cmd())
+	// What went to the scrollback, laid out wide enough for no wrapping.
+	var b strings.Builder
+	for _, render := range m.printed {
+		b.WriteString(render(1000) + "\n")
+	}
+	got := b.String()
 	for _, want := range []string{"session s1", "/data/out is writable but outside the workspace", "no rewind undoes them", `/tmp/x\x1b[2J`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("chat's start lacks %q:\n%s", want, got)
