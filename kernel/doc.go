@@ -148,8 +148,8 @@
 // The kernel imports no MCP client: a program without MCP servers links
 // neither the go-sdk nor its HTTP and SSE transports (TestKernelLinksNoMCPClient
 // runs go list -deps). It does import tools/builtin: the built-in tools
-// are the kernel's own contract (their names are an interface DESIGN.md
-// fixes, rules and CheckToolNames know them, their read-only hints are
+// are the kernel's own contract (their names are part of the API: rules,
+// hooks and CheckToolNames know them, their read-only hints are
 // trusted and they run in this process through the workspace's os.Root),
 // and the package links no go-sdk. Subagents stay in the kernel too: the
 // agent tool runs a nested loop over the session (its gate, sandbox,
@@ -260,7 +260,7 @@
 // the pointer named after its type (ToolCall for tool_call, Permission
 // for permission, Hook for hook, Result for result, ...), the others nil.
 // The payloads are plain structs with JSON tags. Its JSON, which is the
-// stream-json line of the CLI (a contract, DESIGN.md), is one flat object:
+// stream-json line of the CLI (a wire contract: docs/cli.md), is one flat object:
 // the common fields, then the payload's, in the payload's field order —
 // {"type":"tool_call","session_id":...,"id":...,"name":...,"input":...}.
 // UnmarshalJSON reads it back, and an event read from a line encodes to
