@@ -303,13 +303,12 @@
 // last output before the call ends may not get one, and none comes after
 // the call's tool_result, which carries the output the model sees.
 //
-// The typed payloads replaced one flat struct without changing a byte of
-// the stream: the golden transcript was recorded with the flat struct and
-// passes unchanged. In Go, the fields that one struct shared between
-// kinds are now each kind's own: a hook event's outcome is
-// HookFailureEvent.Outcome (it was Reason, which is a permission's), its
-// event a HookEvent, a thinking delta's text ThinkingDeltaEvent.Thinking,
-// a checkpoint's description CheckpointEvent.Checkpoint (it was Data).
+// Each kind's fields are its own, even where two kinds' JSON names
+// match: a hook event's outcome is HookFailureEvent.Outcome (a
+// permission's reason is PermissionEvent.Reason), its event a HookEvent, a
+// thinking delta's text ThinkingDeltaEvent.Thinking, a checkpoint's
+// description CheckpointEvent.Checkpoint. The golden transcript pins the
+// bytes of every kind.
 //
 // # Sessions
 //
