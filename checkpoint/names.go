@@ -21,7 +21,7 @@ import (
 //
 // The two forms are different JSON types, so no name can be mistaken for
 // another. A reader of format version 1 would reject the object form,
-// which is why logs are now written as version 2.
+// which is why logs are written as version 2.
 
 // exactName is a name the log stores byte-exact.
 type exactName string

@@ -148,8 +148,8 @@
 // The kernel imports no MCP client: a program without MCP servers links
 // neither the go-sdk nor its HTTP and SSE transports (TestKernelLinksNoMCPClient
 // runs go list -deps). It does import tools/builtin: the built-in tools
-// are the kernel's own contract (their names are an interface DESIGN.md
-// fixes, rules and CheckToolNames know them, their read-only hints are
+// are the kernel's own contract (their names are part of the API: rules,
+// hooks and CheckToolNames know them, their read-only hints are
 // trusted and they run in this process through the workspace's os.Root),
 // and the package links no go-sdk. Subagents stay in the kernel too: the
 // agent tool runs a nested loop over the session (its gate, sandbox,
@@ -260,7 +260,7 @@
 // the pointer named after its type (ToolCall for tool_call, Permission
 // for permission, Hook for hook, Result for result, ...), the others nil.
 // The payloads are plain structs with JSON tags. Its JSON, which is the
-// stream-json line of the CLI (a contract, DESIGN.md), is one flat object:
+// stream-json line of the CLI (a wire contract: docs/cli.md), is one flat object:
 // the common fields, then the payload's, in the payload's field order —
 // {"type":"tool_call","session_id":...,"id":...,"name":...,"input":...}.
 // UnmarshalJSON reads it back, and an event read from a line encodes to
@@ -303,13 +303,12 @@
 // last output before the call ends may not get one, and none comes after
 // the call's tool_result, which carries the output the model sees.
 //
-// The typed payloads replaced one flat struct without changing a byte of
-// the stream: the golden transcript was recorded with the flat struct and
-// passes unchanged. In Go, the fields that one struct shared between
-// kinds are now each kind's own: a hook event's outcome is
-// HookFailureEvent.Outcome (it was Reason, which is a permission's), its
-// event a HookEvent, a thinking delta's text ThinkingDeltaEvent.Thinking,
-// a checkpoint's description CheckpointEvent.Checkpoint (it was Data).
+// Each kind's fields are its own, even where two kinds' JSON names
+// match: a hook event's outcome is HookFailureEvent.Outcome (a
+// permission's reason is PermissionEvent.Reason), its event a HookEvent, a
+// thinking delta's text ThinkingDeltaEvent.Thinking, a checkpoint's
+// description CheckpointEvent.Checkpoint. The golden transcript pins the
+// bytes of every kind.
 //
 // # Sessions
 //

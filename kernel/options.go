@@ -143,7 +143,7 @@ type Options struct {
 	// per prompt bounds its own questions across them (chat keeps a
 	// netproxy.QuestionBudget; returning an error wrapping
 	// netproxy.ErrTooManyQuestions refuses with "not asked about"). nil
-	// (headless) refuses as before, the 403 naming the --allow-domain
+	// (headless) refuses at once, the 403 naming the --allow-domain
 	// that would allow it.
 	// deny_domains wins and is never asked about. It replaces
 	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.

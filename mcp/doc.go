@@ -141,8 +141,8 @@
 //     tools, whose handler only forwards over the session (the server is
 //     confined, and a re-executed child would not have the session) —
 //     with Tool.Call in this process. The mark is the Manager's, asked by
-//     the kernel of the toolset it was handed: a process-wide registry
-//     (IsProxy, before) let a marked tool run unconfined wherever it
+//     the kernel of the toolset it was handed, never a process-wide
+//     registry, which would let a marked tool run unconfined wherever it
 //     appeared;
 //   - closes the Manager when the session ends: sessions are closed,
 //     stdio servers get a grace period to exit, then their whole process

@@ -340,10 +340,9 @@ func (m *Manager) MayOffer(name string) []string {
 // package's own names: a rule naming them (DisallowedTools:
 // ["read_mcp_resource"]) is no misspelling when, once connected, no
 // server turns out to have resources — denying what is not there denies
-// nothing. Before, a Toolset said "any server" and a Manager "any server
-// that did not connect", so such a rule passed kernel.CheckToolNames and
-// then failed the Query. One rule for a Toolset before it opens and a
-// Manager after.
+// nothing. A Toolset before it opens and a Manager after answer by this
+// one rule, so a rule that passes kernel.CheckToolNames does not then
+// fail the Query.
 func mayOffer(name string, servers []string, unknown func(server string) bool) []string {
 	if name == ListResourcesTool || name == ReadResourceTool {
 		return slices.Clone(servers)

@@ -92,7 +92,8 @@ func TestCommandsResolveThroughThePersonsPath(t *testing.T) {
 
 // The case: PYENV_ROOT set, pyenv nowhere on the PATH. python3 is
 // the system's outside, so the python profile grants nothing of pyenv's
-// and puts nothing on PATH (it used to put $PYENV_ROOT/shims first).
+// and puts nothing on PATH (with $PYENV_ROOT/shims first, python3 would
+// be pyenv's inside and the system's outside).
 func TestPyenvRootAloneChangesNothing(t *testing.T) {
 	root := t.TempDir()
 	home := filepath.Join(root, "home")

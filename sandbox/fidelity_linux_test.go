@@ -14,8 +14,8 @@ import (
 // What a program that attacks nothing sees inside the sandbox, against
 // what it sees outside (issue 23). Each row is a small probe, run
 // unconfined and then confined with the same environment; its output must
-// be equal, or differ exactly as a kept difference says (README, "What
-// differs inside the sandbox", lists each with its reason).
+// be equal, or differ exactly as a kept difference says (docs/sandbox.md,
+// "What differs inside the sandbox", lists each with its reason).
 
 // fidelityRow is one probe.
 type fidelityRow struct {

@@ -2,7 +2,7 @@
 
 package sandbox
 
-// lite-agent is Linux-only, by decision (see "Platforms" in the README):
+// lite-agent is Linux-only, by decision (docs/install.md, "Platforms"):
 // confinement is Landlock + seccomp + cgroups, and the sandbox path is cgo
 // with libseccomp. There is no honest way to run a tool "confined" on a
 // system without them, and a stub that compiles but refuses everything

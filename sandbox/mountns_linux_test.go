@@ -132,8 +132,9 @@ func statT(t *testing.T, p string) syscall.Stat_t {
 
 // TestMountNSMetadataEveryNetworkMode: the network supervisor of modes
 // loopback and private resolves unix socket paths as the child would,
-// and accepts the sandbox's own mount namespace for it (netsup_linux.go,
-// sameRoot), so the read-only mounts hold in every mode.
+// and accepts the sandbox's own mount namespace for it (the notification
+// server's sameRoot, sandbox/internal/notify), so the read-only mounts hold
+// in every mode.
 func TestMountNSMetadataEveryNetworkMode(t *testing.T) {
 	for _, mode := range []NetworkMode{NetworkLoopback, NetworkPrivate, NetworkUnrestricted} {
 		t.Run(string(mode), func(t *testing.T) {

@@ -179,7 +179,7 @@ func presetLines(out string) map[string]string {
 	return lines
 }
 
-// restrictedRow is one environment of README's table.
+// restrictedRow is one environment of docs/containers.md's table.
 type restrictedRow struct {
 	name string
 	// launch returns how to run lite-agent there (the row skips when it

@@ -138,9 +138,9 @@ func ReadOnlyWorkspace(p *sandbox.Policy, workspace string) {
 // the narrower of the two modes, and the domain proxy (AllowDomains, and
 // OnUnknownDomain, which asks the person about other hosts) only for a
 // declaration of unrestricted network — the proxy is a way to the
-// internet. Kept, a policy's grants gave a handler declaring none (or
-// loopback, or private) a proxy to the allowed domains, and the asker let
-// it put questions to the person about any other host. (Under loopback
+// internet. Were the policy's grants kept, a handler declaring none (or
+// loopback, or private) would get a proxy to the allowed domains, and the
+// asker would let it put questions to the person about any other host. (Under loopback
 // and private the handler could still reach another sandbox's proxy on
 // 127.0.0.1 — the bash tool's, say — but the sandbox refuses every live
 // proxy to all commands but its own: TestOtherSandboxesProxyRefused.) A

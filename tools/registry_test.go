@@ -88,8 +88,8 @@ func TestServeConfinedCallMisuse(t *testing.T) {
 
 // TestForgottenServeFailsAtOnce: a program that never called
 // ServeConfinedCall gets CallConfined's refusal before any child starts
-// (sb is nil: nothing is started). It used to run the program's own main
-// in the sandbox until a 10 s handshake timeout.
+// (sb is nil: nothing is started): a child would run the program's own
+// main in the sandbox until the 10 s handshake timeout.
 func TestForgottenServeFailsAtOnce(t *testing.T) {
 	withServed(t, func() {
 		tool := noopTool("forgotten")

@@ -3,8 +3,9 @@
 // window and accounts for prompt caching as the API does: about seventy
 // turns, each reading a different ~14 KB file — more than the window in
 // all. It reports whether the session finished and its billed input
-// (input + 1.25 × cache writes + 0.1 × cache reads), beside Claude Code's
-// on the same session (from /work/shared/notes/model-facts.md: 1,167,540).
+// (input + 1.25 × cache writes + 0.1 × cache reads), beside Claude Code
+// 2.1's on the same session, measured once against a fake of the same kind
+// (1,167,540; -claude measures it again, side by side).
 //
 //	go run ./bench/longsession [-files 70] [-size 14000] [-window 200000] [-tell-window=false] [-claude PATH]
 //
@@ -29,7 +30,9 @@ import (
 )
 
 // claudeCode is Claude Code 2.1's billed input on the same session,
-// measured against the same kind of fake (model-facts.md).
+// measured once against the same kind of fake (BENCHMARKS.md, "A long
+// session against a windowed, caching fake of the API"); -claude measures
+// it again.
 const claudeCode = 1_167_540
 
 func main() {

@@ -563,7 +563,7 @@ func sandboxRefusalHint(err error) string {
 }
 
 // exitSandbox is the exit code of a run whose sandbox cannot run the
-// agent's commands on this host (README, "Exit codes"): the work was not
+// agent's commands on this host (docs/cli.md, "Exit codes"): the work was not
 // done, and rerunning will not help until `lite-agent sandbox check` says
 // the preset holds.
 const exitSandbox = 3

@@ -455,7 +455,7 @@ type presetReport struct {
 	Name    string `json:"name"`
 	Network string `json:"network"`
 	// Enforced: the preset's trial passed at the full level with nothing
-	// missing and nothing lost — every guarantee of the README held.
+	// missing and nothing lost — every guarantee of docs/security.md held.
 	Enforced bool `json:"enforced"`
 	// Refused is why the full level does not run the preset here: the
 	// sandbox's refusal (fail closed), or the trial step that failed.
@@ -592,8 +592,8 @@ func checkPreset(p policies.Preset, ws string) presetReport {
 	return r
 }
 
-// landlockFeatures says what each Landlock ABI adds (see
-// /work/shared/notes/sandbox-facts.md and landlock(7)).
+// landlockFeatures says what each Landlock ABI adds (see landlock(7) and
+// the kernel's Documentation/userspace-api/landlock.rst).
 var landlockFeatures = []string{
 	1: "file access",
 	2: "cross-directory links and renames (refer)",

@@ -14,7 +14,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 )
 
-// The stream-json output is a contract (DESIGN.md): these tests pin it.
+// The stream-json output is a wire contract (docs/cli.md): these tests pin it.
 // testdata/stream-json.txtar holds, for each scripted session below, the
 // exact lines `lite-agent run --output-format stream-json` writes, with
 // the volatile values normalised (normalizeStream). A change to the wire

@@ -35,10 +35,10 @@
 // backslashes before such a letter is k backslashes and an escape, 2k is
 // k backslashes and the letter — and still reads as written where no
 // escape can be meant: a regular expression's \d+\.go, a shell line's
-// "a\ b" or \\ pass unchanged. Before, backslashes were never doubled,
-// and untrusted text could spoof an escape: a command holding the two
-// characters \r (harmless to bash) looked the same as one holding a
-// carriage return, and a file named "x\x1b" like one holding an ESC.
+// "a\ b" or \\ pass unchanged. Without the doubling, untrusted text could
+// spoof an escape: a command holding the two characters \r (harmless to
+// bash) would look the same as one holding a carriage return, and a file
+// named "x\x1b" like one holding an ESC.
 // Combining marks and variation selectors pass: they attach to the
 // character before them and cannot move the cursor.
 //

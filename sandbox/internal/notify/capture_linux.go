@@ -24,7 +24,7 @@ import (
 // O_RDWR, O_CREAT, O_TRUNC), creat, truncate, unlink, rmdir, mkdir, mknod,
 // rename, link, symlink, the chmod family and bind (a unix socket bound to
 // a pathname is a new file). openat2 is not among them: the main program
-// answers it ENOSYS (the sandbox's seccomp_linux.go), so callers use
+// answers it ENOSYS (sandbox/internal/seccomp's rules_linux.go), so callers use
 // openat. The kernel allows one listener per filter chain, so these share
 // the listener of the notification server (server_linux.go), which hands
 // them to the command's Capture: it resolves the paths the call names, as the calling process would (its root, cwd or dirfd,

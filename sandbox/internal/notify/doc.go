@@ -28,13 +28,8 @@
 //   - one record of what a rule refused (refusals.go), for the
 //     command's report.
 //
-// (It replaced a second, connect-only server of modes none and
-// unrestricted, whose copy of the AF_UNIX rule resolved paths in the
-// supervisor's root and named the caller by its thread id as if it were a
-// process.)
-//
 // The package is internal to the sandbox: the sandbox builds the seccomp
-// programs that send the calls here (seccomp_linux.go there; the capture
+// programs that send the calls here (sandbox/internal/seccomp; the capture
 // calls come from CaptureCalls), starts a server for each listener with
 // Start, and maps its policy onto Options. Nothing else in the sandbox
 // looks inside. Its unit tests drive a real confined child without the
@@ -192,8 +187,8 @@
 // connected to an allowed private address, given IP_OPTIONS with a loose
 // source route afterwards, sends with plain send()/write() to the route's
 // first hop, a non-private address. The supervisor refuses such sockets
-// only when it sees a call. So the main filter (the sandbox's
-// seccomp_linux.go, routingSockopts) denies, in every mode but
+// only when it sees a call. So the main filter (sandbox/internal/seccomp's
+// rules_linux.go, routingSockopts) denies, in every mode but
 // unrestricted, the socket options that source-route (IP_OPTIONS, IPV6_RTHDR, IPV6_2292RTHDR,
 // IPV6_2292PKTOPTIONS) or force an egress interface (SO_BINDTODEVICE,
 // SO_BINDTOIFINDEX, IP_UNICAST_IF, IPV6_UNICAST_IF, sticky IPV6_PKTINFO:

@@ -1190,7 +1190,7 @@ func (c *netCall) handleListen() outcome {
 // kernel matches a socket bound to a device only against packets of that
 // device (TestWildcardListenerLocalOnly). Loopback carries only this
 // network namespace's own traffic, so who can reach the socket is who
-// could reach 127.0.0.1 — the same as before, the one difference allowed.
+// could reach 127.0.0.1, as for a socket bound there: the one difference allowed.
 // The command cannot undo it: seccomp refuses SO_BINDTODEVICE and
 // SO_BINDTOIFINDEX to it in every mode but unrestricted (routingSockopts
 // in sandbox/internal/seccomp). A stream socket is bound to the device

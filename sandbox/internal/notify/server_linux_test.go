@@ -22,7 +22,7 @@ import (
 )
 
 // Every test here addresses loopback or a host in a network namespace the
-// test made (testNet); see netsup_harness_linux_test.go.
+// test made (testNet); see harness_linux_test.go.
 
 func forEachFilter(t *testing.T, f func(t *testing.T, filter string)) {
 	for _, filter := range []string{"libseccomp", "waitkill"} {
