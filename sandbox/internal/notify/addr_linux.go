@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/netmode"
 )
 
 // Address rules of the network supervisor (server_linux.go).
@@ -20,23 +22,11 @@ import (
 // reaches is allowed. Where the kernel's interpretation differs by protocol,
 // the rule takes the strictest reading.
 
-// inetAllowed says whether mode lets a confined process reach ip.
-// IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4
-// address the kernel will use. Zones and scope ids are ignored: the address
-// alone decides. The IPv4-compatible form (::a.b.c.d) and NAT64
-// (64:ff9b::/96) are IPv6 addresses routed like any other, hence refused.
+// inetAllowed says whether mode lets a confined process reach ip, by the
+// one rule of every network mode (internal/netmode: IPv4-mapped addresses
+// judged as IPv4, zones ignored, look-alikes refused).
 func inetAllowed(mode Mode, ip netip.Addr) bool {
-	ip = ip.Unmap().WithZone("")
-	switch mode {
-	case ModeUnrestricted:
-		return true
-	case ModeLoopback:
-		return ip.IsLoopback() // 127.0.0.0/8, ::1
-	case ModePrivate:
-		// IsPrivate is exactly 10/8, 172.16/12, 192.168/16 and fc00::/7.
-		return ip.IsLoopback() || ip.IsPrivate()
-	}
-	return false
+	return netmode.Reaches(mode.String(), ip)
 }
 
 // inetBindAllowed says whether mode lets a confined process bind a socket
