@@ -11,9 +11,12 @@
 package paths
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Within reports whether p is root or beneath it. Both are cleaned first;
@@ -80,7 +83,44 @@ func Real(p string) string {
 // RealFrom resolves rest (relative, or absolute to restart at /) from dir,
 // a real directory, as Real does.
 func RealFrom(dir, rest string) string {
-	dest := dir
+	real, _ := resolve(dir, rest, false, nil)
+	return real
+}
+
+// ErrLinkRefused is wrapped by Resolve's error when its follow function
+// refused a symlink on the way.
+var ErrLinkRefused = errors.New("symlink not followed")
+
+// Resolve is Real for a path that must exist, with a say over symlinks:
+// before following one it calls follow with the link's own real path (its
+// directory resolved), and when follow returns false it stops with an
+// error wrapping ErrLinkRefused. A component that does not exist is an
+// error satisfying errors.Is(err, fs.ErrNotExist), also when a ".." comes
+// after it (the kernel does not pass there either); more than 40 links is
+// ELOOP, as in the kernel. A nil follow follows every link. A relative p
+// is taken from the working directory.
+func Resolve(p string, follow func(link string) bool) (string, error) {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		// The working directory is where the process is, not a path it
+		// walks: its links are not the follow function's to judge.
+		dir, err := resolve("/", wd, true, nil)
+		if err != nil {
+			return "", err
+		}
+		return resolve(dir, p, true, follow)
+	}
+	return resolve("/", p, true, follow)
+}
+
+// resolve walks rest from dest, a real directory, as the kernel does.
+// Lenient (strict false), a component that cannot be looked up ends the
+// walk with the rest cleaned onto it; strict, it is an error, and so is a
+// link follow refuses.
+func resolve(dest, rest string, strict bool, follow func(string) bool) (string, error) {
 	if filepath.IsAbs(rest) {
 		dest = "/"
 	}
@@ -98,23 +138,35 @@ func RealFrom(dir, rest string) string {
 		next := filepath.Join(dest, comp)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return filepath.Clean(next + "/" + rest)
+			if strict {
+				return "", err
+			}
+			return filepath.Clean(next + "/" + rest), nil
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			dest = next
 			continue
 		}
+		if follow != nil && !follow(next) {
+			return "", &fs.PathError{Op: "resolve", Path: next, Err: ErrLinkRefused}
+		}
 		links++
 		target, err := os.Readlink(next)
-		if err != nil || links > maxSymlinks {
-			return filepath.Clean(next + "/" + rest)
+		if err == nil && links > maxSymlinks {
+			err = &fs.PathError{Op: "resolve", Path: next, Err: syscall.ELOOP}
+		}
+		if err != nil {
+			if strict {
+				return "", err
+			}
+			return filepath.Clean(next + "/" + rest), nil
 		}
 		if filepath.IsAbs(target) {
 			dest = "/"
 		}
 		rest = target + "/" + rest
 	}
-	return dest
+	return dest, nil
 }
 
 // IsGitName reports whether name, one path component (trailing slashes
