@@ -5,12 +5,11 @@ package notify
 import (
 	"encoding/binary"
 	"net/netip"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lite-agent/lite-agent/internal/netmode"
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Address rules of the network supervisor (server_linux.go).
@@ -208,21 +207,16 @@ type UnixRequest struct {
 // UnixPathsUnder returns a decision function for Options.Unix
 // that allows pathname sockets at or below one of roots (typically the
 // policy's workspace, its read-write paths and its TMPDIR: the one AF_UNIX
-// rule of every network mode) and refuses the abstract namespace. Roots are resolved once, here, so a symlinked
-// workspace works.
+// rule of every network mode) and refuses the abstract namespace. Roots are
+// resolved once, here, as the kernel resolves them (paths.Real), so a
+// symlinked workspace works.
 func UnixPathsUnder(roots ...string) func(UnixRequest) bool {
 	var clean []string
 	for _, r := range roots {
 		if r == "" {
 			continue
 		}
-		if abs, err := filepath.Abs(r); err == nil {
-			r = abs
-		}
-		if res, err := filepath.EvalSymlinks(r); err == nil {
-			r = res
-		}
-		clean = append(clean, filepath.Clean(r))
+		clean = append(clean, paths.Real(r))
 	}
 	return func(req UnixRequest) bool {
 		if req.Abstract || req.Path == "" {
@@ -230,8 +224,8 @@ func UnixPathsUnder(roots ...string) func(UnixRequest) bool {
 		}
 		for _, r := range clean {
 			// The root itself counts: a read-write path may name a
-			// socket file (as Within() in env.go has it).
-			if r == "/" || req.Path == r || strings.HasPrefix(req.Path, r+"/") {
+			// socket file.
+			if paths.Within(req.Path, r) {
 				return true
 			}
 		}
