@@ -21,8 +21,13 @@ import (
 
 // Within reports whether p is root or beneath it. Both are cleaned first;
 // a relative path is never within an absolute root, nor the reverse.
-func Within(p, root string) bool {
-	p, root = filepath.Clean(p), filepath.Clean(root)
+func Within(p, root string) bool { return WithinClean(clean(p), clean(root)) }
+
+// WithinClean is Within for paths already clean (filepath.Clean(x) == x,
+// as the results of Clean, Real and the kernel's own paths are), for the
+// loops that ask it of every rule or every captured call: it compares
+// the text as it is, and an unclean path gets a wrong answer.
+func WithinClean(p, root string) bool {
 	if filepath.IsAbs(p) != filepath.IsAbs(root) {
 		return false
 	}
@@ -40,7 +45,7 @@ func Within(p, root string) bool {
 
 // Beneath reports whether p is strictly beneath root (not root itself).
 func Beneath(p, root string) bool {
-	return Within(p, root) && filepath.Clean(p) != filepath.Clean(root)
+	return Within(p, root) && clean(p) != clean(root)
 }
 
 // Rel returns p relative to root ("." for root itself) and true, or "" and
@@ -49,7 +54,7 @@ func Rel(root, p string) (string, bool) {
 	if !Within(p, root) {
 		return "", false
 	}
-	p, root = filepath.Clean(p), filepath.Clean(root)
+	p, root = clean(p), clean(root)
 	switch {
 	case p == root:
 		return ".", true
@@ -59,6 +64,64 @@ func Rel(root, p string) (string, bool) {
 		return p, true
 	}
 	return p[len(root)+1:], true
+}
+
+// clean is filepath.Clean, without its cost for a path that is clean
+// already (as most are: the checks run on every rule and every captured
+// call, and Clean takes a hundred times as long as the comparison).
+func clean(p string) string {
+	if isClean(p) {
+		return p
+	}
+	return filepath.Clean(p)
+}
+
+// isClean reports whether filepath.Clean(p) == p: not empty, no empty,
+// "." or ".." component (but leading ".." of a relative path), no
+// trailing slash (but "/" itself); "." alone is clean. It looks only at
+// the dots and doubled slashes (searched for, not walked to).
+func isClean(p string) bool {
+	switch {
+	case p == "":
+		return false
+	case len(p) > 1 && p[len(p)-1] == '/', strings.Contains(p, "//"):
+		return false
+	}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(p[i:], '.')
+		if j < 0 {
+			return true
+		}
+		i += j
+		if i > 0 && p[i-1] != '/' {
+			continue // a dot inside a name
+		}
+		end := i + 1
+		if end < len(p) && p[end] == '.' {
+			end++
+		}
+		if end < len(p) && p[end] != '/' {
+			continue // a name that starts with dots
+		}
+		if end == i+1 {
+			return p == "." // a "." component
+		}
+		// A ".." component: clean only in a relative path's leading run.
+		if !leadingDotDots(p[:i]) {
+			return false
+		}
+		i = end - 1
+	}
+}
+
+// leadingDotDots reports whether s is "" or a run of "../".
+func leadingDotDots(s string) bool {
+	for ; s != ""; s = s[3:] {
+		if len(s) < 3 || s[:3] != "../" {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSymlinks bounds the links followed in one path, as the kernel does.

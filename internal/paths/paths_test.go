@@ -147,3 +147,41 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve relative to a working directory reached through a link = %q, %v", got, err)
 	}
 }
+
+// TestIsClean: isClean agrees with filepath.Clean, so that skipping
+// Clean for a clean path never changes an answer.
+func TestIsClean(t *testing.T) {
+	for _, p := range []string{
+		"", "/", ".", "..", "../..", "../a", "a/..", "a/../b", "/..", "/../a", "/a/..",
+		"//", "/a//b", "a//", "/a/", "a/", "./a", "a/.", "/a/./b", "/a/b", "a", "a/b",
+		"..a", "/..a", "a/..b", "/ws/..foo", ".../x", "../../a/../b", "/a/b/.", "./", "../",
+		"../.", "./..", "/.", ".a", "/.git", "a/.b/.", "...",
+	} {
+		if got, want := isClean(p), filepath.Clean(p) == p; got != want {
+			t.Errorf("isClean(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func FuzzIsClean(f *testing.F) {
+	for _, s := range []string{"/a/../b", "../a", "a//b", "/", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if got, want := isClean(p), filepath.Clean(p) == p; got != want {
+			t.Errorf("isClean(%q) = %v, want %v", p, got, want)
+		}
+	})
+}
+
+// TestWithinCleanAgrees: on clean paths WithinClean is Within.
+func TestWithinCleanAgrees(t *testing.T) {
+	ps := []string{"/", "/ws", "/ws/a", "/ws/..foo", "/wsx", "/w", "/etc", ".", "a", "a/b", "..", "../a", "..a"}
+	for _, p := range ps {
+		for _, r := range ps {
+			if WithinClean(p, r) != Within(p, r) {
+				t.Errorf("WithinClean(%q, %q) = %v, Within says %v", p, r, WithinClean(p, r), Within(p, r))
+			}
+		}
+	}
+}
