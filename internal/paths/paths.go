@@ -4,10 +4,17 @@
 // repository's ".git". Every package asks them through here, so that one
 // rule holds everywhere (a lexical "starts with .." test takes a file named
 // "..foo" for outside; filepath.Abs removes ".." before symlinks are
-// followed, unlike the kernel).
+// followed, unlike the kernel; ".git" had two case rules).
 //
-// Within and Rel are lexical: they compare cleaned absolute paths as text.
-// When a symlink could lead out of the root, resolve first with Real.
+// Within, Beneath and Rel are lexical: they compare cleaned paths as text
+// (WithinClean skips the cleaning, for loops over paths known clean).
+// When a symlink could lead out of the root, resolve first: Real for a
+// path that may not exist yet, Resolve for one that must, with a say over
+// each symlink on the way.
+//
+// TestNoAdHocContainment (guard_test.go) fails on a hand-written answer
+// anywhere else in the module: a filepath.Rel result compared with "..",
+// a HasPrefix(p, root+"/"), a comparison with ".git".
 package paths
 
 import (
