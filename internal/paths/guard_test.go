@@ -155,6 +155,11 @@ func fixedRoot(p string) bool { return strings.HasPrefix(p, "/proc/") }
 
 func indexSlash(p, root string) bool { return len(p) > len(root) && p[len(root)] == '/' }
 
+func cutThenSlash(p, root string) bool {
+	rel, ok := strings.CutPrefix(p, root)
+	return ok && (rel == "" || rel[0] == '/')
+}
+
 func gitEq(name string) bool { return name == ".git" }
 
 func gitSwitch(name string) bool {
@@ -198,6 +203,7 @@ func fine(p, root, name string) bool {
 		"heldPrefix:prefix-slash":  1,
 		"fixedRoot:prefix-slash":   1,
 		"indexSlash:index-slash":   1,
+		"cutThenSlash:index-slash": 1,
 		"gitEq:git-name":           1,
 		"gitSwitch:git-name":       1,
 		"gitFold:git-name":         1,
@@ -238,7 +244,8 @@ func (f adHoc) String() string {
 //     y+"/" or y+string(filepath.Separator) (directly, or through a
 //     variable of the function that holds one), or against a literal
 //     absolute directory with its trailing slash ("/proc/");
-//   - index-slash: p[len(root)] == '/';
+//   - index-slash: p[len(root)] == '/', and rest[0] == '/' of a rest
+//     that strings.CutPrefix or TrimPrefix gave;
 //   - git-name: a comparison or case with ".git", strings.EqualFold with
 //     it, and a HasPrefix/HasSuffix/Contains/Index against ".git/",
 //     "/.git" or "/.git/".
@@ -278,7 +285,7 @@ func findAdHoc(file string, src []byte) ([]adHoc, error) {
 		}
 		// The names the function gives a filepath.Rel result, and a
 		// directory with its separator appended.
-		rels, slashed := map[string]bool{}, map[string]bool{}
+		rels, slashed, cut := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		ast.Inspect(body, func(n ast.Node) bool {
 			a, ok := n.(*ast.AssignStmt)
 			if !ok || len(a.Rhs) != 1 || len(a.Lhs) == 0 {
@@ -290,6 +297,9 @@ func findAdHoc(file string, src []byte) ([]adHoc, error) {
 			}
 			if isCall(a.Rhs[0], "filepath", "Rel") {
 				rels[id.Name] = true
+			}
+			if isCall(a.Rhs[0], "strings", "CutPrefix", "TrimPrefix") {
+				cut[id.Name] = true
 			}
 			if len(a.Lhs) == 1 && isSlashed(a.Rhs[0]) {
 				slashed[id.Name] = true
@@ -324,6 +334,8 @@ func findAdHoc(file string, src []byte) ([]adHoc, error) {
 					case ok && lit == ".git":
 						add(fn, "git-name", n)
 					case isCharSlash(pair[1]) && isIndexByLen(pair[0]):
+						add(fn, "index-slash", n)
+					case isCharSlash(pair[1]) && isFirstOf(pair[0], cut):
 						add(fn, "index-slash", n)
 					default:
 						continue
@@ -454,6 +466,16 @@ func isSlashed(e ast.Expr) bool {
 func isCharSlash(e ast.Expr) bool {
 	b, ok := e.(*ast.BasicLit)
 	return ok && b.Kind == token.CHAR && b.Value == "'/'"
+}
+
+// isFirstOf reports whether e is x[0], x one of names.
+func isFirstOf(e ast.Expr, names map[string]bool) bool {
+	ix, ok := e.(*ast.IndexExpr)
+	if !ok || !isIdent(ix.X, names) {
+		return false
+	}
+	b, ok := ix.Index.(*ast.BasicLit)
+	return ok && b.Kind == token.INT && b.Value == "0"
 }
 
 // isIndexByLen reports whether e is x[len(y)].
