@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // AgentLink is a symlink that an agent created in a recorded session.
@@ -101,8 +103,8 @@ func AgentSymlink(stateDir, path string) (*AgentLink, error) {
 			if err != nil || ws == "" {
 				continue // not ours to judge: verify reports broken logs
 			}
-			rel, err := filepath.Rel(ws, c.real)
-			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			rel, ok := paths.Rel(ws, c.real)
+			if !ok || rel == "." {
 				continue // the link is not inside this session's workspace
 			}
 			h, err := readHistory(lp)

@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/lite-agent/lite-agent/internal/gitignore"
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/internal/safefile"
 )
 
@@ -204,10 +206,9 @@ func (ig *ignorer) createdAncestorLocked(rel string) string {
 func (ig *ignorer) ignored(rel string, isDir bool) (name, why string, ok bool) {
 	if isGitPath(rel) {
 		// Named as the .git directory (the highest one on the path).
-		if i := strings.Index("/"+rel+"/", "/.git/"); i > 0 {
-			return rel[:i-1] + "/.git/", "git metadata", true
-		}
-		return ".git/", "git metadata", true
+		parts := strings.Split(rel, "/")
+		i := slices.IndexFunc(parts, paths.IsGitName)
+		return strings.Join(parts[:i+1], "/") + "/", "git metadata", true
 	}
 	name, p := ig.tree.Ignored(rel, isDir)
 	if p == nil {
@@ -270,7 +271,6 @@ func storeObject(st *store) func(pstate) ([]byte, error) {
 	}
 }
 
-// isGitPath reports whether rel is inside (or is) a .git directory.
-func isGitPath(rel string) bool {
-	return rel == ".git" || strings.HasPrefix(rel, ".git/") || strings.Contains(rel, "/.git/") || strings.HasSuffix(rel, "/.git")
-}
+// isGitPath reports whether rel is inside (or is) a .git directory, in
+// any case (paths.IsGitName: the sandbox's rule).
+func isGitPath(rel string) bool { return paths.HasGitComponent(rel) }

@@ -45,6 +45,8 @@ func TestIgnoreMatcher(t *testing.T) {
 		{"special.bak", false, "", ""},
 		{".git/config", false, ".git/", "git metadata"},
 		{"vendor/x/.git/HEAD", false, "vendor/x/.git/", "git metadata"},
+		{"up/.GIT/config", false, "up/.GIT/", "git metadata"}, // any case: paths.IsGitName
+		{"a/.github/x", false, "", ""},
 	} {
 		name, why, ok := ig.ignored(c.path, c.dir)
 		if (c.want != "") != ok || name != c.want || (ok && why != c.where) {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // The property: whatever sequence of file operations is recorded (each
@@ -180,7 +182,7 @@ func (m *model) step() {
 			return
 		}
 		q := m.randPath()
-		if under(q, p) || under(p, q) {
+		if paths.Within(q, p) || paths.Within(p, q) {
 			return
 		}
 		missing, ok := m.parents(q)

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Options configure a Recorder. The zero value (or nil) gives the defaults.
@@ -330,11 +332,7 @@ func realDir(ws string) (string, error) {
 // checkOutside refuses a state directory inside the workspace: anything the
 // agent runs could then rewrite the history it is judged by.
 func checkOutside(stateDir, workspace string) error {
-	sd := stateDir
-	if real, err := resolveExisting(stateDir); err == nil {
-		sd = real
-	}
-	if under(filepath.ToSlash(sd), filepath.ToSlash(workspace)) {
+	if paths.Within(paths.Real(stateDir), workspace) {
 		return fmt.Errorf("checkpoint: the state directory %s is inside the workspace %s; it must be outside, so that nothing the agent runs can rewrite the checkpoints", stateDir, workspace)
 	}
 	return nil
@@ -465,7 +463,7 @@ func (r *Recorder) RecordSnapshot(p string) error {
 		// too when it is inside the workspace (even when the link itself
 		// was recorded already).
 		if real, err := filepath.EvalSymlinks(filepath.Join(r.workspace, rel)); err == nil {
-			if t, err := filepath.Rel(r.workspace, real); err == nil && t != "." && t != ".." && !strings.HasPrefix(t, "../") {
+			if t, ok := paths.Rel(r.workspace, real); ok && t != "." {
 				rels = append(rels, filepath.ToSlash(t))
 			}
 		}
@@ -500,7 +498,7 @@ func (r *Recorder) forgetWrites(rels []string) error {
 				continue
 			}
 			for _, rel := range rels {
-				if under(p, rel) {
+				if paths.Within(p, rel) {
 					t.wrote = nil
 					r.reported--
 					recs = append(recs, record{T: "post", CP: cp, Path: exactName(p)})
@@ -540,8 +538,8 @@ func (r *Recorder) RecordWrite(p string, content []byte) error {
 		if err != nil {
 			return nil
 		}
-		t, err := filepath.Rel(r.workspace, real)
-		if err != nil || t == "." || t == ".." || strings.HasPrefix(t, "../") {
+		t, ok := paths.Rel(r.workspace, real)
+		if !ok || t == "." {
 			return nil
 		}
 		rel = filepath.ToSlash(t)
@@ -997,15 +995,15 @@ func (r *Recorder) sealOpen(info SealInfo, detail string, rewindTo *int, held *h
 	// Everything now below a recorded directory that was not recorded did
 	// not exist when the directory was recorded (a recorded directory is
 	// recorded with its whole subtree): its pre-image is "absent".
-	paths := append([]string(nil), r.order...)
-	sort.Strings(paths)
+	ordered := append([]string(nil), r.order...)
+	sort.Strings(ordered)
 	var walked []string
-	for _, p := range paths {
+	for _, p := range ordered {
 		t := r.touched[p]
 		if t.shallow {
 			continue
 		}
-		if len(walked) > 0 && under(p, walked[len(walked)-1]) {
+		if len(walked) > 0 && paths.Within(p, walked[len(walked)-1]) {
 			continue
 		}
 		fi, err := r.root.Lstat(p)
@@ -1267,14 +1265,14 @@ func (r *Recorder) countLines(e *entry, pre, post []byte) {
 // it as a conflict. Paths touched in the open checkpoint are the agent's:
 // events carry no process id, so a path the agent recorded in the open
 // checkpoint is taken to be changed by the agent.
-func (r *Recorder) NoteExternal(paths []string) {
+func (r *Recorder) NoteExternal(changed []string) {
 	r.barrier.RLock()
 	defer r.barrier.RUnlock()
 	if r.isClosed() || r.mode != modeRecord {
 		return
 	}
-	rels := make([]string, 0, len(paths))
-	for _, p := range paths {
+	rels := make([]string, 0, len(changed))
+	for _, p := range changed {
 		if rel, err := relPath(r.workspace, p); err == nil {
 			rels = append(rels, rel)
 		}
@@ -1312,8 +1310,8 @@ func (r *Recorder) NoteExternal(paths []string) {
 	sort.Strings(tracked)
 	for _, rel := range rels {
 		add(rel)
-		prefix := rel + "/"
-		for i := sort.SearchStrings(tracked, prefix); i < len(tracked) && strings.HasPrefix(tracked[i], prefix); i++ {
+		// The paths beneath rel sort together, from rel+"/" on.
+		for i := sort.SearchStrings(tracked, rel+"/"); i < len(tracked) && paths.Beneath(tracked[i], rel); i++ {
 			add(tracked[i])
 		}
 	}

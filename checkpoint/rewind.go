@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // RewindOptions configure a rewind. Which of files and conversation to
@@ -409,7 +411,7 @@ func (r *Recorder) selectPaths(plans map[string]*pathPlan, want []string) ([]str
 		}
 		n := 0
 		for p := range plans {
-			if under(p, rel) {
+			if paths.Within(p, rel) {
 				chosen[p] = true
 				n++
 			}

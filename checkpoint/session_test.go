@@ -282,3 +282,68 @@ func TestNoteExternalCoversPathsBelowADirectory(t *testing.T) {
 		t.Fatalf("external: %d %+v", len(ext), ext)
 	}
 }
+
+// TestWatcherSeesNamesBeginningWithDots: a change made outside the agent
+// to a file whose name begins with ".." (a name like any other, inside
+// the workspace) is noted like any other. The watcher took every
+// workspace-relative path starting with ".." for one outside.
+func TestWatcherSeesNamesBeginningWithDots(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := e.rec.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.write("..foo", "agent\n")
+	e.write("a.txt", "agent\n")
+	e.seal("write")
+	e.plain("..foo", "the user's edit\n")
+	e.plain("a.txt", "the user's edit\n")
+
+	want := "..foo=file a.txt=file"
+	var got []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		cps := e.rec.Checkpoints()
+		got = got[:0]
+		for _, x := range cps[len(cps)-1].External {
+			got = append(got, x.Path+"="+string(x.Now))
+		}
+		if strings.Join(got, " ") == want {
+			return
+		}
+	}
+	t.Fatalf("external changes: %v, want %s", got, want)
+}
+
+// TestRelPathThroughADanglingLink: a path through a link to a directory
+// not made yet has the key it will have once the directory exists (where
+// the kernel will put the file), not one through the link's name.
+func TestRelPathThroughADanglingLink(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("later", filepath.Join(ws, "dl")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := relPath(ws, "dl/x.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, "later"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	after, err := relPath(ws, "dl/x.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != "later/x.txt" || after != before {
+		t.Fatalf("the key of dl/x.txt: %q before later/ exists, %q after; want later/x.txt both times", before, after)
+	}
+	if err := os.Symlink(t.TempDir()+"/later", filepath.Join(ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relPath(ws, "out/x.txt"); !errors.Is(err, ErrOutsideWorkspace) {
+		t.Fatalf("a path through a dangling link out of the workspace: %v, want ErrOutsideWorkspace", err)
+	}
+}

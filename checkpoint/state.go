@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Kind is what a workspace path is at some moment.
@@ -260,33 +262,26 @@ func relPath(workspace, p string) (string, error) {
 	if p == "" {
 		return "", errors.New("empty path")
 	}
-	var rel string
-	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(workspace, filepath.Clean(p))
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", p, ErrOutsideWorkspace)
-		}
-		rel = r
-	} else {
-		rel = filepath.Clean(p)
+	root := workspace // an absolute path names the workspace's own
+	if !filepath.IsAbs(p) {
+		root = "."
+	}
+	rel, ok := paths.Rel(root, p)
+	if !ok {
+		return "", fmt.Errorf("%s: %w", p, ErrOutsideWorkspace)
 	}
 	if rel == "." {
 		return "", fmt.Errorf("%s is the workspace root itself; record the paths inside it", p)
-	}
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("%s: %w", p, ErrOutsideWorkspace)
 	}
 	dir, base := filepath.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
 		return filepath.ToSlash(rel), nil
 	}
-	realDir, err := resolveExisting(filepath.Join(workspace, dir))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", p, err)
-	}
-	rd, err := filepath.Rel(workspace, realDir)
-	if err != nil || rd == ".." || strings.HasPrefix(rd, "../") {
+	// Where the kernel finds the directory now, as far as it exists.
+	realDir := paths.Real(filepath.Join(workspace, dir))
+	rd, ok := paths.Rel(workspace, realDir)
+	if !ok {
 		return "", fmt.Errorf("%s resolves to %s: %w", p, realDir, ErrOutsideWorkspace)
 	}
 	if rd == "." {
@@ -295,33 +290,7 @@ func relPath(workspace, p string) (string, error) {
 	return filepath.ToSlash(path.Join(filepath.ToSlash(rd), base)), nil
 }
 
-// resolveExisting resolves the symlinks of the longest existing prefix of p
-// and appends the rest unchanged.
-func resolveExisting(p string) (string, error) {
-	real, err := filepath.EvalSymlinks(p)
-	if err == nil {
-		return real, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		return "", err
-	}
-	parent := filepath.Dir(p)
-	if parent == p {
-		return p, nil
-	}
-	rp, err := resolveExisting(parent)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(rp, filepath.Base(p)), nil
-}
-
 // depth is the number of elements of a relative slash path.
 func depth(rel string) int { return strings.Count(rel, "/") + 1 }
-
-// under reports whether rel is dir or inside it.
-func under(rel, dir string) bool {
-	return rel == dir || strings.HasPrefix(rel, dir+"/")
-}
 
 var nowFunc = time.Now

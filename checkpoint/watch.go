@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // The watcher notices changes made outside the agent while a session runs.
@@ -117,12 +118,12 @@ func (w *watcher) loop(ctx context.Context) {
 		if len(pending) == 0 {
 			return
 		}
-		paths := make([]string, 0, len(pending))
+		batch := make([]string, 0, len(pending))
 		for p := range pending {
-			paths = append(paths, p)
+			batch = append(batch, p)
 		}
 		clear(pending)
-		w.r.NoteExternal(paths)
+		w.r.NoteExternal(batch)
 	}
 	add := func(rel string) {
 		if len(pending) == 0 {
@@ -138,8 +139,8 @@ func (w *watcher) loop(ctx context.Context) {
 			if !ok {
 				return
 			}
-			rel, err := filepath.Rel(w.r.workspace, ev.Name)
-			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			rel, ok := paths.Rel(w.r.workspace, ev.Name)
+			if !ok || rel == "." {
 				continue
 			}
 			rel = filepath.ToSlash(rel)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -364,7 +365,7 @@ func resolveStateDir(dir, workspace string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	if rel, err := filepath.Rel(workspace, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+	if paths.Within(abs, workspace) {
 		return "", fmt.Errorf("kernel: the state directory %s is inside the workspace %s; it must be outside, so that nothing the agent runs can rewrite the session history", abs, workspace)
 	}
 	return abs, nil
@@ -615,7 +616,7 @@ func (r *run) notRewindable() []string {
 	}
 	var out []string
 	for _, p := range r.opts.Sandbox.ReadWritePaths {
-		if rel, err := filepath.Rel(r.workspace, p); err == nil && filepath.IsLocal(rel) || p == r.workspace {
+		if paths.Within(p, r.workspace) {
 			continue
 		}
 		if !slices.Contains(out, p) {

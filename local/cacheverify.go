@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // # Verifying what a toolchain checks only once
@@ -211,19 +213,20 @@ func hashModuleDir(dir, prefix string) (string, error) {
 			return fmt.Errorf("%s is not a regular file", p)
 		}
 		rel, _ := filepath.Rel(dir, p)
-		files = append(files, prefix+"/"+filepath.ToSlash(rel))
+		files = append(files, filepath.ToSlash(rel))
 		return nil
 	})
 	if err != nil {
 		return "", err
 	}
-	slices.Sort(files)
+	slices.Sort(files) // the order of prefix+"/"+f too
 	h := sha256.New()
-	for _, f := range files {
+	for _, rel := range files {
+		f := prefix + "/" + rel
 		if strings.Contains(f, "\n") {
 			return "", fmt.Errorf("file name %q has a newline", f)
 		}
-		r, err := os.Open(filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(f, prefix+"/"))))
+		r, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
 		if err != nil {
 			return "", err
 		}
@@ -432,11 +435,11 @@ func sameAsCrate(dir, crate, top string) bool {
 		if err != nil {
 			return false
 		}
-		rel, ok := strings.CutPrefix(filepath.ToSlash(filepath.Clean(hdr.Name)), top+"/")
+		rel, ok := paths.Rel(top, filepath.ToSlash(hdr.Name))
 		switch {
 		case hdr.Typeflag == tar.TypeDir:
 			continue
-		case !ok || hdr.Typeflag != tar.TypeReg || strings.HasPrefix(rel, "../"):
+		case !ok || rel == "." || hdr.Typeflag != tar.TypeReg:
 			return false
 		}
 		want := sha256.New()

@@ -161,3 +161,23 @@ func TestVerifyCratesRemovesEditedSources(t *testing.T) {
 		t.Errorf("a second check with nothing changed: %q", notes)
 	}
 }
+
+// TestHashModuleDirIsDirhash: hashModuleDir gives what
+// golang.org/x/mod/sumdb/dirhash.HashDir(dir, prefix, Hash1) gives (the
+// want below was computed by it), with names that sort differently
+// around "/" ("a-b/", "a.b/", "a/").
+func TestHashModuleDirIsDirhash(t *testing.T) {
+	d := t.TempDir()
+	for p, c := range map[string]string{"a.go": "x\n", "a-b/c.go": "y\n", "a/b.go": "z\n", "a.b/d.go": "w\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(d, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const want = "h1:8aRw++L94+gl9esaBf9vkpMQWc/G4gXFwDaSg6msdqc="
+	if got, err := hashModuleDir(d, "example.com/m@v1.0.0"); err != nil || got != want {
+		t.Fatalf("hashModuleDir = %q, %v; want %q", got, err, want)
+	}
+}

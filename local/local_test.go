@@ -254,3 +254,47 @@ func TestNewRefusesWritableOwnPolicy(t *testing.T) {
 		t.Errorf("a workspace elsewhere: %v", err)
 	}
 }
+
+// TestOwnFilesResolvedAsTheKernelDoes: the policy file's path is judged
+// where the kernel finds it. Through a link of the user's into the
+// workspace and then "..", ~/cfg/../lite-agent/policy.toml is a file in
+// the workspace, which a command can write and the next session would
+// load as the user's own; filepath.Abs drops the ".." before the link is
+// followed and put it beside the link, outside, so the sandbox was
+// accepted.
+func TestOwnFilesResolvedAsTheKernelDoes(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	for _, d := range []string{filepath.Join(ws, "sub"), home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(ws, "sub"), filepath.Join(home, "cfg")); err != nil {
+		t.Fatal(err)
+	}
+	user := home + "/cfg/../lite-agent/policy.toml" // not filepath.Join: it cleans
+	// The attack: what a command writes in the workspace is what that
+	// path reads.
+	if err := os.MkdirAll(filepath.Join(ws, "lite-agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "lite-agent", "policy.toml"), []byte("planted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(user); err != nil || string(b) != "planted" {
+		t.Fatalf("the path does not lead into the workspace (%q, %v): the refusal below would prove nothing", b, err)
+	}
+	load := &policies.LoadOptions{UserFile: user, TrustStore: filepath.Join(base, "trust")}
+	err = ownFilesOutsideWritable(sandbox.Policy{Workspace: ws}, load)
+	if err == nil || !strings.Contains(err.Error(), "holds your lite-agent policy file") {
+		t.Fatalf("ownFilesOutsideWritable = %v, want a refusal naming the policy file", err)
+	}
+	// The same layout with the workspace elsewhere is fine.
+	if err := ownFilesOutsideWritable(sandbox.Policy{Workspace: filepath.Join(base, "other")}, load); err != nil {
+		t.Fatalf("a workspace elsewhere: %v", err)
+	}
+}

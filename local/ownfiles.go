@@ -2,9 +2,9 @@ package local
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -29,10 +29,10 @@ func ownFilesOutsideWritable(sb sandbox.Policy, load *policies.LoadOptions) erro
 	case "-": // no user file is read: nothing to protect
 	case "":
 		if f, err := policies.UserFile(); err == nil {
-			own = append(own, owned{filepath.Dir(f), "your lite-agent policy file"})
+			own = append(own, owned{parentOf(f), "your lite-agent policy file"})
 		}
 	default:
-		own = append(own, owned{filepath.Dir(o.UserFile), "your lite-agent policy file"})
+		own = append(own, owned{parentOf(o.UserFile), "your lite-agent policy file"})
 	}
 	store := o.TrustStore
 	if store == "" {
@@ -43,12 +43,15 @@ func ownFilesOutsideWritable(sb sandbox.Policy, load *policies.LoadOptions) erro
 	}
 	roots := append([]string{sb.Workspace}, sb.ReadWritePaths...)
 	for _, w := range own {
-		dir := resolvedPath(w.dir)
+		// Both as the kernel resolves them, as far as they exist (the
+		// policy directory may not exist yet: a command could create it;
+		// a ".." after a link climbs from the link's target).
+		dir := paths.Real(w.dir)
 		for _, r := range roots {
 			if r == "" {
 				continue
 			}
-			if rr := resolvedPath(r); rr == dir || strings.HasPrefix(dir, strings.TrimSuffix(rr, "/")+"/") {
+			if paths.Within(dir, paths.Real(r)) {
 				return fmt.Errorf("commands could write %s (beneath the writable %s), which holds %s: "+
 					"a command could widen its own next session. Run lite-agent in a project directory, not there", dir, r, w.what)
 			}
@@ -57,24 +60,9 @@ func ownFilesOutsideWritable(sb sandbox.Policy, load *policies.LoadOptions) erro
 	return nil
 }
 
-// resolvedPath is p made absolute with its symlinks resolved, as far as
-// it exists (the policy directory may not exist yet: a command could
-// create it).
-func resolvedPath(p string) string {
-	p, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
-	rest := ""
-	for cur := p; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
+// parentOf is the directory that holds the entry f, as written, for
+// paths.Real to resolve: filepath.Dir would clean a ".." away before the
+// link it follows is resolved.
+func parentOf(f string) string {
+	return f[:strings.LastIndexByte(f, '/')+1] // "" (the working directory) for a bare name
 }

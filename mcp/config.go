@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/netmode"
 	"github.com/lite-agent/lite-agent/internal/safefile"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -350,18 +351,7 @@ func networkFor(host string) tools.Network {
 		return tools.NetworkLoopback
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		return networkOfAddr(a)
-	}
-	return tools.NetworkUnrestricted
-}
-
-func networkOfAddr(a netip.Addr) tools.Network {
-	a = a.Unmap()
-	switch {
-	case a.IsLoopback():
-		return tools.NetworkLoopback
-	case a.IsPrivate():
-		return tools.NetworkPrivate
+		return tools.Network(netmode.Needed(a))
 	}
 	return tools.NetworkUnrestricted
 }

@@ -86,7 +86,7 @@ func dialControl(mode tools.Network) func(network, address string, _ syscall.Raw
 		if err != nil {
 			return fmt.Errorf("%w: cannot parse %q", ErrNetworkRefused, address)
 		}
-		if !networkOfAddr(ap.Addr()).Within(mode) {
+		if !mode.Reaches(ap.Addr()) {
 			return fmt.Errorf("%w: %s is not %s", ErrNetworkRefused, ap.Addr(), mode)
 		}
 		return nil

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -248,7 +250,7 @@ func workspaceOnly(progs []string, ws string) []string {
 	var out []string
 	for _, f := range progs {
 		real, err := filepath.EvalSymlinks(f)
-		if err == nil && under(real, []string{wsReal}) {
+		if err == nil && paths.Within(real, wsReal) {
 			out = append(out, real)
 		}
 	}
@@ -283,7 +285,7 @@ func programPaths(cfg *ServerConfig, system []string) []string {
 			cands = append(cands, real)
 		}
 		for _, p := range cands {
-			if under(p, system) {
+			if slices.ContainsFunc(system, func(r string) bool { return paths.Within(p, r) }) {
 				continue
 			}
 			if i := strings.Index(p, "/node_modules/"); i >= 0 {
@@ -315,16 +317,6 @@ func lookPath(cmd, path string) string {
 		return p
 	}
 	return ""
-}
-
-// under reports whether p is one of roots or inside one.
-func under(p string, roots []string) bool {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 func dedupe(ps []string) []string {

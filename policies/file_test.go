@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 func TestParseFile(t *testing.T) {
@@ -248,8 +250,8 @@ func TestRealPath(t *testing.T) {
 		{real + "/missing/../../z", filepath.Dir(real) + "/z"}, // beyond what exists: cleaned
 		{real + "/loop1/x", real + "/loop1/x"},                 // a loop ends the resolution
 	} {
-		if got := realPath(c.in); got != c.want {
-			t.Errorf("realPath(%s) = %s, want %s", c.in, got, c.want)
+		if got := paths.Real(c.in); got != c.want {
+			t.Errorf("paths.Real(%s) = %s, want %s", c.in, got, c.want)
 		}
 	}
 }

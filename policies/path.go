@@ -1,11 +1,12 @@
 package policies
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Paths are matched as the kernel will resolve them. A call's path is made
@@ -22,50 +23,8 @@ import (
 // points elsewhere is not allowed by it. Patterns get the same two forms:
 // the directory part before the first glob character is resolved too.
 
-// maxSymlinks bounds the links followed in one path, as the kernel does.
-const maxSymlinks = 40
-
-// realPath resolves abs (absolute, possibly with . and ..) as the kernel
-// would, tolerating components that do not exist yet.
-func realPath(abs string) string { return resolveFrom("/", abs) }
-
-// resolveFrom resolves rest relative to dest, a real directory.
-func resolveFrom(dest, rest string) string {
-	links := 0
-	for rest != "" {
-		var comp string
-		comp, rest, _ = strings.Cut(rest, "/")
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			dest = filepath.Dir(dest)
-			continue
-		}
-		next := filepath.Join(dest, comp)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return filepath.Clean(next + "/" + rest)
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			dest = next
-			continue
-		}
-		links++
-		target, err := os.Readlink(next)
-		if err != nil || links > maxSymlinks {
-			return filepath.Clean(next + "/" + rest)
-		}
-		if filepath.IsAbs(target) {
-			dest = "/"
-		}
-		rest = target + "/" + rest
-	}
-	return dest
-}
-
 // absolute makes p absolute: relative to workspace, ~/ to home. It does
-// not clean it (see realPath).
+// not clean it (paths.Real resolves its ".." as the kernel does).
 func absolute(workspace, home, p string) (string, bool) {
 	switch {
 	case p == "~":
@@ -90,9 +49,9 @@ func absolute(workspace, home, p string) (string, bool) {
 // of the workspace's own path.
 func pathForms(workspace, p string) (lexical, real string) {
 	if filepath.IsAbs(p) {
-		return filepath.Clean(p), realPath(p)
+		return filepath.Clean(p), paths.Real(p)
 	}
-	return filepath.Clean(workspace + "/" + p), resolveFrom(workspace, p)
+	return filepath.Clean(workspace + "/" + p), paths.RealFrom(workspace, p)
 }
 
 // patternForms returns the lexical and real forms of a path pattern: the
@@ -113,7 +72,7 @@ func patternForms(workspace, home, pat string) ([]string, bool) {
 			prefix = "/"
 		}
 	}
-	real := realPath(prefix)
+	real := paths.Real(prefix)
 	if suffix != "" {
 		real = strings.TrimSuffix(real, "/") + suffix
 	}
@@ -148,20 +107,9 @@ func (pp pathPattern) match(name string) bool {
 	if !pp.isGlob {
 		return name == pp.glob
 	}
-	if !within(pp.dir, name) {
+	if !paths.WithinClean(name, pp.dir) { // both clean: pathForms, newPathPattern
 		return false
 	}
 	ok, _ := doublestar.Match(pp.glob, name)
 	return ok
-}
-
-// within reports whether p is root or beneath it.
-func within(root, p string) bool {
-	if p == root {
-		return true
-	}
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return len(p) > len(root) && p[len(root)] == '/' && p[:len(root)] == root
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Ruleset is a compiled set of rules for one workspace. Decide is safe for
@@ -558,7 +560,7 @@ func (call *Call) Suggest() []string {
 			return nil
 		}
 		p := s.real
-		if rel, err := filepath.Rel(rs.workspace, p); err == nil && within(rs.workspace, p) {
+		if rel, ok := paths.Rel(rs.workspace, p); ok {
 			p = rel
 		}
 		if strings.ContainsAny(p, "*?[]{}\\()") || !doublestar.ValidatePattern(p) {
@@ -582,5 +584,5 @@ func (call *Call) EditsInWorkspace() bool {
 		return false
 	}
 	s := call.subject()
-	return s.ok && within(call.rs.workspace, s.real) && within(call.rs.workspace, s.lexical)
+	return s.ok && paths.Within(s.real, call.rs.workspace) && paths.Within(s.lexical, call.rs.workspace)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -328,10 +329,10 @@ func (h plantProof) LookPath(name string) string {
 	if p == "" {
 		return ""
 	}
-	real := evalOrSelf(p)
+	real := paths.Real(p)
 	for _, w := range h.writable {
-		for _, root := range []string{w, evalOrSelf(w)} {
-			if pathWithin(p, root) || pathWithin(real, root) {
+		for _, root := range []string{w, paths.Real(w)} {
+			if paths.Within(p, root) || paths.Within(real, root) {
 				return ""
 			}
 		}
@@ -360,18 +361,4 @@ func (h plantProof) EvalSymlinks(p string) (string, error) {
 		return r.EvalSymlinks(p)
 	}
 	return p, nil
-}
-
-func evalOrSelf(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-// pathWithin reports whether p is root or beneath it (both clean and
-// absolute).
-func pathWithin(p, root string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

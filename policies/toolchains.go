@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -528,7 +529,7 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		read(root, "where "+filepath.Base(b)+" is installed")
 		// A shim's version manager (pyenv's root for its python3
 		// shim, rustup's for its cargo proxy).
-		if vm, m := versionManagerRoot(evalOrSelf(dir), h); vm != "" {
+		if vm, m := versionManagerRoot(paths.Real(dir), h); vm != "" {
 			read(vm, m+"'s root, which "+filepath.Base(b)+" runs through")
 		}
 	}
@@ -684,7 +685,7 @@ func globOrSelf(h Host, p string) []string {
 // systemPath: already granted read-only by sandbox.DefaultSystemPaths.
 func systemPath(dir string) bool {
 	for _, s := range sandbox.DefaultSystemPaths() {
-		if dir == s || strings.HasPrefix(dir, s+"/") {
+		if paths.Within(dir, s) {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -113,7 +114,7 @@ func credentialsIn(root string, list []credentialFile, h Host) []hiddenCredentia
 	for _, c := range list {
 		for _, m := range h.Glob(filepath.Join(globQuote(root), c.Pattern)) {
 			m = filepath.Clean(m)
-			if m != root && strings.HasPrefix(m, root+"/") && !slices.ContainsFunc(out, func(x hiddenCredential) bool { return x.path == m }) {
+			if paths.Beneath(m, root) && !slices.ContainsFunc(out, func(x hiddenCredential) bool { return x.path == m }) {
 				out = append(out, hiddenCredential{m, c.What})
 			}
 		}
@@ -131,7 +132,7 @@ func splitAround(dir string, hidden []string, h Host) []string {
 		c = filepath.Clean(c)
 		switch {
 		case slices.Contains(hidden, c):
-		case slices.ContainsFunc(hidden, func(x string) bool { return strings.HasPrefix(x, c+"/") }):
+		case slices.ContainsFunc(hidden, func(x string) bool { return paths.Beneath(x, c) }):
 			out = append(out, splitAround(c, hidden, h)...)
 		default:
 			out = append(out, c)
@@ -161,9 +162,9 @@ func (g *ToolchainGrant) hideCredentialsFrom(list []credentialFile, h Host) {
 	if len(found) == 0 {
 		return
 	}
-	var paths []string
+	var credPaths []string
 	for _, c := range found {
-		paths = append(paths, c.path)
+		credPaths = append(credPaths, c.path)
 	}
 	var read []Grant
 	add := func(p string, src string) {
@@ -173,10 +174,10 @@ func (g *ToolchainGrant) hideCredentialsFrom(list []credentialFile, h Host) {
 	}
 	for _, r := range g.Read {
 		switch {
-		case slices.ContainsFunc(paths, func(c string) bool { return r.Value == c || strings.HasPrefix(r.Value, c+"/") }):
+		case slices.ContainsFunc(credPaths, func(c string) bool { return paths.Within(r.Value, c) }):
 			// The grant is a credential file or lies in one: dropped.
-		case slices.ContainsFunc(paths, func(c string) bool { return strings.HasPrefix(c, r.Value+"/") }):
-			for _, p := range splitAround(r.Value, paths, h) {
+		case slices.ContainsFunc(credPaths, func(c string) bool { return paths.Beneath(c, r.Value) }):
+			for _, p := range splitAround(r.Value, credPaths, h) {
 				add(p, r.Source)
 			}
 		default:
@@ -223,7 +224,7 @@ func hideSystemCredentials(p *sandbox.Policy, rep *SandboxReport, tcs []Toolchai
 					}
 				}
 				for _, s := range sys {
-					if strings.HasPrefix(real, s+"/") && !slices.Contains(hidden[s], real) {
+					if paths.Beneath(real, s) && !slices.Contains(hidden[s], real) {
 						hidden[s] = append(hidden[s], real)
 						notes = append(notes, fmt.Sprintf("%s: not granting %s (%s): grant it with --allow-read %s (or read in a policy file's [sandbox])",
 							g.Name, real, c.what, real))
@@ -296,7 +297,7 @@ func hideSystemConfigSecrets(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	}
 	hidden := map[string][]string{}
 	for _, f := range systemConfigFiles {
-		if slices.ContainsFunc(p.ReadOnlyPaths, func(r string) bool { return pathWithin(f, r) }) {
+		if slices.ContainsFunc(p.ReadOnlyPaths, func(r string) bool { return paths.Within(f, r) }) {
 			continue // granted on purpose
 		}
 		b, err := h.ReadFile(f)
@@ -304,7 +305,7 @@ func hideSystemConfigSecrets(p *sandbox.Policy, rep *SandboxReport, h Host) {
 			continue
 		}
 		for _, s := range sys {
-			if pathWithin(f, s) && !slices.Contains(hidden[s], f) {
+			if paths.Within(f, s) && !slices.Contains(hidden[s], f) {
 				hidden[s] = append(hidden[s], f)
 				rep.Notes = append(rep.Notes, fmt.Sprintf("not granting %s: it holds a credential; grant it with --allow-read %s (or read in a policy file's [sandbox])", f, f))
 			}

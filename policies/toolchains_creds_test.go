@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -132,7 +133,7 @@ func TestSystemConfigFilesWithCredentialsHidden(t *testing.T) {
 		"/usr/etc/npmrc": "registry=https://npm.example/\n",
 	}
 	exposed := func(p []string, f string) bool {
-		return slices.ContainsFunc(p, func(s string) bool { return pathWithin(f, s) })
+		return slices.ContainsFunc(p, func(s string) bool { return paths.Within(f, s) })
 	}
 	for _, tc := range []struct {
 		name  string

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -67,7 +68,7 @@ func versionManagerRoot(dir string, h Host) (root, manager string) {
 	// pyenv: shims/ and bin/ of $PYENV_ROOT, and plugins' shims (pyenv-
 	// virtualenv's); the root is where libexec/pyenv is, which every
 	// shim execs.
-	if r := h.Getenv("PYENV_ROOT"); r != "" && pathWithin(dir, filepath.Clean(r)) {
+	if r := h.Getenv("PYENV_ROOT"); r != "" && paths.Within(dir, r) {
 		return filepath.Clean(r), "pyenv"
 	}
 	for d, i := dir, 0; i < 4 && d != "/" && d != home; d, i = filepath.Dir(d), i+1 {
@@ -146,7 +147,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	readable := func(path string) bool {
 		for _, roots := range [][]string{sys, p.ReadOnlyPaths, p.ReadWritePaths, {p.Workspace}} {
 			for _, r := range roots {
-				if r != "" && (pathWithin(path, r) || pathWithin(path, evalOrSelf(r))) {
+				if r != "" && (paths.Within(path, r) || paths.Within(path, paths.Real(r))) {
 					return true
 				}
 			}
@@ -164,7 +165,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 			return
 		}
 		for _, g := range grants {
-			if slices.ContainsFunc(g.Read, func(x Grant) bool { return pathWithin(path, x.Value) }) {
+			if slices.ContainsFunc(g.Read, func(x Grant) bool { return paths.Within(path, x.Value) }) {
 				return
 			}
 		}
@@ -184,7 +185,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 		if !filepath.IsAbs(entry) {
 			continue // relative: resolved in the workspace, as the sandbox keeps it
 		}
-		real := evalOrSelf(filepath.Clean(entry))
+		real := paths.Real(entry)
 		if !h.Exists(real) {
 			continue // names nothing, outside either
 		}
@@ -206,7 +207,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 			links = links[:maxPathLinks]
 		}
 		for _, l := range links {
-			target := evalOrSelf(l)
+			target := paths.Real(l)
 			if target == l || filepath.Dir(target) == real || !h.Exists(target) {
 				continue
 			}
@@ -224,7 +225,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	}
 	// JAVA_HOME is the JDK the person's Maven and Gradle run.
 	if jh := h.Getenv("JAVA_HOME"); jh != "" {
-		grant(evalOrSelf(filepath.Clean(jh)), "java", "$JAVA_HOME")
+		grant(paths.Real(jh), "java", "$JAVA_HOME")
 	}
 	for _, kind := range order {
 		g := grants[kind]

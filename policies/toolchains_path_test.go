@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // The sandbox's PATH is the person's: no profile puts a directory in front
@@ -55,7 +57,7 @@ func TestCommandsResolveThroughThePersonsPath(t *testing.T) {
 				t.Errorf("PATH must pass as the person's, unchanged: %q", p.Env)
 			}
 			granted := func(path string) bool {
-				return slices.ContainsFunc(p.ReadOnlyPaths, func(g string) bool { return pathWithin(path, g) })
+				return slices.ContainsFunc(p.ReadOnlyPaths, func(g string) bool { return paths.Within(path, g) })
 			}
 			for _, want := range []string{
 				pyenv + "/shims/python3", pyenv + "/libexec/pyenv", pyenv + "/versions/3.12.1/bin/python3.12", // the shim and what it runs
@@ -113,7 +115,7 @@ func TestPyenvRootAloneChangesNothing(t *testing.T) {
 	if len(rep.Toolchains) != 1 || rep.Toolchains[0].Name != "python" {
 		t.Fatalf("the python profile is not on: %+v", rep.Toolchains)
 	}
-	if slices.ContainsFunc(p.ReadOnlyPaths, func(g string) bool { return pathWithin(g, pyenv) }) {
+	if slices.ContainsFunc(p.ReadOnlyPaths, func(g string) bool { return paths.Within(g, pyenv) }) {
 		t.Errorf("pyenv granted though the PATH does not use it: %v", p.ReadOnlyPaths)
 	}
 	if slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Each tool's own settings and registries. The hosts come from the tool's
@@ -306,11 +308,11 @@ func credentialClash(p, home string) string {
 	if home == "" || home == "/" {
 		return ""
 	}
-	if p == home || strings.HasPrefix(home, p+"/") || p == "/" {
+	if paths.Within(home, p) || p == "/" {
 		return filepath.Join(home, ".ssh")
 	}
 	for _, c := range CredentialPaths(home) {
-		if p == c || strings.HasPrefix(p, c+"/") || strings.HasPrefix(c, p+"/") {
+		if paths.Within(p, c) || paths.Within(c, p) {
 			return c
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // FilterEnv builds a confined child's environment.
@@ -146,7 +146,7 @@ func trimPath(path string, readable []string) string {
 			continue
 		}
 		for _, root := range readable {
-			if within(real, root) {
+			if paths.Within(real, root) {
 				keep = append(keep, dir)
 				break
 			}
@@ -154,7 +154,3 @@ func trimPath(path string, readable []string) string {
 	}
 	return strings.Join(keep, string(os.PathListSeparator))
 }
-
-// within reports whether path is root or beneath it (both clean,
-// absolute): notify.Within, the one containment test.
-func within(path, root string) bool { return notify.Within(path, root) }

@@ -54,9 +54,6 @@ func TestTrimPath(t *testing.T) {
 	if got != "/usr/local/bin:/usr/bin:relative" {
 		t.Errorf("trimPath = %q", got)
 	}
-	if !within("/usr/bin", "/usr") || within("/usrx", "/usr") || !within("/a", "/") || !within("/usr", "/usr") {
-		t.Error("within")
-	}
 }
 
 func TestProcSelfLike(t *testing.T) {

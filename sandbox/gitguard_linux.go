@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
@@ -74,7 +74,7 @@ func gitEntries(scan, rw []string) (out []spawn.ReadOnlyBind, left string) {
 		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			return
 		}
-		if !slices.ContainsFunc(rw, func(r string) bool { return notify.Within(p, r) }) {
+		if !slices.ContainsFunc(rw, func(r string) bool { return paths.Within(p, r) }) {
 			return // not writable: nothing to protect
 		}
 		out = append(out, spawn.ReadOnlyBind{Path: p, Dev: st.Dev, Ino: st.Ino})
@@ -127,7 +127,7 @@ func gitEntries(scan, rw []string) (out []spawn.ReadOnlyBind, left string) {
 			ents = ents[:gitScanChildren]
 		}
 		for _, e := range ents {
-			if e.IsDir() && !notify.ProtectedName(e.Name()) {
+			if e.IsDir() && !paths.IsGitName(e.Name()) {
 				one(filepath.Join(root, e.Name()))
 			}
 		}
@@ -137,7 +137,7 @@ func gitEntries(scan, rw []string) (out []spawn.ReadOnlyBind, left string) {
 	slices.SortStableFunc(out, func(a, b spawn.ReadOnlyBind) int { return len(a.Path) - len(b.Path) })
 	var kept []spawn.ReadOnlyBind
 	for _, m := range out {
-		if !slices.ContainsFunc(kept, func(k spawn.ReadOnlyBind) bool { return within(m.Path, k.Path) }) {
+		if !slices.ContainsFunc(kept, func(k spawn.ReadOnlyBind) bool { return paths.Within(m.Path, k.Path) }) {
 			kept = append(kept, m)
 		}
 	}

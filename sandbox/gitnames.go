@@ -1,10 +1,14 @@
 package sandbox
 
-import "github.com/lite-agent/lite-agent/sandbox/internal/notify"
+import (
+	"github.com/lite-agent/lite-agent/internal/paths"
+	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+)
 
 // ProtectedName reports whether name, one path component, is ".git", in
-// any case: the name of a repository's entry (notify.ProtectedName).
-func ProtectedName(name string) bool { return notify.ProtectedName(name) }
+// any case: the name of a repository's entry (the one rule,
+// internal/paths.IsGitName).
+func ProtectedName(name string) bool { return paths.IsGitName(name) }
 
 // RefusedGitPath reports whether a path (slash-separated; relative to the
 // workspace, or canonical) is one no confined process may create or write

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
@@ -76,8 +77,8 @@ func landlockHandled(abi int, mode NetworkMode) unix.LandlockRulesetAttr {
 func procFiles(systemPaths []string) []string {
 	var files []string
 	for _, p := range systemPaths {
-		name, ok := strings.CutPrefix(p, "/proc/")
-		if !ok || name == "" || strings.Contains(name, "/") || procSelfLike(p) {
+		name, ok := paths.Rel("/proc", p)
+		if !ok || name == "." || strings.Contains(name, "/") || procSelfLike(p) {
 			continue
 		}
 		var st unix.Stat_t

@@ -1,6 +1,11 @@
 package sandbox
 
-import "github.com/lite-agent/lite-agent/internal/levels"
+import (
+	"net/netip"
+
+	"github.com/lite-agent/lite-agent/internal/levels"
+	"github.com/lite-agent/lite-agent/internal/netmode"
+)
 
 // networkLadder orders the network modes from narrowest to widest: each
 // reaches everything the one before it reaches. It is the only ordering of
@@ -25,3 +30,9 @@ func (n NetworkMode) Narrower(m NetworkMode) NetworkMode {
 // things together. A mode this package does not know always wins, so that
 // the union is then within no limit.
 func (n NetworkMode) Wider(m NetworkMode) NetworkMode { return levels.Wider(networkLadder, n, m) }
+
+// Reaches reports whether a process under n may reach addr: the
+// supervisor's rule for confined commands (internal/netmode), so that a
+// check outside the sandbox (an MCP server's HTTP dialer) draws the same
+// line. A mode this package does not know reaches nothing.
+func (n NetworkMode) Reaches(addr netip.Addr) bool { return netmode.Reaches(string(n), addr) }

@@ -1,6 +1,9 @@
 package sandbox
 
-import "testing"
+import (
+	"net/netip"
+	"testing"
+)
 
 // TestNetworkModeOrdering: none < loopback < private < unrestricted, ""
 // is none, and a mode nobody knows fails closed — within nothing, a limit
@@ -46,6 +49,30 @@ func TestNetworkModeOrdering(t *testing.T) {
 		}
 		if got := c.a.Wider(c.b); got != c.wider {
 			t.Errorf("%q.Wider(%q) = %q", c.a, c.b, got)
+		}
+	}
+}
+
+// TestNetworkModeReaches: each mode reaches exactly the addresses whose
+// narrowest mode is within it (the ladder and the address rule agree,
+// word for word), "" reaches nothing, and neither does a word nobody
+// knows.
+func TestNetworkModeReaches(t *testing.T) {
+	addrs := map[string]NetworkMode{
+		"127.0.0.1":        NetworkLoopback,
+		"::ffff:127.0.0.1": NetworkLoopback,
+		"10.0.0.1":         NetworkPrivate,
+		"fd00::1":          NetworkPrivate,
+		"169.254.169.254":  NetworkUnrestricted,
+		"8.8.8.8":          NetworkUnrestricted,
+	}
+	for s, needed := range addrs {
+		a := netip.MustParseAddr(s)
+		for _, m := range []NetworkMode{"", NetworkNone, NetworkLoopback, NetworkPrivate, NetworkUnrestricted, "everywhere"} {
+			want := needed.Within(m)
+			if got := m.Reaches(a); got != want {
+				t.Errorf("%q.Reaches(%s) = %v, want %v", m, s, got, want)
+			}
 		}
 	}
 }

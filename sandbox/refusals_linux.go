@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // takeRefusals returns what rules refused the command, explained: its own
@@ -41,16 +41,16 @@ func (p *Process) takeRefusals() ([]Refusal, int) {
 // (another sandbox's may hold a repository a command there made, and a
 // link from here must not lead into it).
 func (s *Sandbox) privateRoot(p string) bool {
-	if own := s.ownTempRoot(); own != "" && notify.Within(p, own) {
+	if own := s.ownTempRoot(); own != "" && paths.Within(p, own) {
 		return true
 	}
 	dir := systemTempDir()
-	rest, ok := strings.CutPrefix(p, dir+"/")
-	if !ok || dir == "" {
+	if dir == "" {
 		return false
 	}
+	rest, ok := paths.Rel(dir, p)
 	first, _, _ := strings.Cut(rest, "/")
-	return strings.HasPrefix(first, tmpPrefix)
+	return ok && strings.HasPrefix(first, tmpPrefix)
 }
 
 // ownTempRoot is the canonical directory this sandbox's TMPDIRs live in:

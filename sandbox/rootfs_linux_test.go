@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
 
@@ -125,7 +126,7 @@ print("python-ok", n > 0)
 	// (var and run are there: /var/tmp and /run are the sandbox's own,
 	// directories of its private tmpfs, and /var holds nothing else.)
 	for _, absent := range []string{"root", "home", "boot", "srv"} {
-		if slices.Contains(rootNames, absent) && !slices.ContainsFunc(sb.readable, func(p string) bool { return within(p, "/"+absent) }) {
+		if slices.Contains(rootNames, absent) && !slices.ContainsFunc(sb.readable, func(p string) bool { return paths.Within(p, "/"+absent) }) {
 			t.Errorf("/ lists %s, which nothing grants: %q", absent, rootNames)
 		}
 	}
@@ -136,7 +137,7 @@ print("python-ok", n > 0)
 		if n == "." || n == ".." || n == tmpdir {
 			continue
 		}
-		if !slices.ContainsFunc(sb.readable, func(p string) bool { return within(p, "/tmp/"+n) }) {
+		if !slices.ContainsFunc(sb.readable, func(p string) bool { return paths.Within(p, "/tmp/"+n) }) {
 			t.Errorf("/tmp lists %s, which nothing grants", n)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
@@ -1211,7 +1212,7 @@ func (s *Sandbox) readableDir(dir string) bool {
 	ok := false
 	if real, err := filepath.EvalSymlinks(dir); err == nil && filepath.IsAbs(real) {
 		for _, r := range s.readable {
-			if within(real, r) {
+			if paths.Within(real, r) {
 				ok = true
 				break
 			}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Defaults of Limits (see the field docs).
@@ -137,7 +139,7 @@ func existing(ps []string) []string {
 // its supervisor's /proc entries. They are skipped; see the package design
 // notes on /proc.
 func procSelfLike(p string) bool {
-	rest, ok := strings.CutPrefix(p, "/proc/")
+	rest, ok := paths.Rel("/proc", p)
 	if !ok {
 		return false
 	}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -219,10 +219,10 @@ func (c *Context) BeforeChange() sandbox.ChangeFunc {
 		ws = real
 	}
 	snaps := c.Snapshots
-	return func(paths []string) error {
-		for _, p := range paths {
-			rel, err := filepath.Rel(ws, p)
-			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+	return func(changed []string) error {
+		for _, p := range changed {
+			rel, ok := paths.Rel(ws, p)
+			if !ok || rel == "." {
 				continue
 			}
 			if err := snaps.RecordSnapshot(filepath.ToSlash(rel)); err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // isTerminalWriter reports whether w is a terminal: the screen of the
@@ -108,7 +110,7 @@ func workspaceFiles(ws, prefix string, n int) []string {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+		if d.IsDir() && (paths.IsGitName(d.Name()) || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() && !strings.HasPrefix(rel, prefix) && !strings.HasPrefix(prefix, rel+"/") {

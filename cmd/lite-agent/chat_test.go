@@ -143,6 +143,29 @@ func TestHistoryAndCompletion(t *testing.T) {
 	if got := workspaceFiles(ws, ".g", 10); len(got) != 0 {
 		t.Errorf(".git is offered: %q", got)
 	}
+	// ".git" in any case, the one rule (paths.IsGitName).
+	os.MkdirAll(filepath.Join(ws, "sub/.GIT"), 0o755)
+	os.WriteFile(filepath.Join(ws, "sub/.GIT/config"), nil, 0o644)
+	if got := workspaceFiles(ws, "sub/", 10); len(got) != 0 {
+		t.Errorf("sub/.GIT is offered: %q", got)
+	}
+}
+
+// TestShortPath: a path in the workspace is shown relative to it — also
+// one whose name begins with "..", which a HasPrefix(rel, "..") test took
+// for one outside.
+func TestShortPath(t *testing.T) {
+	for _, c := range []struct{ p, want string }{
+		{"/ws/AGENTS.md", "AGENTS.md"},
+		{"/ws/..AGENTS.md", "..AGENTS.md"},
+		{"/ws/sub/CLAUDE.md", "sub/CLAUDE.md"},
+		{"/elsewhere/AGENTS.md", "/elsewhere/AGENTS.md"},
+		{"/ws2/AGENTS.md", "/ws2/AGENTS.md"},
+	} {
+		if got := shortPath(c.p, "/ws"); got != c.want {
+			t.Errorf("shortPath(%q, /ws) = %q, want %q", c.p, got, c.want)
+		}
+	}
 }
 
 // TestApprovalAllowAlways: A asks which file; u writes the shown rule to

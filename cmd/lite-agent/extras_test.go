@@ -152,3 +152,30 @@ func TestFlagFileInWriteGrantRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagFileThroughLinkAndDotDot: a flag's file named through a link
+// and then ".." is judged where the kernel (and the reader,
+// safefile.ReadUserFileFrom) finds it: elsewhere/in/../mcp.json, with
+// in -> grant/sub, is grant/mcp.json, in the write grant, and refused —
+// not elsewhere/mcp.json, where filepath.Abs would put it.
+func TestFlagFileThroughLinkAndDotDot(t *testing.T) {
+	e := newCLIEnv(t)
+	ok := e.script(`{"turns": [{"text": "ok"}]}`)
+	grant, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(grant, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(grant, "sub"), filepath.Join(elsewhere, "in")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{grant, elsewhere} {
+		if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := elsewhere + "/in/../mcp.json" // not filepath.Join: it cleans
+	code, _, errOut := e.run("", "run", "--script", ok, "--allow-write", grant, "--mcp-config", file, "hi")
+	if code == 0 || !strings.Contains(errOut, "which the agent's commands may write") {
+		t.Errorf("--mcp-config %s: exit %d, stderr %q; want a refusal (it is %s/mcp.json)", file, code, errOut, grant)
+	}
+}

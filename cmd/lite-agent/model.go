@@ -10,9 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
@@ -96,7 +96,7 @@ func renderModelEvent(ev kernel.Event, verbose bool, out *bufio.Writer, stderr i
 }
 
 func shortPath(p, ws string) string {
-	if rel, err := filepath.Rel(ws, p); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, ok := paths.Rel(ws, p); ok {
 		return rel
 	}
 	return p

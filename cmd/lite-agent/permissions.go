@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
@@ -133,24 +133,15 @@ func flagFilesOutsideWrites(writes []string, files map[string]string) error {
 		if v == "" || strings.HasPrefix(strings.TrimSpace(v), "{") {
 			continue
 		}
-		// Made absolute (and so cleaned, `..` lexically) first, as the
-		// reader (safefile.ReadUserFileFrom) does, then resolved: the
-		// file checked is the file read, not the one a `..` through a
-		// planted symlink would name.
-		abs, err := filepath.Abs(v)
-		if err != nil {
-			continue
-		}
-		real, err := filepath.EvalSymlinks(abs)
+		// Resolved as the kernel, and the reader
+		// (safefile.ReadUserFileFrom), resolve it: the file checked is
+		// the file read (a ".." after a link climbs from its target).
+		real, err := paths.Resolve(v, nil)
 		if err != nil {
 			continue // reading it has said what is wrong
 		}
 		for _, w := range writes {
-			rw, err := filepath.EvalSymlinks(w)
-			if err != nil {
-				rw = w
-			}
-			if real == rw || strings.HasPrefix(real, strings.TrimSuffix(rw, "/")+"/") {
+			if paths.Within(real, paths.Real(w)) {
 				return failf("%s %s lies beneath %s, which the agent's commands may write: it could have been planted there. Move it outside every write grant (or pass it inline)", flagName, esc(v), esc(w))
 			}
 		}

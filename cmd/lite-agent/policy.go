@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/policies"
@@ -324,7 +325,7 @@ func relInWorkspace(ws, file string) (string, error) {
 		bases = append(bases, real)
 	}
 	for _, b := range bases {
-		if rel, err := filepath.Rel(b, abs); err == nil && filepath.IsLocal(rel) {
+		if rel, ok := paths.Rel(b, abs); ok {
 			return rel, nil
 		}
 	}

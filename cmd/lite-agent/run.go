@@ -10,12 +10,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
@@ -389,7 +389,7 @@ func notRewindableNotes(start *kernel.SessionStartEvent) []string {
 	cacheRoot, _ := local.CacheRoot()
 	var out []string
 	for _, p := range start.NotRewindable {
-		if rel, err := filepath.Rel(cacheRoot, p); cacheRoot != "" && err == nil && filepath.IsLocal(rel) {
+		if cacheRoot != "" && paths.Within(p, cacheRoot) {
 			out = append(out, esc(p)+" is a toolchain cache outside the workspace: checkpoints do not record it; rewind --to 0 empties it")
 			continue
 		}

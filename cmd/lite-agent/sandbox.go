@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -131,7 +132,7 @@ func cmdSandboxRun(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	// workspace (sandbox run -- make, from a subdirectory), else at the
 	// workspace's top.
 	dir := pol.Workspace
-	if cwd, err := os.Getwd(); err == nil && within(pol.Workspace, cwd) {
+	if cwd, err := os.Getwd(); err == nil && paths.Within(cwd, pol.Workspace) {
 		dir = cwd
 	}
 
@@ -350,12 +351,6 @@ func limitNote(n int64, format func(int64) string) string {
 		return ""
 	}
 	return " (" + format(n) + ")"
-}
-
-// within reports whether path is root or below it.
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func flagPath(flagName, p string) (string, error) {

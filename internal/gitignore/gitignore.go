@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Pattern is one pattern of an ignore file, parsed as git's
@@ -87,7 +89,7 @@ func (p *Pattern) matchPathname(rel string) bool {
 	}
 	name := rel
 	if p.base != "" {
-		if len(rel) < len(p.base)+1 || rel[len(p.base)] != '/' || rel[:len(p.base)] != p.base {
+		if rel == p.base || !paths.WithinClean(rel, p.base) { // both clean: the walk's
 			return false
 		}
 		name = rel[len(p.base)+1:]

@@ -4,22 +4,37 @@
 // repository's ".git". Every package asks them through here, so that one
 // rule holds everywhere (a lexical "starts with .." test takes a file named
 // "..foo" for outside; filepath.Abs removes ".." before symlinks are
-// followed, unlike the kernel).
+// followed, unlike the kernel; ".git" had two case rules).
 //
-// Within and Rel are lexical: they compare cleaned absolute paths as text.
-// When a symlink could lead out of the root, resolve first with Real.
+// Within, Beneath and Rel are lexical: they compare cleaned paths as text
+// (WithinClean skips the cleaning, for loops over paths known clean).
+// When a symlink could lead out of the root, resolve first: Real for a
+// path that may not exist yet, Resolve for one that must, with a say over
+// each symlink on the way.
+//
+// TestNoAdHocContainment (guard_test.go) fails on a hand-written answer
+// anywhere else in the module: a filepath.Rel result compared with "..",
+// a HasPrefix(p, root+"/"), a comparison with ".git".
 package paths
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Within reports whether p is root or beneath it. Both are cleaned first;
 // a relative path is never within an absolute root, nor the reverse.
-func Within(p, root string) bool {
-	p, root = filepath.Clean(p), filepath.Clean(root)
+func Within(p, root string) bool { return WithinClean(clean(p), clean(root)) }
+
+// WithinClean is Within for paths already clean (filepath.Clean(x) == x,
+// as the results of Clean, Real and the kernel's own paths are), for the
+// loops that ask it of every rule or every captured call: it compares
+// the text as it is, and an unclean path gets a wrong answer.
+func WithinClean(p, root string) bool {
 	if filepath.IsAbs(p) != filepath.IsAbs(root) {
 		return false
 	}
@@ -37,7 +52,7 @@ func Within(p, root string) bool {
 
 // Beneath reports whether p is strictly beneath root (not root itself).
 func Beneath(p, root string) bool {
-	return Within(p, root) && filepath.Clean(p) != filepath.Clean(root)
+	return Within(p, root) && clean(p) != clean(root)
 }
 
 // Rel returns p relative to root ("." for root itself) and true, or "" and
@@ -46,7 +61,7 @@ func Rel(root, p string) (string, bool) {
 	if !Within(p, root) {
 		return "", false
 	}
-	p, root = filepath.Clean(p), filepath.Clean(root)
+	p, root = clean(p), clean(root)
 	switch {
 	case p == root:
 		return ".", true
@@ -56,6 +71,64 @@ func Rel(root, p string) (string, bool) {
 		return p, true
 	}
 	return p[len(root)+1:], true
+}
+
+// clean is filepath.Clean, without its cost for a path that is clean
+// already (as most are: the checks run on every rule and every captured
+// call, and Clean takes a hundred times as long as the comparison).
+func clean(p string) string {
+	if isClean(p) {
+		return p
+	}
+	return filepath.Clean(p)
+}
+
+// isClean reports whether filepath.Clean(p) == p: not empty, no empty,
+// "." or ".." component (but leading ".." of a relative path), no
+// trailing slash (but "/" itself); "." alone is clean. It looks only at
+// the dots and doubled slashes (searched for, not walked to).
+func isClean(p string) bool {
+	switch {
+	case p == "":
+		return false
+	case len(p) > 1 && p[len(p)-1] == '/', strings.Contains(p, "//"):
+		return false
+	}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(p[i:], '.')
+		if j < 0 {
+			return true
+		}
+		i += j
+		if i > 0 && p[i-1] != '/' {
+			continue // a dot inside a name
+		}
+		end := i + 1
+		if end < len(p) && p[end] == '.' {
+			end++
+		}
+		if end < len(p) && p[end] != '/' {
+			continue // a name that starts with dots
+		}
+		if end == i+1 {
+			return p == "." // a "." component
+		}
+		// A ".." component: clean only in a relative path's leading run.
+		if !leadingDotDots(p[:i]) {
+			return false
+		}
+		i = end - 1
+	}
+}
+
+// leadingDotDots reports whether s is "" or a run of "../".
+func leadingDotDots(s string) bool {
+	for ; s != ""; s = s[3:] {
+		if len(s) < 3 || s[:3] != "../" {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSymlinks bounds the links followed in one path, as the kernel does.
@@ -80,7 +153,44 @@ func Real(p string) string {
 // RealFrom resolves rest (relative, or absolute to restart at /) from dir,
 // a real directory, as Real does.
 func RealFrom(dir, rest string) string {
-	dest := dir
+	real, _ := resolve(dir, rest, false, nil)
+	return real
+}
+
+// ErrLinkRefused is wrapped by Resolve's error when its follow function
+// refused a symlink on the way.
+var ErrLinkRefused = errors.New("symlink not followed")
+
+// Resolve is Real for a path that must exist, with a say over symlinks:
+// before following one it calls follow with the link's own real path (its
+// directory resolved), and when follow returns false it stops with an
+// error wrapping ErrLinkRefused. A component that does not exist is an
+// error satisfying errors.Is(err, fs.ErrNotExist), also when a ".." comes
+// after it (the kernel does not pass there either); more than 40 links is
+// ELOOP, as in the kernel. A nil follow follows every link. A relative p
+// is taken from the working directory.
+func Resolve(p string, follow func(link string) bool) (string, error) {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		// The working directory is where the process is, not a path it
+		// walks: its links are not the follow function's to judge.
+		dir, err := resolve("/", wd, true, nil)
+		if err != nil {
+			return "", err
+		}
+		return resolve(dir, p, true, follow)
+	}
+	return resolve("/", p, true, follow)
+}
+
+// resolve walks rest from dest, a real directory, as the kernel does.
+// Lenient (strict false), a component that cannot be looked up ends the
+// walk with the rest cleaned onto it; strict, it is an error, and so is a
+// link follow refuses.
+func resolve(dest, rest string, strict bool, follow func(string) bool) (string, error) {
 	if filepath.IsAbs(rest) {
 		dest = "/"
 	}
@@ -98,23 +208,35 @@ func RealFrom(dir, rest string) string {
 		next := filepath.Join(dest, comp)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return filepath.Clean(next + "/" + rest)
+			if strict {
+				return "", err
+			}
+			return filepath.Clean(next + "/" + rest), nil
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			dest = next
 			continue
 		}
+		if follow != nil && !follow(next) {
+			return "", &fs.PathError{Op: "resolve", Path: next, Err: ErrLinkRefused}
+		}
 		links++
 		target, err := os.Readlink(next)
-		if err != nil || links > maxSymlinks {
-			return filepath.Clean(next + "/" + rest)
+		if err == nil && links > maxSymlinks {
+			err = &fs.PathError{Op: "resolve", Path: next, Err: syscall.ELOOP}
+		}
+		if err != nil {
+			if strict {
+				return "", err
+			}
+			return filepath.Clean(next + "/" + rest), nil
 		}
 		if filepath.IsAbs(target) {
 			dest = "/"
 		}
 		rest = target + "/" + rest
 	}
-	return dest
+	return dest, nil
 }
 
 // IsGitName reports whether name, one path component (trailing slashes

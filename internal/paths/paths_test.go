@@ -1,8 +1,11 @@
 package paths
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -89,6 +92,96 @@ func TestGitNames(t *testing.T) {
 	for p, want := range map[string]bool{"a/.git/config": true, ".Git": true, "a/.github/x": false, "/ws/src": false} {
 		if HasGitComponent(p) != want {
 			t.Errorf("HasGitComponent(%q) = %v", p, !want)
+		}
+	}
+}
+
+// TestResolve: Resolve walks like Real but insists that the path exists,
+// and asks before following each link, with the link's own real path.
+func TestResolve(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(dir+"/ws/sub", 0o755))
+	must(os.MkdirAll(dir+"/home/shared", 0o755))
+	must(os.WriteFile(dir+"/home/shared/cfg", nil, 0o644))
+	must(os.WriteFile(dir+"/ws/cfg", nil, 0o644))
+	must(os.Symlink(dir+"/ws", dir+"/home/proj"))   // the user's link into ws
+	must(os.Symlink(dir+"/home", dir+"/ws/sub/up")) // a link inside ws
+	must(os.Symlink("loop", dir+"/ws/loop"))
+	inWS := func(link string) bool { return !Within(link, dir+"/ws") }
+	for _, c := range []struct {
+		p, want string
+		err     error
+	}{
+		{dir + "/home/proj/cfg", dir + "/ws/cfg", nil},
+		// The kernel's "..": after the user's link, from the workspace.
+		{dir + "/home/proj/../home/shared/cfg", dir + "/home/shared/cfg", nil},
+		{dir + "/ws/sub/../cfg", dir + "/ws/cfg", nil},
+		{dir + "/ws/sub/up/shared/cfg", "", ErrLinkRefused},
+		{dir + "/home/proj/sub/up/shared/cfg", "", ErrLinkRefused},
+		{dir + "/ws/missing", "", fs.ErrNotExist},
+		{dir + "/ws/missing/../cfg", "", fs.ErrNotExist},
+		{dir + "/ws/cfg/x", "", syscall.ENOTDIR},
+	} {
+		got, err := Resolve(c.p, inWS)
+		if got != c.want || (c.err == nil) != (err == nil) || c.err != nil && !errors.Is(err, c.err) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q, %v", c.p, got, err, c.want, c.err)
+		}
+	}
+	if _, err := Resolve(dir+"/ws/loop/x", nil); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("Resolve through a link loop: %v, want ELOOP", err)
+	}
+	if got, err := Resolve(dir+"/ws/sub/up/shared/cfg", nil); err != nil || got != dir+"/home/shared/cfg" {
+		t.Errorf("Resolve with every link followed = %q, %v", got, err)
+	}
+	t.Chdir(dir + "/home/proj")
+	if got, err := Resolve("../home/shared/cfg", inWS); err != nil || got != dir+"/home/shared/cfg" {
+		t.Errorf("Resolve relative to a working directory reached through a link = %q, %v", got, err)
+	}
+}
+
+// TestIsClean: isClean agrees with filepath.Clean, so that skipping
+// Clean for a clean path never changes an answer.
+func TestIsClean(t *testing.T) {
+	for _, p := range []string{
+		"", "/", ".", "..", "../..", "../a", "a/..", "a/../b", "/..", "/../a", "/a/..",
+		"//", "/a//b", "a//", "/a/", "a/", "./a", "a/.", "/a/./b", "/a/b", "a", "a/b",
+		"..a", "/..a", "a/..b", "/ws/..foo", ".../x", "../../a/../b", "/a/b/.", "./", "../",
+		"../.", "./..", "/.", ".a", "/.git", "a/.b/.", "...",
+	} {
+		if got, want := isClean(p), filepath.Clean(p) == p; got != want {
+			t.Errorf("isClean(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func FuzzIsClean(f *testing.F) {
+	for _, s := range []string{"/a/../b", "../a", "a//b", "/", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if got, want := isClean(p), filepath.Clean(p) == p; got != want {
+			t.Errorf("isClean(%q) = %v, want %v", p, got, want)
+		}
+	})
+}
+
+// TestWithinCleanAgrees: on clean paths WithinClean is Within.
+func TestWithinCleanAgrees(t *testing.T) {
+	ps := []string{"/", "/ws", "/ws/a", "/ws/..foo", "/wsx", "/w", "/etc", ".", "a", "a/b", "..", "../a", "..a"}
+	for _, p := range ps {
+		for _, r := range ps {
+			if WithinClean(p, r) != Within(p, r) {
+				t.Errorf("WithinClean(%q, %q) = %v, Within says %v", p, r, WithinClean(p, r), Within(p, r))
+			}
 		}
 	}
 }

@@ -21,9 +21,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // DefaultLimit is the cap for configuration files: 1 MiB.
@@ -93,13 +94,11 @@ func ReadFileBeneath(dir, rel string, limit int64) ([]byte, error) {
 	return readFD(fd, name, limit)
 }
 
+// within reports whether p, a real path, is dir (once resolved) or
+// beneath it.
 func within(dir, p string) bool {
 	d, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
-	r, err := filepath.Rel(d, p)
-	return err == nil && r != ".." && !filepath.IsAbs(r) && (len(r) < 3 || r[:3] != "../")
+	return err == nil && paths.Within(p, d)
 }
 
 func openError(path string, err error) error {
@@ -165,13 +164,15 @@ func kindName(mode uint32) string {
 // at most limit bytes (limit <= 0 means DefaultLimit). The rule, in one
 // place for every such file:
 //
-//   - a path that lies in workspace (the directory the agent can write;
-//     "" for none), lexically or once resolved, is read with
-//     ReadFileBeneath: no symlink inside the workspace is followed, since
-//     the agent may have planted it;
-//   - any other path is resolved through its symlinks first (the user's
-//     own directories are not the agent's to change, and dotfile managers
-//     link files there), and what it leads to is read with ReadFile.
+//   - the path is resolved as the kernel resolves it (a ".." after a
+//     symlink climbs from the link's target), following the user's own
+//     symlinks (their directories are not the agent's to change, and
+//     dotfile managers link files there), one into the workspace
+//     included, but no symlink inside workspace (the directory the agent
+//     can write; "" for none), since the agent may have planted it: a
+//     path through one is refused;
+//   - a file that lies in the workspace is read with ReadFileBeneath, so
+//     that a link planted since is refused too; any other with ReadFile.
 //
 // Either way the file must be a regular file within the cap, opened
 // without blocking.
@@ -187,61 +188,30 @@ func ReadUserFile(path, workspace string, limit int64) ([]byte, error) {
 // its path beneath the workspace (the key of a trust record), or "" for
 // a file outside it.
 func ReadUserFileFrom(path, workspace string, limit int64) (data []byte, rel string, err error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, "", &fs.PathError{Op: "open", Path: path, Err: err}
-	}
+	ws := "" // the workspace as the kernel finds it
 	if workspace != "" {
-		ws, err := filepath.Abs(workspace)
-		if err == nil {
-			if rel, ok := beneath(ws, abs); ok {
-				data, err = ReadFileBeneath(ws, rel, limit)
-				return data, rel, err
-			}
-			if rws, err := filepath.EvalSymlinks(ws); err == nil {
-				if rel, ok := beneath(rws, abs); ok {
-					data, err = ReadFileBeneath(rws, rel, limit)
-					return data, rel, err
-				}
+		if ws, err = filepath.EvalSymlinks(workspace); err != nil {
+			if ws, err = filepath.Abs(workspace); err != nil {
+				return nil, "", &fs.PathError{Op: "open", Path: workspace, Err: err}
 			}
 		}
 	}
-	if workspace != "" {
-		// A link of the user's may lead into the workspace: from there on
-		// the path is the agent's. Resolve one more component at a time
-		// (the components before the workspace are the user's) and, at
-		// the first prefix that lands in the workspace, read the rest
-		// beneath it.
-		if rws, err := filepath.EvalSymlinks(workspace); err == nil {
-			parts := strings.Split(strings.TrimPrefix(abs, "/"), "/")
-			for i := 1; i < len(parts); i++ {
-				prefix, err := filepath.EvalSymlinks("/" + filepath.Join(parts[:i]...))
-				if err != nil {
-					break // missing or unreadable: the final resolve says so
-				}
-				rest := filepath.Join(parts[i:]...)
-				if prefix == rws {
-					data, err = ReadFileBeneath(rws, rest, limit)
-					return data, rest, err
-				}
-				if rel, ok := beneath(rws, prefix); ok {
-					data, err = ReadFileBeneath(rws, filepath.Join(rel, rest), limit)
-					return data, filepath.Join(rel, rest), err
-				}
-			}
-		}
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
+	// The path as the kernel resolves it (a ".." after a link climbs from
+	// the link's target), following the user's links, and a link of the
+	// user's into the workspace, but no link inside the workspace.
+	real, err := paths.Resolve(path, func(link string) bool { return ws == "" || !paths.Within(link, ws) })
+	switch {
+	case errors.Is(err, paths.ErrLinkRefused):
+		return nil, "", fmt.Errorf("%s: %w (a symlink in the workspace on the way; lite-agent does not follow symlinks there)", path, ErrNotRegular)
+	case err != nil:
 		return nil, "", openError(path, err)
 	}
-	if workspace != "" {
-		// The last component is the user's link into the workspace.
-		if rws, err := filepath.EvalSymlinks(workspace); err == nil {
-			if rel, ok := beneath(rws, real); ok {
-				data, err = ReadFileBeneath(rws, rel, limit)
-				return data, rel, err
-			}
+	if ws != "" {
+		if rel, ok := beneath(ws, real); ok {
+			// Read beneath the workspace again: the kernel refuses a link
+			// planted since the walk.
+			data, err = ReadFileBeneath(ws, rel, limit)
+			return data, rel, err
 		}
 	}
 	data, err = ReadFile(real, limit)
@@ -251,9 +221,8 @@ func ReadUserFileFrom(path, workspace string, limit int64) (data []byte, rel str
 // beneath returns p relative to dir when p is strictly inside dir
 // (lexically: both are absolute and clean).
 func beneath(dir, p string) (string, bool) {
-	r, err := filepath.Rel(dir, p)
-	if err != nil || r == "." || r == ".." || filepath.IsAbs(r) || strings.HasPrefix(r, "../") {
+	if !paths.Beneath(p, dir) {
 		return "", false
 	}
-	return r, true
+	return paths.Rel(dir, p)
 }

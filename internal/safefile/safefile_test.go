@@ -146,3 +146,53 @@ func TestReadUserFile(t *testing.T) {
 		})
 	}
 }
+
+// TestReadUserFileDotDotAfterLink: a ".." after a symlink climbs from the
+// link's target, as the kernel (and a shell's cat) reads the path, not
+// from the link's own directory (filepath.Abs's reading): after the
+// user's link into the workspace it reaches the workspace's parent, and
+// after the agent's link inside the workspace the path is refused, not
+// read as the workspace file the text suggests.
+func TestReadUserFileDotDotAfterLink(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, home, outside := filepath.Join(base, "ws"), filepath.Join(base, "home"), filepath.Join(base, "outside")
+	for _, d := range []string{ws, home, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(base, "shared.json"), "beside the workspace")
+	write(filepath.Join(home, "shared.json"), "beside the user's link")
+	write(filepath.Join(ws, "x.json"), "the workspace's x")
+	write(filepath.Join(outside, "x.json"), "outside")
+	os.Symlink(ws, filepath.Join(home, "proj"))              // the user's link
+	os.Symlink(outside+"/sub", filepath.Join(ws, "planted")) // the agent's link
+	os.Mkdir(filepath.Join(outside, "sub"), 0o755)
+
+	data, rel, err := ReadUserFileFrom(home+"/proj/../shared.json", ws, 0) // not filepath.Join: it cleans
+	if err != nil || string(data) != "beside the workspace" || rel != "" {
+		t.Errorf("home/proj/../shared.json = %q, %q, %v; want the file beside the workspace, as the kernel reads it", data, rel, err)
+	}
+	data, _, err = ReadUserFileFrom(ws+"/planted/../x.json", ws, 0)
+	if !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ws/planted/../x.json = %q, %v; want ErrNotRegular (the agent's link is on the way)", data, err)
+	}
+	data, rel, err = ReadUserFileFrom(filepath.Join(home, "proj", "x.json"), ws, 0)
+	if err != nil || string(data) != "the workspace's x" || rel != "x.json" {
+		t.Errorf("home/proj/x.json = %q, %q, %v; want the workspace's file, rel x.json", data, rel, err)
+	}
+	t.Chdir(ws)
+	data, rel, err = ReadUserFileFrom("../shared.json", ws, 0)
+	if err != nil || string(data) != "beside the workspace" || rel != "" {
+		t.Errorf("../shared.json from the workspace = %q, %q, %v", data, rel, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -110,9 +111,5 @@ func realRel(ctx *tools.Context, f *os.File) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	r, err := filepath.Rel(ws, p)
-	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		return "", false
-	}
-	return r, true
+	return paths.Rel(ws, p)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -140,8 +141,8 @@ func globRelativePattern(ctx *tools.Context, pattern, base string) (string, erro
 	p := filepath.ToSlash(pattern)
 	if strings.HasPrefix(p, "/") {
 		dir := filepath.ToSlash(filepath.Join(ctx.Workspace, base))
-		rest, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-		if !ok {
+		rest, ok := paths.Rel(dir, p)
+		if !ok || rest == "." {
 			return "", fmt.Errorf("pattern %q is absolute and not inside the search directory %s; give a pattern relative to it, such as \"**/*.go\"", pattern, dir)
 		}
 		p = rest
@@ -155,8 +156,9 @@ func globRelativePattern(ctx *tools.Context, pattern, base string) (string, erro
 	return p, nil
 }
 
-// globNoGitFS hides every entry named ".git", so that no pattern (not even
-// "**") descends into a repository's object store, and it stops the walk
+// globNoGitFS hides every entry named ".git" (in any case:
+// paths.IsGitName), so that no pattern (not even "**") descends into a
+// repository's object store, and it stops the walk
 // quickly once the call is cancelled. GlobWalk only reads directories through
 // fs.ReadDir and checks paths through fs.Stat, both of which it implements.
 type globNoGitFS struct {
@@ -164,24 +166,15 @@ type globNoGitFS struct {
 	ctx  *tools.Context
 }
 
-func globHasGit(name string) bool {
-	for _, seg := range strings.Split(name, "/") {
-		if seg == ".git" {
-			return true
-		}
-	}
-	return false
-}
-
 func (g *globNoGitFS) Open(name string) (fs.File, error) {
-	if globHasGit(name) {
+	if paths.HasGitComponent(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	return g.fsys.Open(name)
 }
 
 func (g *globNoGitFS) Stat(name string) (fs.FileInfo, error) {
-	if globHasGit(name) {
+	if paths.HasGitComponent(name) {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
 	return fs.Stat(g.fsys, name)
@@ -191,13 +184,13 @@ func (g *globNoGitFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err := g.ctx.Context().Err(); err != nil {
 		return nil, err
 	}
-	if globHasGit(name) {
+	if paths.HasGitComponent(name) {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
 	}
 	entries, err := fs.ReadDir(g.fsys, name)
 	kept := entries[:0]
 	for _, e := range entries {
-		if e.Name() != ".git" {
+		if !paths.IsGitName(e.Name()) {
 			kept = append(kept, e)
 		}
 	}

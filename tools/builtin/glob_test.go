@@ -14,6 +14,7 @@ func TestGlob(t *testing.T) {
 		"main.go", "README.md", "b/c.go", "b/d/e.go", "b/x.txt", "B/z.go",
 		"cmd/tool/main.go", "cfg.yml", "cfg.yaml",
 		".git/hooks/h.go", "sub/.git/objects/o.go", ".github/w.go",
+		"up/.GIT/objects/p.go", // ".git" in any case: one rule (paths.IsGitName)
 	} {
 		e.write(t, f, "x", 0o644)
 	}
@@ -47,6 +48,7 @@ func TestGlob(t *testing.T) {
 		{"absolute path", filesObj{"pattern": "*.go", "path": filepath.Join(e.ws, "b")}, []string{"b/c.go"}},
 		{"absolute pattern", filesObj{"pattern": filepath.Join(e.ws, "b", "**", "*.go")}, []string{"b/c.go", "b/d/e.go"}},
 		{"explicit .git is still hidden", filesObj{"pattern": ".git/**"}, nil},
+		{"explicit .GIT is still hidden", filesObj{"pattern": "up/.GIT/**"}, nil},
 		{"everything", filesObj{"pattern": "**", "path": "b"}, []string{"b/c.go", "b/d/e.go", "b/x.txt"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

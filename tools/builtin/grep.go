@@ -25,6 +25,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/internal/gitignore"
 	"github.com/lite-agent/lite-agent/internal/nocap"
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/internal/safefile"
 	"github.com/lite-agent/lite-agent/tools"
 )
@@ -513,8 +514,8 @@ func (f *grepGlobFilter) match(rel, searchRel string) bool {
 		return true
 	}
 	sub := rel
-	if searchRel != "" {
-		sub = strings.TrimPrefix(rel, searchRel+"/")
+	if r, ok := paths.Rel(searchRel, rel); searchRel != "" && ok && r != "." {
+		sub = r
 	}
 	matches := func(p *gitignore.Pattern) bool {
 		return p.Match(rel, false) || (sub != rel && p.Match(sub, false))
@@ -1038,7 +1039,7 @@ func (s *grepSearch) readDir(q *grepQueue, it grepItem) {
 		rel := grepJoin(d.rel, name)
 		switch {
 		case typ.IsDir():
-			if name == ".git" || d.ign.Excluded(rel, true) {
+			if paths.IsGitName(name) || d.ign.Excluded(rel, true) {
 				continue
 			}
 		case typ.IsRegular():

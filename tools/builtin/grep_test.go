@@ -252,6 +252,7 @@ func TestGrepGitignore(t *testing.T) {
 		"src/main.go":              needle,
 		".git/config":              needle,
 		".git/objects/ab/cdef":     needle,
+		"up/.GIT/config":           needle, // ".git" in any case (paths.IsGitName)
 		"sub/.git":                 needle, // a .git file (a worktree link), not a directory
 		".github/workflows/ci.yml": needle, // hidden files are searched
 	})

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/lite-agent/lite-agent/internal/nocap"
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -34,17 +35,12 @@ func resolvePath(ctx *tools.Context, p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("path %q contains a NUL byte", p)
 	}
-	var rel string
-	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(ctx.Workspace, filepath.Clean(p))
-		if err != nil {
-			return "", outsideErr(ctx, p)
-		}
-		rel = r
-	} else {
-		rel = filepath.Clean(p)
+	root := ctx.Workspace // an absolute path names the workspace's own
+	if !filepath.IsAbs(p) {
+		root = "."
 	}
-	if rel == ".." || strings.HasPrefix(rel, "../") {
+	rel, ok := paths.Rel(root, p)
+	if !ok {
 		return "", outsideErr(ctx, p)
 	}
 	return rel, nil

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Info is where this process sits in each hierarchy: what Detect found,
@@ -104,13 +106,11 @@ func Detect() Info {
 // under a mount whose root is root (not "/" inside containers and
 // bind mounts).
 func joinCgroup(mnt, root, p string) (string, bool) {
-	if root == "/" {
-		return filepath.Join(mnt, p), true
+	rel, ok := paths.Rel(root, p)
+	if !ok {
+		return "", false
 	}
-	if rel, ok := strings.CutPrefix(p, root); ok && (rel == "" || rel[0] == '/') {
-		return filepath.Join(mnt, rel), true
-	}
-	return "", false
+	return filepath.Join(mnt, rel), true
 }
 
 func unescapeMount(s string) string {

@@ -5,10 +5,11 @@ package notify
 import (
 	"encoding/binary"
 	"net/netip"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/netmode"
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Address rules of the network supervisor (server_linux.go).
@@ -20,23 +21,11 @@ import (
 // reaches is allowed. Where the kernel's interpretation differs by protocol,
 // the rule takes the strictest reading.
 
-// inetAllowed says whether mode lets a confined process reach ip.
-// IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4
-// address the kernel will use. Zones and scope ids are ignored: the address
-// alone decides. The IPv4-compatible form (::a.b.c.d) and NAT64
-// (64:ff9b::/96) are IPv6 addresses routed like any other, hence refused.
+// inetAllowed says whether mode lets a confined process reach ip, by the
+// one rule of every network mode (internal/netmode: IPv4-mapped addresses
+// judged as IPv4, zones ignored, look-alikes refused).
 func inetAllowed(mode Mode, ip netip.Addr) bool {
-	ip = ip.Unmap().WithZone("")
-	switch mode {
-	case ModeUnrestricted:
-		return true
-	case ModeLoopback:
-		return ip.IsLoopback() // 127.0.0.0/8, ::1
-	case ModePrivate:
-		// IsPrivate is exactly 10/8, 172.16/12, 192.168/16 and fc00::/7.
-		return ip.IsLoopback() || ip.IsPrivate()
-	}
-	return false
+	return netmode.Reaches(mode.String(), ip)
 }
 
 // inetBindAllowed says whether mode lets a confined process bind a socket
@@ -218,21 +207,16 @@ type UnixRequest struct {
 // UnixPathsUnder returns a decision function for Options.Unix
 // that allows pathname sockets at or below one of roots (typically the
 // policy's workspace, its read-write paths and its TMPDIR: the one AF_UNIX
-// rule of every network mode) and refuses the abstract namespace. Roots are resolved once, here, so a symlinked
-// workspace works.
+// rule of every network mode) and refuses the abstract namespace. Roots are
+// resolved once, here, as the kernel resolves them (paths.Real), so a
+// symlinked workspace works.
 func UnixPathsUnder(roots ...string) func(UnixRequest) bool {
 	var clean []string
 	for _, r := range roots {
 		if r == "" {
 			continue
 		}
-		if abs, err := filepath.Abs(r); err == nil {
-			r = abs
-		}
-		if res, err := filepath.EvalSymlinks(r); err == nil {
-			r = res
-		}
-		clean = append(clean, filepath.Clean(r))
+		clean = append(clean, paths.Real(r))
 	}
 	return func(req UnixRequest) bool {
 		if req.Abstract || req.Path == "" {
@@ -240,8 +224,8 @@ func UnixPathsUnder(roots ...string) func(UnixRequest) bool {
 		}
 		for _, r := range clean {
 			// The root itself counts: a read-write path may name a
-			// socket file (as Within() in env.go has it).
-			if r == "/" || req.Path == r || strings.HasPrefix(req.Path, r+"/") {
+			// socket file.
+			if paths.Within(req.Path, r) {
 				return true
 			}
 		}

@@ -3,7 +3,6 @@ package notify
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,16 +44,6 @@ func (m Mode) String() string {
 // architecture cannot host the server: the caller must then refuse what
 // needed it (the sandbox wraps it into its own ErrUnsupported).
 var ErrUnsupported = errors.New("notification server: not supported here")
-
-// Within reports whether path is root or beneath it (both clean,
-// absolute): the one containment test of the sandbox's paths, used by the
-// AF_UNIX rule, by capture and by the sandbox package.
-func Within(path, root string) bool {
-	if root == "/" {
-		return strings.HasPrefix(path, "/")
-	}
-	return path == root || strings.HasPrefix(path, root+"/")
-}
 
 // TestHooks are set only by the sandbox package's end-to-end tests, before
 // any server starts; they are not an interface to use.

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Change capture by emulation: why the process's own call never runs.
@@ -642,7 +644,7 @@ func (c *Capture) writable(t *target) bool {
 		dir = t.path[:max(strings.LastIndexByte(t.path, '/'), 1)]
 	}
 	for _, r := range c.roots {
-		if Within(dir, r) || t.path == r {
+		if paths.Within(dir, r) || t.path == r {
 			return true
 		}
 	}
@@ -1411,7 +1413,7 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 	if err != nil {
 		return 0, errnoOf(err, unix.EPERM), false, false
 	}
-	if o.path != "" && Within(o.path, c.workspace) && !Within(t.path, c.workspace) &&
+	if o.path != "" && paths.Within(o.path, c.workspace) && !paths.Within(t.path, c.workspace) &&
 		ost.Mode&unix.S_IFMT != unix.S_IFDIR && link {
 		return 0, c.refused(RuleHardLink, &t, unix.EPERM), false, false // rule (a)
 	}

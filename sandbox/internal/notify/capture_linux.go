@@ -11,6 +11,8 @@ import (
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Change capture: why and how.
@@ -358,7 +360,7 @@ func (c *Capture) beforeBind(path string) unix.Errno {
 		c.refusals.add(Refusal{rule, "bind", path})
 		return e // a socket file named .git or HEAD, or in a .git (RefusedGitPath)
 	}
-	if !Within(path, c.workspace) || path == c.workspace {
+	if !paths.Within(path, c.workspace) || path == c.workspace {
 		return 0
 	}
 	c.mu.Lock()
@@ -372,7 +374,7 @@ const atFDCWD = int32(unix.AT_FDCWD)
 // addInside adds the paths of rs inside the workspace to out, once each.
 func (c *Capture) addInside(out, rs []string) []string {
 	for _, r := range rs {
-		if Within(r, c.workspace) && r != c.workspace && !slices.Contains(out, r) {
+		if paths.Within(r, c.workspace) && r != c.workspace && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}

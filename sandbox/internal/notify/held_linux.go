@@ -8,6 +8,8 @@ import (
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // Held descriptors: why a checkpoint must know them, and how it does.
@@ -247,7 +249,7 @@ func (f *heldFile) currentNames() []string {
 	}
 	var out []string
 	add := func(p string) {
-		if Within(p, f.workspace) && p != f.workspace && !containsString(out, p) {
+		if paths.Within(p, f.workspace) && p != f.workspace && !containsString(out, p) {
 			out = append(out, p)
 		}
 	}

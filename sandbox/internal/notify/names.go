@@ -1,11 +1,15 @@
 package notify
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
+)
 
 // The .git rule's names: the one decision of which paths no confined
 // process may change while .git is protected (CaptureOptions.GitWritable
 // off), used by change capture (capture_emulate_linux.go) and, through
-// the sandbox's ProtectedName and RefusedGitPath, by the in-process file
+// the sandbox's RefusedGitPath, by the in-process file
 // tools and the sandbox's scan for existing repositories
 // (gitguard_linux.go).
 //
@@ -24,52 +28,30 @@ import "strings"
 // Existing ones are bound read-only in the command's mount namespace
 // (gitguard_linux.go); these names cover the rest.
 
-// ProtectedName reports whether name, one path component (trailing
-// slashes allowed), is ".git", in any case.
-//
-// Case is ignored: on a case-insensitive directory (ext4 casefold, a
-// mounted FAT or NTFS tree) ".GIT" is the same entry, and refusing it
-// elsewhere costs nothing. It is the name of a repository's entry, no
-// more: the scan for existing repositories skips entries of this name
-// (gitguard_linux.go looks inside them as .git, not as working trees).
-func ProtectedName(name string) bool {
-	return strings.EqualFold(strings.TrimRight(name, "/"), ".git")
-}
-
 // GitDirName reports whether name, one path component (trailing slashes
 // allowed), is one no confined process may give a new entry, because the
-// entry makes a repository: ProtectedName's ".git", or "HEAD" exactly —
-// the file that, beside objects/ and refs/, makes its directory a git
-// directory. Case matters for HEAD: git looks for "HEAD" (on a
+// entry makes a repository: ".git" in any case (paths.IsGitName, the
+// name of a repository's entry; the scan for existing repositories skips
+// entries of this name too), or "HEAD" exactly — the file that, beside
+// objects/ and refs/, makes its directory a git directory. Case matters for HEAD: git looks for "HEAD" (on a
 // case-insensitive directory "head" would be the same entry; git makes
 // none there, and no file system in a workspace is expected to fold
 // case, so "head", a common word, stays allowed).
 func GitDirName(name string) bool {
-	return ProtectedName(name) || strings.TrimRight(name, "/") == "HEAD"
-}
-
-// InGitDir reports whether p, a slash-separated path (absolute or
-// relative), has a ProtectedName component anywhere: it is a .git or
-// lies beneath one, whether or not that .git existed when the sandbox
-// was made and however deep it is nested.
-func InGitDir(p string) bool {
-	for _, c := range strings.Split(p, "/") {
-		if ProtectedName(c) {
-			return true
-		}
-	}
-	return false
+	return paths.IsGitName(name) || strings.TrimRight(name, "/") == "HEAD"
 }
 
 // RefusedGitPath reports whether a confined change to p (a create, a
 // write, a truncate, a mode change, a rename or link of either name) is
-// refused while .git is protected: p is in a .git (InGitDir), or its last
+// refused while .git is protected: p is in a .git (it has a .git
+// component anywhere, paths.HasGitComponent: whether or not that .git
+// existed when the sandbox was made and however deep), or its last
 // component is a GitDirName. Removals are not judged by it: a removal
 // plants nothing, and a .git the sandbox protects is a mount point that
 // cannot be removed anyway.
 func RefusedGitPath(p string) bool {
 	p = strings.TrimRight(p, "/")
-	return InGitDir(p) || GitDirName(p[strings.LastIndexByte(p, '/')+1:])
+	return paths.HasGitComponent(p) || GitDirName(p[strings.LastIndexByte(p, '/')+1:])
 }
 
 // GitDirPart reports whether name, one path component, is one of the

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // skeletonPath names a directory of the sandbox's root skeleton that
@@ -42,7 +44,7 @@ func (c *Capture) tmpPath(fd int) (string, bool) {
 		return "", false
 	}
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil || filepath.Clean(p) != p || !(Within(p, "/tmp") || Within(p, "/dev/shm") || Within(p, "/var/tmp") || Within(p, "/run")) {
+	if err != nil || filepath.Clean(p) != p || !(paths.Within(p, "/tmp") || paths.Within(p, "/dev/shm") || paths.Within(p, "/var/tmp") || paths.Within(p, "/run")) {
 		return "", false
 	}
 	return p, true

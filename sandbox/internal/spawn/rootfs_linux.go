@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
 // A root of the sandbox's own: what a command sees at / is a skeleton of
@@ -234,10 +236,12 @@ func (r *rootPlan) finish() {
 	r.binds = kept
 }
 
-// pathWithin reports whether p is q or beneath it (both clean, absolute).
-func pathWithin(p, q string) bool {
-	return p == q || strings.HasPrefix(p, q+"/")
-}
+// pathWithin reports whether p is q or beneath it (both clean, absolute):
+// paths.Within. la_beneath (spawn_linux.c) is its C twin, which the guard
+// of internal/paths cannot read: it differs for q "/" only, which neither
+// is handed (a grant of / is errRootGranted, a read-write / needs no
+// mounts: NewMounts).
+func pathWithin(p, q string) bool { return paths.Within(p, q) }
 
 // planRoot lists the skeleton of the paths the Landlock ruleset grants
 // (rules: the very list BuildRuleset is given, so the skeleton is never a
@@ -247,7 +251,7 @@ func pathWithin(p, q string) bool {
 func planRoot(rules []Rule, ownPty bool, rw []mountRoot, privTmp bool) (*rootPlan, error) {
 	r := &rootPlan{have: map[string]byte{}, stats: map[string]statResult{}}
 	for _, l := range rules {
-		if l.Path == "/proc" || strings.HasPrefix(l.Path, "/proc/") {
+		if paths.Within(l.Path, "/proc") {
 			continue // in the sandbox's /proc, bound below
 		}
 		kind := bindRO
@@ -337,8 +341,8 @@ func (r *rootPlan) planTmp() {
 	}
 	r.tmp = append(r.tmp, skelEntry{path: "/tmp", kind: skelTmp})
 	for _, e := range r.entries {
-		name, ok := strings.CutPrefix(e.path, "/tmp/")
-		if !ok || strings.Contains(name, "/") {
+		name, ok := paths.Rel("/tmp", e.path)
+		if !ok || name == "." || strings.Contains(name, "/") {
 			continue
 		}
 		r.tmp = append(r.tmp, skelEntry{path: "/tmp/" + name, kind: e.kind, target: e.target})
