@@ -50,7 +50,7 @@ lint: fmt-check
 # many confined processes at once and is the heaviest part of the run.
 test: deps lint
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/test$$')
-	$(GO) test -count=1 ./test/
+	$(GO) test -count=1 -timeout 30m ./test/
 
 bench: build bench-deps
 	@bench/run.sh
