@@ -533,7 +533,9 @@ func canonical(ps []string) []string {
 		if p == "" || procSelfLike(p) {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
+		// Checked again once resolved: a granted path that is a link to
+		// /proc/self (or through one) names the supervisor's own entry.
+		if r, err := filepath.EvalSymlinks(p); err == nil && !procSelfLike(r) {
 			out = append(out, r)
 		}
 	}
