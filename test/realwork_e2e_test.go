@@ -576,6 +576,17 @@ func TestRefusedDownloadsFailFast(t *testing.T) {
 			base, refused := took(t, res[0].text), took(t, res[1].text)
 			t.Logf("%s: %v (baseline %s: %v)", tc.cmd, refused, tc.baseline, base)
 			if refused-base > time.Second {
+				// A loaded machine only ever adds time, to either run
+				// (a JVM tool's seconds of start-up most): measure the
+				// pair once more and keep the smaller difference.
+				res, _ = u.bashSession(t, ws, args, timed(tc.baseline), timed(tc.cmd))
+				b2, r2 := took(t, res[0].text), took(t, res[1].text)
+				t.Logf("again: %v (baseline %v)", r2, b2)
+				if r2-b2 < refused-base {
+					base, refused = b2, r2
+				}
+			}
+			if refused-base > time.Second {
 				t.Errorf("%s took %v to fail, %v more than %s: not at once", tc.cmd, refused, refused-base, tc.baseline)
 			}
 		})
