@@ -42,6 +42,7 @@ var external = map[string]string{
 	"b.go":                "a file name in an example of a turn's changes",
 	"vendor/ignored.go":   "a file an end-to-end test writes in its workspace",
 	"one-turn.json":       "the script bench/run.sh and bench/startup_ab.sh write",
+	"mcp.json":            "an --mcp-config file a CLI test makes in its temporary directories",
 	// Other projects' sources, named for what they do.
 	"dir.c":                              "git's source (its ignore rules)",
 	"wildmatch.c":                        "git's source (its glob matcher)",

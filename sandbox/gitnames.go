@@ -6,8 +6,7 @@ import (
 )
 
 // ProtectedName reports whether name, one path component, is ".git", in
-// any case: the name of a repository's entry (the one rule,
-// internal/paths.IsGitName).
+// any case: the name of a repository's entry (the one rule, paths.IsGitName).
 func ProtectedName(name string) bool { return paths.IsGitName(name) }
 
 // RefusedGitPath reports whether a path (slash-separated; relative to the
