@@ -1,4 +1,4 @@
-package sandbox
+package policy
 
 import "github.com/lite-agent/lite-agent/internal/levels"
 
