@@ -9,6 +9,17 @@
 // MaxTurns is reached, the provider fails, or ctx is cancelled. The stream
 // starts with session_start and ends with one result event.
 //
+// # Options
+//
+// Options has three parts, chosen by different hands: Agent is what the
+// agent is (model, prompts, tools, rules, hooks, limits, workspace), and
+// grants no reach; Confinement is how its commands and custom handlers
+// are confined (the sandbox, the handler ceiling, toolsets, in-process
+// handlers) and how its changes are recorded; Prompt, SessionID and
+// Resume are what one query asks. A program calling Query sets all
+// three; package local's Config embeds only Agent and builds Confinement
+// from its preset.
+//
 // # One tool call
 //
 // A call to a tool outside the visible set (Options.Tools, minus the tools

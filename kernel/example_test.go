@@ -41,13 +41,15 @@ func ExampleQuery() {
 	defer os.RemoveAll(state)
 
 	for ev, err := range kernel.Query(context.Background(), kernel.Options{
-		Prompt:       "What's the weather in Tokyo?",
-		Model:        model,
-		Workspace:    workspace,
-		StateDir:     state,
-		CustomTools:  []*tools.Tool{weather},
-		Tools:        []string{"get_weather"},
-		AllowedTools: []string{"get_weather"},
+		Agent: kernel.Agent{
+			Model:        model,
+			Workspace:    workspace,
+			StateDir:     state,
+			CustomTools:  []*tools.Tool{weather},
+			Tools:        []string{"get_weather"},
+			AllowedTools: []string{"get_weather"},
+		},
+		Prompt: "What's the weather in Tokyo?",
 	}) {
 		if err != nil {
 			fmt.Println("error:", err)
@@ -86,13 +88,15 @@ func ExampleQuery_subagents() {
 	defer os.RemoveAll(state)
 
 	for ev, err := range kernel.Query(context.Background(), kernel.Options{
-		Prompt:    "Count the files.",
-		Model:     model,
-		Workspace: workspace,
-		StateDir:  state,
-		Agents: map[string]kernel.AgentDefinition{
-			"counter": {Description: "Counts files.", Prompt: "You count files.", Tools: []string{"glob"}},
+		Agent: kernel.Agent{
+			Model:     model,
+			Workspace: workspace,
+			StateDir:  state,
+			Agents: map[string]kernel.AgentDefinition{
+				"counter": {Description: "Counts files.", Prompt: "You count files.", Tools: []string{"glob"}},
+			},
 		},
+		Prompt: "Count the files.",
 	}) {
 		if err != nil {
 			fmt.Println("error:", err)
@@ -128,11 +132,13 @@ func ExampleQuery_structuredOutput() {
 	defer os.RemoveAll(state)
 
 	for ev, err := range kernel.Query(context.Background(), kernel.Options{
-		Prompt:       "Count the files.",
-		Model:        model,
-		Workspace:    workspace,
-		StateDir:     state,
-		OutputFormat: &kernel.OutputFormat{Schema: schema},
+		Agent: kernel.Agent{
+			Model:        model,
+			Workspace:    workspace,
+			StateDir:     state,
+			OutputFormat: &kernel.OutputFormat{Schema: schema},
+		},
+		Prompt: "Count the files.",
 	}) {
 		if err != nil {
 			fmt.Println("error:", err)

@@ -52,7 +52,7 @@ func ExampleNew() {
 
 	_, err := local.New(local.Config{
 		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Model:       model,
 			Workspace:   workspace,
 			StateDir:    state,
@@ -63,7 +63,7 @@ func ExampleNew() {
 
 	agent, err := local.New(local.Config{
 		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Model:       model,
 			Workspace:   workspace,
 			StateDir:    state,

@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 	}
 	agent, err := local.New(local.Config{
 		Preset: *preset,
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Workspace:   *workspace,
 			Model:       model,
 			ModelName:   modelName,

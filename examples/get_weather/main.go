@@ -56,12 +56,14 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer os.RemoveAll(ws)
 	for ev, err := range kernel.Query(ctx, kernel.Options{
-		Prompt:       "What's the weather in Tokyo?",
-		Model:        model,
-		ModelName:    modelName,
-		Workspace:    ws,
-		CustomTools:  []*tools.Tool{weather},
-		AllowedTools: []string{"get_weather", "read_file"},
+		Agent: kernel.Agent{
+			Model:        model,
+			ModelName:    modelName,
+			Workspace:    ws,
+			CustomTools:  []*tools.Tool{weather},
+			AllowedTools: []string{"get_weather", "read_file"},
+		},
+		Prompt: "What's the weather in Tokyo?",
 	}) {
 		if err != nil {
 			return err

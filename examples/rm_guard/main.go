@@ -65,12 +65,14 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	for ev, err := range kernel.Query(ctx, kernel.Options{
-		Prompt:       "Run the test command.",
-		Model:        model,
-		ModelName:    modelName,
-		Workspace:    ws,
-		AllowedTools: []string{"Bash"},
-		Hooks:        []kernel.Hook{{Event: kernel.HookPreToolUse, Matcher: "Bash", Name: "rm-guard", Func: guard}},
+		Agent: kernel.Agent{
+			Model:        model,
+			ModelName:    modelName,
+			Workspace:    ws,
+			AllowedTools: []string{"Bash"},
+			Hooks:        []kernel.Hook{{Event: kernel.HookPreToolUse, Matcher: "Bash", Name: "rm-guard", Func: guard}},
+		},
+		Prompt: "Run the test command.",
 	}) {
 		if err != nil {
 			return err

@@ -90,12 +90,16 @@ func run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		for ev, err := range kernel.Query(ctx, kernel.Options{
-			Prompt:       "Search docs for the refund policy and summarize it.",
-			Model:        model,
-			ModelName:    modelName,
-			Workspace:    ws,
-			Toolsets:     []tools.Toolset{kb},
-			AllowedTools: allowed,
+			Agent: kernel.Agent{
+				Model:        model,
+				ModelName:    modelName,
+				Workspace:    ws,
+				AllowedTools: allowed,
+			},
+			Confinement: kernel.Confinement{
+				Toolsets: []tools.Toolset{kb},
+			},
+			Prompt: "Search docs for the refund policy and summarize it.",
 		}) {
 			if err != nil {
 				return err
