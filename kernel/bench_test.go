@@ -13,7 +13,7 @@ import (
 )
 
 // benchNoop is BenchmarkToolCallTurn's tool. It is handed to
-// tools.ServeConfinedCall in TestMain, so that the confined child finds it
+// confined.Serve in TestMain, so that the confined child finds it
 // (a custom handler runs confined by default).
 var benchNoop = tools.Must(tools.New("confined_noop", "does nothing", func(*tools.Context, struct {
 	N int `json:"n"`

@@ -19,12 +19,12 @@ type WeatherIn struct {
 // Custom tools are defined at package level: each handler runs confined in
 // a re-execution of the program, which finds it by name among the tools
 // the program's main (here the test binary's TestMain) hands to
-// tools.ServeConfinedCall first.
+// confined.Serve first.
 var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
 
-// In a program: func main() { tools.ServeConfinedCall(weather); ... }.
+// In a program: func main() { confined.Serve(weather); ... }.
 // Here TestMain does it, with this package's other test tools.
 func init() { kernel.ExternalConfinedTools = append(kernel.ExternalConfinedTools, weather) }
 

@@ -181,8 +181,10 @@ type Confinement struct {
 	// HandlerCeiling is the most a custom tool's handler (and a
 	// toolset's: an in-process MCP server's tool, an external stdio MCP
 	// server) may run with; nil means Sandbox — handlers get no more than commands.
-	// A tool's declared Security only narrows it (tools.HandlerPolicy):
-	// a declared network wider than the ceiling's gets the ceiling's, and
+	// A tool's declared Security only narrows it (confined.HandlerPolicy):
+	// a declared network wider than the ceiling's is refused when the
+	// session starts (CheckConfinedTools) — except unrestricted under a
+	// ceiling that grants domains, which gets the domain proxy — and
 	// Filesystem "unrestricted" reaches "/" only where the ceiling lists
 	// it in ReadOnlyPaths or ReadWritePaths. Set it when handlers are
 	// meant to reach more than commands (package local fills it from the
@@ -196,7 +198,7 @@ type Confinement struct {
 	// handlers that need this process's state; the strict assembler refuses
 	// it. By default each custom handler runs in a confined re-execution of
 	// this program, under the profile its Security declares — which
-	// requires the program to call tools.ServeConfinedCall(its tools...)
+	// requires the program to call confined.Serve(its tools...)
 	// at the start of main.
 	InProcessHandlers bool
 

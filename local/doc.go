@@ -46,7 +46,7 @@
 //   - a rule, hook matcher, Tools entry or subagent tool list naming no
 //     tool (kernel.CheckToolNames; Claude Code's names are ours), and a
 //     custom tool a confined child could not find (not handed to
-//     tools.ServeConfinedCall: kernel.CheckConfinedTools).
+//     confined.Serve: kernel.CheckConfinedTools).
 //
 // # What New wires
 //
@@ -60,7 +60,7 @@
 //     Agent.SandboxReport says where each grant came from); each custom
 //     handler runs
 //     in a confined re-execution of the program (so call
-//     tools.ServeConfinedCall(tools...) first in main) under HandlerCeiling — what
+//     confined.Serve(tools...) first in main) under HandlerCeiling — what
 //     the preset lets custom tools have beyond commands: loopback, and
 //     under standard and permissive "/" — narrowed by its own Security;
 //   - rules: the preset's, the user's policy file's, the workspace's

@@ -36,7 +36,7 @@ import (
 //     and under strict neither Filesystem "unrestricted" nor SideEffects
 //     "external". Each handler runs in the sandbox under the profile its
 //     Security allows, in a re-execution of the program: define custom
-//     tools at package level and hand them to tools.ServeConfinedCall
+//     tools at package level and hand them to confined.Serve
 //     first in main.
 //   - Rules come after the preset's and the policy files' (the options
 //     layer), Hooks after the policy files' command hooks; deny wins
@@ -257,7 +257,7 @@ func checkTools(preset policies.Preset, ts []*tools.Tool, prefix string) []error
 // bash gets no network — and under permissive a handler gets loopback,
 // not bash's whole network), and "/" read-write where the preset lets
 // them declare Filesystem "unrestricted" (standard, permissive). Each
-// handler gets this narrowed by its own declaration (tools.HandlerPolicy),
+// handler gets this narrowed by its own declaration (confined.HandlerPolicy),
 // so a tool declaring less gets less; CheckTools has already refused one
 // declaring more.
 func HandlerCeiling(preset policies.Preset, workspace string) *sandbox.Policy {

@@ -13,6 +13,7 @@ import (
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 func TestMain(m *testing.M) {
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	ts := append([]*tools.Tool{pidProbe, reachLoopback, reachNone, reachRoot, okTool}, acceptedTools...)
 	ts = append(ts, ExternalConfinedTools...)
 	ts = append(ts, pidServer.Tools()...)
-	tools.ServeConfinedCall(append(ts, wideServer.Tools()...)...)
+	confined.Serve(append(ts, wideServer.Tools()...)...)
 	os.Exit(m.Run())
 }
 
@@ -58,7 +59,7 @@ func trustedFiles(t *testing.T, ws string) *policies.LoadOptions {
 	return &policies.LoadOptions{UserFile: "-", TrustStore: store}
 }
 
-// acceptedTools are handed to ServeConfinedCall in TestMain, so that a
+// acceptedTools are handed to confined.Serve in TestMain, so that a
 // confined child would find them (New checks).
 var acceptedTools = []*tools.Tool{
 	tool("fs_ok", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),

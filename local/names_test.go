@@ -55,13 +55,13 @@ func TestNewChecksNamesKeysAndPrefixes(t *testing.T) {
 func noopHook(context.Context, *kernel.HookInput) (*kernel.HookOutput, error) { return nil, nil }
 
 // TestNewRefusesToolsTheChildCannotFind: a tool that was not handed to
-// ServeConfinedCall (TestMain called it without this one, as a main that
+// confined.Serve (TestMain called it without this one, as a main that
 // builds a tool after the call would) is refused by New, before any model
 // call, with the rule and the fix.
 func TestNewRefusesToolsTheChildCannotFind(t *testing.T) {
 	late := tool("built_late", &tools.Security{Network: tools.NetworkNone})
 	_, err := New(Config{PolicyFiles: noFiles, Agent: kernel.Agent{Model: model(t, `{"turns": [{"text": "never"}]}`), Workspace: t.TempDir(), CustomTools: []*tools.Tool{late}}})
-	if err == nil || !strings.Contains(err.Error(), "the built_late tool cannot run confined: it is not among the tools handed to tools.ServeConfinedCall") {
+	if err == nil || !strings.Contains(err.Error(), "the built_late tool cannot run confined: it is not among the tools handed to confined.Serve") {
 		t.Errorf("New: %v", err)
 	}
 }

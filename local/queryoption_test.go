@@ -102,7 +102,7 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 // slices) nor through the Config's slices and maps the caller keeps. A
 // shallow copy would share them: writing o.Sandbox.Network or o.Rules[0]
 // would change the agent itself.
-// okTool is handed to TestMain's ServeConfinedCall, as New requires.
+// okTool is handed to TestMain's confined.Serve, as New requires.
 var okTool = tool("ok_tool", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace})
 
 func TestAgentOptionsCannotBeChangedLater(t *testing.T) {

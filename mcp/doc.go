@@ -31,7 +31,7 @@
 //	}()
 //
 //	func main() {
-//		tools.ServeConfinedCall(orderTools.Tools()...) // the child runs only these
+//		confined.Serve(orderTools.Tools()...) // the child runs only these
 //		for ev, err := range kernel.Query(ctx, kernel.Options{
 //			Agent: kernel.Agent{
 //				CustomTools:  orderTools.Tools(),

@@ -15,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/examples/internal/example"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -38,7 +39,7 @@ var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 func main() {
 	// First: a confined call's child runs its handler here and exits.
 	// The child runs only the tools handed over here.
-	tools.ServeConfinedCall(weather)
+	confined.Serve(weather)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "get_weather:", err)
 		os.Exit(1)

@@ -19,6 +19,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -70,7 +71,7 @@ func main() {
 	// First: a confined call's child runs its handler here and exits.
 	// Every tool that may run confined is handed over: the child runs
 	// only these (an in-process MCP server's are its Tools()).
-	tools.ServeConfinedCall(orderTools.Tools()...)
+	confined.Serve(orderTools.Tools()...)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)

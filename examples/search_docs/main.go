@@ -23,6 +23,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -65,7 +66,7 @@ func main() {
 	// First: a confined call's child runs its handler here and exits.
 	// Every tool that may run confined is handed over: the child runs
 	// only these (an in-process MCP server's are its Tools()).
-	tools.ServeConfinedCall(kbTools.Tools()...)
+	confined.Serve(kbTools.Tools()...)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "search_docs:", err)
 		os.Exit(1)
