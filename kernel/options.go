@@ -180,7 +180,8 @@ type Confinement struct {
 	Sandbox *sandbox.Policy
 	// HandlerCeiling is the most a custom tool's handler (and a
 	// toolset's: an in-process MCP server's tool, an external stdio MCP
-	// server) may run with; nil means Sandbox — handlers get no more than commands.
+	// server) may run with; nil means Sandbox — handlers get no more than
+	// commands.
 	// A tool's declared Security only narrows it (confined.HandlerPolicy):
 	// a declared network wider than the ceiling's is refused when the
 	// session starts (CheckConfinedTools) — except unrestricted under a
@@ -195,11 +196,12 @@ type Confinement struct {
 
 	// InProcessHandlers runs custom tool handlers in this process,
 	// unconfined, instead of in a sandboxed child. It is for tests and for
-	// handlers that need this process's state; the strict assembler refuses
-	// it. By default each custom handler runs in a confined re-execution of
-	// this program, under the profile its Security declares — which
-	// requires the program to call confined.Serve(its tools...)
-	// at the start of main.
+	// handlers that need this process's state; behind the strict assembler
+	// it is always false. By default each custom handler runs in a
+	// confined re-execution of this program, under the profile its
+	// Security declares — which requires the program to call
+	// confined.Serve(its tools...) at the start of main (package
+	// tools/confined).
 	InProcessHandlers bool
 
 	// Checkpoints opens the session's checkpointer: with it, the pre-image

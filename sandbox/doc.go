@@ -32,7 +32,7 @@
 // SpawnError naming the step.
 //
 // Custom Go tool handlers run in a confined re-execution of the program
-// started through the same path (see confined.Serve): the program
+// started through the same path (see package tools/confined): the program
 // is confined before its first instruction.
 //
 // The seccomp programs are compiled by libseccomp at `go generate` time
