@@ -35,11 +35,13 @@ type Options struct {
 
 // Agent is what an agent is: its model and prompts, where it works, its
 // tools and who decides their calls (rules, hooks, the permission mode,
-// the person's answers), its limits and where its sessions are kept. It
-// grants no reach: what commands and handlers can reach is Confinement's
-// (built around Workspace). So package local's Config embeds Agent whole
-// and checks it against the preset (custom tools' declarations, a mode
-// the preset forbids, subagents' modes).
+// the person's answers), its limits and where its sessions are kept. What
+// commands and handlers can reach is Confinement's (built around
+// Workspace); the person's answers (CanUseTool, Approval,
+// OnUnknownDomain) decide only what Confinement leaves to a person. So
+// package local's Config embeds Agent whole and checks it against the
+// preset (custom tools' declarations, a mode the preset forbids,
+// subagents' modes).
 type Agent struct {
 	// Model answers; ModelName is passed to it (e.g. "claude-sonnet-4-6").
 	Model     provider.Model
