@@ -13,7 +13,7 @@ import (
 )
 
 // benchNoop is BenchmarkToolCallTurn's tool. It is handed to
-// tools.ServeConfinedCall in TestMain, so that the confined child finds it
+// confined.Serve in TestMain, so that the confined child finds it
 // (a custom handler runs confined by default).
 var benchNoop = tools.Must(tools.New("confined_noop", "does nothing", func(*tools.Context, struct {
 	N int `json:"n"`
@@ -43,7 +43,7 @@ func BenchmarkToolCallTurn(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		o := Options{Prompt: "go", Model: model, Workspace: ws, StateDir: state, CustomTools: []*tools.Tool{noop}, Tools: []string{"confined_noop"}, AllowedTools: []string{"confined_noop"}}
+		o := Options{Agent: Agent{Model: model, Workspace: ws, StateDir: state, CustomTools: []*tools.Tool{noop}, Tools: []string{"confined_noop"}, AllowedTools: []string{"confined_noop"}}, Prompt: "go"}
 		for ev, err := range Query(context.Background(), o) {
 			if err != nil {
 				b.Fatal(err)
@@ -131,8 +131,19 @@ func BenchmarkMCPToolCallTurn(b *testing.B) {
 			model := script(tc.tool)
 			ws, state := b.TempDir(), b.TempDir()
 			for b.Loop() {
-				o := Options{Prompt: "go", Model: model, Workspace: ws, StateDir: state,
-					AllowedTools: []string{tc.tool}, Tools: []string{tc.tool}, InProcessHandlers: tc.inProcess}
+				o := Options{
+					Agent: Agent{
+						Model:        model,
+						Workspace:    ws,
+						StateDir:     state,
+						AllowedTools: []string{tc.tool},
+						Tools:        []string{tc.tool},
+					},
+					Confinement: Confinement{
+						InProcessHandlers: tc.inProcess,
+					},
+					Prompt: "go",
+				}
 				if tc.mcp {
 					o.Toolsets = mcpToolsets(b, &mcp.Options{Servers: map[string]mcp.ServerConfig{"bench": {Server: benchMCPServer}}})
 				} else {

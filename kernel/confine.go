@@ -8,6 +8,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // handlerProfile is a custom tool's declared security, the key under which
@@ -103,8 +104,9 @@ func (r *run) prepareSandbox() error {
 }
 
 // handlerSandbox returns the sandbox a custom tool's handler runs in: the
-// handler ceiling narrowed to its declared security (tools.HandlerPolicy;
-// a declaration never widens), and the
+// handler ceiling narrowed to its declared security (confined.HandlerPolicy;
+// a declaration never widens, and one wider than the ceiling was refused
+// when the session started: checkConfinable), and the
 // workspace its Context sees ("" when it declared no filesystem access).
 func (r *run) handlerSandbox(t *tools.Tool) (*sandbox.Sandbox, string, error) {
 	sec := t.Security()
@@ -124,7 +126,7 @@ func (r *run) handlerSandbox(t *tools.Tool) (*sandbox.Sandbox, string, error) {
 	if sb := r.handlerSandboxes[key]; sb != nil {
 		return sb, workspace, nil
 	}
-	p, err := tools.HandlerPolicy(r.handlerCeiling, sec)
+	p, err := confined.HandlerPolicy(r.handlerCeiling, sec)
 	if err != nil {
 		return nil, "", err
 	}

@@ -20,12 +20,13 @@ import (
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 func TestMain(m *testing.M) {
 	// A confined handler runs in a re-execution of this test binary, which
 	// runs only the tools handed over here (all built at package level).
-	tools.ServeConfinedCall(confinedTestTools()...)
+	confined.Serve(confinedTestTools()...)
 	// The external MCP server of mcp_test.go is this binary too.
 	if os.Getenv(mcpServerEnv) != "" {
 		os.Exit(serveMCPStdio())
@@ -40,6 +41,7 @@ func confinedTestTools() []*tools.Tool {
 	ts := []*tools.Tool{benchNoop, benchPlainTool, probeWorkspace, probeNoFS, probeLoopback, probeRoot, probeNet, twinA, twinB}
 	ts = append(ts, ExternalConfinedTools...)
 	ts = append(ts, benchMCPServer.Tools()...)
+	ts = append(ts, loopbackServer.Tools()...)
 	return append(ts, orders.Tools()...)
 }
 
@@ -239,7 +241,9 @@ var (
 // narrows the session's sandbox and never widens it. Each attack is run
 // twice: under a session policy that grants what the tool declares (the
 // probe reaches it: the test proves something) and under one that does
-// not (the declaration alone must not get it there).
+// not (the declaration alone must not get it there). A declared network
+// the session does not grant goes no further than the session's start: it
+// is refused there, naming the tool, rather than narrowed in silence.
 func TestHandlerDeclarationOnlyNarrows(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "outside.txt")
 	if err := os.WriteFile(outside, []byte("OUTSIDE THE WORKSPACE"), 0o644); err != nil {
@@ -259,19 +263,25 @@ func TestHandlerDeclarationOnlyNarrows(t *testing.T) {
 			c.Close()
 		}
 	}()
-	run := func(tool string, sb, ceiling *sandbox.Policy, in probeIn) map[string]string {
+	probes := map[string]*tools.Tool{"probe_ws": probeWorkspace, "probe_lo": probeLoopback, "probe_root": probeRoot}
+	query := func(tool string, sb, ceiling *sandbox.Policy, in probeIn) ([]Event, error) {
 		t.Helper()
 		e := newEnv(t)
 		b, _ := json.Marshal(in)
 		o := e.opts(script(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "`+tool+`", "input": `+string(b)+`}]}, {"text": "done"}]}`))
 		o.InProcessHandlers = false
-		o.CustomTools = []*tools.Tool{probeWorkspace, probeLoopback, probeRoot}
+		o.CustomTools = []*tools.Tool{probes[tool]}
 		o.AllowedTools = []string{"probe_*"}
 		o.Sandbox, o.HandlerCeiling = sb, ceiling
 		evs, err := collect(t, context.Background(), o)
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			t.Skipf("the sandbox cannot run here (%v); this test would have checked that a declared Security never widens the session's sandbox", err)
 		}
+		return evs, err
+	}
+	run := func(tool string, sb, ceiling *sandbox.Policy, in probeIn) map[string]string {
+		t.Helper()
+		evs, err := query(tool, sb, ceiling, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,8 +302,12 @@ func TestHandlerDeclarationOnlyNarrows(t *testing.T) {
 	if got := run("probe_lo", loopback, nil, dial); got["dial"] != "ok" {
 		t.Fatalf("with the session at loopback the probe must connect, or this test proves nothing: %v", got)
 	}
-	if got := run("probe_lo", none, nil, dial); !strings.HasPrefix(got["dial"], "err:") {
-		t.Errorf("a tool declaring loopback under a session with network none connected: %v", got)
+	evs, err := query("probe_lo", none, nil, dial)
+	if err == nil || !strings.Contains(err.Error(), `the probe_lo tool cannot run confined: it declares network "loopback", beyond the "none" its handler ceiling allows`) {
+		t.Errorf("a tool declaring loopback under a session with network none: %v", err)
+	}
+	if len(byType(evs, EventToolResult)) > 0 {
+		t.Errorf("the session refused at its start still ran a tool: %v", byType(evs, EventToolResult))
 	}
 	// A ceiling named on purpose lets handlers reach more than commands.
 	if got := run("probe_lo", none, loopback, dial); got["dial"] != "ok" {

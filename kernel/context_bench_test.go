@@ -16,7 +16,7 @@ import (
 // a long, edited session: the estimate and the view sent to the model,
 // over 140 messages with 60 results cleared and a summary.
 func BenchmarkContextPerTurn(b *testing.B) {
-	r := &run{session: &session{opts: &Options{ModelName: "claude-sonnet-4-6"}}}
+	r := &run{session: &session{opts: &Options{Agent: Agent{ModelName: "claude-sonnet-4-6"}}}}
 	body := strings.Repeat("x", 14_000)
 	for i := range 70 {
 		id := fmt.Sprintf("t%d", i)
@@ -71,8 +71,21 @@ func benchTurns(b *testing.B, model provider.Model, noop *tools.Tool, name strin
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		o := Options{Prompt: "go", Model: model, ModelName: name, Workspace: ws, StateDir: state,
-			CustomTools: []*tools.Tool{noop}, Tools: []string{"noop"}, AllowedTools: []string{"noop"}, InProcessHandlers: true}
+		o := Options{
+			Agent: Agent{
+				Model:        model,
+				ModelName:    name,
+				Workspace:    ws,
+				StateDir:     state,
+				CustomTools:  []*tools.Tool{noop},
+				Tools:        []string{"noop"},
+				AllowedTools: []string{"noop"},
+			},
+			Confinement: Confinement{
+				InProcessHandlers: true,
+			},
+			Prompt: "go",
+		}
 		for ev, err := range Query(context.Background(), o) {
 			if err != nil {
 				b.Fatal(err)

@@ -327,7 +327,7 @@ func TestThinkingKeptInTheToolLoop(t *testing.T) {
 	if a.Type != "thinking" || a.Signature != "sig-abc" || a.Thinking != "I should read it." {
 		t.Errorf("the thinking block did not go back: %+v", a)
 	}
-	if _, err := collect(t, context.Background(), Options{Prompt: "x", Model: o.Model, Workspace: e.ws, StateDir: e.state, ThinkingBudget: 10}); err == nil {
+	if _, err := collect(t, context.Background(), Options{Agent: Agent{Model: o.Model, Workspace: e.ws, StateDir: e.state, ThinkingBudget: 10}, Prompt: "x"}); err == nil {
 		t.Error("a thinking budget below 1024 was accepted")
 	}
 }

@@ -9,6 +9,17 @@
 // MaxTurns is reached, the provider fails, or ctx is cancelled. The stream
 // starts with session_start and ends with one result event.
 //
+// # Options
+//
+// Options has three parts, chosen by different hands: Agent is what the
+// agent is (model, prompts, tools, rules, hooks, limits, workspace), and
+// grants no reach; Confinement is how its commands and custom handlers
+// are confined (the sandbox, the handler ceiling, toolsets, in-process
+// handlers) and how its changes are recorded; Prompt, SessionID and
+// Resume are what one query asks. A program calling Query sets all
+// three; package local's Config embeds only Agent and builds Confinement
+// from its preset.
+//
 // # One tool call
 //
 // A call to a tool outside the visible set (Options.Tools, minus the tools
@@ -140,7 +151,7 @@
 // hint the toolset vouches for (the MCP resource tools) runs by default
 // like the built-in read-only tools. Every other toolset tool (an
 // in-process MCP server's) runs confined like a custom tool, and must be
-// handed to tools.ServeConfinedCall (CheckConfinedTools). Two toolsets may
+// handed to confined.Serve (CheckConfinedTools). Two toolsets may
 // not offer one tool name.
 //
 // # What the kernel imports, and why
@@ -158,12 +169,16 @@
 // # Confinement of custom handlers
 //
 // Every custom handler runs in a confined re-execution of the program
-// (unless InProcessHandlers), under HandlerCeiling — nil: Sandbox, what
-// commands get — narrowed by the tool's declared Security
-// (tools.HandlerPolicy). A declaration never widens: the narrower network
-// wins, and "unrestricted" reaches "/" only if the ceiling already lists
-// it. A caller who means handlers to reach more than commands says so
-// with HandlerCeiling (package local does, from the preset).
+// (unless InProcessHandlers; package tools/confined), under
+// HandlerCeiling — nil: Sandbox, what commands get — narrowed by the
+// tool's declared Security (confined.HandlerPolicy). A declaration never
+// widens, and asking for more network than the ceiling gives is refused
+// when the session starts, naming the tool (CheckConfinedTools) — except
+// unrestricted under a ceiling that grants domains, which gets the domain
+// proxy as commands do; "unrestricted" filesystem reaches "/" only if the
+// ceiling already lists it. A caller who means handlers to reach more
+// than commands says so with HandlerCeiling (package local does, from the
+// preset).
 //
 // # Subagents
 //

@@ -19,12 +19,12 @@ type WeatherIn struct {
 // Custom tools are defined at package level: each handler runs confined in
 // a re-execution of the program, which finds it by name among the tools
 // the program's main (here the test binary's TestMain) hands to
-// tools.ServeConfinedCall first.
+// confined.Serve first.
 var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}}))
 
-// In a program: func main() { tools.ServeConfinedCall(weather); ... }.
+// In a program: func main() { confined.Serve(weather); ... }.
 // Here TestMain does it, with this package's other test tools.
 func init() { kernel.ExternalConfinedTools = append(kernel.ExternalConfinedTools, weather) }
 
@@ -41,13 +41,15 @@ func ExampleQuery() {
 	defer os.RemoveAll(state)
 
 	for ev, err := range kernel.Query(context.Background(), kernel.Options{
-		Prompt:       "What's the weather in Tokyo?",
-		Model:        model,
-		Workspace:    workspace,
-		StateDir:     state,
-		CustomTools:  []*tools.Tool{weather},
-		Tools:        []string{"get_weather"},
-		AllowedTools: []string{"get_weather"},
+		Agent: kernel.Agent{
+			Model:        model,
+			Workspace:    workspace,
+			StateDir:     state,
+			CustomTools:  []*tools.Tool{weather},
+			Tools:        []string{"get_weather"},
+			AllowedTools: []string{"get_weather"},
+		},
+		Prompt: "What's the weather in Tokyo?",
 	}) {
 		if err != nil {
 			fmt.Println("error:", err)
@@ -86,13 +88,15 @@ func ExampleQuery_subagents() {
 	defer os.RemoveAll(state)
 
 	for ev, err := range kernel.Query(context.Background(), kernel.Options{
-		Prompt:    "Count the files.",
-		Model:     model,
-		Workspace: workspace,
-		StateDir:  state,
-		Agents: map[string]kernel.AgentDefinition{
-			"counter": {Description: "Counts files.", Prompt: "You count files.", Tools: []string{"glob"}},
+		Agent: kernel.Agent{
+			Model:     model,
+			Workspace: workspace,
+			StateDir:  state,
+			Agents: map[string]kernel.AgentDefinition{
+				"counter": {Description: "Counts files.", Prompt: "You count files.", Tools: []string{"glob"}},
+			},
 		},
+		Prompt: "Count the files.",
 	}) {
 		if err != nil {
 			fmt.Println("error:", err)
@@ -128,11 +132,13 @@ func ExampleQuery_structuredOutput() {
 	defer os.RemoveAll(state)
 
 	for ev, err := range kernel.Query(context.Background(), kernel.Options{
-		Prompt:       "Count the files.",
-		Model:        model,
-		Workspace:    workspace,
-		StateDir:     state,
-		OutputFormat: &kernel.OutputFormat{Schema: schema},
+		Agent: kernel.Agent{
+			Model:        model,
+			Workspace:    workspace,
+			StateDir:     state,
+			OutputFormat: &kernel.OutputFormat{Schema: schema},
+		},
+		Prompt: "Count the files.",
 	}) {
 		if err != nil {
 			fmt.Println("error:", err)

@@ -180,8 +180,12 @@ func TestCheckToolNamesBeforeConnecting(t *testing.T) {
 	srv := mcp.NewServer("orders", "1")
 	mcp.AddTool(srv, echoTool(t, "lookup_order", true))
 	o := &Options{
-		Toolsets:     mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: srv}, "ext": {Command: "/bin/false"}}}),
-		AllowedTools: []string{"mcp__orders__lookup_order", "mcp__ext__anything"},
+		Agent: Agent{
+			AllowedTools: []string{"mcp__orders__lookup_order", "mcp__ext__anything"},
+		},
+		Confinement: Confinement{
+			Toolsets: mcpToolsets(t, &mcp.Options{Servers: map[string]mcp.ServerConfig{"orders": {Server: srv}, "ext": {Command: "/bin/false"}}}),
+		},
 	}
 	if err := CheckToolNames(o); err != nil {
 		t.Fatal(err)

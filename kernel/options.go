@@ -12,12 +12,37 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// Options configure one Query. The zero value of every field but Model and
-// Prompt is usable.
+// Options configure one Query: what the agent is (Agent), how it is
+// confined (Confinement), and what this query asks (Prompt, SessionID,
+// Resume). The three are apart because they are chosen by different
+// hands: a program describes its agent once; whoever is responsible for
+// the agent's safety chooses its confinement (package local: the preset,
+// never the caller); each query chooses its prompt and its session. The
+// zero value of every field but Model and Prompt is usable.
 type Options struct {
+	Agent
+	Confinement
+
 	// Prompt is the user's message that starts (or, with Resume, continues)
 	// the session.
 	Prompt string
+	// SessionID names a new session; a random id when empty.
+	SessionID string
+	// Resume continues the session with this id: its transcript is loaded
+	// and Prompt is appended as the next user message.
+	Resume string
+}
+
+// Agent is what an agent is: its model and prompts, where it works, its
+// tools and who decides their calls (rules, hooks, the permission mode,
+// the person's answers), its limits and where its sessions are kept. What
+// commands and handlers can reach is Confinement's (built around
+// Workspace); the person's answers (CanUseTool, Approval,
+// OnUnknownDomain) decide only what Confinement leaves to a person. So
+// package local's Config embeds Agent whole and checks it against the
+// preset (custom tools' declarations, a mode the preset forbids,
+// subagents' modes).
+type Agent struct {
 	// Model answers; ModelName is passed to it (e.g. "claude-sonnet-4-6").
 	Model     provider.Model
 	ModelName string
@@ -94,41 +119,6 @@ type Options struct {
 	// Approval and UserInput reach a person; nil when headless.
 	Approval  tools.ApprovalFunc
 	UserInput tools.UserInputFunc
-
-	// MaxTurns bounds the number of model calls; zero means no limit.
-	MaxTurns int
-	// ToolTimeout is the default deadline of one tool call (a tool's own
-	// Timeout wins); zero means 15 minutes.
-	ToolTimeout time.Duration
-
-	// StateDir holds session transcripts. Empty means $XDG_STATE_HOME/
-	// lite-agent (or ~/.local/state/lite-agent). It must be outside the
-	// workspace, so that nothing the agent runs can rewrite history.
-	StateDir string
-	// SessionID names a new session; a random id when empty.
-	SessionID string
-	// Resume continues the session with this id: its transcript is loaded
-	// and Prompt is appended as the next user message.
-	Resume string
-
-	// Sandbox is the confinement of every command and custom handler. nil
-	// means sandbox.Policy{} — the workspace read-write, the system's
-	// toolchain read-only, no network, default limits. Its Workspace, when
-	// empty, is the session's workspace. If the kernel cannot enforce the
-	// policy the run fails (fail closed) unless the policy says BestEffort.
-	Sandbox *sandbox.Policy
-	// HandlerCeiling is the most a custom tool's handler (and a
-	// toolset's: an in-process MCP server's tool, an external stdio MCP
-	// server) may run with; nil means Sandbox — handlers get no more than commands.
-	// A tool's declared Security only narrows it (tools.HandlerPolicy):
-	// a declared network wider than the ceiling's gets the ceiling's, and
-	// Filesystem "unrestricted" reaches "/" only where the ceiling lists
-	// it in ReadOnlyPaths or ReadWritePaths. Set it when handlers are
-	// meant to reach more than commands (package local fills it from the
-	// preset: under strict, loopback for custom tools where bash gets no
-	// network). Its Workspace must be empty or Sandbox's; changes are
-	// captured as for Sandbox.
-	HandlerCeiling *sandbox.Policy
 	// OnUnknownDomain is asked, in an interactive session with domains
 	// granted (Sandbox.AllowDomains, hence a proxy), about a host no
 	// allow or deny entry names, while the proxy holds the connection:
@@ -148,29 +138,17 @@ type Options struct {
 	// deny_domains wins and is never asked about. It replaces
 	// Sandbox.OnUnknownDomain and HandlerCeiling's when set.
 	OnUnknownDomain func(ctx context.Context, q sandbox.DomainQuestion) (sandbox.DomainDecision, error)
-	// InProcessHandlers runs custom tool handlers in this process,
-	// unconfined, instead of in a sandboxed child. It is for tests and for
-	// handlers that need this process's state; the strict assembler refuses
-	// it. By default each custom handler runs in a confined re-execution of
-	// this program, under the profile its Security declares — which
-	// requires the program to call tools.ServeConfinedCall(its tools...)
-	// at the start of main.
-	InProcessHandlers bool
-	// Checkpoints opens the session's checkpointer: with it, the pre-image
-	// of every change is recorded, a checkpoint is sealed at every user turn
-	// and after every tool call that changed something, and each one is a
-	// checkpoint event. nil: no checkpoints.
-	Checkpoints CheckpointerFunc
-	// Snapshots records pre-images when Checkpoints is nil (tests, custom
-	// recorders).
-	Snapshots tools.SnapshotRecorder
 
-	// Toolsets are opened when the session starts and closed when it ends;
-	// their tools join the custom tools (see "Toolsets" in the package
-	// documentation). The session's MCP servers are one:
-	// mcp.NewToolset(&mcp.Options{Servers: cfg.Servers}), with cfg from
-	// mcp.LoadConfig, and an in-process server an entry {Server: srv}.
-	Toolsets []tools.Toolset
+	// MaxTurns bounds the number of model calls; zero means no limit.
+	MaxTurns int
+	// ToolTimeout is the default deadline of one tool call (a tool's own
+	// Timeout wins); zero means 15 minutes.
+	ToolTimeout time.Duration
+
+	// StateDir holds session transcripts. Empty means $XDG_STATE_HOME/
+	// lite-agent (or ~/.local/state/lite-agent). It must be outside the
+	// workspace, so that nothing the agent runs can rewrite history.
+	StateDir string
 
 	// Agents are the subagents the agent tool can start, by name (see
 	// "Subagents" in the package documentation). The agent tool exists
@@ -188,6 +166,61 @@ type Options struct {
 	// OutputFormat asks for a final answer that is JSON matching a
 	// schema; nil means free text.
 	OutputFormat *OutputFormat
+}
+
+// Confinement is how an agent's commands and custom handlers are confined,
+// what runs beside its own tools, and how its changes are recorded. It is
+// the part of Options that decides what the agent can reach: package
+// local sets all of it from the preset (a caller of local.New cannot set
+// it); a program calling Query directly sets it itself.
+type Confinement struct {
+	// Sandbox is the confinement of every command and custom handler. nil
+	// means sandbox.Policy{} — the workspace read-write, the system's
+	// toolchain read-only, no network, default limits. Its Workspace, when
+	// empty, is the session's workspace. If the kernel cannot enforce the
+	// policy the run fails (fail closed) unless the policy says BestEffort.
+	Sandbox *sandbox.Policy
+	// HandlerCeiling is the most a custom tool's handler (and a
+	// toolset's: an in-process MCP server's tool, an external stdio MCP
+	// server) may run with; nil means Sandbox — handlers get no more than
+	// commands.
+	// A tool's declared Security only narrows it (confined.HandlerPolicy):
+	// a declared network wider than the ceiling's is refused when the
+	// session starts (CheckConfinedTools) — except unrestricted under a
+	// ceiling that grants domains, which gets the domain proxy — and
+	// Filesystem "unrestricted" reaches "/" only where the ceiling lists
+	// it in ReadOnlyPaths or ReadWritePaths. Set it when handlers are
+	// meant to reach more than commands (package local fills it from the
+	// preset: under strict, loopback for custom tools where bash gets no
+	// network). Its Workspace must be empty or Sandbox's; changes are
+	// captured as for Sandbox.
+	HandlerCeiling *sandbox.Policy
+
+	// InProcessHandlers runs custom tool handlers in this process,
+	// unconfined, instead of in a sandboxed child. It is for tests and for
+	// handlers that need this process's state; behind the strict assembler
+	// it is always false. By default each custom handler runs in a
+	// confined re-execution of this program, under the profile its
+	// Security declares — which requires the program to call
+	// confined.Serve(its tools...) at the start of main (package
+	// tools/confined).
+	InProcessHandlers bool
+
+	// Checkpoints opens the session's checkpointer: with it, the pre-image
+	// of every change is recorded, a checkpoint is sealed at every user turn
+	// and after every tool call that changed something, and each one is a
+	// checkpoint event. nil: no checkpoints.
+	Checkpoints CheckpointerFunc
+	// Snapshots records pre-images when Checkpoints is nil (tests, custom
+	// recorders).
+	Snapshots tools.SnapshotRecorder
+
+	// Toolsets are opened when the session starts and closed when it ends;
+	// their tools join the custom tools (see "Toolsets" in the package
+	// documentation). The session's MCP servers are one:
+	// mcp.NewToolset(&mcp.Options{Servers: cfg.Servers}), with cfg from
+	// mcp.LoadConfig, and an in-process server an entry {Server: srv}.
+	Toolsets []tools.Toolset
 }
 
 // AgentDefinition describes a subagent. Its JSON form is what

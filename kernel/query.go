@@ -20,6 +20,7 @@ import (
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 	"github.com/lite-agent/lite-agent/tools/builtin"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // ErrMaxTurns is wrapped by the error of a run that hit Options.MaxTurns.
@@ -159,8 +160,8 @@ type ending struct {
 }
 
 func newRun(ctx context.Context, o *Options) (_ *run, err error) {
-	if tools.InConfinedChild() {
-		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call tools.ServeConfinedCall(its tools...) first")
+	if confined.InChild() {
+		return nil, errors.New("kernel: this process was started to run one confined tool call, but its main did not call confined.Serve(its tools...) first")
 	}
 	if o.Model == nil {
 		return nil, errors.New("kernel: Options.Model is required")
@@ -1168,7 +1169,6 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		Workspace: r.workspace,
 		Root:      r.root,
 		Call:      p.call,
-		Sandbox:   r.sandbox,
 		Tasks:     r.tasks,
 		Approval:  r.opts.Approval,
 		UserInput: r.opts.UserInput,
@@ -1176,6 +1176,11 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 		Snapshots: r.snapshots,
 	}
 	tctx.OutputFunc = output
+	// Set only when there is one: a nil *sandbox.Sandbox in the interface
+	// would not compare equal to nil, and tools would take it for one.
+	if r.sandbox != nil {
+		tctx.Sandbox = r.sandbox
+	}
 	// A toolset's forwarding tool (an external MCP server's) only
 	// forwards the call over its connection (the server itself is
 	// confined): a confined re-execution would not have the connection.
@@ -1194,7 +1199,7 @@ func (r *run) callTool(ctx context.Context, p pendingCall, emit func(string, any
 	if err != nil {
 		return tools.Errorf("the %s tool cannot run: %v", p.tool.Name(), err)
 	}
-	return p.tool.CallConfined(tctx, sb, workspace)
+	return confined.Call(tctx, p.tool, sb, workspace)
 }
 
 // toolResultBlock converts a tool result to what the model is sent. Blocks a

@@ -41,7 +41,7 @@ func (e env) opts(model provider.Model) Options {
 	// Custom tools in these tests are built inside test functions, so a
 	// re-executed child could not find them: they run in-process here, and
 	// confined_test.go covers confined handlers.
-	return Options{Prompt: "go", Model: model, ModelName: "scripted", Workspace: e.ws, StateDir: e.state, InProcessHandlers: true}
+	return Options{Agent: Agent{Model: model, ModelName: "scripted", Workspace: e.ws, StateDir: e.state}, Confinement: Confinement{InProcessHandlers: true}, Prompt: "go"}
 }
 
 // collect runs a query to the end and returns its events and final error.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // openToolsets opens the session's toolsets (Options.Toolsets), in order,
@@ -128,12 +129,12 @@ func (l *lateRecorder) RecordSnapshot(path string) error {
 }
 
 // Writers passes the recorder's set of writers on (see
-// tools.WritersRecorder), when it keeps one.
+// confined.WritersRecorder), when it keeps one.
 func (l *lateRecorder) Writers() *sandbox.Writers {
 	l.mu.Lock()
 	rec := l.rec
 	l.mu.Unlock()
-	if w, ok := rec.(tools.WritersRecorder); ok {
+	if w, ok := rec.(confined.WritersRecorder); ok {
 		return w.Writers()
 	}
 	return nil

@@ -303,7 +303,7 @@ func (f *fakeToolset) Close() error {
 func (f *fakeToolset) Traits(t *tools.Tool) tools.ToolTraits { return f.traits[t] }
 
 // pidTool says which process ran it. It is not handed to
-// ServeConfinedCall: a confined child could not run it.
+// confined.Serve: a confined child could not run it.
 var pidTool = tools.Must(tools.New("where", "Say which process runs this.",
 	func(*tools.Context, struct{}) (string, error) { return fmt.Sprintf("pid %d", os.Getpid()), nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkNone}, Annotations: &tools.Annotations{ReadOnlyHint: true}}))
@@ -314,7 +314,7 @@ var pidTool = tools.Must(tools.New("where", "Say which process runs this.",
 // else. Under mcp.IsProxy, a process-wide registry, a tool once marked
 // ran unconfined wherever it appeared — in CustomTools, or in a toolset
 // that never vouched for it; here the same *tools.Tool is confined (and,
-// not handed to ServeConfinedCall, refused before the first model call)
+// not handed to confined.Serve, refused before the first model call)
 // everywhere but in the toolset that says it forwards.
 func TestToolsetTraitsAreTheToolsetsOwn(t *testing.T) {
 	e := newEnv(t)

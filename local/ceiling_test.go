@@ -78,7 +78,7 @@ func TestPresetHandlerCeiling(t *testing.T) {
 			ts = append(ts, reachRoot) // strict refuses it at New
 		}
 		a, err := New(Config{Preset: preset, PolicyFiles: noFiles, NoCheckpoints: true,
-			Options: kernel.Options{Workspace: t.TempDir(), StateDir: t.TempDir(),
+			Agent: kernel.Agent{Workspace: t.TempDir(), StateDir: t.TempDir(),
 				CustomTools: ts, AllowedTools: []string{"reach_*"},
 				Model: model(t, `{"turns": [{"tool_calls": [{"id": "c", "name": "`+tool+`", "input": `+string(b)+`}]}, {"text": "done"}]}`),
 			}})

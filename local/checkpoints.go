@@ -14,14 +14,14 @@ import (
 // recorder adapts a checkpoint.Recorder to kernel.Checkpointer: the kernel
 // says when checkpoints begin and end, the store says how they are kept.
 // writers are the session's commands that may write the workspace
-// (tools.WritersRecorder): every command the session starts is given
+// (confined.WritersRecorder): every command the session starts is given
 // them, and the recorder pauses them at each seal.
 type recorder struct {
 	*checkpoint.Recorder
 	writers *sandbox.Writers
 }
 
-// Writers implements tools.WritersRecorder.
+// Writers implements confined.WritersRecorder.
 func (r recorder) Writers() *sandbox.Writers { return r.writers }
 
 // Close seals what is left and then releases the writers' registry: the

@@ -4,19 +4,22 @@
 // agent's Query is kernel.Query with all of that already in place; the
 // package has no loop of its own.
 //
-// # Config is kernel.Options
+// # Config is kernel.Agent
 //
-// Config embeds kernel.Options and adds only what the assembler knows (the
-// preset, the policy files, NoCheckpoints) and the MCP servers (MCPServers,
-// MCPConnectTimeout): the kernel is handed those as a toolset, which New
-// builds after checking them against the preset, so Toolsets itself is
-// New's to set. Every kernel option is
-// classified once, in optionFields: chosen by the caller (passed on as a
-// deep copy, checked against the preset where it could widen anything),
-// by the preset (New sets it and refuses a caller's value), or by a query
-// (Query's prompt and its QueryOptions). So a new kernel option reaches
-// the agent as soon as it is classified, and a test fails until it is; an
-// option not classified yet is refused when set (fail closed).
+// kernel.Options has three parts: what the agent is (kernel.Agent), how
+// it is confined (kernel.Confinement), and what one query asks (the
+// prompt and the session). Config embeds kernel.Agent and adds only what
+// the assembler knows (the preset, the policy files, NoCheckpoints) and
+// the MCP servers (MCPServers, MCPConnectTimeout). It has no field for
+// the confinement, which New builds from the preset — the sandbox, the
+// handler ceiling, the toolset of the MCP servers checked against the
+// preset, checkpoints, every custom handler confined — nor for a query's
+// prompt and session (Query's argument and its QueryOptions): a program
+// cannot ask for what New would have to refuse, because it does not
+// compile. The agent is passed on whole as a deep copy, checked against
+// the preset where it could widen anything, so a new field of
+// kernel.Agent reaches the agent at once; a test fails until this package
+// has said how the preset bounds it.
 //
 // # What New refuses
 //
@@ -35,11 +38,6 @@
 //     strict, the whole filesystem;
 //   - a subagent definition with bypassPermissions where the preset
 //     forbids the mode;
-//   - InProcessHandlers (custom handlers always run confined), and the
-//     other kernel options New sets from the preset (Sandbox,
-//     HandlerCeiling, Toolsets — a toolset of the caller's own cannot be
-//     checked against the preset —, Checkpoints, Snapshots) or a query
-//     chooses (Prompt, Resume, SessionID), each naming the field;
 //   - bypassPermissions under a preset that forbids it (strict), or
 //     without AllowDangerouslySkipPermissions;
 //   - a policy file with a bad rule, mode, hook or key; under strict, a
@@ -48,7 +46,7 @@
 //   - a rule, hook matcher, Tools entry or subagent tool list naming no
 //     tool (kernel.CheckToolNames; Claude Code's names are ours), and a
 //     custom tool a confined child could not find (not handed to
-//     tools.ServeConfinedCall: kernel.CheckConfinedTools).
+//     confined.Serve: kernel.CheckConfinedTools).
 //
 // # What New wires
 //
@@ -62,7 +60,7 @@
 //     Agent.SandboxReport says where each grant came from); each custom
 //     handler runs
 //     in a confined re-execution of the program (so call
-//     tools.ServeConfinedCall(tools...) first in main) under HandlerCeiling — what
+//     confined.Serve(tools...) first in main) under HandlerCeiling — what
 //     the preset lets custom tools have beyond commands: loopback, and
 //     under standard and permissive "/" — narrowed by its own Security;
 //   - rules: the preset's, the user's policy file's, the workspace's
@@ -73,11 +71,11 @@
 //   - hooks: the policy files' command hooks (run in the sandbox, see
 //     CommandHook), then Config.Hooks;
 //   - checkpoints in the state directory, unless NoCheckpoints;
-//   - MCP servers as one toolset (mcp.NewToolset, kernel.Options.Toolsets:
+//   - MCP servers as one toolset (mcp.NewToolset, kernel.Confinement.Toolsets:
 //     stdio servers in the preset's handler ceiling, narrowed per entry,
 //     with MCPMaxNetwork(preset) as the cap the toolset enforces again
 //     before a server starts); subagents, the token budget and structured
-//     output as kernel.Options.
+//     output as the caller's kernel.Agent says.
 //
 // # What cannot change after New
 //

@@ -20,7 +20,7 @@ type WeatherIn struct {
 // strict preset accepts it, and its handler runs confined to exactly that.
 // Custom tools are defined at package level: a confined handler runs in a
 // re-execution of the program, which finds the tool by name among those
-// the program's main — here TestMain — hands to tools.ServeConfinedCall.
+// the program's main — here TestMain — hands to confined.Serve.
 var getWeather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "sunny in " + in.City, nil },
 	&tools.Options{
@@ -33,7 +33,7 @@ var getWeatherOnline = tools.Must(tools.New("get_weather_online", "Get the weath
 	func(ctx *tools.Context, in WeatherIn) (string, error) { return "", nil },
 	&tools.Options{Security: &tools.Security{Network: tools.NetworkUnrestricted}}))
 
-// In a program: func main() { tools.ServeConfinedCall(getWeather); ... }.
+// In a program: func main() { confined.Serve(getWeather); ... }.
 // Here TestMain does it, with this package's other test tools.
 func init() {
 	local.ExternalConfinedTools = append(local.ExternalConfinedTools, getWeather, getWeatherOnline)
@@ -52,7 +52,7 @@ func ExampleNew() {
 
 	_, err := local.New(local.Config{
 		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Model:       model,
 			Workspace:   workspace,
 			StateDir:    state,
@@ -63,7 +63,7 @@ func ExampleNew() {
 
 	agent, err := local.New(local.Config{
 		PolicyFiles: &policies.LoadOptions{UserFile: "-"},
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Model:       model,
 			Workspace:   workspace,
 			StateDir:    state,

@@ -72,7 +72,7 @@ func TestCommandHooks(t *testing.T) {
 			}
 			a, err := New(Config{
 				Preset: preset, PolicyFiles: files,
-				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+				Agent: kernel.Agent{Workspace: ws, StateDir: t.TempDir(),
 					Model: model(t, `{"turns": [{"tool_calls": [`+strings.Join(calls, ",")+`]}, {"text": "done"}]}`),
 				},
 			})
@@ -185,7 +185,7 @@ func TestWorkspaceHookCannotRewrite(t *testing.T) {
 			}
 			a, err := New(Config{
 				Preset: preset, PolicyFiles: files, NoCheckpoints: true,
-				Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+				Agent: kernel.Agent{Workspace: ws, StateDir: t.TempDir(),
 					AllowedTools: []string{"write_file(notes.txt)"},
 					Model: model(t, `{"turns": [{"tool_calls": [
 					{"id": "w", "name": "write_file", "input": {"path": "notes.txt", "content": "meeting at 10"}},

@@ -18,26 +18,25 @@ import (
 	"github.com/lite-agent/lite-agent/tools"
 )
 
-// Config is what a hardened agent is built from: the kernel options of
-// every query, plus what only the assembler knows (the preset, the policy
-// files, checkpoints on or off). Model is required; every other zero value
-// is the strict choice.
+// Config is what a hardened agent is built from: what the agent is
+// (kernel.Agent, embedded: cfg.Model, cfg.Hooks, …) plus what only the
+// assembler knows (the preset, the policy files, checkpoints on or off)
+// and the MCP servers. Model is required; every other zero value is the
+// strict choice.
 //
-// The kernel options are embedded, not copied field by field, so that
-// every kernel option is a Config field (cfg.Model, cfg.Hooks, …) and a new
-// one reaches the agent as soon as package local has classified it. New
-// checks them against the preset (see the package documentation) and
-// refuses, naming the field, those it sets itself from the preset —
-// Sandbox, HandlerCeiling, Toolsets, InProcessHandlers, Checkpoints,
-// Snapshots — and those a query chooses (Prompt, Resume, SessionID: Query's
-// argument and its QueryOptions). Of the others:
+// Config cannot say how the agent is confined: kernel.Confinement (the
+// sandbox, the handler ceiling, toolsets, in-process handlers,
+// checkpoints) is New's to set from the preset, and a query's prompt and
+// session are Query's argument and its QueryOptions — none of them is a
+// field here. New checks the agent against the preset (see the package
+// documentation):
 //
 //   - CustomTools are checked against the preset: each must declare its
 //     Security, with Network at most loopback (what the preset allows),
 //     and under strict neither Filesystem "unrestricted" nor SideEffects
 //     "external". Each handler runs in the sandbox under the profile its
 //     Security allows, in a re-execution of the program: define custom
-//     tools at package level and hand them to tools.ServeConfinedCall
+//     tools at package level and hand them to confined.Serve
 //     first in main.
 //   - Rules come after the preset's and the policy files' (the options
 //     layer), Hooks after the policy files' command hooks; deny wins
@@ -91,7 +90,7 @@ type Config struct {
 	// mcp.DefaultConnectTimeout.
 	MCPConnectTimeout time.Duration
 
-	kernel.Options
+	kernel.Agent
 }
 
 // Agent is a hardened agent. Its Query is kernel.Query with the preset's
@@ -109,11 +108,10 @@ type Agent struct {
 // New checks cfg against its preset and builds the agent. It refuses, with
 // an error naming the tool and the field, any custom tool whose Security is
 // missing or broader than the preset allows, any MCP server beyond the
-// preset (CheckMCPServers, naming the server), and refuses
-// InProcessHandlers and a bypassPermissions the preset forbids. A policy
-// file with a bad rule is an error naming the file and the line, and a
-// kernel option that New sets itself or a query chooses is an error naming
-// the field.
+// preset (CheckMCPServers, naming the server), and a bypassPermissions the
+// preset forbids; a policy file with a bad rule is an error naming the
+// file and the line. The agent's confinement is New's alone: it builds
+// kernel.Confinement from the preset.
 func New(cfg Config) (*Agent, error) {
 	preset, err := policies.PresetByName(cfg.Preset)
 	if err != nil {
@@ -122,15 +120,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("local: Config.Model is required")
 	}
-	if err := checkOptionFields(&cfg.Options); err != nil {
-		return nil, err
-	}
 	// The checks below judge a deep copy: a caller that changes its
 	// Config's slices or maps after New (a tool swapped in, a server
-	// added, an agent's mode changed) changes nothing of the agent. Every
-	// field the caller may set is taken from it whole, so a new kernel
-	// option needs no line here (see optionFields).
-	opts := cloneOptions(cfg.Options)
+	// added, an agent's mode changed) changes nothing of the agent. The
+	// agent is taken whole, so a new field of kernel.Agent needs no line
+	// here (TestAgentFieldsReachTheAgent).
+	opts := kernel.Options{Agent: cloneAgent(cfg.Agent)}
 	servers := cloneServers(cfg.MCPServers)
 	if err := CheckTools(preset, opts.CustomTools); err != nil {
 		return nil, err
@@ -186,16 +181,17 @@ func New(cfg Config) (*Agent, error) {
 		hooks = append(hooks, CommandHook(h, sb))
 	}
 	hooks = append(hooks, opts.Hooks...)
-	// What the assembler decides, over the caller's options: the
-	// resolved workspace, the layered rules, hooks and mode, and the
-	// preset's confinement (checkOptionFields refused a caller's value
-	// for each of the latter).
+	// What the assembler decides over the caller's agent: the resolved
+	// workspace and the layered rules, hooks and mode.
 	opts.Workspace = ws
 	opts.Rules = append(slices.Clone(pol.Rules), opts.Rules...)
 	opts.Hooks = hooks
 	opts.PermissionMode = mode
-	opts.Sandbox = &sb
-	opts.HandlerCeiling = HandlerCeiling(preset, ws)
+	// And the whole confinement, from the preset: every custom handler
+	// confined (InProcessHandlers stays false), under the preset's
+	// ceiling, the MCP servers as New's own toolset, checkpoints unless
+	// turned off.
+	opts.Confinement = kernel.Confinement{Sandbox: &sb, HandlerCeiling: HandlerCeiling(preset, ws)}
 	if len(servers) > 0 {
 		// The kernel is handed the servers as a toolset; the same network
 		// cap CheckMCPServers applied refuses, again, a server that
@@ -261,7 +257,7 @@ func checkTools(preset policies.Preset, ts []*tools.Tool, prefix string) []error
 // bash gets no network — and under permissive a handler gets loopback,
 // not bash's whole network), and "/" read-write where the preset lets
 // them declare Filesystem "unrestricted" (standard, permissive). Each
-// handler gets this narrowed by its own declaration (tools.HandlerPolicy),
+// handler gets this narrowed by its own declaration (confined.HandlerPolicy),
 // so a tool declaring less gets less; CheckTools has already refused one
 // declaring more.
 func HandlerCeiling(preset policies.Preset, workspace string) *sandbox.Policy {
@@ -465,24 +461,30 @@ func (a *Agent) Query(ctx context.Context, prompt string, opts ...QueryOption) i
 // are the caller's objects (or, for the toolset, New's, which nothing
 // changes).
 func cloneOptions(o kernel.Options) kernel.Options {
-	o.CustomTools = slices.Clone(o.CustomTools)
-	o.Tools = slices.Clone(o.Tools)
-	o.AllowedTools = slices.Clone(o.AllowedTools)
-	o.DisallowedTools = slices.Clone(o.DisallowedTools)
-	o.Rules = slices.Clone(o.Rules)
-	o.Hooks = slices.Clone(o.Hooks)
+	o.Agent = cloneAgent(o.Agent)
 	o.Sandbox = clonePolicy(o.Sandbox)
 	o.HandlerCeiling = clonePolicy(o.HandlerCeiling)
-	o.WebSearch = cloneWebSearch(o.WebSearch)
 	// A toolset is configuration the kernel opens per session; the
 	// agent's is built by New and never changed.
 	o.Toolsets = slices.Clone(o.Toolsets)
-	o.Agents = cloneAgents(o.Agents)
-	if o.OutputFormat != nil {
-		f := *o.OutputFormat
-		o.OutputFormat = &f
-	}
 	return o
+}
+
+// cloneAgent is cloneOptions' copy of what the caller chose.
+func cloneAgent(a kernel.Agent) kernel.Agent {
+	a.CustomTools = slices.Clone(a.CustomTools)
+	a.Tools = slices.Clone(a.Tools)
+	a.AllowedTools = slices.Clone(a.AllowedTools)
+	a.DisallowedTools = slices.Clone(a.DisallowedTools)
+	a.Rules = slices.Clone(a.Rules)
+	a.Hooks = slices.Clone(a.Hooks)
+	a.WebSearch = cloneWebSearch(a.WebSearch)
+	a.Agents = cloneAgents(a.Agents)
+	if a.OutputFormat != nil {
+		f := *a.OutputFormat
+		a.OutputFormat = &f
+	}
+	return a
 }
 
 func clonePolicy(p *sandbox.Policy) *sandbox.Policy {

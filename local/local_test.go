@@ -13,6 +13,7 @@ import (
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 func TestMain(m *testing.M) {
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	ts := append([]*tools.Tool{pidProbe, reachLoopback, reachNone, reachRoot, okTool}, acceptedTools...)
 	ts = append(ts, ExternalConfinedTools...)
 	ts = append(ts, pidServer.Tools()...)
-	tools.ServeConfinedCall(append(ts, wideServer.Tools()...)...)
+	confined.Serve(append(ts, wideServer.Tools()...)...)
 	os.Exit(m.Run())
 }
 
@@ -58,7 +59,7 @@ func trustedFiles(t *testing.T, ws string) *policies.LoadOptions {
 	return &policies.LoadOptions{UserFile: "-", TrustStore: store}
 }
 
-// acceptedTools are handed to ServeConfinedCall in TestMain, so that a
+// acceptedTools are handed to confined.Serve in TestMain, so that a
 // confined child would find them (New checks).
 var acceptedTools = []*tools.Tool{
 	tool("fs_ok", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted}),
@@ -74,17 +75,16 @@ func TestNewRefuses(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"no security", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("undeclared", nil)}}}, []string{`custom tool "undeclared"`, "field Security is missing"}},
-		{"network private", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("lan", &tools.Security{Network: tools.NetworkPrivate})}}}, []string{`custom tool "lan"`, "field Security.Network", `"private"`}},
-		{"network unrestricted under permissive", Config{Preset: "permissive", Options: kernel.Options{CustomTools: []*tools.Tool{tool("web", &tools.Security{Network: tools.NetworkUnrestricted})}}}, []string{`custom tool "web"`, "Security.Network", "permissive"}},
-		{"filesystem unrestricted under strict", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted})}}}, []string{`custom tool "fs"`, "field Security.Filesystem", "unrestricted"}},
-		{"external side effects under strict", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal})}}}, []string{`custom tool "mail"`, "field Security.SideEffects", "external"}},
-		{"every refusal at once", Config{Options: kernel.Options{CustomTools: []*tools.Tool{tool("a", nil), tool("b", &tools.Security{Network: tools.NetworkUnrestricted})}}}, []string{`"a"`, `"b"`}},
-		{"in-process handlers", Config{Options: kernel.Options{InProcessHandlers: true}}, []string{"InProcessHandlers"}},
-		{"bypass under strict", Config{Options: kernel.Options{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}}, []string{"strict preset does not allow bypassPermissions"}},
-		{"bypass without opt-in", Config{Preset: "standard", Options: kernel.Options{PermissionMode: kernel.PermissionBypass}}, []string{"AllowDangerouslySkipPermissions"}},
+		{"no security", Config{Agent: kernel.Agent{CustomTools: []*tools.Tool{tool("undeclared", nil)}}}, []string{`custom tool "undeclared"`, "field Security is missing"}},
+		{"network private", Config{Agent: kernel.Agent{CustomTools: []*tools.Tool{tool("lan", &tools.Security{Network: tools.NetworkPrivate})}}}, []string{`custom tool "lan"`, "field Security.Network", `"private"`}},
+		{"network unrestricted under permissive", Config{Preset: "permissive", Agent: kernel.Agent{CustomTools: []*tools.Tool{tool("web", &tools.Security{Network: tools.NetworkUnrestricted})}}}, []string{`custom tool "web"`, "Security.Network", "permissive"}},
+		{"filesystem unrestricted under strict", Config{Agent: kernel.Agent{CustomTools: []*tools.Tool{tool("fs", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemUnrestricted})}}}, []string{`custom tool "fs"`, "field Security.Filesystem", "unrestricted"}},
+		{"external side effects under strict", Config{Agent: kernel.Agent{CustomTools: []*tools.Tool{tool("mail", &tools.Security{Network: tools.NetworkLoopback, SideEffects: tools.SideEffectsExternal})}}}, []string{`custom tool "mail"`, "field Security.SideEffects", "external"}},
+		{"every refusal at once", Config{Agent: kernel.Agent{CustomTools: []*tools.Tool{tool("a", nil), tool("b", &tools.Security{Network: tools.NetworkUnrestricted})}}}, []string{`"a"`, `"b"`}},
+		{"bypass under strict", Config{Agent: kernel.Agent{PermissionMode: kernel.PermissionBypass, AllowDangerouslySkipPermissions: true}}, []string{"strict preset does not allow bypassPermissions"}},
+		{"bypass without opt-in", Config{Preset: "standard", Agent: kernel.Agent{PermissionMode: kernel.PermissionBypass}}, []string{"AllowDangerouslySkipPermissions"}},
 		{"unknown preset", Config{Preset: "lax"}, []string{`unknown preset "lax"`}},
-		{"bad mode", Config{Options: kernel.Options{PermissionMode: "yollo"}}, []string{"unknown permission mode"}},
+		{"bad mode", Config{Agent: kernel.Agent{PermissionMode: "yollo"}}, []string{"unknown permission mode"}},
 		{"no model", Config{}, []string{"Model is required"}},
 	}
 	for _, c := range cases {
@@ -107,10 +107,10 @@ func TestNewRefuses(t *testing.T) {
 	}
 	// What strict refuses, standard accepts (network still at most loopback).
 	ok := acceptedTools
-	if _, err := New(Config{Preset: "standard", PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, CustomTools: ok}}); err != nil {
+	if _, err := New(Config{Preset: "standard", PolicyFiles: noFiles, Agent: kernel.Agent{Model: m, Workspace: ws, CustomTools: ok}}); err != nil {
 		t.Errorf("standard refused: %v", err)
 	}
-	if _, err := New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: m, Workspace: ws, CustomTools: ok[2:]}}); err != nil {
+	if _, err := New(Config{PolicyFiles: noFiles, Agent: kernel.Agent{Model: m, Workspace: ws, CustomTools: ok[2:]}}); err != nil {
 		t.Errorf("strict refused a tool declaring nothing: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestNewWiresPresetAndPolicyFiles(t *testing.T) {
 	user := filepath.Join(cfgHome, "policy.toml")
 	os.WriteFile(user, []byte("[permissions]\ndefault_mode = \"acceptEdits\"\nallow = [\"bash(make:*)\"]\n"), 0o644)
 	a, err := New(Config{PolicyFiles: &policies.LoadOptions{UserFile: user},
-		Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws,
+		Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: ws,
 			Rules: []policies.Rule{policies.MustParseRule(policies.Ask, "bash(make deploy:*)")},
 		}})
 	if err != nil {
@@ -150,7 +150,7 @@ func TestNewWiresPresetAndPolicyFiles(t *testing.T) {
 		t.Errorf("files read: %v", a.Policy().Files)
 	}
 	// The options layer overrides the files' mode.
-	b, err := New(Config{PolicyFiles: &policies.LoadOptions{UserFile: user}, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws, PermissionMode: kernel.PermissionPlan}})
+	b, err := New(Config{PolicyFiles: &policies.LoadOptions{UserFile: user}, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: ws, PermissionMode: kernel.PermissionPlan}})
 	if err != nil || b.Options().PermissionMode != kernel.PermissionPlan {
 		t.Errorf("mode override: %v %v", err, b.Options().PermissionMode)
 	}
@@ -161,21 +161,21 @@ func TestNewReportsBadPolicyFiles(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws, ".lite-agent"), 0o755)
 	path := filepath.Join(ws, ".lite-agent/policy.toml")
 	os.WriteFile(path, []byte("[permissions]\ndeny = [\n  \"bash(curl:*)\",\n  \"bash(git status\",\n]\n"), 0o644)
-	_, err := New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}})
+	_, err := New(Config{PolicyFiles: noFiles, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: ws}})
 	if err == nil || !strings.Contains(err.Error(), path+":4:") || !strings.Contains(err.Error(), "must end with ')'") {
 		t.Fatalf("err = %v", err)
 	}
 	// Strict does not let the workspace's file loosen the policy.
 	os.WriteFile(path, []byte("[permissions]\nallow = [\"bash\"]\n"), 0o644)
-	_, err = New(Config{PolicyFiles: noFiles, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}})
+	_, err = New(Config{PolicyFiles: noFiles, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: ws}})
 	if err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "strict preset does not let the workspace's policy file loosen") {
 		t.Fatalf("strict with a loosening workspace file: err = %v", err)
 	}
 	// Standard trusts it only in a version the user trusted.
-	if _, err := New(Config{Preset: "standard", PolicyFiles: &policies.LoadOptions{UserFile: "-", TrustStore: t.TempDir()}, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}}); err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "lite-agent policy trust") {
+	if _, err := New(Config{Preset: "standard", PolicyFiles: &policies.LoadOptions{UserFile: "-", TrustStore: t.TempDir()}, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: ws}}); err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), "lite-agent policy trust") {
 		t.Fatalf("standard with an untrusted loosening workspace file: err = %v", err)
 	}
-	if _, err := New(Config{Preset: "standard", PolicyFiles: trustedFiles(t, ws), Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: ws}}); err != nil {
+	if _, err := New(Config{Preset: "standard", PolicyFiles: trustedFiles(t, ws), Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: ws}}); err != nil {
 		t.Fatalf("standard trusts the trusted workspace file: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func TestNewReportsBadPolicyFiles(t *testing.T) {
 func TestConfinedHandlerRuns(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
 	a, err := New(Config{PolicyFiles: noFiles,
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "pid_probe", "input": {}}]}, {"text": "done"}]}`),
 			Workspace: ws, StateDir: state,
 			CustomTools: []*tools.Tool{pidProbe}, AllowedTools: []string{"pid_probe"},
@@ -235,9 +235,9 @@ func TestNewRefusesWritableOwnPolicy(t *testing.T) {
 	}
 	load := &policies.LoadOptions{UserFile: user}
 	for name, cfg := range map[string]Config{
-		"workspace at home": {PolicyFiles: load, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: home}},
+		"workspace at home": {PolicyFiles: load, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: home}},
 		"write grant over ~/.config": {PolicyFiles: load, SandboxGrants: policies.SandboxSettings{Write: []policies.Grant{{Value: filepath.Join(home, ".config"), Source: "--allow-write"}}},
-			Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}},
+			Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}},
 	} {
 		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "holds your lite-agent policy file") {
 			t.Errorf("%s: New: %v, want a refusal naming the policy file", name, err)
@@ -246,11 +246,11 @@ func TestNewRefusesWritableOwnPolicy(t *testing.T) {
 	// The trust store of workspace policy files, likewise (the user's
 	// file elsewhere, so that only the store is in the way).
 	elsewhere := &policies.LoadOptions{UserFile: filepath.Join(t.TempDir(), "policy.toml"), TrustStore: filepath.Join(home, ".local", "state", "lite-agent", "trusted-policies")}
-	if _, err := New(Config{PolicyFiles: elsewhere, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: home}}); err == nil || !strings.Contains(err.Error(), "workspace policy files you trusted") {
+	if _, err := New(Config{PolicyFiles: elsewhere, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: home}}); err == nil || !strings.Contains(err.Error(), "workspace policy files you trusted") {
 		t.Errorf("workspace over the trust store: New: %v, want a refusal naming the trust store", err)
 	}
 	// A project directory beside it is fine.
-	if _, err := New(Config{PolicyFiles: load, Options: kernel.Options{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}}); err != nil {
+	if _, err := New(Config{PolicyFiles: load, Agent: kernel.Agent{Model: model(t, `{"turns": []}`), Workspace: t.TempDir()}}); err != nil {
 		t.Errorf("a workspace elsewhere: %v", err)
 	}
 }

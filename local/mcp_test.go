@@ -57,7 +57,7 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 		{"strict", map[string]mcp.ServerConfig{"bad name__": {Command: "x"}}, []string{"MCP server name"}},
 	}
 	for _, c := range cases {
-		a, err := New(Config{Preset: c.preset, PolicyFiles: noFiles, MCPServers: c.servers, Options: kernel.Options{Model: m, Workspace: ws}})
+		a, err := New(Config{Preset: c.preset, PolicyFiles: noFiles, MCPServers: c.servers, Agent: kernel.Agent{Model: m, Workspace: ws}})
 		if len(c.want) == 0 {
 			if err != nil {
 				t.Errorf("%s refused %v: %v", c.preset, c.servers, err)
@@ -92,7 +92,7 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 	}
 	// A subagent may not take a mode the preset forbids.
 	_, err := New(Config{PolicyFiles: noFiles,
-		Options: kernel.Options{Model: m, Workspace: ws, AllowDangerouslySkipPermissions: true,
+		Agent: kernel.Agent{Model: m, Workspace: ws, AllowDangerouslySkipPermissions: true,
 			Agents: map[string]kernel.AgentDefinition{"yolo": {Description: "d", Prompt: "p", PermissionMode: kernel.PermissionBypass}},
 		}})
 	if err == nil || !strings.Contains(err.Error(), `agent "yolo": field PermissionMode is bypassPermissions`) {
@@ -105,7 +105,7 @@ func TestMCPServersJudgedByThePreset(t *testing.T) {
 func TestInProcessMCPServerRunsConfined(t *testing.T) {
 	a, err := New(Config{PolicyFiles: noFiles,
 		MCPServers: map[string]mcp.ServerConfig{"probe": {Server: pidServer}},
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Model:     model(t, `{"turns": [{"tool_calls": [{"id": "p", "name": "mcp__probe__pid_probe", "input": {}}]}, {"text": "done"}]}`),
 			Workspace: t.TempDir(), StateDir: t.TempDir(),
 			AllowedTools: []string{"mcp__probe__*"},

@@ -26,7 +26,7 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 	ws := t.TempDir()
 	newAgent := func() *Agent {
 		a, err := New(Config{PolicyFiles: noFiles, NoCheckpoints: true,
-			Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+			Agent: kernel.Agent{Workspace: ws, StateDir: t.TempDir(),
 				Model: model(t, `{"turns": [{"tool_calls": [{"id": "b", "name": "bash", "input": {"command": "echo pwned > pwned.txt"}}]}, {"text": "done"}]}`),
 			}})
 		if err != nil {
@@ -64,13 +64,14 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 		if f.IsExported() || (f.Name != "resume" && f.Name != "sessionID") {
 			t.Errorf("queryOptions.%s: a per-query option may only choose the session", f.Name)
 		}
-		if o, ok := reflect.TypeOf(kernel.Options{}).FieldByName(strings.ToUpper(f.Name[:1]) + f.Name[1:]); !ok || optionFields[o.Name].by != byQuery {
-			t.Errorf("queryOptions.%s sets no kernel option classified byQuery", f.Name)
+		// A query's own field of kernel.Options: not one of its Agent's
+		// or Confinement's (those sit at depth two).
+		if o, ok := reflect.TypeOf(kernel.Options{}).FieldByName(strings.ToUpper(f.Name[:1]) + f.Name[1:]); !ok || len(o.Index) != 1 {
+			t.Errorf("queryOptions.%s sets no query field of kernel.Options", f.Name)
 		}
 	}
-	// Every kernel.Options field is classified, and those a query
-	// chooses are exactly the ones a QueryOption (or Query's prompt) sets:
-	// TestEveryOptionIsClassified.
+	// The query's fields of kernel.Options are exactly the ones a
+	// QueryOption (or Query's prompt) sets: TestConfigCannotExpressConfinement.
 
 	// Through the agent, with every option there is: bash still asks
 	// (headless: denied), and nothing ran.
@@ -101,14 +102,14 @@ func TestQueryOptionReachesOnlyTheSession(t *testing.T) {
 // slices) nor through the Config's slices and maps the caller keeps. A
 // shallow copy would share them: writing o.Sandbox.Network or o.Rules[0]
 // would change the agent itself.
-// okTool is handed to TestMain's ServeConfinedCall, as New requires.
+// okTool is handed to TestMain's confined.Serve, as New requires.
 var okTool = tool("ok_tool", &tools.Security{Network: tools.NetworkNone, Filesystem: tools.FilesystemWorkspace})
 
 func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 	ws := t.TempDir()
 	cfg := Config{PolicyFiles: noFiles, NoCheckpoints: true,
 		MCPServers: map[string]mcp.ServerConfig{},
-		Options: kernel.Options{Workspace: ws, StateDir: t.TempDir(),
+		Agent: kernel.Agent{Workspace: ws, StateDir: t.TempDir(),
 			CustomTools: []*tools.Tool{okTool},
 			Agents:      map[string]kernel.AgentDefinition{"helper": {Description: "d", Prompt: "p", Tools: []string{"read_file"}}},
 			Model:       model(t, `{"turns": [{"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": ".lite-agent/policy.toml", "content": "x"}}]}, {"text": "done"}]}`),
@@ -164,7 +165,7 @@ func TestAgentOptionsCannotBeChangedLater(t *testing.T) {
 // Config nor a copy can widen its domains afterwards.
 func TestWebSearchDomainsCannotBeWidenedLater(t *testing.T) {
 	cfg := Config{PolicyFiles: noFiles, NoCheckpoints: true,
-		Options: kernel.Options{Workspace: t.TempDir(), StateDir: t.TempDir(),
+		Agent: kernel.Agent{Workspace: t.TempDir(), StateDir: t.TempDir(),
 			WebSearch: &provider.WebSearch{AllowedDomains: []string{"docs.example.com"}},
 			Model:     model(t, `{"turns": [{"text": "done"}]}`),
 		}}

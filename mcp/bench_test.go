@@ -8,6 +8,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // The same trivial tool, plain and through an in-process MCP server; at
@@ -59,7 +60,7 @@ func BenchmarkToolCall(b *testing.B) {
 		name string
 		t    *tools.Tool
 	}{{"confined-plain", benchPlain}, {"confined-in-process-mcp", benchExposed}} {
-		pol, err := tools.HandlerPolicy(sandbox.Policy{}, tc.t.Security())
+		pol, err := confined.HandlerPolicy(sandbox.Policy{}, tc.t.Security())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func BenchmarkToolCall(b *testing.B) {
 		}
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := &tools.Context{Call: tools.Call{ID: "b", Name: tc.t.Name(), Input: benchInput}}
-			benchCall(b, func() *tools.Result { return tc.t.CallConfined(ctx, hsb, "") })
+			benchCall(b, func() *tools.Result { return confined.Call(ctx, tc.t, hsb, "") })
 		})
 		hsb.Close()
 	}

@@ -31,11 +31,12 @@
 //	}()
 //
 //	func main() {
-//		tools.ServeConfinedCall(orderTools.Tools()...) // the child runs only these
+//		confined.Serve(orderTools.Tools()...) // the child runs only these
 //		for ev, err := range kernel.Query(ctx, kernel.Options{
-//			CustomTools:  orderTools.Tools(),
-//			AllowedTools: []string{"mcp__orders__lookup_order"},
-//			...
+//			Agent: kernel.Agent{
+//				CustomTools:  orderTools.Tools(),
+//				AllowedTools: []string{"mcp__orders__lookup_order"},
+//				...
 //
 // A call of an exposed tool is a genuine MCP round trip: the input is
 // validated, a tools/call request goes from a go-sdk client session to the
@@ -108,13 +109,13 @@
 // # The toolset and the kernel
 //
 // The kernel does not import this package: it is handed the servers as a
-// tools.Toolset (kernel.Options.Toolsets), so that a program without MCP
+// tools.Toolset (kernel.Confinement.Toolsets), so that a program without MCP
 // servers links no MCP client. NewToolset checks the configuration and
 // builds it:
 //
 //	ts, err := mcp.NewToolset(&mcp.Options{Servers: cfg.Servers}) // cfg from LoadConfig
 //	...
-//	kernel.Query(ctx, kernel.Options{Toolsets: []tools.Toolset{ts}, ...})
+//	kernel.Query(ctx, kernel.Options{Confinement: kernel.Confinement{Toolsets: []tools.Toolset{ts}}, ...})
 //
 // (package local does this itself from Config.MCPServers, with the
 // preset's MaxNetwork). For each session the kernel:

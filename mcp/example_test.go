@@ -104,7 +104,7 @@ func ExampleManager() {
 }
 
 // A Toolset is how the kernel is handed MCP servers:
-// kernel.Options{Toolsets: []tools.Toolset{ts}}. Each session opens it —
+// kernel.Confinement{Toolsets: []tools.Toolset{ts}}. Each session opens it —
 // here by hand, as the kernel does — which connects the servers under the
 // session's sandbox, and closes it at the end. Whether a tool runs in this
 // process is the open toolset's word (Traits), not a property any tool

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // testServerEnv makes the test binary an MCP server instead of running the
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 	// A confined call re-executes this binary: the handler of an in-process
 	// server's tool runs there (see TestInProcessConfined).
 	// It runs only the tools handed over here.
-	tools.ServeConfinedCall(append([]*tools.Tool{benchPlain}, append(benchSrv.Tools(), confinedSrv.Tools()...)...)...)
+	confined.Serve(append([]*tools.Tool{benchPlain}, append(benchSrv.Tools(), confinedSrv.Tools()...)...)...)
 	switch os.Getenv(testServerEnv) {
 	case "":
 		os.Exit(m.Run())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 type orderIn struct {
@@ -361,7 +362,7 @@ func TestInProcessConfined(t *testing.T) {
 			c.Close()
 		}
 	}()
-	pol, err := tools.HandlerPolicy(sandbox.Policy{}, confinedProbe.Security())
+	pol, err := confined.HandlerPolicy(sandbox.Policy{}, confinedProbe.Security())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestInProcessConfined(t *testing.T) {
 	if direct.IsError || !strings.Contains(direct.TextOf(), `"dial":"connected"`) {
 		t.Fatalf("direct call: %+v", direct)
 	}
-	res := confinedProbe.CallConfined(&tools.Context{Call: tools.Call{ID: "c1", Name: confinedProbe.Name(), Input: input}}, sb, "")
+	res := confined.Call(&tools.Context{Call: tools.Call{ID: "c1", Name: confinedProbe.Name(), Input: input}}, confinedProbe, sb, "")
 	if res.IsError {
 		t.Fatalf("confined call: %s", res.TextOf())
 	}

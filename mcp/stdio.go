@@ -18,6 +18,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // extraSystemFiles are read-only files an interpreter needs at start-up
@@ -136,7 +137,7 @@ func describeExit(st *sandbox.ExitStatus, err error) string {
 
 // stdioPolicy is the sandbox policy of a stdio server: the base policy
 // narrowed to the server's network mode and file-system access (the same
-// narrowing tools.HandlerPolicy applies to a custom tool's handler: a
+// narrowing confined.HandlerPolicy applies to a custom tool's handler: a
 // declaration never widens the base), its program and
 // ReadOnlyPaths readable. dir is its working directory ("" for the
 // sandbox's private temporary directory).
@@ -145,14 +146,14 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 		p = *m.opts.Sandbox
 	}
 	ws := p.Workspace
-	tools.NarrowNetwork(&p, sec.Network)
+	confined.NarrowNetwork(&p, sec.Network)
 	p.ReadOnlyPaths = append([]string(nil), p.ReadOnlyPaths...)
 	p.ReadWritePaths = append([]string(nil), p.ReadWritePaths...)
 	if sec.Filesystem != tools.FilesystemUnrestricted {
 		// "/" is what "unrestricted" declares; a narrower entry does not
 		// get the base's.
-		p.ReadOnlyPaths = tools.WithoutRoot(p.ReadOnlyPaths)
-		p.ReadWritePaths = tools.WithoutRoot(p.ReadWritePaths)
+		p.ReadOnlyPaths = confined.WithoutRoot(p.ReadOnlyPaths)
+		p.ReadWritePaths = confined.WithoutRoot(p.ReadWritePaths)
 	}
 	switch sec.Filesystem {
 	case tools.FilesystemNone:
@@ -164,7 +165,7 @@ func (m *Manager) stdioPolicy(cfg *ServerConfig, sec tools.Security) (p sandbox.
 			return p, "", fmt.Errorf(`filesystem "workspace" needs a workspace, and the session has none`)
 		}
 		if sec.SideEffects == tools.SideEffectsNone {
-			tools.ReadOnlyWorkspace(&p, ws)
+			confined.ReadOnlyWorkspace(&p, ws)
 		}
 		dir = ws
 	case tools.FilesystemUnrestricted:

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // Toolset is a session's MCP servers as a tools.Toolset, the form in which
@@ -79,7 +80,7 @@ func (ts *Toolset) Open(ctx context.Context, env *tools.ToolsetEnv) (tools.OpenT
 	o.Sandbox = &base
 	if env.Snapshots != nil {
 		tc := &tools.Context{Workspace: env.Workspace, Snapshots: env.Snapshots}
-		o.BeforeChange, o.ForeignChange, o.Writers = tc.BeforeChange(), tc.ForeignChange(), tc.Writers()
+		o.BeforeChange, o.ForeignChange, o.Writers = tc.BeforeChange(), tc.ForeignChange(), confined.Writers(tc)
 	}
 	m, err := NewManager(&o)
 	if err != nil {
@@ -92,7 +93,7 @@ func (ts *Toolset) Open(ctx context.Context, env *tools.ToolsetEnv) (tools.OpenT
 // KnownTools returns the tools of the in-process servers, which are known
 // before anything connects (tools.ToolsetPreview): their names can be
 // checked in rules, and their handlers run confined like custom tools, so
-// they must be handed to tools.ServeConfinedCall.
+// they must be handed to confined.Serve.
 func (ts *Toolset) KnownTools() []*tools.Tool {
 	var out []*tools.Tool
 	for _, name := range ts.names {

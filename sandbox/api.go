@@ -87,16 +87,6 @@ type Command struct {
 	Writers *Writers
 }
 
-// ForeignFunc is told that path (absolute, inside the workspace) was
-// changed by a process that is not the command's, and why it says so.
-type ForeignFunc func(path, why string)
-
-// ChangeFunc is called before a confined process changes paths (absolute,
-// symlink-free, inside the workspace). The change proceeds once it returns
-// nil; an error refuses the call (ENOSPC when the error says so, else
-// EPERM), so that no change happens whose pre-image could not be saved.
-type ChangeFunc func(paths []string) error
-
 // ExitStatus is how a confined command ended.
 type ExitStatus struct {
 	// Code is the exit code, or 128+signal when a signal killed the command

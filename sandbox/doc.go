@@ -30,7 +30,7 @@
 // even when started as root; no_new_privs; Landlock; the per-child seccomp
 // program last; then execve. A failure before exec is a *SpawnError
 // naming the step. Custom Go tool handlers run in a confined re-execution
-// of the program started through the same path (tools.ServeConfinedCall),
+// of the program started through the same path (confined.Serve),
 // confined before its first instruction. `lite-agent sandbox run` is this
 // path too: there is no second implementation of it.
 //

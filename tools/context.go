@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
-	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/sandbox/policy"
 )
 
 // Call is the raw tool call as the model sent it.
@@ -59,14 +59,13 @@ type ForeignChangeRecorder interface {
 	RecordForeignChange(path, why string)
 }
 
-// WritersRecorder is implemented by a SnapshotRecorder whose checkpoints
-// account for commands that outlive a tool call (background tasks, stdio
-// MCP servers): every command of the session is started with the
-// session's Writers (sandbox.Command.Writers), so that a file such a
-// command still holds open for writing at a seal is carried into the next
-// checkpoint, and the commands are paused while the checkpoint is sealed.
-type WritersRecorder interface {
-	Writers() *sandbox.Writers
+// Sandbox is the session's sandbox as a tool sees it: the policy its
+// commands run under. The kernel hands a *sandbox.Sandbox, and a tool that
+// starts commands (package builtin's bash) asserts that type to reach its
+// Start and Run; this package names only what it needs, so that defining
+// or testing a tool does not link the sandbox's implementation.
+type Sandbox interface {
+	Policy() policy.Policy
 }
 
 // Context carries the per-call services the kernel provides to a handler.
@@ -89,10 +88,10 @@ type Context struct {
 	// command through it); its Policy() is the active policy. It is nil
 	// when no sandbox is active — tools that run commands then refuse to —
 	// and always nil in a confined handler (every custom handler unless
-	// kernel.Options.InProcessHandlers): that handler is already inside
-	// its sandbox, and a command it starts (os/exec) is confined by the
-	// same policy.
-	Sandbox *sandbox.Sandbox
+	// kernel.Confinement.InProcessHandlers): that handler is already
+	// inside its sandbox, and a command it starts (os/exec) is confined by
+	// the same policy.
+	Sandbox Sandbox
 	// Tasks is the session's background-task registry. It is nil in a
 	// confined handler (the tasks belong to the parent's session) and in
 	// tests; built-in tools and in-process handlers get it.
@@ -150,7 +149,9 @@ func (l *liveWriter) Write(p []byte) (int, error) {
 }
 
 func (l *liveWriter) OmitOutput(n int64) {
-	if o, ok := l.w.(sandbox.OutputOmitter); ok {
+	// sandbox.OutputOmitter, asked for by its method: this package does
+	// not link the sandbox.
+	if o, ok := l.w.(interface{ OmitOutput(int64) }); ok {
 		o.OmitOutput(n)
 	}
 }
@@ -181,7 +182,7 @@ func (c *Context) RecordWrite(path string, content []byte) {
 // ForeignChange is the hook that tells the checkpointer about writes by
 // other processes to what a confined command is changing (see
 // sandbox.Command.ForeignChange). nil when nothing records them.
-func (c *Context) ForeignChange() sandbox.ForeignFunc {
+func (c *Context) ForeignChange() policy.ForeignFunc {
 	if c == nil || c.Snapshots == nil {
 		return nil
 	}
@@ -191,24 +192,11 @@ func (c *Context) ForeignChange() sandbox.ForeignFunc {
 	return nil
 }
 
-// Writers is the session's set of writers that every command the tool
-// starts must be given (sandbox.Command.Writers), with BeforeChange; nil
-// when the recorder does not account for them (WritersRecorder).
-func (c *Context) Writers() *sandbox.Writers {
-	if c == nil || c.Snapshots == nil {
-		return nil
-	}
-	if w, ok := c.Snapshots.(WritersRecorder); ok {
-		return w.Writers()
-	}
-	return nil
-}
-
 // BeforeChange is the hook that gives confined processes' changes to the
 // checkpointer: before a command or handler the tool runs changes a path
 // in the workspace, the path's pre-image is recorded (see
 // sandbox.Command.BeforeChange). nil when nothing records pre-images.
-func (c *Context) BeforeChange() sandbox.ChangeFunc {
+func (c *Context) BeforeChange() policy.ChangeFunc {
 	if c == nil || c.Snapshots == nil || c.Workspace == "" {
 		return nil
 	}

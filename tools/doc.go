@@ -53,19 +53,21 @@
 // and SideEffects default to none). Annotations are MCP behaviour hints.
 // The strict assembler (package local) refuses custom tools whose
 // declaration is missing or too broad, and the sandbox runs each handler
-// under the profile its declaration allows. A declaration only narrows
-// the policy it runs under (HandlerPolicy): a tool declaring loopback in
-// a session without network gets none, one declaring anything narrower
-// than unrestricted network gets neither the policy's domain proxy nor
-// its questions about unknown domains, and one declaring the whole
-// filesystem reaches "/" only where that policy already grants it.
+// under the profile its declaration allows (package tools/confined). A
+// declaration only narrows the policy it runs under: one asking for more
+// network than that policy gives is refused when a session starts, one
+// declaring anything narrower than unrestricted network gets neither the
+// policy's domain proxy nor its questions about unknown domains, and one
+// declaring the whole filesystem reaches "/" only where that policy
+// already grants it.
 //
 // Each field is a ladder of words, narrowest first, compared by one
-// ordering (internal/levels): Network is sandbox.NetworkMode itself (an
-// alias), so a declaration meets a policy with NetworkMode.Within,
-// Narrower and Wider; Filesystem and SideEffects have the same methods. A
-// word nobody knows fails closed: within no limit, a limit that contains
-// nothing, never the narrower.
+// ordering (internal/levels): Network is the sandbox's own NetworkMode
+// (an alias of sandbox/policy's, which package sandbox re-exports), so a
+// declaration meets a policy with NetworkMode.Within, Narrower and Wider;
+// Filesystem and SideEffects have the same methods. A word nobody knows
+// fails closed: within no limit, a limit that contains nothing, never the
+// narrower.
 //
 // # Toolsets
 //
@@ -83,47 +85,31 @@
 // # Per-call services
 //
 // Context carries the session id, cancellation, Emit for custom events, the
-// approval and user-input handlers, the active sandbox policy, the
-// background-task registry, the raw call, and RecordSnapshot, which saves a
-// file's pre-image before a tool changes it so the change can be rewound;
-// RecordWrite then reports what the tool wrote, so that another writer's
-// edit during the call is never taken for the tool's.
+// approval and user-input handlers, the active sandbox (as the small
+// Sandbox interface: its policy), the background-task registry, the raw
+// call, and RecordSnapshot, which saves a file's pre-image before a tool
+// changes it so the change can be rewound; RecordWrite then reports what
+// the tool wrote, so that another writer's edit during the call is never
+// taken for the tool's.
 // In a confined handler (the default for custom tools) Emit,
 // RecordSnapshot, Approval, UserInput, Workspace and Root work — they are
 // proxied to the parent over the child's pipe — but Sandbox and Tasks are
 // nil: the handler is already inside its sandbox (a command it starts with
 // os/exec is confined by the same policy) and background tasks belong to
 // the parent's session. They are set for built-in tools and for handlers
-// run with kernel.Options.InProcessHandlers.
+// run with kernel.Confinement.InProcessHandlers.
 //
-// # Confined handlers and run-time state
+// # What this package links
 //
-// A custom handler runs in a re-execution of the program, confined before
-// its first instruction (CallConfined, ServeConfinedCall). The child finds
-// the tool by name among the tools handed to ServeConfinedCall — the one
-// explicit list of what may run confined; New registers nothing — so:
-//
-//   - call ServeConfinedCall(ts...) once, first thing in main, with every
-//     custom tool (an in-process MCP server's too: srv.Tools()...);
-//   - define those tools at package level, or in main before that call
-//     (the seeds' style: a tool closing over a client made in main works
-//     when the client is made before the call);
-//   - state the handler needs is built again in the child by that same
-//     code: a client, a configuration read from a file, a connection to a
-//     loopback service (within what the tool's Security grants). The
-//     child gets no arguments and no environment of the parent beyond
-//     the sandbox's allowlist, so build that state from constants or files;
-//   - state only the parent process can hold (an open connection passed
-//     in, an in-memory cache shared across calls) does not cross: use
-//     kernel.Options.InProcessHandlers (unconfined; the strict assembler
-//     refuses it), or put the state behind a local service or an MCP
-//     server the tool reaches.
-//
-// The parent records the same list, so a tool not handed over, two
-// different tools of one name, or a program that never calls
-// ServeConfinedCall is refused when a session starts, before the agent's
-// first model call (CheckConfinable; CallConfined checks it too, before
-// starting anything), with this rule and its fix.
+// This package is data and interfaces: the tool contract, Security, the
+// Context and the Toolset interfaces. It names the sandbox's policy types
+// (package sandbox/policy, pure data) but not the sandbox itself, so that
+// defining or unit-testing a tool links no seccomp, no spawn path and no
+// cgo (TestToolsLinkNoSandbox). Running a handler confined — the
+// re-execution of the program, the wire protocol, the narrowing of a
+// ceiling to a declaration — is package tools/confined; running commands
+// is package sandbox, reached through Context.Sandbox by the built-in
+// tools that start them.
 //
 // The built-in tools live in the builtin subpackage.
 package tools

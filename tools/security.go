@@ -4,22 +4,22 @@ import (
 	"fmt"
 
 	"github.com/lite-agent/lite-agent/internal/levels"
-	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/sandbox/policy"
 )
 
 // Network is how far a tool's handler reaches over the network. It is the
-// sandbox's network mode itself (an alias, not a copy of its words), so
-// that a tool's declaration and the policy its handler runs under are one
-// type, compared by one ordering: sandbox.NetworkMode.Within, Narrower
-// and Wider.
-type Network = sandbox.NetworkMode
+// sandbox's network mode itself (an alias of policy.NetworkMode, which is
+// sandbox.NetworkMode: not a copy of its words), so that a tool's
+// declaration and the policy its handler runs under are one type,
+// compared by one ordering: NetworkMode.Within, Narrower and Wider.
+type Network = policy.NetworkMode
 
 // The network modes, as tools declare them.
 const (
-	NetworkNone         = sandbox.NetworkNone
-	NetworkLoopback     = sandbox.NetworkLoopback
-	NetworkPrivate      = sandbox.NetworkPrivate
-	NetworkUnrestricted = sandbox.NetworkUnrestricted
+	NetworkNone         = policy.NetworkNone
+	NetworkLoopback     = policy.NetworkLoopback
+	NetworkPrivate      = policy.NetworkPrivate
+	NetworkUnrestricted = policy.NetworkUnrestricted
 )
 
 // Filesystem is how much of the filesystem a tool's handler touches.

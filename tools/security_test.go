@@ -1,17 +1,16 @@
 package tools
 
 import (
-	"context"
 	"testing"
 
-	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/sandbox/policy"
 )
 
 // TestSecurityLevelsOrdering: each declaration's words in their order
 // (none < workspace < unrestricted / external; "" is none), a word nobody
 // knows failing closed, and a tool's network the sandbox's own mode — one
 // type, so there is no second ordering to drift from
-// sandbox.NetworkMode.Within.
+// policy.NetworkMode.Within (sandbox.NetworkMode).
 func TestSecurityLevelsOrdering(t *testing.T) {
 	fs := []struct {
 		a, b   Filesystem
@@ -59,50 +58,8 @@ func TestSecurityLevelsOrdering(t *testing.T) {
 	}
 	// One type: a declaration is a sandbox mode without conversion.
 	var declared Network = NetworkLoopback
-	var mode sandbox.NetworkMode = declared
-	if !mode.Within(sandbox.NetworkPrivate) || NarrowerNetwork(sandbox.NetworkUnrestricted, declared) != sandbox.NetworkLoopback {
+	var mode policy.NetworkMode = declared
+	if !mode.Within(policy.NetworkPrivate) || policy.NetworkUnrestricted.Narrower(declared) != policy.NetworkLoopback {
 		t.Errorf("tools.Network and sandbox.NetworkMode disagree on %q", declared)
-	}
-}
-
-// TestHandlerPolicyDomainsOnlyForUnrestricted: the ceiling's domain
-// proxy (its grants and its asker) reaches a handler only when the
-// handler declared unrestricted network. A handler declaring none,
-// loopback or private, or a word nobody knows, gets neither: before, it
-// kept the ceiling's AllowDomains (a proxy to them) and OnUnknownDomain
-// (questions to the person about any other host).
-func TestHandlerPolicyDomainsOnlyForUnrestricted(t *testing.T) {
-	ceiling := sandbox.Policy{
-		Network:       sandbox.NetworkNone,
-		AllowDomains:  []string{"goproxy.example.com"},
-		DenyDomains:   []string{"evil.example"},
-		DomainSources: map[string]string{"goproxy.example.com": "--allow-domain goproxy.example.com"},
-		OnUnknownDomain: func(context.Context, sandbox.DomainQuestion) (sandbox.DomainDecision, error) {
-			return sandbox.DomainAllowOnce, nil
-		},
-	}
-	for _, tc := range []struct {
-		network Network
-		proxy   bool
-	}{
-		{NetworkNone, false}, {NetworkLoopback, false}, {NetworkPrivate, false}, {"sideways", false},
-		{NetworkUnrestricted, true},
-	} {
-		p, err := HandlerPolicy(ceiling, &Security{Network: tc.network})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := len(p.AllowDomains) > 0 || len(p.DenyDomains) > 0 || len(p.DomainSources) > 0 || p.OnUnknownDomain != nil
-		if got != tc.proxy || (tc.proxy && (len(p.AllowDomains) != 1 || len(p.DenyDomains) != 1 || p.OnUnknownDomain == nil)) {
-			t.Errorf("network %q: domains %v / %v, asker %v; want the proxy: %v", tc.network, p.AllowDomains, p.DenyDomains, p.OnUnknownDomain != nil, tc.proxy)
-		}
-		if p.Network != sandbox.NetworkNone {
-			t.Errorf("network %q under a ceiling of none: %q", tc.network, p.Network)
-		}
-	}
-	// An undeclared handler gets the ceiling, as before (the strict
-	// assembler refuses such tools).
-	if p, _ := HandlerPolicy(ceiling, nil); len(p.AllowDomains) != 1 || p.OnUnknownDomain == nil {
-		t.Errorf("undeclared: %+v", p)
 	}
 }

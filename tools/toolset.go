@@ -3,7 +3,7 @@ package tools
 import (
 	"context"
 
-	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/sandbox/policy"
 )
 
 // A Toolset is a source of tools that lives as long as a session: the
@@ -11,7 +11,7 @@ import (
 // custom tools, and closes it when the session ends. Package mcp's
 // Toolset (a session's MCP servers) is one.
 //
-// It is an interface the kernel is handed (kernel.Options.Toolsets), not a
+// It is an interface the kernel is handed (kernel.Confinement.Toolsets), not a
 // package the kernel imports, so that a program without MCP servers does
 // not link an MCP client and its transports, and so that a toolset's
 // properties (which of its tools run in this process) are asked of the
@@ -39,12 +39,12 @@ type ToolsetEnv struct {
 	// Workspace is the session's workspace (a real path).
 	Workspace string
 	// Sandbox is the most a process the toolset starts may have: the
-	// session's handler ceiling (kernel.Options.HandlerCeiling, else its
+	// session's handler ceiling (kernel.Confinement.HandlerCeiling, else its
 	// Sandbox), with CaptureChanges off — what such a process changes is
 	// reported through Snapshots instead. A toolset narrows it for each
 	// process; widening it is the toolset's own, explicit grant (package
 	// mcp: Options.MaxNetwork).
-	Sandbox sandbox.Policy
+	Sandbox policy.Policy
 	// Snapshots, when not nil, records the pre-image of every workspace
 	// path a process of the toolset is about to change (Context's
 	// BeforeChange and ForeignChange build the sandbox's hooks from it),
@@ -60,7 +60,7 @@ type OpenToolset interface {
 	// model is offered them. Their names must not collide with any other
 	// tool of the session. Unless ToolsetTraits says otherwise, each runs
 	// like a custom tool: its handler in a confined re-execution of the
-	// program, so it must be handed to ServeConfinedCall.
+	// program, so it must be handed to confined.Serve.
 	Tools() []*Tool
 	// Close ends the toolset's session: no process it started may be left
 	// when Close returns. The kernel calls it once, when the session ends.

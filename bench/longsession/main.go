@@ -114,12 +114,14 @@ func run(files, size int, window int64, tell bool, ref float64, refName string) 
 		return err
 	}
 	opts := kernel.Options{
-		Prompt:       fmt.Sprintf("Read the %d Go files pkg000.go … pkg%03d.go one by one and tell me what they have in common.", files, files-1),
-		Model:        model,
-		ModelName:    "claude-sonnet-4-6",
-		Workspace:    ws,
-		StateDir:     state,
-		AllowedTools: []string{"read_file"},
+		Agent: kernel.Agent{
+			Model:        model,
+			ModelName:    "claude-sonnet-4-6",
+			Workspace:    ws,
+			StateDir:     state,
+			AllowedTools: []string{"read_file"},
+		},
+		Prompt: fmt.Sprintf("Read the %d Go files pkg000.go … pkg%03d.go one by one and tell me what they have in common.", files, files-1),
 	}
 	if tell {
 		opts.ContextWindow = int(window)

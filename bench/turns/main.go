@@ -102,15 +102,17 @@ func run(turns, bucket int, modelName, tool string, checkpoints bool) error {
 		return fmt.Errorf("-model %q: want scripted, anthropic or openai", modelName)
 	}
 	opts := kernel.Options{
-		Prompt:       "Work through the files.",
-		Model:        model,
-		ModelName:    "claude-sonnet-4-6",
-		Workspace:    ws,
-		StateDir:     state,
-		AllowedTools: []string{tool},
-		// A window no session here fills: the turns measure the loop,
-		// not compaction.
-		ContextWindow: 1 << 30,
+		Agent: kernel.Agent{
+			Model:        model,
+			ModelName:    "claude-sonnet-4-6",
+			Workspace:    ws,
+			StateDir:     state,
+			AllowedTools: []string{tool},
+			// A window no session here fills: the turns measure the loop,
+			// not compaction.
+			ContextWindow: 1 << 30,
+		},
+		Prompt: "Work through the files.",
 	}
 	if checkpoints {
 		opts.Checkpoints = local.Checkpoints(state)

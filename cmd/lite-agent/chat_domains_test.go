@@ -20,7 +20,7 @@ import (
 func TestDomainAsk(t *testing.T) {
 	ws := t.TempDir()
 	app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "m",
-		opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com"}}}}
+		opts: kernel.Options{Confinement: kernel.Confinement{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com"}}}}}
 	m := newChatModel(app, false)
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	key := func(s string) tea.KeyMsg {

@@ -285,8 +285,12 @@ func TestMarkdownCannotMakeControls(t *testing.T) {
 // proxy (escaped: the domains may come from a workspace's files).
 func TestApprovalShowsNetworkGrant(t *testing.T) {
 	ws := t.TempDir()
-	app := &chatApp{opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone,
-		AllowDomains: []string{"github.com", "*.golang.org", "evil\x1b]52;c;eA==\x07.com"}, DenyDomains: []string{"gist.github.com"}}}}
+	app := &chatApp{opts: kernel.Options{
+		Confinement: kernel.Confinement{
+			Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone,
+				AllowDomains: []string{"github.com", "*.golang.org", "evil\x1b]52;c;eA==\x07.com"}, DenyDomains: []string{"gist.github.com"}},
+		},
+	}}
 	got := approvalBody(ws, "bash", json.RawMessage(`{"command":"go mod download"}`), app)
 	for _, want := range []string{"network: none", "domains github.com, *.golang.org, evil\\x1b]52;c;eA==\\x07.com", "never gist.github.com"} {
 		if !strings.Contains(got, want) {
@@ -324,7 +328,7 @@ func TestViewFits(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "big.txt"), []byte(old.String()), 0o644)
 	for _, width := range []int{50, 80, 120} {
 		app := &chatApp{f: runFlags{workspace: ws, stateDir: t.TempDir()}, modelName: "claude-sonnet-4-5-with-a-long-model-name",
-			opts: kernel.Options{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com", "sumdb.example.com"}}}}
+			opts: kernel.Options{Confinement: kernel.Confinement{Sandbox: &sandbox.Policy{Workspace: ws, Network: sandbox.NetworkNone, AllowDomains: []string{"goproxy.example.com", "sumdb.example.com"}}}}}
 		m := newChatModel(app, false)
 		m.Update(tea.WindowSizeMsg{Width: width, Height: 24})
 		m.running = true

@@ -1,17 +1,12 @@
 // Command lite-agent runs LLM agents confined by the kernel: see doc.go.
 package main
 
-import (
-	"os"
+import "os"
 
-	"github.com/lite-agent/lite-agent/tools"
-)
-
+// main does not call confined.Serve: the CLI has no custom Go tools of its
+// own (its built-ins run in-process or as confined commands), so no
+// confined re-execution of it is ever started, and a custom tool given to
+// its kernel would be refused when the session starts.
 func main() {
-	// First: in a process started to run one confined tool call, this runs
-	// the call and exits. The CLI has no custom Go tools of its own (its
-	// built-ins run in-process or as confined commands), so it hands
-	// over none: a custom tool would be refused at session start.
-	tools.ServeConfinedCall()
 	os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

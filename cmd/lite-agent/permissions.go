@@ -75,7 +75,7 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 		Preset:            f.preset,
 		NoCheckpoints:     f.noCheckpoints,
 		CheckpointMaxSize: ckptMax,
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Workspace:                       f.workspace,
 			Model:                           model,
 			ModelName:                       modelName,

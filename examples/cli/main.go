@@ -23,6 +23,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -61,7 +62,7 @@ var wordCount = tools.Must(tools.New("word_count", "Count the words of a file in
 func main() {
 	// First: a confined handler's child is this program; it runs the
 	// handler here and exits. It runs only the tools handed over.
-	tools.ServeConfinedCall(weather, wordCount)
+	confined.Serve(weather, wordCount)
 	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cli:", err)
 		os.Exit(1)
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 	}
 	agent, err := local.New(local.Config{
 		Preset: *preset,
-		Options: kernel.Options{
+		Agent: kernel.Agent{
 			Workspace:   *workspace,
 			Model:       model,
 			ModelName:   modelName,

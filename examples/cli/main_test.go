@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 func TestMain(m *testing.M) {
-	tools.ServeConfinedCall(weather, wordCount) // as main does
+	confined.Serve(weather, wordCount) // as main does
 	os.Exit(m.Run())
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/examples/internal/example"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -38,7 +39,7 @@ var weather = tools.Must(tools.New("get_weather", "Get the weather for a city",
 func main() {
 	// First: a confined call's child runs its handler here and exits.
 	// The child runs only the tools handed over here.
-	tools.ServeConfinedCall(weather)
+	confined.Serve(weather)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "get_weather:", err)
 		os.Exit(1)
@@ -56,12 +57,14 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer os.RemoveAll(ws)
 	for ev, err := range kernel.Query(ctx, kernel.Options{
-		Prompt:       "What's the weather in Tokyo?",
-		Model:        model,
-		ModelName:    modelName,
-		Workspace:    ws,
-		CustomTools:  []*tools.Tool{weather},
-		AllowedTools: []string{"get_weather", "read_file"},
+		Agent: kernel.Agent{
+			Model:        model,
+			ModelName:    modelName,
+			Workspace:    ws,
+			CustomTools:  []*tools.Tool{weather},
+			AllowedTools: []string{"get_weather", "read_file"},
+		},
+		Prompt: "What's the weather in Tokyo?",
 	}) {
 		if err != nil {
 			return err

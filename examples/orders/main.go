@@ -19,6 +19,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -70,7 +71,7 @@ func main() {
 	// First: a confined call's child runs its handler here and exits.
 	// Every tool that may run confined is handed over: the child runs
 	// only these (an in-process MCP server's are its Tools()).
-	tools.ServeConfinedCall(orderTools.Tools()...)
+	confined.Serve(orderTools.Tools()...)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)
@@ -94,26 +95,30 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	for ev, err := range kernel.Query(ctx, kernel.Options{
-		Prompt:    "Use the order-support agent to check order O-1001.",
-		Model:     model,
-		ModelName: modelName,
-		Workspace: ws,
-		Toolsets:  []tools.Toolset{orders},
-		// The full name, and Claude Code's name of the agent tool.
-		AllowedTools: []string{"mcp__orders__lookup_order", "Agent"},
-		CanUseTool: func(_ context.Context, toolName string, input json.RawMessage, info kernel.ToolUseInfo) (kernel.PermissionResult, error) {
-			if toolName != "mcp__orders__lookup_order" {
-				return kernel.PermissionResult{Message: "Only order lookup is allowed in this workflow."}, nil
-			}
-			return kernel.PermissionResult{Allow: true, UpdatedInput: input}, nil
-		},
-		Agents: map[string]kernel.AgentDefinition{
-			"order-support": {
-				Description: "Handles order lookup and explains order status.",
-				Prompt:      "Use order tools to answer order status questions clearly.",
-				Tools:       []string{"mcp__orders__lookup_order"},
+		Agent: kernel.Agent{
+			Model:     model,
+			ModelName: modelName,
+			Workspace: ws,
+			// The full name, and Claude Code's name of the agent tool.
+			AllowedTools: []string{"mcp__orders__lookup_order", "Agent"},
+			CanUseTool: func(_ context.Context, toolName string, input json.RawMessage, info kernel.ToolUseInfo) (kernel.PermissionResult, error) {
+				if toolName != "mcp__orders__lookup_order" {
+					return kernel.PermissionResult{Message: "Only order lookup is allowed in this workflow."}, nil
+				}
+				return kernel.PermissionResult{Allow: true, UpdatedInput: input}, nil
+			},
+			Agents: map[string]kernel.AgentDefinition{
+				"order-support": {
+					Description: "Handles order lookup and explains order status.",
+					Prompt:      "Use order tools to answer order status questions clearly.",
+					Tools:       []string{"mcp__orders__lookup_order"},
+				},
 			},
 		},
+		Confinement: kernel.Confinement{
+			Toolsets: []tools.Toolset{orders},
+		},
+		Prompt: "Use the order-support agent to check order O-1001.",
 	}) {
 		if err != nil {
 			return err

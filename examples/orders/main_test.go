@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/lite-agent/lite-agent/examples/internal/exampletest"
-	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 func TestMain(m *testing.M) {
-	tools.ServeConfinedCall(orderTools.Tools()...) // as main does: the handler runs in a re-execution of this test binary
+	confined.Serve(orderTools.Tools()...) // as main does: the handler runs in a re-execution of this test binary
 	os.Exit(m.Run())
 }
 

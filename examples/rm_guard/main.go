@@ -20,16 +20,15 @@ import (
 
 	"github.com/lite-agent/lite-agent/examples/internal/example"
 	"github.com/lite-agent/lite-agent/kernel"
-	"github.com/lite-agent/lite-agent/tools"
 )
 
 //go:embed script.json
 var script []byte
 
+// main does not call confined.Serve: this program has no custom tool to
+// run confined (bash and the file tools are built in, the guard is a
+// hook running in this process).
 func main() {
-	// First, in every lite-agent program (this one has no custom tool to
-	// hand over: bash and the file tools are built in).
-	tools.ServeConfinedCall()
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "rm_guard:", err)
 		os.Exit(1)
@@ -65,12 +64,14 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	for ev, err := range kernel.Query(ctx, kernel.Options{
-		Prompt:       "Run the test command.",
-		Model:        model,
-		ModelName:    modelName,
-		Workspace:    ws,
-		AllowedTools: []string{"Bash"},
-		Hooks:        []kernel.Hook{{Event: kernel.HookPreToolUse, Matcher: "Bash", Name: "rm-guard", Func: guard}},
+		Agent: kernel.Agent{
+			Model:        model,
+			ModelName:    modelName,
+			Workspace:    ws,
+			AllowedTools: []string{"Bash"},
+			Hooks:        []kernel.Hook{{Event: kernel.HookPreToolUse, Matcher: "Bash", Name: "rm-guard", Func: guard}},
+		},
+		Prompt: "Run the test command.",
 	}) {
 		if err != nil {
 			return err

@@ -1,17 +1,10 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/examples/internal/exampletest"
-	"github.com/lite-agent/lite-agent/tools"
 )
-
-func TestMain(m *testing.M) {
-	tools.ServeConfinedCall()
-	os.Exit(m.Run())
-}
 
 // TestExample: the guard with matcher "Bash" fires on bash calls, denies
 // rm -rf (build/ survives) and allows the test command. Before "Bash"

@@ -23,6 +23,7 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 //go:embed script.json
@@ -65,7 +66,7 @@ func main() {
 	// First: a confined call's child runs its handler here and exits.
 	// Every tool that may run confined is handed over: the child runs
 	// only these (an in-process MCP server's are its Tools()).
-	tools.ServeConfinedCall(kbTools.Tools()...)
+	confined.Serve(kbTools.Tools()...)
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "search_docs:", err)
 		os.Exit(1)
@@ -90,12 +91,16 @@ func run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		for ev, err := range kernel.Query(ctx, kernel.Options{
-			Prompt:       "Search docs for the refund policy and summarize it.",
-			Model:        model,
-			ModelName:    modelName,
-			Workspace:    ws,
-			Toolsets:     []tools.Toolset{kb},
-			AllowedTools: allowed,
+			Agent: kernel.Agent{
+				Model:        model,
+				ModelName:    modelName,
+				Workspace:    ws,
+				AllowedTools: allowed,
+			},
+			Confinement: kernel.Confinement{
+				Toolsets: []tools.Toolset{kb},
+			},
+			Prompt: "Search docs for the refund policy and summarize it.",
 		}) {
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 const (
@@ -104,7 +105,8 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 		return nil, fmt.Errorf("field timeout_ms: %d is out of range; give 1 to %d milliseconds", in.TimeoutMS, bashMaxTimeout/time.Millisecond)
 	}
 	out := newBashOutput(bashMaxOutputBytes)
-	if ctx.Sandbox == nil {
+	sb := sessionSandbox(ctx)
+	if sb == nil {
 		return nil, errors.New("no sandbox is active for this session, and bash runs commands only inside one")
 	}
 	if in.RunInBackground {
@@ -116,7 +118,7 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	// streams every byte (out keeps a bounded head and tail itself and
 	// counts the true total), so the live tail goes on past the sandbox's
 	// own output budget.
-	run, err := runCommand(ctx.Context(), ctx.Sandbox, ctx.Workspace, in.Command, timeout, ctx.Output(out), true, full.watch(ctx.BeforeChange()), ctx.ForeignChange(), ctx.Writers())
+	run, err := runCommand(ctx.Context(), sb, ctx.Workspace, in.Command, timeout, ctx.Output(out), true, full.watch(ctx.BeforeChange()), ctx.ForeignChange(), confined.Writers(ctx))
 	if err != nil {
 		return nil, err
 	}

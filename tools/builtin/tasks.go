@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/confined"
 )
 
 // Background tasks: `bash` with run_in_background starts the command in the
@@ -32,11 +33,11 @@ func startBackground(ctx *tools.Context, in bashInput, timeout time.Duration) (*
 	if desc == "" {
 		desc = in.Command
 	}
-	sb, dir, hook, foreign := ctx.Sandbox, ctx.Workspace, ctx.BeforeChange(), ctx.ForeignChange()
+	sb, dir, hook, foreign := sessionSandbox(ctx), ctx.Workspace, ctx.BeforeChange(), ctx.ForeignChange()
 	// The task outlives this call: the session's writers pause it at each
 	// seal, and a file it holds open for writing then is carried into
 	// the next checkpoint, so what it writes there later is rewound too.
-	writers := ctx.Writers()
+	writers := confined.Writers(ctx)
 	task, err := ctx.Tasks.Start(desc, taskOutputCap, func(tctx context.Context, out *tools.Task) error {
 		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, true, hook, foreign, writers)
 		switch {

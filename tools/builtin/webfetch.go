@@ -62,7 +62,7 @@ func runWebFetch(ctx *tools.Context, in webFetchInput) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("url %q: give an absolute http:// or https:// URL", in.URL)
 	}
-	client, err := webFetchClient(ctx.Sandbox)
+	client, err := webFetchClient(sessionSandbox(ctx))
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package tools
+package confined
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/lite-agent/lite-agent/tools"
 )
 
 // serveConfinedCall is the child's side: it keeps the real stdout for the
@@ -40,16 +42,16 @@ func serveConfinedCall() int {
 	return 0
 }
 
-func runInChild(ch *childChannel, call *wireMsg) *Result {
-	// The parent checked the same set before the session started
-	// (CheckConfinable); this is the child's own refusal, for a parent
-	// that skipped the check (CallConfined used directly).
+func runInChild(ch *childChannel, call *wireMsg) *tools.Result {
+	// The parent checked the same set before the session started (Check);
+	// this is the child's own refusal, for a parent that skipped the
+	// check.
 	t, ambiguous := lookupServed(call.Tool)
 	if t == nil {
-		return Errorf("the %s tool is not among the tools handed to tools.ServeConfinedCall in the confined child: add it to that call", call.Tool)
+		return tools.Errorf("the %s tool is not among the tools handed to confined.Serve in the confined child: add it to that call", call.Tool)
 	}
 	if ambiguous {
-		return Errorf("two different tools named %s were handed to tools.ServeConfinedCall; the confined child cannot tell which one to run", call.Tool)
+		return tools.Errorf("two different tools named %s were handed to confined.Serve; the confined child cannot tell which one to run", call.Tool)
 	}
 	ctx := context.Background()
 	if !call.Deadline.IsZero() {
@@ -57,7 +59,7 @@ func runInChild(ch *childChannel, call *wireMsg) *Result {
 		ctx, cancel = context.WithDeadline(ctx, call.Deadline)
 		defer cancel()
 	}
-	tctx := &Context{
+	tctx := &tools.Context{
 		Ctx:       ctx,
 		SessionID: call.SessionID,
 		Workspace: call.Workspace,
@@ -70,7 +72,7 @@ func runInChild(ch *childChannel, call *wireMsg) *Result {
 			_ = ch.send(&wireMsg{Kind: "emit", Name: name, Data: b})
 		},
 		Snapshots: remoteSnapshots{ch},
-		Approval: func(_ context.Context, req ApprovalRequest) (bool, error) {
+		Approval: func(_ context.Context, req tools.ApprovalRequest) (bool, error) {
 			r, err := ch.ask(&wireMsg{Kind: "approval", Approval: &req})
 			if err != nil {
 				return false, err
@@ -91,12 +93,12 @@ func runInChild(ch *childChannel, call *wireMsg) *Result {
 	if call.Workspace != "" {
 		root, err := os.OpenRoot(call.Workspace)
 		if err != nil {
-			return Errorf("the %s tool's confined child cannot open the workspace: %v", call.Tool, err)
+			return tools.Errorf("the %s tool's confined child cannot open the workspace: %v", call.Tool, err)
 		}
 		defer root.Close()
 		tctx.Root = root
 		if err := os.Chdir(call.Workspace); err != nil {
-			return Errorf("the %s tool's confined child cannot enter the workspace: %v", call.Tool, err)
+			return tools.Errorf("the %s tool's confined child cannot enter the workspace: %v", call.Tool, err)
 		}
 	}
 	// The input was validated by the parent; Call validates it again so

@@ -1,4 +1,4 @@
-package sandbox
+package policy
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func ParseNetworkMode(s string) (NetworkMode, error) {
 type Level string
 
 const (
-	// LevelFull: everything the package documents — Landlock, seccomp,
+	// LevelFull: everything package sandbox documents — Landlock, seccomp,
 	// no capabilities, no_new_privs, rlimits, and the namespaces that
 	// carry the rest (a private read-only mount namespace with a root of
 	// the granted paths, its own /proc, /tmp and ptys; a PID namespace
@@ -52,7 +52,7 @@ const (
 	// roots, a /proc, /tmp and ptys of its own, the root of granted
 	// paths, and — where the host lacks what carries them — the whole
 	// tree's kill and limits, signal isolation below Landlock ABI 6,
-	// change capture) is listed in Enforcement.Lost, never silently. It
+	// change capture) is listed in sandbox.Enforcement.Lost, never silently. It
 	// is only ever used when asked for by name.
 	LevelContainer Level = "container"
 )
@@ -108,8 +108,8 @@ type Policy struct {
 	// TempDir is the private TMPDIR, readable and writable. Empty means a
 	// fresh directory per command, emptied when it ends. Private from
 	// everything outside the sandbox, not between its commands: one
-	// Landlock grant covers the directory all of a Sandbox's temp dirs
-	// live in, so commands of one Sandbox running at once (background
+	// Landlock grant covers the directory all of a sandbox.Sandbox's temp
+	// dirs live in, so commands of one Sandbox running at once (background
 	// tasks, subagents) can reach each other's — they are the same agent.
 	TempDir string
 	// Network is the network mode; empty means NetworkNone.
@@ -137,7 +137,7 @@ type Policy struct {
 	// OnNetwork, if set, is told of every connection the domain proxy
 	// decides (allowed or refused), and of each connect that a literal
 	// IP[:PORT] grant admitted around the proxy (rule "... (direct)",
-	// no byte counts: see doc.go, "Network by domain"). It is called
+	// no byte counts: see "Network by domain" in package sandbox). It is called
 	// from the proxy's and the notification server's goroutines and must
 	// not block.
 	OnNetwork func(NetworkEvent) `json:"-"`
@@ -150,7 +150,7 @@ type Policy struct {
 	// when every held connection gave up, and then the connection is
 	// refused whatever the answer.
 	OnUnknownDomain func(ctx context.Context, q DomainQuestion) (DomainDecision, error) `json:"-"`
-	// CaptureChanges prepares the sandbox for Command.BeforeChange (the
+	// CaptureChanges prepares the sandbox for sandbox.Command.BeforeChange (the
 	// pre-images checkpoints save of what commands change). It costs every
 	// command of the sandbox a seccomp listener of its own (~0.2 ms per
 	// spawn), so it is off unless asked for.
@@ -159,7 +159,7 @@ type Policy struct {
 	// create new .git entries. The zero value protects them: every
 	// existing .git of the workspace and the read-write paths is bound
 	// read-only in the command's mount namespace, and change capture
-	// refuses a new .git name (see the package doc, "The workspace's
+	// refuses a new .git name (see package sandbox, "The workspace's
 	// .git"). Why: git runs code named in a repository's files — hooks,
 	// core.fsmonitor on every `git status` — outside the sandbox, so a
 	// writable .git lets a command plant code the user's next git
@@ -168,14 +168,14 @@ type Policy struct {
 	GitWritable bool
 	// BestEffort runs even when the kernel cannot enforce everything the
 	// policy asks for; what was not enforced is reported by
-	// Sandbox.Enforcement. The default fails closed.
+	// sandbox.Sandbox.Enforcement. The default fails closed.
 	BestEffort bool
 	// Level is how much machinery the sandbox uses (LevelFull when
 	// empty; LevelContainer runs without namespaces and lists what it
-	// gives up in Enforcement.Lost).
+	// gives up in sandbox.Enforcement.Lost).
 	Level Level
 	// OnStartFailure, if set, is told of every command the sandbox could
-	// not start (the error Start or Run returns), except a cancelled
+	// not start (the error sandbox.Sandbox.Start or Run returns), except a cancelled
 	// context and a Start after Close: a session's person must learn
 	// that commands do not run, not only the model. It is called from
 	// the goroutine that called Start or Run and must not block.
@@ -208,7 +208,7 @@ func DefaultSystemPaths() []string {
 		// PseudoTerminalPaths).
 		"/dev/ptmx", "/dev/pts",
 		// A process's own /proc (on a /proc of the sandbox's own: see
-		// internal/spawn's procfs_linux.go) and the host's global files named here.
+		// sandbox/internal/spawn's procfs_linux.go) and the host's global files named here.
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
 	}
 }
@@ -220,7 +220,7 @@ func DefaultSystemPaths() []string {
 // (whose /dev/pts/N are the user's other terminals of the same uid:
 // reading one steals its keystrokes) but a devpts instance of the
 // sandbox's own, mounted over /dev/pts in its private mount namespace.
-// Without that namespace (BestEffort) ptys are off, and Enforcement's
+// Without that namespace (BestEffort) ptys are off, and sandbox.Enforcement's
 // notes say so.
 func PseudoTerminalPaths() []string { return []string{"/dev/ptmx", "/dev/pts"} }
 
