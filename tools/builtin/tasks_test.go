@@ -90,9 +90,12 @@ func TestBackgroundTasksEndWithTheSession(t *testing.T) {
 	// Past the sandbox's own output limit (1 MiB) and the task's cap, then
 	// a last line while the task still runs: a dev server's newest log
 	// must be readable before it ends.
-	callTool(t, Bash(), ctx, map[string]any{"command": "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo LATEST-LINE; sleep 300", "run_in_background": true})
+	// The marker file says the writer is done: until then the test does
+	// not read, or a fast reader would drain the window before it fills.
+	written := filepath.Join(ctx.Workspace, "written")
+	callTool(t, Bash(), ctx, map[string]any{"command": "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo LATEST-LINE; : > written; sleep 300", "run_in_background": true})
 	callTool(t, Bash(), ctx, map[string]any{"command": "sleep 300", "run_in_background": true})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := callTool(t, BashOutput(), ctx, map[string]any{"task_id": "task-1"})
 		if strings.Contains(r.TextOf(), "has ended: exit code 3") {
@@ -103,11 +106,19 @@ func TestBackgroundTasksEndWithTheSession(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	for _, err := os.Stat(written); err != nil; _, err = os.Stat(written) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task-2 never finished writing: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var all strings.Builder
 	for {
 		r := callTool(t, BashOutput(), ctx, map[string]any{"task_id": "task-2"})
 		text := r.TextOf()
+		all.WriteString(text)
 		if strings.Contains(text, "LATEST-LINE") {
-			if !strings.Contains(text, "were dropped before what follows") {
+			if !strings.Contains(all.String(), "were dropped before what follows") {
 				t.Errorf("3,000,000 bytes through a 512 KiB window, and no drop reported: %.300s", text)
 			}
 			if !strings.Contains(text, "is running") {
