@@ -33,10 +33,10 @@ import (
 //     made on descriptors: *at calls on that directory, a final symlink
 //     followed by hand one link at a time;
 //   - an open is made by the supervisor (without O_TRUNC), the pre-image
-//     recorded, the file truncated only then, and the descriptor installed
-//     in the process with SECCOMP_IOCTL_NOTIF_ADDFD, which with
-//     SECCOMP_ADDFD_FLAG_SEND (Linux 5.14) also answers the call with the
-//     new descriptor's number, the lowest free one, as open(2) returns;
+//     recorded, the file truncated only then, the descriptor installed in
+//     the process with SECCOMP_IOCTL_NOTIF_ADDFD and the call answered
+//     with its number, the lowest free one, as open(2) returns (sendFD
+//     says why in two steps);
 //   - unlink, rmdir, mkdir, mknod, rename, link, symlink, truncate and the
 //     chmod family are made with the directories resolved; fchmod and a
 //     reopen through /proc/self/fd/N act on the process's very file,
@@ -300,7 +300,7 @@ func (n notifier) valid() bool {
 	var e syscall.Errno
 	id := n.id
 	if err := n.rc.Control(func(fd uintptr) {
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
+		_, e = listenerIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id))
 	}); err != nil {
 		return false
 	}
@@ -322,7 +322,7 @@ func (n notifier) send(val int64, errno unix.Errno, flags uint32) {
 	}
 	n.rc.Control(func(fd uintptr) {
 		// ENOENT: the call was abandoned (signal) or the process died.
-		unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+		listenerIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	})
 }
 
@@ -339,33 +339,40 @@ type seccompNotifAddfd struct {
 const seccompIoctlNotifAddfd = 0x40182103
 
 // sendFD installs fd in the process (close-on-exec if cloexec) and
-// answers the call with its number, atomically where the kernel can
-// (SECCOMP_ADDFD_FLAG_SEND, 5.14): the process cannot see the descriptor
-// before its call returns, and an abandoned call gets none.
+// answers the call with its number: the lowest free one, as open(2)
+// returns.
+//
+// In two steps, ADDFD and then SEND, never in one with
+// SECCOMP_ADDFD_FLAG_SEND. That flag marks the call answered before the
+// process has taken the descriptor, and the ADDFD ioctl waits for it to
+// do so interruptibly: a signal reaching the waiting thread of ours
+// (Go's preemption SIGURG, a SIGCHLD, a stop of this process) takes the
+// descriptor back out of the queue, and the process, woken to an
+// answered call with no descriptor, returns 0 — its next write goes to
+// its stdin ("bad file descriptor"; TestCaptureStress). A plain ADDFD
+// that is interrupted leaves the call unanswered: the process waits on,
+// and the ioctl, restarted, installs the descriptor once.
+//
+// The descriptor is in the process's table a moment before the call
+// returns, as the kernel's own open installs it before returning: a
+// thread of the process could use or close it meanwhile, which it could
+// as well a moment later. The filter waits killably once a call is
+// received (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV): between the two
+// steps only a fatal signal ends the call, and the descriptor with the
+// process.
 func (n notifier) sendFD(fd int, cloexec bool) {
-	a := seccompNotifAddfd{ID: n.id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+	a := seccompNotifAddfd{ID: n.id, Srcfd: uint32(fd)}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
 	var r uintptr
 	var e syscall.Errno
-	ioctl := func() {
-		n.rc.Control(func(lfd uintptr) {
-			r, _, e = unix.Syscall(unix.SYS_IOCTL, lfd, seccompIoctlNotifAddfd, uintptr(unsafe.Pointer(&a)))
-		})
-	}
-	ioctl()
-	if e == unix.EINVAL {
-		// Before 5.14: install, then answer with the number.
-		a.Flags = 0
-		if ioctl(); e == 0 {
-			n.send(int64(r), 0, 0)
-			return
-		}
-	}
+	n.rc.Control(func(lfd uintptr) { r, e = listenerIoctl(lfd, seccompIoctlNotifAddfd, unsafe.Pointer(&a)) })
 	switch e {
-	case 0, unix.ENOENT:
-		// Answered; or abandoned: nobody to answer.
+	case 0:
+		n.send(int64(r), 0, 0)
+	case unix.ENOENT:
+		// Abandoned (the process was killed): nobody to answer.
 	case unix.EMFILE:
 		n.send(0, unix.EMFILE, 0) // RLIMIT_NOFILE of the process
 	default:

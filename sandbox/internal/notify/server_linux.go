@@ -396,7 +396,7 @@ func (s *netSupervisorRun) loop() {
 	for {
 		var got, hup bool
 		var recvErr syscall.Errno
-		err := s.rc.Read(func(fd uintptr) bool {
+		read := func(fd uintptr) bool {
 			ready, gone := pollListener(fd)
 			if gone {
 				hup = true // POLLHUP: the filter's last task is gone
@@ -412,13 +412,32 @@ func (s *netSupervisorRun) loop() {
 			_, _, recvErr = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&buf[0])))
 			got = recvErr == 0
 			return true
-		})
+		}
+		var err error
+		if h := TestHooks.PollerErr; h != nil {
+			err = h()
+		}
+		if err == nil {
+			err = s.rc.Read(read)
+		}
+		if err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// The runtime's poller met the interrupted look that
+			// pollListener describes (EPOLLERR alone) and reports the
+			// listener "not pollable" until its next event, which may
+			// be a call we have not received. Look ourselves, a
+			// bounded wait at a time, until the poller is back.
+			err = s.rc.Control(func(fd uintptr) {
+				pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.stopFD), Events: unix.POLLIN}}
+				unix.Poll(pfd, 10)
+				read(fd)
+			})
+		}
 		if err != nil || s.stopping.Load() || hup {
 			return // stop (deadline), closed, or nothing left to serve
 		}
 		if !got {
-			if recvErr == unix.ENOENT || recvErr == unix.EINTR {
-				continue // the target went away before we read it
+			if recvErr == 0 || recvErr == unix.ENOENT || recvErr == unix.EINTR {
+				continue // nothing yet, or the target went away before we read it
 			}
 			s.logf("sandbox: network supervisor: NOTIF_RECV: %v", recvErr)
 			s.abort()
@@ -458,6 +477,31 @@ func (s *netSupervisorRun) loop() {
 	}
 }
 
+// listenerIoctl makes ioctl req on the listener fd, again for as long as
+// it fails with EINTR. The kernel takes the filter's lock interruptibly
+// for SEND, ID_VALID and ADDFD and answers EINTR, not a restart, when a
+// signal is pending on our thread while a process of the tree holds the
+// lock (it does, briefly, for every call it makes): on a loaded machine,
+// with the runtime signalling its threads, an answer given once was
+// lost so, and its process waited forever (TestCaptureStress). Nothing
+// was done then, so asking again is safe; an ADDFD interrupted after it
+// was queued is restarted by the kernel itself, or has taken effect.
+func listenerIoctl(fd, req uintptr, arg unsafe.Pointer) (uintptr, syscall.Errno) {
+	for {
+		if h := TestHooks.ListenerIoctl; h != nil {
+			if e := h(req); e == unix.EINTR {
+				continue
+			} else if e != 0 {
+				return 0, e
+			}
+		}
+		r, _, e := unix.Syscall(unix.SYS_IOCTL, fd, req, uintptr(arg))
+		if e != unix.EINTR {
+			return r, e
+		}
+	}
+}
+
 // respond answers one notification. It returns the kernel's error: ENOENT
 // when the call was abandoned (signal, or the task died).
 func (s *netSupervisorRun) respond(id uint64, val int64, errno unix.Errno, flags uint32) error {
@@ -468,7 +512,7 @@ func (s *netSupervisorRun) respond(id uint64, val int64, errno unix.Errno, flags
 	binary.NativeEndian.PutUint32(buf[20:], flags)
 	var e syscall.Errno
 	if err := s.rc.Control(func(fd uintptr) {
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&buf[0])))
+		_, e = listenerIoctl(fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), unsafe.Pointer(&buf[0]))
 	}); err != nil {
 		return err
 	}
@@ -482,7 +526,7 @@ func (s *netSupervisorRun) respond(id uint64, val int64, errno unix.Errno, flags
 func (s *netSupervisorRun) idValid(id uint64) bool {
 	e := syscall.Errno(1)
 	s.rc.Control(func(fd uintptr) {
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+		_, e = listenerIoctl(fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), unsafe.Pointer(&id))
 	})
 	return e == 0
 }
