@@ -555,3 +555,50 @@ func BenchmarkSealWithHeldFile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecordSnapshotRepeat: the hook's cost for a path already
+// recorded in the open checkpoint (a build rewriting its outputs, a test
+// suite reopening its database), for a new file (every file of an
+// extraction), and for the same file once 20000 paths are recorded and
+// the agent's edit tool has reported a write in the checkpoint (each
+// change announced looks through the reported writes, not every path).
+//
+//	go test ./checkpoint -run '^$' -bench RecordSnapshotRepeat
+func BenchmarkRecordSnapshotRepeat(b *testing.B) {
+	for _, kind := range []string{"same-file", "new-files", "after-agent-write"} {
+		b.Run(kind, func(b *testing.B) {
+			ws, files := benchWorkspace(b)
+			r, err := Open(b.TempDir(), "bench", ws, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			f := filepath.Join(ws, files[0])
+			if err := r.RecordSnapshot(f); err != nil {
+				b.Fatal(err)
+			}
+			if kind == "after-agent-write" {
+				for i := range 20000 {
+					if err := r.RecordSnapshot(filepath.Join(ws, "gen", "g"+strconv.Itoa(i))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := r.RecordWrite(f, []byte("edited")); err != nil {
+					b.Fatal(err)
+				}
+				f = filepath.Join(ws, files[1])
+			}
+			n := 0
+			for b.Loop() {
+				p := f
+				if kind == "new-files" {
+					n++
+					p = filepath.Join(ws, "out", "f"+strconv.Itoa(n))
+				}
+				if err := r.RecordSnapshot(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
