@@ -390,6 +390,11 @@ type target struct {
 	// fd: the call names one of the process's descriptors itself
 	// (/proc/self/fd/N, /dev/stdout): our copy of it, or -1.
 	fd int
+	// looked: resolve has just stat'ed the last component (following
+	// links), with result st, err: what firstStat gives once.
+	looked bool
+	st     unix.Stat_t
+	stErr  error
 }
 
 func (t *target) close() {
@@ -421,6 +426,17 @@ func (t *target) stat() (unix.Stat_t, error) {
 		err = unix.Fstatat(t.dir, t.base(), &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return st, err
+}
+
+// firstStat is stat, taken by resolve if it looked already: no captured
+// call of the tree runs in between. Later looks (after a hook) must call
+// stat itself.
+func (t *target) firstStat() (unix.Stat_t, error) {
+	if t.looked {
+		t.looked = false
+		return t.st, t.stErr
+	}
+	return t.stat()
 }
 
 // splitLast splits p into the directory that holds its last component
@@ -578,6 +594,7 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 		}
 		st, err := t.stat()
 		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			t.looked, t.st, t.stErr = true, st, err
 			return t, 0 // absent (a creation) or not a link: this is it
 		}
 		var link string
@@ -913,9 +930,10 @@ func (c *Capture) record(paths []string) unix.Errno {
 	return c.callHook(in)
 }
 
-// inodeNames adds rule (c)'s names of t's inode (hard links) to paths.
-func (c *Capture) inodeNames(t *target, paths []string) ([]string, unix.Errno) {
-	names, err := c.namesOf(t.path)
+// inodeNames adds rule (c)'s names of t's inode (hard links) to paths;
+// st is what t.stat said of it.
+func (c *Capture) inodeNames(t *target, st *unix.Stat_t, paths []string) ([]string, unix.Errno) {
+	names, err := c.namesOf(t.path, st)
 	if err != nil {
 		return nil, unix.EPERM
 	}
@@ -927,7 +945,7 @@ func (c *Capture) inodeNames(t *target, paths []string) ([]string, unix.Errno) {
 // requires the name to still be the inode st the caller checked: a swap
 // while the hook ran is refused (EPERM) rather than changed unrecorded.
 func (c *Capture) recordInodeOf(t *target, st unix.Stat_t) unix.Errno {
-	paths, e := c.inodeNames(t, append(append([]string(nil), t.links...), t.path))
+	paths, e := c.inodeNames(t, &st, append(append([]string(nil), t.links...), t.path))
 	if e != 0 {
 		return e
 	}
@@ -964,7 +982,29 @@ const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | u
 	unix.O_NONBLOCK | unix.O_DSYNC | unix.O_SYNC | unix.O_DIRECT | unix.O_LARGEFILE |
 	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_PATH | unix.O_ASYNC
 
+// open emulates an open for writing. A file that exists is opened
+// without O_CREAT, so that the process's umask, which only a creation
+// reads, need not be read (from /proc, the dearest step of an open); if
+// it is gone by then (removed by someone outside the tree: every removal
+// of the tree's own is captured, and waits for this one), the open is
+// made again from the start, as a creation.
 func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32) (int64, unix.Errno, bool, bool) {
+	val, errno, cont, sent := c.openOnce(w, n, tid, dirfd, p, flags, mode, true)
+	if errno == errVanished {
+		val, errno, cont, sent = c.openOnce(w, n, tid, dirfd, p, flags, mode, false)
+		if errno == errVanished {
+			errno = unix.EPERM // gone again: someone outside the tree races us
+		}
+	}
+	return val, errno, cont, sent
+}
+
+// errVanished is openOnce's answer when a file it found was gone when
+// opened without O_CREAT. Never given to a process: open retries, or
+// answers EPERM.
+const errVanished = unix.Errno(^uintptr(0) >> 1)
+
+func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32, keepUmask bool) (int64, unix.Errno, bool, bool) {
 	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
 	t, e := c.resolve(w, n, tid, dirfd, p, follow, takeFD(tid, n))
 	defer t.close()
@@ -985,7 +1025,7 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			return 0, e, false, false
 		}
 	}
-	st, err := t.stat()
+	st, err := t.firstStat()
 	exists := err == nil
 	if !exists && (!errors.Is(err, unix.ENOENT) || t.dir < 0 || flags&unix.O_CREAT == 0) {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1027,7 +1067,7 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	if regular && flags&unix.O_PATH == 0 {
 		paths = append(append(paths, t.links...), t.path)
 		if exists {
-			if paths, e = c.inodeNames(&t, paths); e != 0 {
+			if paths, e = c.inodeNames(&t, &st, paths); e != 0 {
 				return 0, e, false, false
 			}
 			// The inode's other names: a hard link of a file in a .git.
@@ -1055,6 +1095,12 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	if t.dir >= 0 {
 		oflags |= unix.O_NOFOLLOW
 	}
+	// An existing file is not created (see open); O_EXCL keeps O_CREAT,
+	// to fail EEXIST as the process's call would.
+	creates := flags&unix.O_CREAT != 0 && (!exists || !keepUmask || flags&unix.O_EXCL != 0)
+	if !creates {
+		oflags &^= unix.O_CREAT
+	}
 	if exists && typ == unix.S_IFIFO && flags&unix.O_NONBLOCK == 0 && flags&unix.O_ACCMODE == unix.O_WRONLY {
 		// Blocks until a reader comes, which may be the tree's next
 		// call: on a goroutine of its own (openFIFO).
@@ -1069,12 +1115,12 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	}
 	var fd int
 	umask := 0
-	if flags&unix.O_CREAT != 0 {
+	if creates {
 		umask = childUmask(tid)
 	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
-		if flags&unix.O_CREAT != 0 {
+		if creates {
 			unix.Umask(umask)
 		}
 		if t.dir < 0 {
@@ -1083,12 +1129,15 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			return
 		}
 		how := unix.OpenHow{Flags: uint64(oflags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
-		if flags&unix.O_CREAT != 0 {
+		if creates {
 			how.Mode = uint64(mode & 0o7777)
 		}
 		fd, err = unix.Openat2(t.dir, t.name, &how)
 	})
 	if err != nil {
+		if errors.Is(err, unix.ENOENT) && exists && flags&unix.O_CREAT != 0 && !creates {
+			return 0, errVanished, false, false
+		}
 		if errors.Is(err, unix.EXDEV) {
 			err = unix.EISDIR // "." or "..": a directory, for write
 		}
@@ -1107,10 +1156,19 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			return 0, unix.EPERM, false, false
 		}
 	}
-	if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG {
-		// Only now, with the pre-image of this very inode recorded. A
-		// reopen for writing: the process's descriptor may be O_RDONLY
-		// (O_RDONLY|O_TRUNC truncates too, given write permission).
+	if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_ACCMODE != unix.O_RDONLY {
+		// Only now, with the pre-image of this very inode recorded,
+		// through the descriptor opened for writing with the command's
+		// credentials: ftruncate(2) asks for no more than that.
+		err = nil
+		c.foreign.Own(func() { err = unix.Ftruncate(fd, 0) })
+		if err != nil {
+			return 0, errnoOf(err, unix.EPERM), false, false
+		}
+	} else if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG {
+		// The same, through a reopen for writing: the process's
+		// descriptor is O_RDONLY (O_RDONLY|O_TRUNC truncates too, given
+		// write permission).
 		err = errNotRun // unless the call below runs
 		c.effect(w, func() {
 			var wfd int
