@@ -390,6 +390,8 @@ type target struct {
 	// fd: the call names one of the process's descriptors itself
 	// (/proc/self/fd/N, /dev/stdout): our copy of it, or -1.
 	fd int
+	// dirDev is dir's device.
+	dirDev uint64
 	// looked: resolve has just stat'ed the last component (following
 	// links), with result st, err: what firstStat gives once.
 	looked bool
@@ -572,15 +574,27 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 			return t, unix.EPERM
 		}
 		t.dir, t.name = pfd, name
-		dpath, ok := fdPath(pfd)
-		if !ok {
-			dpath, ok = c.skeletonPath(pfd)
+		// The directory's device says where it lies: the sandbox's own
+		// file systems (the root skeleton, the private /tmp, the devpts
+		// instance), mounted nowhere in our tree, are named from the
+		// command's root; anything else by its path in ours.
+		var dst unix.Stat_t
+		if unix.Fstat(pfd, &dst) != nil {
+			t.close()
+			return t, unix.EPERM
 		}
-		if !ok {
-			dpath, ok = c.tmpPath(pfd)
-		}
-		if !ok {
-			dpath, ok = c.ptyPath(pfd)
+		t.dirDev = dst.Dev
+		var dpath string
+		var ok bool
+		switch {
+		case c.rootDev != 0 && dst.Dev == c.rootDev:
+			dpath, ok = c.skeletonPath(pfd, &dst)
+		case c.tmpDev != 0 && dst.Dev == c.tmpDev:
+			dpath, ok = c.tmpPath(pfd, &dst)
+		case c.ptyDev != 0 && dst.Dev == c.ptyDev:
+			dpath, ok = c.ptyPath(&dst)
+		default:
+			dpath, ok = fdPathStat(pfd, &dst)
 		}
 		if !ok {
 			// No name the hook can be given (deeper than PATH_MAX,
@@ -631,12 +645,21 @@ func readlinkat(dir int, name string) (string, error) {
 // kernel gives it still names that very inode (a file deleted, renamed
 // meanwhile, deeper than PATH_MAX, or a pipe has none).
 func fdPath(fd int) (string, bool) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return "", false
+	}
+	return fdPathStat(fd, &st)
+}
+
+// fdPathStat is fdPath, given fd's stat.
+func fdPathStat(fd int, st *unix.Stat_t) (string, bool) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil || !strings.HasPrefix(p, "/") {
 		return "", false
 	}
-	var a, b unix.Stat_t
-	if unix.Fstat(fd, &a) != nil || unix.Lstat(p, &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+	var b unix.Stat_t
+	if unix.Lstat(p, &b) != nil || st.Dev != b.Dev || st.Ino != b.Ino {
 		return "", false
 	}
 	return p, true
