@@ -555,3 +555,182 @@ func BenchmarkSealWithHeldFile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecordSnapshotRepeat: the hook's cost for a path already
+// recorded in the open checkpoint (a build rewriting its outputs, a test
+// suite reopening its database), for a new file (every file of an
+// extraction), and for the same file once 20000 paths are recorded and
+// the agent's edit tool has reported a write in the checkpoint (each
+// change announced looks through the reported writes, not every path).
+//
+//	go test ./checkpoint -run '^$' -bench RecordSnapshotRepeat
+func BenchmarkRecordSnapshotRepeat(b *testing.B) {
+	for _, kind := range []string{"same-file", "new-files", "after-agent-write"} {
+		b.Run(kind, func(b *testing.B) {
+			ws, files := benchWorkspace(b)
+			r, err := Open(b.TempDir(), "bench", ws, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			f := filepath.Join(ws, files[0])
+			if err := r.RecordSnapshot(f); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(ws, "out"), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if kind == "after-agent-write" {
+				for i := range 20000 {
+					if err := r.RecordSnapshot(filepath.Join(ws, "gen", "g"+strconv.Itoa(i))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := r.RecordWrite(f, []byte("edited")); err != nil {
+					b.Fatal(err)
+				}
+				f = filepath.Join(ws, files[1])
+			}
+			n := 0
+			for b.Loop() {
+				p := f
+				if kind == "new-files" {
+					n++
+					p = filepath.Join(ws, "out", "f"+strconv.Itoa(n))
+				}
+				if err := r.RecordSnapshot(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCheckpointCapturedFiles is BenchmarkCapturePerFile of the
+// sandbox (its testdata/capture_bench.c: 500 files created, rewritten
+// with O_TRUNC, removed, timed inside the command) in a session as the
+// bash tool runs it: change capture feeding RecordSnapshot, the
+// session's writers, the writer watch reporting to RecordForeignChange,
+// the checkpoint watcher running, a Seal after each run — against the
+// same program unconfined and confined without capture. Reported per
+// file, in ns. As root the workspace and the state directory are on a
+// tmpfs mounted for the benchmark, so the disk's latency does not hide
+// the capture's.
+//
+//	go test ./checkpoint -run '^$' -bench CheckpointCapturedFiles -benchtime 10x
+func BenchmarkCheckpointCapturedFiles(b *testing.B) {
+	if c := sandbox.Probe(); c.LandlockABI == 0 || !c.SeccompUserNotify {
+		b.Skip("no Landlock or seccomp user notification here: nothing to capture with")
+	}
+	if _, err := exec.LookPath("cc"); err != nil {
+		b.Skip("no C compiler")
+	}
+	bin := filepath.Join(b.TempDir(), "capture_bench")
+	if out, err := exec.Command("cc", "-O2", "-o", bin, "../sandbox/testdata/capture_bench.c").CombinedOutput(); err != nil {
+		b.Fatalf("cc: %v\n%s", err, out)
+	}
+	base := b.TempDir()
+	if os.Geteuid() == 0 {
+		if err := syscall.Mount("tmpfs", base, "tmpfs", 0, "size=256m"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { syscall.Unmount(base, syscall.MNT_DETACH) })
+	}
+	run := func(b *testing.B, do func(dir string) string) {
+		var sum [3]float64
+		n := 0
+		for b.Loop() {
+			var v [3]float64
+			if _, err := fmt.Sscanf(do(fmt.Sprintf("d%d", n)), "create %g rewrite %g unlink %g", &v[0], &v[1], &v[2]); err != nil {
+				b.Fatal(err)
+			}
+			for i := range v {
+				sum[i] += v[i]
+			}
+			n++
+		}
+		b.ReportMetric(sum[0]/float64(n), "create-ns/file")
+		b.ReportMetric(sum[1]/float64(n), "rewrite-ns/file")
+		b.ReportMetric(sum[2]/float64(n), "unlink-ns/file")
+	}
+	for _, mode := range []string{"unconfined", "confined", "session"} {
+		b.Run(mode, func(b *testing.B) {
+			ws, err := os.MkdirTemp(base, "ws")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws, _ = filepath.EvalSymlinks(ws)
+			command := func(sb *sandbox.Sandbox, cmd *sandbox.Command) string {
+				var out, errb bytes.Buffer
+				cmd.Path, cmd.Stdout, cmd.Stderr = bin, &out, &errb
+				st, err := sb.Run(context.Background(), cmd)
+				if err != nil || st.Code != 0 {
+					b.Fatal(err, st, errb.String())
+				}
+				return out.String()
+			}
+			switch mode {
+			case "unconfined":
+				run(b, func(dir string) string {
+					os.Mkdir(filepath.Join(ws, dir), 0o755)
+					out, err := exec.Command(bin, filepath.Join(ws, dir), "500").Output()
+					if err != nil {
+						b.Fatal(err)
+					}
+					return string(out)
+				})
+			case "confined":
+				sb, err := sandbox.New(sandbox.Policy{Workspace: ws, ReadOnlyPaths: []string{filepath.Dir(bin)}, GitWritable: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer sb.Close()
+				run(b, func(dir string) string {
+					os.Mkdir(filepath.Join(ws, dir), 0o755)
+					return command(sb, &sandbox.Command{Args: []string{"capture_bench", filepath.Join(ws, dir), "500"}})
+				})
+			case "session":
+				sb, err := sandbox.New(sandbox.Policy{Workspace: ws, ReadOnlyPaths: []string{filepath.Dir(bin)}, CaptureChanges: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer sb.Close()
+				w := sandbox.NewWriters()
+				defer w.Close()
+				state, err := os.MkdirTemp(base, "state")
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := Open(state, "bench", ws, &Options{Writers: w})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				if err := r.Watch(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				hook := func(paths []string) error { // as tools.Context.BeforeChange
+					for _, p := range paths {
+						rel, err := filepath.Rel(ws, p)
+						if err != nil || rel == "." || strings.HasPrefix(rel, "../") {
+							continue
+						}
+						if err := r.RecordSnapshot(filepath.ToSlash(rel)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				run(b, func(dir string) string {
+					os.Mkdir(filepath.Join(ws, dir), 0o755)
+					out := command(sb, &sandbox.Command{Args: []string{"capture_bench", filepath.Join(ws, dir), "500"},
+						BeforeChange: hook, ForeignChange: r.RecordForeignChange, Writers: w})
+					if _, err := r.Seal(SealInfo{Reason: ReasonToolCall, ToolName: "bash"}); err != nil {
+						b.Fatal(err)
+					}
+					return out
+				})
+			}
+		})
+	}
+}

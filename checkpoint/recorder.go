@@ -152,7 +152,10 @@ type Recorder struct {
 	known     map[string]pstate // the last known state of every tracked path
 	wrotePre  bool              // pre records exist for the open checkpoint
 	keptBytes int               // bytes of touch.preData in the open checkpoint
-	reported  int               // touched paths with a reported post-image (touch.wrote)
+	// reported are the touched paths with a reported post-image
+	// (touch.wrote): what forgetWrites looks through for every
+	// announced change, so the set and not every touched path.
+	reported map[string]struct{}
 	// foreign: paths of the open checkpoint that a process other than
 	// the agent's command changed during the call (RecordForeignChange),
 	// with what the sandbox said about the writer.
@@ -214,7 +217,7 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	r := &Recorder{stateDir: stateDir, id: sessionID, mode: m,
-		touched: map[string]*touch{}, ignored: map[string]string{}, inflight: map[string]*flight{}, known: map[string]pstate{},
+		touched: map[string]*touch{}, reported: map[string]struct{}{}, ignored: map[string]string{}, inflight: map[string]*flight{}, known: map[string]pstate{},
 		foreign: map[string]string{}, peersFrom: -1}
 	if opts != nil {
 		r.opts = *opts
@@ -390,10 +393,10 @@ func (r *Recorder) recoverTail() error {
 		if pr.CP != r.h.tailCP || t == nil {
 			continue
 		}
-		if t.wrote == nil && pr.State != nil {
-			r.reported++
-		} else if t.wrote != nil && pr.State == nil {
-			r.reported--
+		if pr.State != nil {
+			r.reported[string(pr.Path)] = struct{}{}
+		} else {
+			delete(r.reported, string(pr.Path))
 		}
 		t.wrote = pr.State
 	}
@@ -453,12 +456,17 @@ func (r *Recorder) openNumber() int {
 // through the link changes the target). Ignored paths are not recorded
 // but named in the checkpoint. It implements tools.SnapshotRecorder.
 func (r *Recorder) RecordSnapshot(p string) error {
-	rel, err := relPath(r.workspace, p)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	rel, link, ok := plainName(r.workspace, p)
+	if !ok {
+		var err error
+		if rel, err = relPath(r.workspace, p); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		fi, err := r.root.Lstat(rel)
+		link = err == nil && fi.Mode()&fs.ModeSymlink != 0
 	}
 	rels := []string{rel}
-	if fi, err := r.root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+	if link {
 		// Writing through a link changes its target: record the target
 		// too when it is inside the workspace (even when the link itself
 		// was recorded already).
@@ -491,16 +499,13 @@ func (r *Recorder) RecordSnapshot(p string) error {
 func (r *Recorder) forgetWrites(rels []string) error {
 	r.mu.Lock()
 	var recs []record
-	if r.reported > 0 {
+	if len(r.reported) > 0 {
 		cp := r.openNumber()
-		for p, t := range r.touched {
-			if t.wrote == nil {
-				continue
-			}
+		for p := range r.reported {
 			for _, rel := range rels {
 				if paths.Within(p, rel) {
-					t.wrote = nil
-					r.reported--
+					r.touched[p].wrote = nil
+					delete(r.reported, p)
 					recs = append(recs, record{T: "post", CP: cp, Path: exactName(p)})
 					break
 				}
@@ -589,9 +594,7 @@ func (r *Recorder) setWrote(states map[string]pstate) error {
 		if t == nil {
 			continue
 		}
-		if t.wrote == nil {
-			r.reported++
-		}
+		r.reported[p] = struct{}{}
 		t.wrote = &st
 		recs = append(recs, record{T: "post", CP: cp, Path: exactName(p), State: &st})
 	}
@@ -1183,7 +1186,7 @@ func (r *Recorder) finishSeal(post map[string]pstate) {
 	r.peersFrom = -1
 	r.wrotePre = false
 	r.keptBytes = 0
-	r.reported = 0
+	r.reported = map[string]struct{}{}
 }
 
 // discover adds, with pre-image "absent", every path below dir that is not

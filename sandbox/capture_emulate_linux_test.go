@@ -30,6 +30,8 @@ func TestCaptureEmulationSemantics(t *testing.T) {
 		{name: "append", script: "echo a > f; exec 3>>f; echo b >&3; exec 3>&-; cat f", want: "a\nb\n"},
 		{name: "truncate on open", script: "echo long-old-content > f; echo n > f; cat f", want: "n\n"},
 		{name: "umask on create", script: "umask 027; echo x > m; mkdir d; stat -c %a m d", want: "640\n750\n"},
+		{name: "an existing file keeps its mode", script: "echo x > k; chmod 604 k; umask 077; echo y > k; stat -c %a k; cat k", want: "604\ny\n"},
+		{name: "relative names: down, up, through links", script: "mkdir -p a/b; cd a/b; echo 1 > f; echo 2 > ../g; ln -s .. up; echo 3 > up/h; ln -s \"$PWD\" here; echo 4 > here/i; cd ../..; cat a/b/f a/g a/h a/b/i", want: "1\n2\n3\n4\n"},
 		{name: "noclobber is O_EXCL", script: "echo x > e; set -C; echo y > e 2>/dev/null || echo refused; cat e", want: "refused\nx\n"},
 		{name: "inherited without O_CLOEXEC", script: "exec 4>g; readlink /proc/self/fd/4 | sed 's,.*/,,'", want: "g\n"},
 		{name: "devices and own descriptors", script: "echo x > /dev/null && echo y > /dev/stdout && echo z > /proc/self/fd/1 && echo w > /dev/fd/1 && echo v >/dev/stderr", want: "y\nz\nw\n"},
@@ -57,7 +59,14 @@ for fl, name in ((os.O_NOFOLLOW, "lnk"), (os.O_DIRECTORY, "n1"), (os.O_CREAT|os.
         print(e.strerror)
 d = os.open("n2", os.O_WRONLY|os.O_NONBLOCK|os.O_APPEND)
 print(bool(fcntl.fcntl(d, fcntl.F_GETFL) & os.O_NONBLOCK), bool(fcntl.fcntl(d, fcntl.F_GETFL) & os.O_APPEND))
-'`, want: "True 1\nToo many levels of symbolic links\nNot a directory\nFile exists\nTrue True\n"},
+for name in ("t1", "t2"):
+    with open(name, "w") as f:
+        f.write("hello")
+    os.chmod(name, 0o640)
+os.close(os.open("t1", os.O_RDONLY|os.O_TRUNC))
+e = os.open("t2", os.O_RDWR|os.O_TRUNC|os.O_CREAT, 0o600)
+print(os.path.getsize("t1"), os.path.getsize("t2"), oct(os.stat("t2").st_mode & 0o777), fcntl.fcntl(e, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR)
+'`, want: "True 1\nToo many levels of symbolic links\nNot a directory\nFile exists\nTrue True\n0 0 0o640 True\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.python && py == "" {

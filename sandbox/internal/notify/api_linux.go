@@ -60,6 +60,16 @@ var TestHooks struct {
 	// Poll, if set, replaces poll(2) on the listener, to inject the
 	// interruptions a loaded machine produces.
 	Poll func(fds []unix.PollFd, timeout int) (int, error)
+	// PollerErr, if set, is asked before each wait of the loop on the
+	// runtime's poller: an error it returns is what the wait gives
+	// instead, to inject the "not pollable" the poller reports after an
+	// EPOLLERR of the listener (see the loop).
+	PollerErr func() error
+	// ListenerIoctl, if set, is asked before each ioctl that answers or
+	// checks a call (SEND, ID_VALID, ADDFD): an errno it returns is what
+	// the ioctl gives instead of being made, to inject the EINTR a
+	// contended filter lock gives a signalled thread.
+	ListenerIoctl func(req uintptr) unix.Errno
 	// HardLinkWalkLimit, if not 0, replaces the bound of HardLinkNames.
 	HardLinkWalkLimit int
 	// HeldFilesLimit, if not 0, replaces the bound of a HeldFiles made

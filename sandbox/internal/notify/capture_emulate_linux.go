@@ -35,10 +35,10 @@ import (
 //     made on descriptors: *at calls on that directory, a final symlink
 //     followed by hand one link at a time;
 //   - an open is made by the supervisor (without O_TRUNC), the pre-image
-//     recorded, the file truncated only then, and the descriptor installed
-//     in the process with SECCOMP_IOCTL_NOTIF_ADDFD, which with
-//     SECCOMP_ADDFD_FLAG_SEND (Linux 5.14) also answers the call with the
-//     new descriptor's number, the lowest free one, as open(2) returns;
+//     recorded, the file truncated only then, the descriptor installed in
+//     the process with SECCOMP_IOCTL_NOTIF_ADDFD and the call answered
+//     with its number, the lowest free one, as open(2) returns (sendFD
+//     says why in two steps);
 //   - unlink, rmdir, mkdir, mknod, rename, link, symlink, truncate and the
 //     chmod family are made with the directories resolved; fchmod and a
 //     reopen through /proc/self/fd/N act on the process's very file,
@@ -302,7 +302,7 @@ func (n notifier) valid() bool {
 	var e syscall.Errno
 	id := n.id
 	if err := n.rc.Control(func(fd uintptr) {
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
+		_, e = listenerIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id))
 	}); err != nil {
 		return false
 	}
@@ -324,7 +324,7 @@ func (n notifier) send(val int64, errno unix.Errno, flags uint32) {
 	}
 	n.rc.Control(func(fd uintptr) {
 		// ENOENT: the call was abandoned (signal) or the process died.
-		unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+		listenerIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	})
 }
 
@@ -341,33 +341,40 @@ type seccompNotifAddfd struct {
 const seccompIoctlNotifAddfd = 0x40182103
 
 // sendFD installs fd in the process (close-on-exec if cloexec) and
-// answers the call with its number, atomically where the kernel can
-// (SECCOMP_ADDFD_FLAG_SEND, 5.14): the process cannot see the descriptor
-// before its call returns, and an abandoned call gets none.
+// answers the call with its number: the lowest free one, as open(2)
+// returns.
+//
+// In two steps, ADDFD and then SEND, never in one with
+// SECCOMP_ADDFD_FLAG_SEND. That flag marks the call answered before the
+// process has taken the descriptor, and the ADDFD ioctl waits for it to
+// do so interruptibly: a signal reaching the waiting thread of ours
+// (Go's preemption SIGURG, a SIGCHLD, a stop of this process) takes the
+// descriptor back out of the queue, and the process, woken to an
+// answered call with no descriptor, returns 0 — its next write goes to
+// its stdin ("bad file descriptor"; TestCaptureStress). A plain ADDFD
+// that is interrupted leaves the call unanswered: the process waits on,
+// and the ioctl, restarted, installs the descriptor once.
+//
+// The descriptor is in the process's table a moment before the call
+// returns, as the kernel's own open installs it before returning: a
+// thread of the process could use or close it meanwhile, which it could
+// as well a moment later. The filter waits killably once a call is
+// received (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV): between the two
+// steps only a fatal signal ends the call, and the descriptor with the
+// process.
 func (n notifier) sendFD(fd int, cloexec bool) {
-	a := seccompNotifAddfd{ID: n.id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+	a := seccompNotifAddfd{ID: n.id, Srcfd: uint32(fd)}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
 	var r uintptr
 	var e syscall.Errno
-	ioctl := func() {
-		n.rc.Control(func(lfd uintptr) {
-			r, _, e = unix.Syscall(unix.SYS_IOCTL, lfd, seccompIoctlNotifAddfd, uintptr(unsafe.Pointer(&a)))
-		})
-	}
-	ioctl()
-	if e == unix.EINVAL {
-		// Before 5.14: install, then answer with the number.
-		a.Flags = 0
-		if ioctl(); e == 0 {
-			n.send(int64(r), 0, 0)
-			return
-		}
-	}
+	n.rc.Control(func(lfd uintptr) { r, e = listenerIoctl(lfd, seccompIoctlNotifAddfd, unsafe.Pointer(&a)) })
 	switch e {
-	case 0, unix.ENOENT:
-		// Answered; or abandoned: nobody to answer.
+	case 0:
+		n.send(int64(r), 0, 0)
+	case unix.ENOENT:
+		// Abandoned (the process was killed): nobody to answer.
 	case unix.EMFILE:
 		n.send(0, unix.EMFILE, 0) // RLIMIT_NOFILE of the process
 	default:
@@ -385,6 +392,13 @@ type target struct {
 	// fd: the call names one of the process's descriptors itself
 	// (/proc/self/fd/N, /dev/stdout): our copy of it, or -1.
 	fd int
+	// dirDev is dir's device.
+	dirDev uint64
+	// looked: resolve has just stat'ed the last component (following
+	// links), with result st, err: what firstStat gives once.
+	looked bool
+	st     unix.Stat_t
+	stErr  error
 }
 
 func (t *target) close() {
@@ -416,6 +430,17 @@ func (t *target) stat() (unix.Stat_t, error) {
 		err = unix.Fstatat(t.dir, t.base(), &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return st, err
+}
+
+// firstStat is stat, taken by resolve if it looked already: no captured
+// call of the tree runs in between. Later looks (after a hook) must call
+// stat itself.
+func (t *target) firstStat() (unix.Stat_t, error) {
+	if t.looked {
+		t.looked = false
+		return t.st, t.stErr
+	}
+	return t.stat()
 }
 
 // splitLast splits p into the directory that holds its last component
@@ -551,15 +576,27 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 			return t, unix.EPERM
 		}
 		t.dir, t.name = pfd, name
-		dpath, ok := fdPath(pfd)
-		if !ok {
-			dpath, ok = c.skeletonPath(pfd)
+		// The directory's device says where it lies: the sandbox's own
+		// file systems (the root skeleton, the private /tmp, the devpts
+		// instance), mounted nowhere in our tree, are named from the
+		// command's root; anything else by its path in ours.
+		var dst unix.Stat_t
+		if unix.Fstat(pfd, &dst) != nil {
+			t.close()
+			return t, unix.EPERM
 		}
-		if !ok {
-			dpath, ok = c.tmpPath(pfd)
-		}
-		if !ok {
-			dpath, ok = c.ptyPath(pfd)
+		t.dirDev = dst.Dev
+		var dpath string
+		var ok bool
+		switch {
+		case c.rootDev != 0 && dst.Dev == c.rootDev:
+			dpath, ok = c.skeletonPath(pfd, &dst)
+		case c.tmpDev != 0 && dst.Dev == c.tmpDev:
+			dpath, ok = c.tmpPath(pfd, &dst)
+		case c.ptyDev != 0 && dst.Dev == c.ptyDev:
+			dpath, ok = c.ptyPath(&dst)
+		default:
+			dpath, ok = fdPathStat(pfd, &dst)
 		}
 		if !ok {
 			// No name the hook can be given (deeper than PATH_MAX,
@@ -573,6 +610,7 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 		}
 		st, err := t.stat()
 		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			t.looked, t.st, t.stErr = true, st, err
 			return t, 0 // absent (a creation) or not a link: this is it
 		}
 		var link string
@@ -609,12 +647,21 @@ func readlinkat(dir int, name string) (string, error) {
 // kernel gives it still names that very inode (a file deleted, renamed
 // meanwhile, deeper than PATH_MAX, or a pipe has none).
 func fdPath(fd int) (string, bool) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return "", false
+	}
+	return fdPathStat(fd, &st)
+}
+
+// fdPathStat is fdPath, given fd's stat.
+func fdPathStat(fd int, st *unix.Stat_t) (string, bool) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil || !strings.HasPrefix(p, "/") {
 		return "", false
 	}
-	var a, b unix.Stat_t
-	if unix.Fstat(fd, &a) != nil || unix.Lstat(p, &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+	var b unix.Stat_t
+	if unix.Lstat(p, &b) != nil || st.Dev != b.Dev || st.Ino != b.Ino {
 		return "", false
 	}
 	return p, true
@@ -908,9 +955,10 @@ func (c *Capture) record(paths []string) unix.Errno {
 	return c.callHook(in)
 }
 
-// inodeNames adds rule (c)'s names of t's inode (hard links) to paths.
-func (c *Capture) inodeNames(t *target, paths []string) ([]string, unix.Errno) {
-	names, err := c.namesOf(t.path)
+// inodeNames adds rule (c)'s names of t's inode (hard links) to paths;
+// st is what t.stat said of it.
+func (c *Capture) inodeNames(t *target, st *unix.Stat_t, paths []string) ([]string, unix.Errno) {
+	names, err := c.namesOf(t.path, st)
 	if err != nil {
 		return nil, unix.EPERM
 	}
@@ -922,7 +970,7 @@ func (c *Capture) inodeNames(t *target, paths []string) ([]string, unix.Errno) {
 // requires the name to still be the inode st the caller checked: a swap
 // while the hook ran is refused (EPERM) rather than changed unrecorded.
 func (c *Capture) recordInodeOf(t *target, st unix.Stat_t) unix.Errno {
-	paths, e := c.inodeNames(t, append(append([]string(nil), t.links...), t.path))
+	paths, e := c.inodeNames(t, &st, append(append([]string(nil), t.links...), t.path))
 	if e != 0 {
 		return e
 	}
@@ -959,7 +1007,29 @@ const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | u
 	unix.O_NONBLOCK | unix.O_DSYNC | unix.O_SYNC | unix.O_DIRECT | unix.O_LARGEFILE |
 	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_PATH | unix.O_ASYNC
 
+// open emulates an open for writing. A file that exists is opened
+// without O_CREAT, so that the process's umask, which only a creation
+// reads, need not be read (from /proc, the dearest step of an open); if
+// it is gone by then (removed by someone outside the tree: every removal
+// of the tree's own is captured, and waits for this one), the open is
+// made again from the start, as a creation.
 func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32) (int64, unix.Errno, bool, bool) {
+	val, errno, cont, sent := c.openOnce(w, n, tid, dirfd, p, flags, mode, true)
+	if errno == errVanished {
+		val, errno, cont, sent = c.openOnce(w, n, tid, dirfd, p, flags, mode, false)
+		if errno == errVanished {
+			errno = unix.EPERM // gone again: someone outside the tree races us
+		}
+	}
+	return val, errno, cont, sent
+}
+
+// errVanished is openOnce's answer when a file it found was gone when
+// opened without O_CREAT. Never given to a process: open retries, or
+// answers EPERM.
+const errVanished = unix.Errno(^uintptr(0) >> 1)
+
+func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32, keepUmask bool) (int64, unix.Errno, bool, bool) {
 	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
 	t, e := c.resolve(w, n, tid, dirfd, p, follow, takeFD(tid, n))
 	defer t.close()
@@ -980,7 +1050,7 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			return 0, e, false, false
 		}
 	}
-	st, err := t.stat()
+	st, err := t.firstStat()
 	exists := err == nil
 	if !exists && (!errors.Is(err, unix.ENOENT) || t.dir < 0 || flags&unix.O_CREAT == 0) {
 		return 0, errnoOf(err, unix.EPERM), false, false
@@ -1022,7 +1092,7 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	if regular && flags&unix.O_PATH == 0 {
 		paths = append(append(paths, t.links...), t.path)
 		if exists {
-			if paths, e = c.inodeNames(&t, paths); e != 0 {
+			if paths, e = c.inodeNames(&t, &st, paths); e != 0 {
 				return 0, e, false, false
 			}
 			// The inode's other names: a hard link of a file in a .git.
@@ -1050,6 +1120,12 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	if t.dir >= 0 {
 		oflags |= unix.O_NOFOLLOW
 	}
+	// An existing file is not created (see open); O_EXCL keeps O_CREAT,
+	// to fail EEXIST as the process's call would.
+	creates := flags&unix.O_CREAT != 0 && (!exists || !keepUmask || flags&unix.O_EXCL != 0)
+	if !creates {
+		oflags &^= unix.O_CREAT
+	}
 	if exists && typ == unix.S_IFIFO && flags&unix.O_NONBLOCK == 0 && flags&unix.O_ACCMODE == unix.O_WRONLY {
 		// Blocks until a reader comes, which may be the tree's next
 		// call: on a goroutine of its own (openFIFO).
@@ -1064,12 +1140,12 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 	}
 	var fd int
 	umask := 0
-	if flags&unix.O_CREAT != 0 {
+	if creates {
 		umask = childUmask(tid)
 	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
-		if flags&unix.O_CREAT != 0 {
+		if creates {
 			unix.Umask(umask)
 		}
 		if t.dir < 0 {
@@ -1078,12 +1154,15 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			return
 		}
 		how := unix.OpenHow{Flags: uint64(oflags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
-		if flags&unix.O_CREAT != 0 {
+		if creates {
 			how.Mode = uint64(mode & 0o7777)
 		}
 		fd, err = unix.Openat2(t.dir, t.name, &how)
 	})
 	if err != nil {
+		if errors.Is(err, unix.ENOENT) && exists && flags&unix.O_CREAT != 0 && !creates {
+			return 0, errVanished, false, false
+		}
 		if errors.Is(err, unix.EXDEV) {
 			err = unix.EISDIR // "." or "..": a directory, for write
 		}
@@ -1102,10 +1181,19 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 			return 0, unix.EPERM, false, false
 		}
 	}
-	if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG {
-		// Only now, with the pre-image of this very inode recorded. A
-		// reopen for writing: the process's descriptor may be O_RDONLY
-		// (O_RDONLY|O_TRUNC truncates too, given write permission).
+	if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_ACCMODE != unix.O_RDONLY {
+		// Only now, with the pre-image of this very inode recorded,
+		// through the descriptor opened for writing with the command's
+		// credentials: ftruncate(2) asks for no more than that.
+		err = nil
+		c.foreign.Own(func() { err = unix.Ftruncate(fd, 0) })
+		if err != nil {
+			return 0, errnoOf(err, unix.EPERM), false, false
+		}
+	} else if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG {
+		// The same, through a reopen for writing: the process's
+		// descriptor is O_RDONLY (O_RDONLY|O_TRUNC truncates too, given
+		// write permission).
 		err = errNotRun // unless the call below runs
 		c.effect(w, func() {
 			var wfd int

@@ -129,6 +129,8 @@ type Capture struct {
 	// captured, so a cached answer is the walk's answer. Without it a
 	// build rewriting one multiply-linked file would walk each time.
 	names map[[3]uint64][]string
+	// wsDev is the workspace's device, once namesOf needed it.
+	wsDev *uint64
 
 	// roots are the canonical read-write roots and devices the device
 	// files the policy lets a shell write to: the Landlock write rule
@@ -403,16 +405,26 @@ func (c *Capture) addInside(out, rs []string) []string {
 
 // namesOf returns the workspace names of p's inode when p is a regular
 // file with more than one link (rule (c)): HardLinkNames on the
-// workspace. p need not be inside the workspace (a name in TMPDIR).
-func (c *Capture) namesOf(p string) ([]string, error) {
-	var st, ws unix.Stat_t
-	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
-		return nil, nil // absent (a new file), not a file, or one name
+// workspace. p need not be inside the workspace (a name in TMPDIR). known,
+// if set, is p's lstat, just taken by the caller.
+func (c *Capture) namesOf(p string, known *unix.Stat_t) ([]string, error) {
+	var st unix.Stat_t
+	if known != nil {
+		st = *known
+	} else if unix.Lstat(p, &st) != nil {
+		return nil, nil // absent: a new file
 	}
-	if err := unix.Stat(c.workspace, &ws); err != nil {
-		return nil, err
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return nil, nil // not a file, or one name
 	}
-	if st.Dev != ws.Dev {
+	if c.wsDev == nil {
+		var ws unix.Stat_t
+		if err := unix.Stat(c.workspace, &ws); err != nil {
+			return nil, err
+		}
+		c.wsDev = &ws.Dev
+	}
+	if st.Dev != *c.wsDev {
 		return nil, nil // no name of it can be in the workspace
 	}
 	key := [3]uint64{st.Dev, st.Ino, st.Nlink}

@@ -11,7 +11,14 @@ import "golang.org/x/sys/unix"
 // (preemption, GC). Reading that failure as "no revents, so hang-up" ended
 // the supervisor loop while its processes lived on, each later connect of
 // theirs then blocking forever in the kernel: the start-up hang of issue 3.
-// Only POLLHUP, POLLERR or POLLNVAL mean the listener is finished.
+// Only POLLHUP or POLLNVAL mean the listener is finished.
+//
+// POLLERR alone does not: the kernel's seccomp_notify_poll answers
+// exactly EPOLLERR when taking the filter's lock is interrupted by a
+// signal pending on the polling thread, while the lock is contended (a
+// process of the tree notifying at that moment). Read as the end, it
+// stopped the loop under load with a call received but never answered:
+// its process waited forever (TestCaptureStress).
 func pollListener(fd uintptr) (ready, hup bool) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
@@ -31,8 +38,10 @@ func pollListener(fd uintptr) (ready, hup bool) {
 		switch r := pfd[0].Revents; {
 		case r&unix.POLLIN != 0:
 			return true, false
-		case r&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
+		case r&(unix.POLLHUP|unix.POLLNVAL) != 0:
 			return false, true
+		case r&unix.POLLERR != 0:
+			continue // an interrupted look (see above): ask again
 		}
 		return false, false
 	}

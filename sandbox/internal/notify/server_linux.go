@@ -6,6 +6,7 @@ package notify
 // guarantees and why it is safe is in doc.go.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -396,7 +398,7 @@ func (s *netSupervisorRun) loop() {
 	for {
 		var got, hup bool
 		var recvErr syscall.Errno
-		err := s.rc.Read(func(fd uintptr) bool {
+		read := func(fd uintptr) bool {
 			ready, gone := pollListener(fd)
 			if gone {
 				hup = true // POLLHUP: the filter's last task is gone
@@ -412,13 +414,32 @@ func (s *netSupervisorRun) loop() {
 			_, _, recvErr = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&buf[0])))
 			got = recvErr == 0
 			return true
-		})
+		}
+		var err error
+		if h := TestHooks.PollerErr; h != nil {
+			err = h()
+		}
+		if err == nil {
+			err = s.rc.Read(read)
+		}
+		if err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// The runtime's poller met the interrupted look that
+			// pollListener describes (EPOLLERR alone) and reports the
+			// listener "not pollable" until its next event, which may
+			// be a call we have not received. Look ourselves, a
+			// bounded wait at a time, until the poller is back.
+			err = s.rc.Control(func(fd uintptr) {
+				pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.stopFD), Events: unix.POLLIN}}
+				unix.Poll(pfd, 10)
+				read(fd)
+			})
+		}
 		if err != nil || s.stopping.Load() || hup {
 			return // stop (deadline), closed, or nothing left to serve
 		}
 		if !got {
-			if recvErr == unix.ENOENT || recvErr == unix.EINTR {
-				continue // the target went away before we read it
+			if recvErr == 0 || recvErr == unix.ENOENT || recvErr == unix.EINTR {
+				continue // nothing yet, or the target went away before we read it
 			}
 			s.logf("sandbox: network supervisor: NOTIF_RECV: %v", recvErr)
 			s.abort()
@@ -458,6 +479,31 @@ func (s *netSupervisorRun) loop() {
 	}
 }
 
+// listenerIoctl makes ioctl req on the listener fd, again for as long as
+// it fails with EINTR. The kernel takes the filter's lock interruptibly
+// for SEND, ID_VALID and ADDFD and answers EINTR, not a restart, when a
+// signal is pending on our thread while a process of the tree holds the
+// lock (it does, briefly, for every call it makes): on a loaded machine,
+// with the runtime signalling its threads, an answer given once was
+// lost so, and its process waited forever (TestCaptureStress). Nothing
+// was done then, so asking again is safe; an ADDFD interrupted after it
+// was queued is restarted by the kernel itself, or has taken effect.
+func listenerIoctl(fd, req uintptr, arg unsafe.Pointer) (uintptr, syscall.Errno) {
+	for {
+		if h := TestHooks.ListenerIoctl; h != nil {
+			if e := h(req); e == unix.EINTR {
+				continue
+			} else if e != 0 {
+				return 0, e
+			}
+		}
+		r, _, e := unix.Syscall(unix.SYS_IOCTL, fd, req, uintptr(arg))
+		if e != unix.EINTR {
+			return r, e
+		}
+	}
+}
+
 // respond answers one notification. It returns the kernel's error: ENOENT
 // when the call was abandoned (signal, or the task died).
 func (s *netSupervisorRun) respond(id uint64, val int64, errno unix.Errno, flags uint32) error {
@@ -468,7 +514,7 @@ func (s *netSupervisorRun) respond(id uint64, val int64, errno unix.Errno, flags
 	binary.NativeEndian.PutUint32(buf[20:], flags)
 	var e syscall.Errno
 	if err := s.rc.Control(func(fd uintptr) {
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&buf[0])))
+		_, e = listenerIoctl(fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), unsafe.Pointer(&buf[0]))
 	}); err != nil {
 		return err
 	}
@@ -482,7 +528,7 @@ func (s *netSupervisorRun) respond(id uint64, val int64, errno unix.Errno, flags
 func (s *netSupervisorRun) idValid(id uint64) bool {
 	e := syscall.Errno(1)
 	s.rc.Control(func(fd uintptr) {
-		_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+		_, e = listenerIoctl(fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), unsafe.Pointer(&id))
 	})
 	return e == 0
 }
@@ -755,17 +801,11 @@ func pidfdOfThread(tid int) (int, error) {
 }
 
 func tgidOf(tid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return 0, err
+	v, ok := statusField(tid, "Tgid")
+	if !ok {
+		return 0, errors.New("no Tgid")
 	}
-	var tgid int
-	for _, line := range splitLines(b) {
-		if n, _ := fmt.Sscanf(line, "Tgid:\t%d", &tgid); n == 1 {
-			return tgid, nil
-		}
-	}
-	return 0, errors.New("no Tgid")
+	return strconv.Atoi(v)
 }
 
 func splitLines(b []byte) []string {
@@ -1937,9 +1977,10 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 		return -1, unix.ENOENT
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
-	base := fmt.Sprintf("/proc/%d/cwd", tid)
+	proc := "/proc/" + strconv.Itoa(tid)
+	base := proc + "/cwd"
 	if dirfd != atFDCWD {
-		base = fmt.Sprintf("/proc/%d/fd/%d", tid, dirfd)
+		base = proc + "/fd/" + strconv.Itoa(int(dirfd))
 	}
 	if parent {
 		how.Flags |= unix.O_DIRECTORY
@@ -1947,18 +1988,9 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 	if path[0] == '/' {
 		// Absolute: inside the thread's root (RESOLVE_IN_ROOT also
 		// keeps absolute symlinks and ".." within it).
-		base = fmt.Sprintf("/proc/%d/root", tid)
+		base = proc + "/root"
 		how.Resolve |= unix.RESOLVE_IN_ROOT
-	} else if !sameRoot(tid, mountNS) {
-		// Relative with another root: our resolution of absolute
-		// symlinks would differ from the child's.
-		return -1, unix.EACCES
 	}
-	// The sandbox's own namespace with its skeleton root: resolved from
-	// our root, an absolute symlink the command planted would be
-	// followed through the host's tree (and say whether an ungranted
-	// file exists). Such a path is resolved inside the thread's root.
-	inRoot := path[0] != '/' && !rootIsOurs(tid)
 	dir, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if dirfd != atFDCWD && path[0] != '/' {
@@ -1976,7 +2008,34 @@ func openChildPathAt(tid int, mountNS uint64, dirfd int32, path string, parent b
 		// The tid may have been reused: do not trust what we opened.
 		return -1, unix.EACCES
 	}
-	if inRoot {
+	if path[0] != '/' {
+		// A relative path that only descends from the base, through no
+		// symlink and no "..", names the same file whatever the
+		// thread's root and mount namespace: the mounts it crosses are
+		// those of the base, the thread's own cwd or descriptor. Most
+		// relative paths are such (a build's "out/x.o", a shell's
+		// "> f"); any other is resolved below, as the thread would.
+		fast := how
+		fast.Resolve |= unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS
+		fd, err := unix.Openat2(dir, path, &fast)
+		switch {
+		case err == nil:
+			return fd, 0
+		case !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.EAGAIN):
+			// Met before any symlink or "..": what the thread meets.
+			return -1, errnoOf(err, unix.ENOENT)
+		}
+		if !sameRoot(tid, mountNS) {
+			// Relative with another root: our resolution of absolute
+			// symlinks would differ from the child's.
+			return -1, unix.EACCES
+		}
+	}
+	// The sandbox's own namespace with its skeleton root: resolved from
+	// our root, an absolute symlink the command planted would be
+	// followed through the host's tree (and say whether an ungranted
+	// file exists). Such a path is resolved inside the thread's root.
+	if path[0] != '/' && !rootIsOurs(tid) {
 		if fd, errno, named := openRelativeInRoot(tid, dir, path, &how); named {
 			return fd, errno
 		}
@@ -2135,18 +2194,46 @@ func splitPath(p string) (dir, base string) {
 	return dir, base
 }
 
+// childUmask is thread tid's umask (0o077 when it cannot be read).
 func childUmask(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return 0o077
-	}
-	for _, line := range splitLines(b) {
-		var m int
-		if n, _ := fmt.Sscanf(line, "Umask:\t%o", &m); n == 1 {
-			return m
+	if v, ok := statusField(tid, "Umask"); ok {
+		if m, err := strconv.ParseUint(v, 8, 32); err == nil {
+			return int(m)
 		}
 	}
 	return 0o077
+}
+
+// statusField is the value of field in /proc/TID/status, one of the
+// first lines (Umask, Tgid, Pid...). Read with one read(2) into a buffer
+// of the stack: a captured creation asks for the umask each time, and
+// the kernel writes the whole file for every open of it.
+func statusField(tid int, field string) (string, bool) {
+	var buf [1024]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return "", false
+	}
+	b := buf[:n]
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		// The command's name is the first line, escaped: no newline
+		// in it starts another field.
+		if k, v, ok := bytes.Cut(line, []byte{':'}); ok && string(k) == field {
+			return string(bytes.TrimSpace(v)), true
+		}
+	}
+	return "", false
 }
 
 func inet4Sockaddr(a [4]byte) []byte {

@@ -18,9 +18,8 @@ import (
 // it leads to. Never beneath a read-write root (those are bound trees,
 // not the skeleton's), so the capturer refuses changes there as Landlock
 // would, and allows the devices it lets a shell write to.
-func (c *Capture) skeletonPath(fd int) (string, bool) {
-	var st unix.Stat_t
-	if c.rootDev == 0 || unix.Fstat(fd, &st) != nil || st.Dev != c.rootDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+func (c *Capture) skeletonPath(fd int, st *unix.Stat_t) (string, bool) {
+	if c.rootDev == 0 || st.Dev != c.rootDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", false
 	}
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
@@ -38,9 +37,8 @@ func (c *Capture) skeletonPath(fd int) (string, bool) {
 // What it names there is the private /tmp's own (a grant beneath /tmp is
 // another mount, with the host's path, which fdPath gives): never beneath
 // a read-write root, and writable as one (writable, onTmp).
-func (c *Capture) tmpPath(fd int) (string, bool) {
-	var st unix.Stat_t
-	if c.tmpDev == 0 || unix.Fstat(fd, &st) != nil || st.Dev != c.tmpDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+func (c *Capture) tmpPath(fd int, st *unix.Stat_t) (string, bool) {
+	if c.tmpDev == 0 || st.Dev != c.tmpDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", false
 	}
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
@@ -52,11 +50,7 @@ func (c *Capture) tmpPath(fd int) (string, bool) {
 
 // onTmp reports whether t's directory is on the sandbox's private /tmp.
 func (c *Capture) onTmp(t *target) bool {
-	if c.tmpDev == 0 || t.dir < 0 {
-		return false
-	}
-	var st unix.Stat_t
-	return unix.Fstat(t.dir, &st) == nil && st.Dev == c.tmpDev
+	return c.tmpDev != 0 && t.dir >= 0 && t.dirDev == c.tmpDev
 }
 
 // mountRoot reports whether t's name is a mount point in the command's
@@ -84,9 +78,8 @@ func mountRoot(t *target) bool {
 // the policy grants (ptmx and this sandbox's own /dev/pts/N), opened for
 // the command by the supervisor with the command's credentials and
 // O_NOCTTY (open), as the command's own open would have made them.
-func (c *Capture) ptyPath(fd int) (string, bool) {
-	var st unix.Stat_t
-	if c.ptyDev == 0 || unix.Fstat(fd, &st) != nil || st.Dev != c.ptyDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+func (c *Capture) ptyPath(st *unix.Stat_t) (string, bool) {
+	if c.ptyDev == 0 || st.Dev != c.ptyDev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", false
 	}
 	return "/dev/pts", true
@@ -95,11 +88,7 @@ func (c *Capture) ptyPath(fd int) (string, bool) {
 // onPty reports whether t is a character device in the sandbox's devpts
 // instance.
 func (c *Capture) onPty(t *target) bool {
-	if c.ptyDev == 0 || t.dir < 0 {
-		return false
-	}
-	var st unix.Stat_t
-	if unix.Fstat(t.dir, &st) != nil || st.Dev != c.ptyDev {
+	if c.ptyDev == 0 || t.dir < 0 || t.dirDev != c.ptyDev {
 		return false
 	}
 	ts, err := t.stat()
