@@ -2,7 +2,8 @@ package checkpoint
 
 import (
 	"path/filepath"
-	"strings"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,15 +17,15 @@ import (
 // the caller then asks relPath.
 func plainName(workspace, p string) (rel string, link, ok bool) {
 	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(workspace, filepath.Clean(p))
-		if err != nil {
+		r, within := paths.Rel(workspace, p)
+		if !within {
 			return "", false, false
 		}
 		rel = r
 	} else {
 		rel = filepath.Clean(p)
 	}
-	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+	if rel == "." || !filepath.IsLocal(rel) {
 		return "", false, false
 	}
 	dir, base := filepath.Split(filepath.Join(workspace, rel))
