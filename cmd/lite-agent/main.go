@@ -4,6 +4,7 @@ package main
 import (
 	"os"
 
+	"github.com/lite-agent/lite-agent/internal/sandboxrun"
 	"github.com/lite-agent/lite-agent/tools"
 )
 
@@ -13,5 +14,8 @@ func main() {
 	// built-ins run in-process or as confined commands), so it hands
 	// over none: a custom tool would be refused at session start.
 	tools.ServeConfinedCall()
+	// Set when lite-agent-sandbox sent `sandbox run` back to run here
+	// (entry_linux.c): the command's own business is not to see it.
+	os.Unsetenv(sandboxrun.EntryEnv)
 	os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
