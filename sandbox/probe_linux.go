@@ -154,7 +154,13 @@ func probeHost() *hostInfo {
 	// a clone): its PID namespace is tried directly; Probe() asks about
 	// user namespaces on its own.
 	usr := spawn.User{Root: h.root, UID: h.uid, GID: h.gid}
-	if h.root {
+	if _, _, ok := spawn.ProbeNamespaces(usr); ok {
+		// One child had every namespace (user, unprivileged; PID; mount)
+		// and mounted the sandbox's own devpts and /proc there: what the
+		// probes one by one below find, at a quarter of the clones.
+		// ProbeDevpts and ProbeProc (below) return what it found.
+		c.UserNamespaces = !h.root
+	} else if h.root {
 		if h.pidns = spawn.ProbePIDNS(); h.pidns != nil {
 			c.Notes = append(c.Notes, fmt.Sprintf("PID namespaces cannot be made (%v)", h.pidns))
 		}
