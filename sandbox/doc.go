@@ -67,7 +67,14 @@
 // Unprivileged users (and root when it must write a PID namespace's
 // pid_max): CLONE_NEWNS with the child's user namespace, set up in the
 // child; the supervisor holds the namespace while the command runs so that
-// its teardown (an RCU grace period) is not on the exit path. Without user
+// its teardown (an RCU grace period) is not on the exit path. From a
+// Sandbox's second command on, an unprivileged user's namespace is made
+// once (internal/spawn's Template: a holder process asleep in it) and each
+// command starts in a copy of it, its user namespace nested in the
+// template's (RLIMIT_NPROC still per command) and with a procfs of its own
+// PID namespace: what commands share through it is what root's commands
+// share through their spawner thread's namespace, made once from the
+// roots and .git entries as they were (TestCommandsStartInNamespaceTemplate). Without user
 // namespaces New fails closed (BestEffort: Missing says so). Nothing
 // confined can undo it: no capabilities, and seccomp refuses every mount
 // call (below). In every network mode: the notification server resolves
