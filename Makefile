@@ -1,6 +1,10 @@
 # lite-agent — the two commands of the README are `make demo` and `make test`.
 GO        ?= go
 BIN       := bin/lite-agent
+# The sandbox's entry point: `lite-agent sandbox run` as a program of its
+# own, which lite-agent hands the command to when it is installed beside
+# it (cmd/lite-agent/entry_linux.c).
+SANDBOX_BIN := bin/lite-agent-sandbox
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 # install puts lite-agent on the PATH: in /usr/local/bin as root, else in
@@ -25,13 +29,24 @@ demo-deps:
 bench-deps:
 	@scripts/deps.sh --bench
 
+# VERSION names the build: by default "dev+" and a hash of the sources
+# (tracked and untracked files, not ignored ones), which is also how
+# lite-agent-sandbox knows that the lite-agent handing it a command is
+# from the same build (internal/sandboxrun's Paired).
+SOURCES_HASH = $(shell { git ls-files -co --exclude-standard 2>/dev/null || find . -type f -not -path './bin/*' -not -path './.git/*'; } | LC_ALL=C sort | xargs -d '\n' cat 2>/dev/null | sha256sum | cut -c1-12)
+VERSION ?= dev+$(SOURCES_HASH)
+LDFLAGS   = -X main.version=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/lite-agent
+	$(GO) build -o $(BIN) -ldflags "$(LDFLAGS)" ./cmd/lite-agent
+	$(GO) build -o $(SANDBOX_BIN) -ldflags "$(LDFLAGS)" ./cmd/lite-agent-sandbox
 
 # install needs only what the build needs (the demo's packages: the
-# sandbox's cgo library and gcc).
+# sandbox's cgo library and gcc). Both programs go to one directory:
+# lite-agent hands `sandbox run` to the lite-agent-sandbox beside it.
 install: demo-deps build
 	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(SANDBOX_BIN) $(DESTDIR)$(PREFIX)/bin/lite-agent-sandbox
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lite-agent
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH; add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 

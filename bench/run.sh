@@ -14,6 +14,7 @@
 #   bench/run.sh realwork   a real Go module's tests twice through the agent's bash vs unconfined (bench/realwork.sh)
 #   bench/run.sh turns      per-turn time over a 2,000-turn session, early to late (bench/turns)
 #   bench/run.sh memory     peak memory of a 50 MB write_file input and of 2 GiB of bash output
+#   bench/run.sh rss        RSS/PSS/USS of a 2-turn headless session, the binary as built and as installed (bench/rss)
 #   bench/run.sh faults     kill -9 during run and rewind, concurrent sessions, full disks (bench/faults; root for the disks)
 # Needs: go, hyperfine, ripgrep, bubblewrap, tmux (make bench-deps installs them as root).
 set -euo pipefail
@@ -67,24 +68,39 @@ if [[ $what == all || $what == sandbox ]]; then
   benchstat "$out/spawn.txt"
   go test ./sandbox -run '^$' -bench SpawnSideBySide -count 3 | tee "$out/spawn-side.txt"
   echo "== sandbox: lite-agent sandbox run -- /bin/true vs bubblewrap vs /bin/true, one hyperfine run"
-  go build -o bin/lite-agent ./cmd/lite-agent
+  # Both programs, as make install puts them (one version stamp): lite-agent
+  # hands `sandbox run` to lite-agent-sandbox. Copied first, as install
+  # copies (a file the linker just wrote maps in larger pieces).
+  make -s build
+  bins=$(mktemp -d)
+  install -m 0755 bin/lite-agent bin/lite-agent-sandbox "$bins/"
   ws=$(mktemp -d)
   # The same isolation for bwrap: a read-only view of /, every namespace,
   # a new session, killed with its parent.
   hyperfine -N --warmup 10 --runs 300 --export-json "$out/sandbox.json" \
-    -n "lite-agent sandbox run -- /bin/true" "bin/lite-agent sandbox run --workspace $ws -- /bin/true" \
+    -n "lite-agent sandbox run -- /bin/true" "$bins/lite-agent sandbox run --workspace $ws -- /bin/true" \
+    -n "lite-agent sandbox run, in-process" "env LITE_AGENT_SANDBOX_ENTRY=in-process $bins/lite-agent sandbox run --workspace $ws -- /bin/true" \
+    -n "lite-agent-sandbox run -- /bin/true" "$bins/lite-agent-sandbox run --workspace $ws -- /bin/true" \
     -n "bwrap /bin/true" "bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --new-session --die-with-parent /bin/true" \
     -n "/bin/true" "/bin/true"
   medians "$out/sandbox.json"
   python3 - "$out/sandbox.json" <<'PY'
 import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-la = next(v for k, v in r.items() if k.startswith("lite-agent"))
-bw = next(v for k, v in r.items() if k.startswith("bwrap"))
-print("lite-agent / bwrap (medians): %.2fx; CPU (user+sys): %.2f ms vs %.2f ms" % (
-    la["median"] / bw["median"], (la["user"] + la["system"]) * 1000, (bw["user"] + bw["system"]) * 1000))
+r = json.load(open(sys.argv[1]))["results"]
+bw = next(v for v in r if v["command"].startswith("bwrap"))
+for v in r:
+    if "lite-agent" in v["command"]:
+        print("%-48s / bwrap (medians): %.2fx; CPU (user+sys): %.2f ms vs %.2f ms" % (
+            v["command"].split(" --workspace")[0][-48:], v["median"] / bw["median"],
+            (v["user"] + v["system"]) * 1000, (bw["user"] + bw["system"]) * 1000))
 PY
-  rm -rf "$ws"
+  rm -rf "$ws" "$bins"
+fi
+
+if [[ $what == all || $what == rss ]]; then
+  echo "== memory of a 2-turn headless session: RSS, PSS, USS; as built and installed"
+  go build -o bin/lite-agent ./cmd/lite-agent
+  go run ./bench/rss -runs 20 bin/lite-agent
 fi
 
 if [[ $what == all || $what == cgroup ]]; then

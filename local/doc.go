@@ -55,7 +55,7 @@
 //     profiles resolved on Config.Host (MachineHost: the user's PATH, the
 //     tools' own queries, per-workspace caches under CacheRoot, whose Go
 //     module sources and cargo crate sources it checks against go.sum
-//     and Cargo.lock before each session: cacheverify.go;
+//     and Cargo.lock before each session: internal/machine;
 //     policies.Policy.SandboxPolicy documents the merge, and
 //     Agent.SandboxReport says where each grant came from); each custom
 //     handler runs

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -83,7 +84,7 @@ func ArgumentTools() []string {
 
 // toolPatternRE accepts a tool name or a wildcard over tool names: the
 // characters of a tool name plus '*' and '?'.
-var toolPatternRE = regexp.MustCompile(`^[A-Za-z0-9_*?-]+$`)
+var toolPatternRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_*?-]+$`) })
 
 // Rule is one parsed permission rule: a behavior, a tool pattern and an
 // optional argument pattern. Build one with ParseRule; the zero value
@@ -145,7 +146,7 @@ func ParseRule(b Behavior, text string) (Rule, error) {
 	}
 	tool, rest, hasArg := strings.Cut(s, "(")
 	r.tool = strings.TrimSpace(tool)
-	if !toolPatternRE.MatchString(r.tool) {
+	if !toolPatternRE().MatchString(r.tool) {
 		return Rule{}, fmt.Errorf("rule %q: %q is not a tool name or wildcard (letters, digits, '_', '-', '*', '?')", text, r.tool)
 	}
 	if _, err := path.Match(r.tool, ""); err != nil {

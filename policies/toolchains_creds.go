@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -267,7 +268,9 @@ var systemConfigFiles = []string{
 // wgetrc's password keys, npmrc's _auth/_authToken/_password, a URL with
 // user:password@, git's extraHeader (Authorization), netrc's password and
 // any key naming a token or secret. Comments are not lines that count.
-var secretLine = regexp.MustCompile(`(?i)(pass(word|wd)?\b|_auth|token|secret|extraheader|authorization|://[^/\s:@]+:[^/\s@]+@)`)
+var secretLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(pass(word|wd)?\b|_auth|token|secret|extraheader|authorization|://[^/\s:@]+:[^/\s@]+@)`)
+})
 
 // holdsSecret reports whether a configuration file has a line that is not
 // a comment and carries a credential.
@@ -277,7 +280,7 @@ func holdsSecret(b []byte) bool {
 		if l == "" || l[0] == '#' || l[0] == ';' {
 			continue
 		}
-		if secretLine.MatchString(l) {
+		if secretLine().MatchString(l) {
 			return true
 		}
 	}

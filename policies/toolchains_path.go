@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -144,15 +145,20 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	if sys == nil {
 		sys = sandbox.DefaultSystemPaths()
 	}
-	readable := func(path string) bool {
-		for _, roots := range [][]string{sys, p.ReadOnlyPaths, p.ReadWritePaths, {p.Workspace}} {
-			for _, r := range roots {
-				if r != "" && (paths.Within(path, r) || paths.Within(path, paths.Real(r))) {
-					return true
-				}
+	// The roots already readable, each as given and as its real path:
+	// resolved once here, not for every candidate (a PATH of version
+	// managers' shims asks hundreds of times, and each resolution walks
+	// the root's components).
+	var readableRoots []string
+	for _, roots := range [][]string{sys, p.ReadOnlyPaths, p.ReadWritePaths, {p.Workspace}} {
+		for _, r := range roots {
+			if r != "" {
+				readableRoots = append(readableRoots, r, paths.Real(r))
 			}
 		}
-		return false
+	}
+	readable := func(path string) bool {
+		return slices.ContainsFunc(readableRoots, func(r string) bool { return paths.Within(path, r) })
 	}
 	// Grants are collected per kind of root, so that each kind's
 	// credential files are hidden in it (hideCredentials).
@@ -207,6 +213,12 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 			links = links[:maxPathLinks]
 		}
 		for _, l := range links {
+			// real is canonical, so only an entry that is itself a link
+			// can lead elsewhere: the others (a version manager's
+			// hundred shims) cost one lstat, not a walk of the path.
+			if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				continue
+			}
 			target := paths.Real(l)
 			if target == l || filepath.Dir(target) == real || !h.Exists(target) {
 				continue

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -99,7 +100,7 @@ func nodeSettings(h Host) map[string]string {
 	return set
 }
 
-var pipConfigLine = regexp.MustCompile(`^[\w:.-]*\.?(index-url|extra-index-url)='(.*)'$`)
+var pipConfigLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[\w:.-]*\.?(index-url|extra-index-url)='(.*)'$`) })
 
 // pypiRegistries: pip's index-url and extra-index-url (PIP_INDEX_URL, pip
 // config), else the index pip itself defaults to, with its file host.
@@ -112,7 +113,7 @@ func pypiRegistries(h Host) ([]string, error) {
 	}
 	if out, err := h.Output("python3", "-m", "pip", "config", "list"); err == nil {
 		for _, l := range strings.Split(out, "\n") {
-			if m := pipConfigLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			if m := pipConfigLine().FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 				for _, u := range strings.Fields(m[2]) {
 					if host := urlHost(u); host != "" {
 						hosts = append(hosts, host)
@@ -151,7 +152,7 @@ func rustSettings(h Host) map[string]string {
 	return set
 }
 
-var tomlURL = regexp.MustCompile(`(?m)^\s*(index|registry)\s*=\s*"([^"]+)"`)
+var tomlURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*(index|registry)\s*=\s*"([^"]+)"`) })
 
 // cratesRegistries: the registries and source replacements of cargo's
 // configuration ($CARGO_HOME/config.toml). Cargo's built-in registry
@@ -165,7 +166,7 @@ func cratesRegistries(h Host) ([]string, error) {
 		if err != nil {
 			continue
 		}
-		for _, m := range tomlURL.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range tomlURL().FindAllStringSubmatch(string(b), -1) {
 			if host := urlHost(m[2]); host != "" {
 				hosts = append(hosts, host)
 			}
@@ -178,12 +179,12 @@ func cratesRegistries(h Host) ([]string, error) {
 }
 
 var (
-	xmlComment  = regexp.MustCompile(`(?s)<!--.*?-->`)
-	mirrorBlock = regexp.MustCompile(`(?s)<mirror>.*?</mirror>`)
-	blockedTrue = regexp.MustCompile(`<blocked>\s*true\s*</blocked>`)
+	xmlComment  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<!--.*?-->`) })
+	mirrorBlock = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<mirror>.*?</mirror>`) })
+	blockedTrue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<blocked>\s*true\s*</blocked>`) })
 )
 
-var xmlURL = regexp.MustCompile(`<url>\s*([^<\s]+)\s*</url>`)
+var xmlURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<url>\s*([^<\s]+)\s*</url>`) })
 
 // mavenRegistries: the mirrors and repositories of Maven's settings
 // (~/.m2/settings.xml, /etc/maven/settings.xml), read here in the parent;
@@ -197,16 +198,16 @@ func mavenRegistries(h Host) ([]string, error) {
 		}
 		// Comments first: Debian's settings.xml is mostly commented-out
 		// examples.
-		text := xmlComment.ReplaceAllString(string(b), "")
+		text := xmlComment().ReplaceAllString(string(b), "")
 		// A blocked mirror (Maven's default http blocker, 0.0.0.0) is a
 		// refusal, not a registry.
-		text = mirrorBlock.ReplaceAllStringFunc(text, func(m string) string {
-			if blockedTrue.MatchString(m) {
+		text = mirrorBlock().ReplaceAllStringFunc(text, func(m string) string {
+			if blockedTrue().MatchString(m) {
 				return ""
 			}
 			return m
 		})
-		for _, m := range xmlURL.FindAllStringSubmatch(text, -1) {
+		for _, m := range xmlURL().FindAllStringSubmatch(text, -1) {
 			if host := urlHost(m[1]); host != "" {
 				hosts = append(hosts, host)
 			}

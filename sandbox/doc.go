@@ -34,6 +34,14 @@
 // confined before its first instruction. `lite-agent sandbox run` is this
 // path too: there is no second implementation of it.
 //
+// From a Sandbox's second command on, an unprivileged user's namespace is
+// made once (internal/spawn's Template: a holder process asleep in it) and
+// each command starts in a copy of it, its user namespace nested in the
+// template's (RLIMIT_NPROC still per command) and with a procfs of its own
+// PID namespace: what commands share through it is what root's commands
+// share through their spawner thread's namespace, made once from the roots
+// and .git entries as they were (TestCommandsStartInNamespaceTemplate).
+//
 // The seccomp programs are precompiled for every shape New can ask for
 // (sandbox/internal/seccomp/programs.bin) and looked up by a hash of every
 // input of their compile; another shape is compiled at run time. `go

@@ -214,6 +214,9 @@ func escapeSeccomp(t *testing.T, e *escapeEnv, unconfined bool) {
 		{[]string{"unshare-net"}, "EPERM", true},
 		{[]string{"clone-newuser"}, "EPERM", true},
 		{[]string{"clone3"}, "ENOSYS", true},
+		// The spawn path joins the namespace template with setns before
+		// the child program is loaded; the command must not.
+		{[]string{"setns"}, "EPERM", true},
 		{[]string{"mount", mnt}, "EPERM", true},
 		{[]string{"chroot", "/"}, "EPERM", true},
 		// Undoing the read-only mounts (spawn's mountns_linux.go). Not run

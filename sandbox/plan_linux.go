@@ -70,6 +70,11 @@ type plan struct {
 	devpts  bool
 	proc    bool
 	root    bool
+	// template: with MountChild for an unprivileged user, commands after
+	// the first are started inside a namespace template made once per
+	// Sandbox (spawn.Template), each with a copy of its mount namespace,
+	// instead of making the whole namespace again.
+	template bool
 
 	// sealed: the spawner threads carry every rule (internal/seccomp);
 	// threadNotifies: their program sends notifyCalls to a per-thread
@@ -204,6 +209,7 @@ func decide(q Policy, h *hostInfo) (*plan, error) {
 		}
 		if !h.root {
 			pl.newUser = true
+			pl.template = true
 		}
 	}
 	// What the sandbox mounts of its own there.

@@ -92,14 +92,14 @@ func TestDecideHostProfiles(t *testing.T) {
 		check   func(t *testing.T, pl *plan)
 	}{
 		{name: "root, every mechanism", policy: session, check: func(t *testing.T, pl *plan) {
-			if !pl.cgroups.V1Track || pl.newPID || pl.mountNS != spawn.MountThread || !pl.capture || pl.captureThread || !pl.devpts || !pl.proc || !pl.root {
+			if !pl.cgroups.V1Track || pl.newPID || pl.mountNS != spawn.MountThread || !pl.capture || pl.captureThread || !pl.devpts || !pl.proc || !pl.root || pl.template {
 				t.Errorf("plan: %+v", pl)
 			}
 		}},
 		{name: "unprivileged, user namespaces, no cgroups", host: []func(*hostInfo){asUser}, policy: session,
 			lost: []string{"the memory limit of the whole process tree"},
 			check: func(t *testing.T, pl *plan) {
-				if !pl.newPID || !pl.newUser || pl.mountNS != spawn.MountChild || pl.sealed {
+				if !pl.newPID || !pl.newUser || pl.mountNS != spawn.MountChild || pl.sealed || !pl.template {
 					t.Errorf("plan: %+v", pl)
 				}
 				if !hasRlimit(pl, "NPROC") || !hasRlimit(pl, "AS") {
@@ -109,7 +109,7 @@ func TestDecideHostProfiles(t *testing.T) {
 		{name: "root, no cgroups, Linux 6.18: PID namespace with pid_max", host: []func(*hostInfo){func(h *hostInfo) { h.cgWritable = map[string]bool{} }},
 			lost: []string{"the memory limit of the whole process tree"},
 			check: func(t *testing.T, pl *plan) {
-				if !pl.newPID || pl.newUser || pl.pidMax != "513" || pl.mountNS != spawn.MountChild || pl.initExe == "" {
+				if !pl.newPID || pl.newUser || pl.pidMax != "513" || pl.mountNS != spawn.MountChild || pl.initExe == "" || pl.template {
 					t.Errorf("plan: %+v", pl)
 				}
 			}},

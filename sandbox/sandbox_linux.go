@@ -107,6 +107,13 @@ type Sandbox struct {
 	// mounts are the mount namespace's writable roots and the sandbox's
 	// own instances (with plan.mountNS).
 	mounts *spawn.Mounts
+	// tmpl is the namespace template commands after the first start in
+	// (plan.template; nil until then, or when it could not be made:
+	// commandTemplate).
+	tmplMu      sync.Mutex
+	tmpl        *spawn.Template
+	tmplStarted int // commands started without it so far
+	tmplOff     bool
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -314,8 +321,11 @@ func (s *Sandbox) build() error {
 		default:
 			s.mounts = mounts
 			where := "per command"
-			if s.mountNS == spawn.MountThread {
+			switch {
+			case s.mountNS == spawn.MountThread:
 				where = "per spawner thread"
+			case s.template:
+				where = "per command, copied from one made once per sandbox"
 			}
 			s.enf.Notes = append(s.enf.Notes, "metadata: every mount read-only but the read-write roots (a private mount namespace "+where+"): no chmod, chown or utimensat outside them")
 		}
@@ -618,6 +628,12 @@ func (s *Sandbox) release() error {
 	for _, sp := range sps {
 		sp.Stop()
 	}
+	// No spawn is under way (the spawner threads are stopped): the
+	// template's holder can go. Started commands keep their namespaces.
+	s.tmplMu.Lock()
+	s.tmpl.Close()
+	s.tmpl, s.tmplOff = nil, true
+	s.tmplMu.Unlock()
 	if s.cg != nil {
 		first = s.cg.Close()
 		s.cg = nil
@@ -1017,6 +1033,9 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 		PidMax: s.pidMax, Pieces: s.pieces, NoClone3: s.sealed,
 		NewNS: s.mountNS == spawn.MountChild, Mounts: s.mounts,
 	}
+	if req.NewNS && s.template {
+		req.Template = s.commandTemplate()
+	}
 	if s.withInit {
 		// The namespace's first process is our init, which starts the
 		// command and reports on this pipe (pidinit).
@@ -1144,6 +1163,32 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	s.mu.Unlock()
 	ok = true
 	return p, nil
+}
+
+// commandTemplate returns the namespace template a command starts in
+// (plan.template), or nil for a command that makes its namespaces itself.
+// The first command of a Sandbox makes its own: a Sandbox that runs one
+// command (`lite-agent sandbox run`) never pays for a template, which
+// costs what one command's namespace costs. The second makes the
+// template, and it and every later command start in it. When it cannot
+// be made, commands go on making their own: the same namespace, made
+// again each time.
+func (s *Sandbox) commandTemplate() *spawn.Template {
+	s.tmplMu.Lock()
+	defer s.tmplMu.Unlock()
+	if s.tmpl != nil || s.tmplOff {
+		return s.tmpl
+	}
+	if s.tmplStarted++; s.tmplStarted < 2 {
+		return nil
+	}
+	t, err := spawn.NewTemplate(s.mounts, s.h.user())
+	if err != nil {
+		s.tmplOff = true
+		return nil
+	}
+	s.tmpl = t
+	return t
 }
 
 // commandEnv is a command's environment: the policy's, extra on top,

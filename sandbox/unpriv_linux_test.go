@@ -31,6 +31,7 @@ var unprivilegedTests = []string{
 	"TestGitReadOnly", "TestGitNewNamesRefused", "TestGitStillReads",
 	"TestFidelityProbeTable", "TestPrivateShmVarTmpRun", "TestRepositoriesInPrivateRoots", "TestRefusalsReported",
 	"TestWritersKeepHeldFiles", "TestWritersPauseStopsWrites", "TestWritersPauseWaitsForCapturedCall", "TestWritersRegistryBound",
+	"TestCommandsStartInNamespaceTemplate",
 }
 
 const nobody = 65534

@@ -63,7 +63,7 @@ func TestInstallsSideBySide(t *testing.T) {
 				r.warmReqOut = c.requests.Load() - before
 				r.coldIn = append(r.coldIn, c.run(t, true))
 				// The first sandboxed run after the cold one also verifies
-				// the modules that run extracted (local/cacheverify.go):
+				// the modules that run extracted (internal/machine/cacheverify.go):
 				// once per new module, so it is shown on its own.
 				r.firstWarmIn = append(r.firstWarmIn, c.run(t, true))
 				before = c.requests.Load()

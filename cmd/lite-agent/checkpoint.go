@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/internal/sandboxrun"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
@@ -528,7 +529,7 @@ func parseStoreSize(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	u, shift := splitSizeUnit(s)
+	u, shift := sandboxrun.SplitSizeUnit(s)
 	v, err := strconv.ParseFloat(u, 64)
 	if err != nil || v <= 0 {
 		return 0, fmt.Errorf("%q is not a size (e.g. 500M or 2G)", s)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/internal/sandboxrun"
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 )
 
@@ -155,6 +156,13 @@ func exitCode(err error, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "lite-agent:", termsafe.Text(ee.msg))
 		}
 		return ee.code
+	}
+	var se *sandboxrun.ExitError // sandbox run's
+	if errors.As(err, &se) {
+		if se.Msg != "" {
+			fmt.Fprintln(stderr, "lite-agent:", termsafe.Text(se.Msg))
+		}
+		return se.Code
 	}
 	// Errors quote what the agent made (file names, tool output, a
 	// model's error): escaped here, the one place every error is printed.

@@ -85,6 +85,14 @@
 // (SIZE: 512M, 2G, ...), --best-effort (run even when the kernel cannot
 // enforce everything; what was not enforced is printed on stderr). Stdin,
 // stdout and stderr pass through. A limit that was hit is reported on stderr.
+// The command is internal/sandboxrun, which lite-agent-sandbox
+// (cmd/lite-agent-sandbox) runs too, without the agent's packages: when
+// that program is installed beside this one from the same build (make
+// install), a C constructor (entry_linux.c) execs it for `sandbox run`
+// before this program's runtime and package initialisation start, and it
+// checks the build and sends the command back when the two differ;
+// LITE_AGENT_SANDBOX_ENTRY=in-process keeps it here (BENCHMARKS.md: what
+// each costs).
 //
 // sandbox check prepares every preset for real and prints the Landlock ABI,
 // seccomp (and user notification), pidfd_getfd, user namespaces and cgroups

@@ -85,7 +85,7 @@ func TestDemoInstallsOnlyWhatItNeeds(t *testing.T) {
 }
 
 // TestMakeInstall: `make install` (the README's first section) installs
-// what the build needs, builds, and puts the binary in PREFIX/bin —
+// what the build needs, builds, and puts the binaries in PREFIX/bin —
 // /usr/local as root, ~/.local otherwise — the order checked with make -n,
 // which runs nothing.
 func TestMakeInstall(t *testing.T) {
@@ -105,6 +105,21 @@ func TestMakeInstall(t *testing.T) {
 	deps, build, inst := strings.Index(s, "scripts/deps.sh --demo"), strings.Index(s, "go build -o bin/lite-agent"), strings.Index(s, "install -m 0755 bin/lite-agent "+prefix+"/bin/lite-agent")
 	if deps < 0 || build < deps || inst < build {
 		t.Errorf("make install must install the packages, build, then install into PREFIX/bin:\n%s", s)
+	}
+	// lite-agent-sandbox, built with the same version stamp, beside it:
+	// lite-agent hands `sandbox run` to it (entry_linux.c).
+	entryBuild, entryInst := strings.Index(s, "go build -o bin/lite-agent-sandbox"), strings.Index(s, "install -m 0755 bin/lite-agent-sandbox "+prefix+"/bin/lite-agent-sandbox")
+	if entryBuild < deps || entryInst < entryBuild {
+		t.Errorf("make install must build lite-agent-sandbox and install it into PREFIX/bin:\n%s", s)
+	}
+	stamp := func(at int) string {
+		line, _, _ := strings.Cut(s[at:], "\n")
+		_, v, _ := strings.Cut(line, "-X main.version=")
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
+	if v := stamp(build); v == "" || v == "dev" || v != stamp(entryBuild) {
+		t.Errorf("both programs need one version stamp that names the sources (%q, %q):\n%s", stamp(build), stamp(entryBuild), s)
 	}
 	def, err := exec.Command("make", "-n", "-C", root, "install").CombinedOutput()
 	if err != nil {

@@ -92,7 +92,7 @@ func buildAgent(f *runFlags, set map[string]bool, model provider.Model, modelNam
 	if set["tools"] {
 		cfg.Tools = commaList(f.tools)
 	}
-	if cfg.SandboxGrants, err = f.sandboxGrants.settings(set); err != nil {
+	if cfg.SandboxGrants, err = f.sandboxGrants.Settings(set); err != nil {
 		return nil, err
 	}
 	if err := applyExtras(f, &cfg); err != nil {

@@ -175,7 +175,7 @@ func runFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	permissionFlags(fs, f)
 	extraFlags(fs, f)
 	modelFlags(fs, &f.modelSettings)
-	f.sandboxGrants.register(fs)
+	f.sandboxGrants.Register(fs)
 	return fs
 }
 

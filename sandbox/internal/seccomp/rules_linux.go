@@ -56,8 +56,8 @@ var deniedSyscalls = []string{
 	"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd",
 	// root (the mount calls and pivot_root: mountSyscalls)
 	"chroot",
-	// namespaces (clone, clone3 and unshare: in the child program)
-	"setns",
+	// namespaces: clone, clone3, unshare and setns are in the child
+	// program (addNamespaceRules)
 	// kernel attack surface
 	"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
@@ -629,7 +629,8 @@ func compileChildFilter(nsRules bool, n NotifySpec) ([]byte, error) {
 	return exportBPF(f)
 }
 
-// addNamespaceRules refuses clone3, namespace flags and the mount calls.
+// addNamespaceRules refuses clone3, namespace flags, setns and the mount
+// calls.
 func addNamespaceRules(b *ruleBuilder) {
 	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	// clone3 passes its flags in memory, where a filter cannot look: refuse
@@ -647,6 +648,10 @@ func addNamespaceRules(b *ruleBuilder) {
 		b.add("unshare", eperm, cond(0, libseccomp.CompareMaskedEqual, fl, fl))
 	}
 	b.add("unshare", eperm, cond(0, libseccomp.CompareMaskedEqual, unix.CLONE_NEWTIME, unix.CLONE_NEWTIME))
+	// Joining another process's namespaces. The spawn path itself joins
+	// the sandbox's namespace template before this program is loaded
+	// (spawn's la_spawn_in_template).
+	b.add("setns", eperm)
 	for _, name := range mountSyscalls {
 		b.add(name, eperm)
 	}

@@ -14,6 +14,7 @@
 #ifndef LITE_AGENT_CONFINE_H
 #define LITE_AGENT_CONFINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 // Steps, in the order they run. A failure is reported as (step, errno).
@@ -40,6 +41,7 @@ enum la_step {
 	LA_STEP_CLOSE_FDS,    // mark every other fd close-on-exec
 	LA_STEP_CHDIR,        // working directory
 	LA_STEP_EXEC,         // execve
+	LA_STEP_TEMPLATE,     // entering the sandbox's namespace template (setns)
 	LA_STEP_MAX
 };
 
@@ -246,6 +248,10 @@ struct la_spawn_args {
 	                       // failed on, or -1
 	const struct la_ns_mounts *own; // with new_ns: what the sandbox
 	                       // mounts of its own there (NULL: nothing)
+	int template_pidfd;    // with new_ns and new_user: the holder of the
+	                       // sandbox's namespace template (template_linux.c);
+	                       // the child's namespaces are made from it instead
+	                       // of la_mount_setup; -1: none
 	struct la_confine_args confine;
 
 	int proc_dir;          // set by la_spawn: the parent's /proc, which the
@@ -268,6 +274,33 @@ struct la_spawn_args {
 // When the child was created but failed before execve it has exited: pid and
 // pidfd are still set so the caller can reap it.
 int la_spawn(struct la_spawn_args *a);
+
+// struct la_template is a sandbox's namespace template: a process (the
+// holder) asleep in a user, PID and mount namespace of its own, the mount
+// namespace made by la_mount_setup as a command's would be
+// (template_linux.c). release_w kept open keeps it; the stack is the
+// holder's.
+struct la_template {
+	int pid, pidfd, release_w;
+	void *stack;
+	size_t stack_size;
+};
+
+// la_template_make starts the holder of a template for roots and own,
+// mapping only the caller (uid_map, gid_map), and waits until its
+// namespace is made: 0, or -errno with the failed root in *which as
+// la_mount_setup gives it.
+int la_template_make(struct la_template *t, const struct la_mount_root *roots, int n,
+		     const struct la_ns_mounts *own, const char *uid_map, const char *gid_map, int *which);
+
+// la_template_release ends the holder and frees what la_template_make
+// made. Commands already started keep their namespaces.
+void la_template_release(struct la_template *t);
+
+// la_reset_handlers sets every signal's handler to SIG_DFL but those
+// ignored (which stay ignored, as across execve): 0, or -1 with errno.
+// Async-signal-safe.
+int la_reset_handlers(void);
 
 // la_landlock_abi returns the Landlock ABI version, or -errno.
 int la_landlock_abi(void);

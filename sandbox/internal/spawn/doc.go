@@ -30,13 +30,18 @@
 //  1. signal handlers reset to SIG_DFL, all signals still blocked (no Go
 //     handler can run on the child's stack);
 //  2. unprivileged: a user namespace mapping only the caller (and a PID
-//     namespace), its maps written through the parent's /proc;
+//     namespace), its maps written through the parent's /proc — with a
+//     Template (template_linux.go), nested in the template's user
+//     namespace, which a first clone joins with setns before it clones
+//     the child (la_spawn_in_template);
 //  3. the PID namespace's pid_max, where that is the process limit;
 //  4. MountChild: a private mount namespace, every mount read-only but the
 //     read-write roots (la_mount_setup: each root reached by a walk that
 //     follows no symlink and must end on the inode recorded at NewMounts,
 //     or the spawn fails), then the sandbox's devpts and /proc, then the
-//     root skeleton (pivot_root and a detached unmount of the old root);
+//     root skeleton (pivot_root and a detached unmount of the old root) —
+//     or, with a Template, a copy of the namespace its holder made so once,
+//     with a procfs of the child's own PID namespace over the holder's;
 //  5. setsid: no controlling terminal, so no TIOCSTI on it;
 //  6. the cgroup: already born in it (v1: the thread's; v2: clone3
 //     CLONE_INTO_CGROUP), joined by a write only without clone3;
@@ -107,9 +112,13 @@
 //     Free. MountMode (MountNone, MountThread, MountChild) says where the
 //     namespace is made.
 //   - Landlock: Rule, RO, RW, DevRW, Handled, BuildRuleset, LandlockABI.
-//   - Probes: ProbeMountNS, ProbeUserNS (AddDevpts and AddProc probe their
-//     own instance once per process). HoldMountNS/ReleaseMountNS keep a
-//     command's namespace off its exit path.
+//   - Template (NewTemplate, Close; Request.Template): an unprivileged
+//     user's namespace made once per sandbox, which commands start in.
+//   - Probes: ProbeNamespaces (every namespace, devpts and /proc with one
+//     child), ProbeMountNS, ProbeUserNS, ProbePIDNS (AddDevpts and
+//     AddProc probe their own instance once per process).
+//     HoldMountNS/ReleaseMountNS keep a command's namespace off its exit
+//     path.
 //
 // Its unit test here is the root skeleton's plan (TestPlanRoot); the
 // tests of what a spawn does run through a Sandbox, in package sandbox

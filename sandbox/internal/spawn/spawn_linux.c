@@ -521,6 +521,41 @@ static void __attribute__((noreturn)) la_child_exit(int code)
 		syscall(SYS_exit, code);
 }
 
+int la_reset_handlers(void)
+{
+	for (int sig = 1; sig < _NSIG; sig++) {
+		struct sigaction dfl, old;
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		if (sigaction(sig, &dfl, &old) < 0)  // EINVAL: libc-internal
+			continue;
+		if (old.sa_handler == SIG_IGN && sigaction(sig, &old, NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+// la_template_proc gives a command entering the sandbox's namespace
+// template (its copy of it, CLONE_NEWNS) a procfs of its own PID
+// namespace, over the holder's at /proc/pid: /proc/self and /proc/N are
+// then the command's as in a namespace made for it. The kernel allows it
+// because a procfs (the holder's) is visible in the copy. Async-signal-
+// safe.
+static int la_template_proc(const struct la_ns_mounts *own)
+{
+	if (!own || own->proc_skel_fd < 0)
+		return 0; // no /proc of the sandbox's own: nothing there to cover
+	int proc = la_make_procfs();
+	if (proc < 0)
+		return proc;
+	long rc = syscall(SYS_move_mount, proc, "", AT_FDCWD, "/proc/pid", MOVE_MOUNT_F_EMPTY_PATH);
+	int e = errno;
+	close(proc);
+	return rc < 0 ? -e : 0;
+}
+
 static int la_child(void *arg)
 {
 	struct la_spawn_args *a = arg;
@@ -531,19 +566,8 @@ static int la_child(void *arg)
 	// did it already (CLONE_CLEAR_SIGHAND). Signals are still blocked, so
 	// nothing can arrive in between. One call per signal: set SIG_DFL and
 	// get the old action; put SIG_IGN back where it was.
-	if (!a->cleared_sighand) {
-		for (int sig = 1; sig < _NSIG; sig++) {
-			struct sigaction dfl, old;
-			if (sig == SIGKILL || sig == SIGSTOP)
-				continue;
-			memset(&dfl, 0, sizeof dfl);
-			dfl.sa_handler = SIG_DFL;
-			if (sigaction(sig, &dfl, &old) < 0)  // EINVAL: libc-internal
-				continue;
-			if (old.sa_handler == SIG_IGN && sigaction(sig, &old, NULL) < 0)
-				LA_CHILD_FAIL(LA_STEP_SIGNALS);
-		}
-	}
+	if (!a->cleared_sighand && la_reset_handlers() < 0)
+		LA_CHILD_FAIL(LA_STEP_SIGNALS);
 
 	// A fresh user namespace (unprivileged users: it carries the PID
 	// namespace and a per-sandbox RLIMIT_NPROC count). Map only ourselves:
@@ -576,7 +600,10 @@ static int la_child(void *arg)
 	// capabilities (root, or ours in the user namespace) and before
 	// la_confine, whose child program refuses every mount call.
 	if (a->new_ns) {
-		int r = la_mount_setup(a->mount_roots, a->n_mount_roots, a->own, &a->mount_failed_root);
+		// In the sandbox's template (la_spawn_in_template): a copy of a
+		// namespace la_mount_setup made once, with a /proc of its own.
+		int r = a->template_pidfd >= 0 ? la_template_proc(a->own) :
+			la_mount_setup(a->mount_roots, a->n_mount_roots, a->own, &a->mount_failed_root);
 		if (r < 0) {
 			errno = -r;
 			LA_CHILD_FAIL(LA_STEP_MOUNTNS);
@@ -674,17 +701,23 @@ fail:
 #define LA_STACK_SIZE (128 * 1024)
 static __thread char *la_stack;
 
+static __thread char *la_stack2; // the command's, under la_enter (below)
+
+static char *la_new_stack(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, LA_STACK_SIZE + page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	mprotect(m, page, PROT_NONE);  // guard page below the stack
+	return m + page;
+}
+
 static char *la_stack_base(void)
 {
-	if (!la_stack) {
-		long page = sysconf(_SC_PAGESIZE);
-		char *m = mmap(NULL, LA_STACK_SIZE + page, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-		if (m == MAP_FAILED)
-			return NULL;
-		mprotect(m, page, PROT_NONE);  // guard page below the stack
-		la_stack = m + page;
-	}
+	if (!la_stack)
+		la_stack = la_new_stack();
 	return la_stack;
 }
 
@@ -739,6 +772,150 @@ static long la_clone3(struct la_clone_args *ca, int (*fn)(void *), void *arg)
 #define LA_HAVE_CLONE3 1
 #endif
 
+// The spawn into the sandbox's namespace template (template_linux.c),
+// for an unprivileged user: the command's user, PID and mount namespaces
+// are made inside the template's user namespace, the mount namespace as a
+// copy of the template's, instead of from the host's tree. Two clones:
+//
+//   la_enter (CLONE_VM|CLONE_VFORK, no namespace) joins the template's
+//     user and mount namespaces (setns on the holder's pidfd, which a
+//     threaded process cannot do) and clones the command's first process
+//     (la_child) with CLONE_PARENT: its parent is the spawner thread, as
+//     in la_spawn, which waits for it, and its PDEATHSIG is that thread's;
+//   la_child then runs as in la_spawn, its private mount namespace a copy
+//     of the template's (every mount already read-only but the writable
+//     roots, the sandbox's devpts, /proc skeleton and root) with a procfs
+//     of its own PID namespace (la_template_proc); its user namespace is
+//     nested in the template's and maps the same uid, so RLIMIT_NPROC
+//     still counts per command.
+// la_enter exits once la_child has exec'd or failed (CLONE_VFORK); the
+// result and la_child's pid come back through the shared arguments, and
+// the pidfd is taken here (pidfd_open of a child of ours, not reaped).
+static int la_enter(void *arg)
+{
+	struct la_spawn_args *a = arg;
+	if (!a->cleared_sighand && la_reset_handlers() < 0) {
+		a->err_step = LA_STEP_SIGNALS;
+		a->err_errno = errno;
+		la_child_exit(127);
+	}
+	a->cleared_sighand = 1; // la_child inherits the handlers reset
+	if (syscall(SYS_setns, a->template_pidfd, CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+		a->err_step = LA_STEP_TEMPLATE;
+		a->err_errno = errno;
+		la_child_exit(127);
+	}
+	char *top = (char *)(((uintptr_t)(la_stack2 + LA_STACK_SIZE)) & ~(uintptr_t)15);
+	int flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT | CLONE_NEWUSER | CLONE_NEWNS;
+	if (a->new_pid)
+		flags |= CLONE_NEWPID;
+	if (a->confine.child_listener)
+		flags |= CLONE_FILES; // la_enter shares the parent's table then too
+	long pid = clone(la_child, top, flags, a);
+	if (pid < 0) {
+		a->err_step = LA_STEP_CLONE;
+		a->err_errno = errno;
+		la_child_exit(127);
+	}
+	a->pid = (int)pid;
+	la_child_exit(0);
+}
+
+static int la_spawn_in_template(struct la_spawn_args *a)
+{
+	char *base = la_stack_base();
+	if (!la_stack2)
+		la_stack2 = la_new_stack();
+	if (!base || !la_stack2) {
+		a->err_step = LA_STEP_CLONE;
+		a->err_errno = ENOMEM;
+		return -1;
+	}
+	char *top = (char *)(((uintptr_t)(base + LA_STACK_SIZE)) & ~(uintptr_t)15);
+	uint64_t flags = CLONE_VM | CLONE_VFORK;
+	if (a->confine.child_listener) {
+		flags |= CLONE_FILES;
+		a->confine.unshare_files = 1;
+	}
+	int proc_dir = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proc_dir < 0) {
+		a->err_step = LA_STEP_USERNS;
+		a->err_errno = errno;
+		return -1;
+	}
+	a->proc_dir = proc_dir;
+
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	long enter = -1;
+	int e = 0;
+#ifdef LA_HAVE_CLONE3
+	if (!a->no_clone3 && !__atomic_load_n(&la_no_clone3, __ATOMIC_RELAXED)) {
+		struct la_clone_args ca;
+		memset(&ca, 0, sizeof ca);
+		ca.flags = flags | CLONE_CLEAR_SIGHAND;
+		ca.exit_signal = SIGCHLD;
+		ca.stack = (uint64_t)(uintptr_t)base;
+		ca.stack_size = (uint64_t)(top - base);
+		if (a->cgroup_dir >= 0) {
+			ca.flags |= CLONE_INTO_CGROUP;
+			ca.cgroup = (uint64_t)a->cgroup_dir;
+		}
+		a->cleared_sighand = 1;
+		a->born_in_cgroup = a->cgroup_dir >= 0;
+		enter = la_clone3(&ca, la_enter, a);
+		if (enter < 0) {
+			e = (int)-enter;
+			if (e == ENOSYS || e == E2BIG || e == EINVAL)
+				__atomic_store_n(&la_no_clone3, 1, __ATOMIC_RELAXED);
+		}
+	}
+#endif
+	if (enter < 0) {
+		a->cleared_sighand = 0;
+		a->born_in_cgroup = 0;
+		enter = clone(la_enter, top, (int)flags | SIGCHLD, a);
+		e = errno;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(proc_dir);
+	a->proc_dir = -1;
+	if (enter < 0) {
+		a->err_step = LA_STEP_CLONE;
+		a->err_errno = e;
+		return -1;
+	}
+	// la_enter has exited (CLONE_VFORK): reap it.
+	while (waitpid((pid_t)enter, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	if (a->pid > 0) {
+		a->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
+		if (a->pidfd < 0 && a->err_step == LA_STEP_NONE) {
+			// Started, but no handle to wait for it with: end it.
+			e = errno;
+			kill(a->pid, SIGKILL);
+			while (waitpid(a->pid, NULL, __WALL) < 0 && errno == EINTR)
+				;
+			a->err_step = LA_STEP_CLONE;
+			a->err_errno = e;
+		}
+	}
+	if (a->err_step != LA_STEP_NONE) {
+		if (a->listener >= 0) {
+			close(a->listener);
+			a->listener = -1;
+		}
+		if (a->pid > 0 && a->pidfd < 0) {
+			while (waitpid(a->pid, NULL, __WALL) < 0 && errno == EINTR)
+				;
+			a->pid = -1;
+		}
+		return -1;
+	}
+	return 0;
+}
+
 int la_spawn(struct la_spawn_args *a)
 {
 	a->pid = -1;
@@ -751,6 +928,8 @@ int la_spawn(struct la_spawn_args *a)
 	a->born_in_cgroup = 0;
 	a->mount_failed_root = -1;
 	a->proc_dir = -1;
+	if (a->new_ns && a->new_user && a->template_pidfd >= 0)
+		return la_spawn_in_template(a);
 
 	char *base = la_stack_base();
 	if (!base) {

@@ -81,8 +81,11 @@ type Request struct {
 	GIDMap      string
 	// Mounts, with NewNS: the child makes a private mount namespace,
 	// read-only but these roots (la_mount_setup).
-	NewNS    bool
-	Mounts   *Mounts
+	NewNS  bool
+	Mounts *Mounts
+	// Template, with NewNS and NewUser: the namespaces are made from the
+	// sandbox's namespace template instead (template_linux.go).
+	Template *Template
 	Pieces   *CPieces
 	PidMax   string // with NewPID: the namespace's pid_max, or ""
 	NoClone3 bool   // the spawner thread's program refuses clone3: use clone
@@ -152,6 +155,7 @@ var stepNames = [...]string{
 	C.LA_STEP_CLOSE_FDS:      "closing inherited file descriptors",
 	C.LA_STEP_CHDIR:          "changing to the working directory",
 	C.LA_STEP_EXEC:           "executing the command",
+	C.LA_STEP_TEMPLATE:       "entering the sandbox's namespace template",
 }
 
 // Error says which step of starting a confined command failed. Package
@@ -246,6 +250,7 @@ func spawn(r *Request) (Result, error) {
 	}
 	a.new_pid = cbool(r.NewPID)
 	a.new_user = cbool(r.NewUser)
+	a.template_pidfd = r.Template.pidfd()
 	if r.NewNS {
 		a.new_ns = 1
 		a.mount_roots, a.n_mount_roots = r.Mounts.ptr(), C.int(r.Mounts.len())

@@ -1,4 +1,4 @@
-package local
+package machine
 
 import (
 	"archive/tar"
@@ -67,7 +67,7 @@ type verifiedModule struct {
 // comments); ws is the workspace (its go.sum, its Cargo.lock). It returns one line per
 // removal, for the sandbox report. Profiles without such content need no
 // check.
-func (h *MachineHost) VerifyWorkspaceCache(ws, profile, dir string) []string {
+func (h *Host) VerifyWorkspaceCache(ws, profile, dir string) []string {
 	switch profile {
 	case "go":
 		return verifyGoModules(filepath.Join(dir, "mod"), filepath.Join(filepath.Dir(dir), goVerifiedFile), readGoSum(ws))

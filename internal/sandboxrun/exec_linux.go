@@ -1,4 +1,4 @@
-package main
+package sandboxrun
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ func execFailureCode(err error) (int, bool) {
 	}
 	switch se.Errno {
 	case syscall.ENOENT, syscall.ENOTDIR:
-		return exitNotFound, true
+		return ExitNotFound, true
 	}
-	return exitCannotExec, true
+	return ExitCannotExec, true
 }

@@ -1,4 +1,4 @@
-package local
+package machine
 
 import (
 	"os"
@@ -31,7 +31,7 @@ func TestRegistryAliasesFromToolConfigs(t *testing.T) {
 	write(".m2/settings.xml", "<settings><!-- <url>http://commented.example/</url> --><mirrors><mirror><url>http://127.0.0.1:3007/maven2</url></mirror></mirrors></settings>")
 	env := map[string]string{"HOME": home, "PATH": os.Getenv("PATH"), "GOENV": goenv, "PIP_CONFIG_FILE": pipconf,
 		"CARGO_HOME": filepath.Join(home, ".cargo")}
-	h := &MachineHost{CacheRoot: t.TempDir(), Env: func(n string) string { return env[n] }}
+	h := &Host{CacheRoot: t.TempDir(), Env: func(n string) string { return env[n] }}
 	for _, tc := range []struct {
 		alias, tool string
 		want        []string
@@ -77,7 +77,7 @@ func mustPreset(t *testing.T, name string) policies.Preset {
 
 func TestWorkspaceCacheIsOutsideWorkspaceAndPerWorkspace(t *testing.T) {
 	root, src := t.TempDir(), t.TempDir()
-	h := &MachineHost{CacheRoot: root}
+	h := &Host{CacheRoot: root}
 	for _, d := range []string{"src/a", "other/a"} {
 		os.MkdirAll(filepath.Join(src, d), 0o755)
 	}
@@ -105,7 +105,7 @@ func TestRecreatedWorkspaceGetsFreshCache(t *testing.T) {
 	root := t.TempDir()
 	ws := filepath.Join(t.TempDir(), "proj")
 	os.Mkdir(ws, 0o755)
-	h := &MachineHost{CacheRoot: root}
+	h := &Host{CacheRoot: root}
 	old, err := h.WorkspaceCache(ws, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestRecreatedWorkspaceGetsFreshCache(t *testing.T) {
 // TestResetWorkspaceCaches: what rewind --to 0 does to the caches.
 func TestResetWorkspaceCaches(t *testing.T) {
 	root, ws := t.TempDir(), t.TempDir()
-	h := &MachineHost{CacheRoot: root}
+	h := &Host{CacheRoot: root}
 	if dirs, err := ResetWorkspaceCaches(root, ws, false); dirs != nil || err != nil {
 		t.Fatalf("no cache yet: %q, %v", dirs, err)
 	}
@@ -174,7 +174,7 @@ func TestResetWorkspaceCaches(t *testing.T) {
 
 func TestRemoveWorkspaceCaches(t *testing.T) {
 	root, live := t.TempDir(), t.TempDir()
-	h := &MachineHost{CacheRoot: root}
+	h := &Host{CacheRoot: root}
 	keep, _ := h.WorkspaceCache(live, "go")
 	os.Mkdir(filepath.Join(live, "gone"), 0o755)
 	gone, _ := h.WorkspaceCache(filepath.Join(live, "gone"), "go")
