@@ -150,6 +150,10 @@ type Recorder struct {
 	ignored   map[string]string // not covered in the open checkpoint: name -> why
 	inflight  map[string]*flight
 	known     map[string]pstate // the last known state of every tracked path
+	// knownSorted is known's paths in order, for NoteExternal's look
+	// beneath a directory; rebuilt when known has gained paths (none is
+	// ever removed, so its length says whether it is current).
+	knownSorted []string
 	wrotePre  bool              // pre records exist for the open checkpoint
 	keptBytes int               // bytes of touch.preData in the open checkpoint
 	// reported are the touched paths with a reported post-image
@@ -301,7 +305,7 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 	}
 	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
 	r.ign.replay(r.h) // a continued session: what existed at its start
-	r.known = knownStates(r.h)
+	r.known, r.knownSorted = knownStates(r.h), nil
 	if len(r.h.tail) > 0 {
 		if err := r.recoverTail(); err != nil {
 			return nil, err
@@ -735,6 +739,10 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			// A directory above was recorded in this checkpoint, with
 			// everything then below it: this path was not there when
 			// the checkpoint began (it was created, or moved in, since).
+			st = pstate{Kind: KindAbsent}
+		} else if absent(err) && !known {
+			// Just looked at: nothing there (what readState would find,
+			// without looking again). A creation's pre-image.
 			st = pstate{Kind: KindAbsent}
 		} else if known {
 			st, data = rr.state, rr.data
@@ -1306,11 +1314,14 @@ func (r *Recorder) NoteExternal(changed []string) {
 	}
 	// A directory moved or removed takes tracked paths below it along,
 	// with no event of their own: check those too.
-	tracked := make([]string, 0, len(r.known))
-	for p := range r.known {
-		tracked = append(tracked, p)
+	if len(r.knownSorted) != len(r.known) {
+		r.knownSorted = r.knownSorted[:0]
+		for p := range r.known {
+			r.knownSorted = append(r.knownSorted, p)
+		}
+		sort.Strings(r.knownSorted)
 	}
-	sort.Strings(tracked)
+	tracked := r.knownSorted
 	for _, rel := range rels {
 		add(rel)
 		// The paths beneath rel sort together, from rel+"/" on.

@@ -1025,8 +1025,8 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 }
 
 // errVanished is openOnce's answer when a file it found was gone when
-// opened without O_CREAT. Never given to a process: open retries, or
-// answers EPERM.
+// opened without O_CREAT, or a name it found absent was there when
+// created. Never given to a process: open retries, or answers EPERM.
 const errVanished = unix.Errno(^uintptr(0) >> 1)
 
 func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32, keepUmask bool) (int64, unix.Errno, bool, bool) {
@@ -1126,6 +1126,16 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	if !creates {
 		oflags &^= unix.O_CREAT
 	}
+	// A name found absent is created exclusively: the file opened is then
+	// the one made here, empty, and O_TRUNC has nothing to do (its
+	// timestamps are those of its creation). A name that appeared
+	// meanwhile (made by someone outside the tree: every creation of the
+	// tree's own is captured, and waits for this one) fails EEXIST, and
+	// the open is made again from the start, as an open of what exists.
+	fresh := creates && !exists && t.dir >= 0
+	if fresh {
+		oflags |= unix.O_EXCL
+	}
 	if exists && typ == unix.S_IFIFO && flags&unix.O_NONBLOCK == 0 && flags&unix.O_ACCMODE == unix.O_WRONLY {
 		// Blocks until a reader comes, which may be the tree's next
 		// call: on a goroutine of its own (openFIFO).
@@ -1163,6 +1173,9 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 		if errors.Is(err, unix.ENOENT) && exists && flags&unix.O_CREAT != 0 && !creates {
 			return 0, errVanished, false, false
 		}
+		if errors.Is(err, unix.EEXIST) && fresh && flags&unix.O_EXCL == 0 {
+			return 0, errVanished, false, false
+		}
 		if errors.Is(err, unix.EXDEV) {
 			err = unix.EISDIR // "." or "..": a directory, for write
 		}
@@ -1181,7 +1194,9 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 			return 0, unix.EPERM, false, false
 		}
 	}
-	if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_ACCMODE != unix.O_RDONLY {
+	if fresh {
+		// Made here, empty: nothing to truncate.
+	} else if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_ACCMODE != unix.O_RDONLY {
 		// Only now, with the pre-image of this very inode recorded,
 		// through the descriptor opened for writing with the command's
 		// credentials: ftruncate(2) asks for no more than that.
