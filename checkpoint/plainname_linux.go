@@ -39,3 +39,33 @@ func plainName(workspace, p string) (rel string, link, ok bool) {
 	link = unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 	return filepath.ToSlash(rel), link, true
 }
+
+// plainRel is relPath of p when no directory on the way to p is a
+// symlink: one openat2 of the parent refusing symlinks, where relPath
+// stats every component from the root. ok false: the caller asks
+// relPath.
+func plainRel(workspace, p string) (rel string, ok bool) {
+	if filepath.IsAbs(p) {
+		r, within := paths.Rel(workspace, p)
+		if !within {
+			return "", false
+		}
+		rel = r
+	} else {
+		rel = filepath.Clean(p)
+	}
+	if rel == "." || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	dir := filepath.Dir(rel)
+	if dir == "." {
+		return filepath.ToSlash(rel), true // in the workspace itself
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, filepath.Join(workspace, dir), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return "", false
+	}
+	unix.Close(fd)
+	return filepath.ToSlash(rel), true
+}

@@ -1284,7 +1284,9 @@ func (r *Recorder) NoteExternal(changed []string) {
 	}
 	rels := make([]string, 0, len(changed))
 	for _, p := range changed {
-		if rel, err := relPath(r.workspace, p); err == nil {
+		if rel, ok := plainRel(r.workspace, p); ok {
+			rels = append(rels, rel)
+		} else if rel, err := relPath(r.workspace, p); err == nil {
 			rels = append(rels, rel)
 		}
 	}

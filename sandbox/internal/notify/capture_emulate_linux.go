@@ -276,6 +276,13 @@ func (c *Capture) worker(tid int) (*credWorker, unix.Errno) {
 	return c.cred, 0
 }
 
+// ownThread reports whether the calling goroutine, the server's loop,
+// holds the capture's thread (its credWorker, locked from the first call
+// on). Only the loop sets c.cred, so it may read it without c.mu.
+func (c *Capture) ownThread() bool {
+	return c != nil && c.cred != nil
+}
+
 // close ends the worker and unblocks the FIFO opens still waiting (see
 // openFIFO). Called once the listener's loop has ended.
 func (c *Capture) close() {
@@ -766,7 +773,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 	}
 	take := takeFD(tid, n)
 	str := func(addr uint64) (string, unix.Errno) {
-		s, err := readString(tid, addr)
+		s, err := readString(tid, addr, &c.pathBuf)
 		if err != nil {
 			if errors.Is(err, unix.ENAMETOOLONG) {
 				return "", unix.ENAMETOOLONG

@@ -1,12 +1,12 @@
 package notify
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
@@ -171,6 +171,8 @@ type Capture struct {
 	op       string
 	// held: CaptureOptions.Held, or nil.
 	held *HeldFiles
+	// pathBuf is readString's buffer for the call being answered.
+	pathBuf [4096]byte
 }
 
 // CaptureOptions configures the change capture of one command.
@@ -468,17 +470,20 @@ func (f inodeFS) Stat(name string) (fs.FileInfo, error) {
 
 // readString reads a NUL-terminated path from process pid's memory, a
 // page at a time so that a string ending just before an unmapped page is
-// still read.
-func readString(pid int, addr uint64) (string, error) {
+// still read, through buf (the caller's, reused: a path read is one
+// allocation, its string).
+func readString(pid int, addr uint64, buf *[4096]byte) (string, error) {
 	var out []byte
 	const page = 4096
-	buf := make([]byte, page)
 	for len(out) < unix.PathMax {
 		n := page - int(addr%page)
 		if err := readMem(pid, addr, buf[:n]); err != nil {
 			return "", err
 		}
-		if i := strings.IndexByte(string(buf[:n]), 0); i >= 0 {
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			if out == nil {
+				return string(buf[:i]), nil
+			}
 			return string(append(out, buf[:i]...)), nil
 		}
 		out = append(out, buf[:n]...)
