@@ -1008,6 +1008,28 @@ func sameInode(t *target, st unix.Stat_t) bool {
 	return err == nil && now.Dev == st.Dev && now.Ino == st.Ino
 }
 
+// nameExists reports whether t's last component exists as the command
+// would find it: looked at with its credentials, so a name in a
+// directory it cannot search stays unseen. A call that makes a name
+// (mkdir, mknod, symlink, link, open with O_CREAT|O_EXCL) fails EEXIST
+// on an existing one before any permission check or LSM hook runs
+// (filename_create in fs/namei.c): the emulation answers so too, before
+// its write rule and the .git rule refuse — nothing is made either way,
+// and a tool that makes what may exist (mkdir -p of a read-only cache)
+// goes on as it does outside.
+func (c *Capture) nameExists(w *credWorker, t *target) bool {
+	if t.dir < 0 {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(t.dir, t.base(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false // absent even to us: no need to ask as the command
+	}
+	err := errNotRun // unless the call below runs
+	w.do(func() { err = unix.Fstatat(t.dir, t.base(), &st, unix.AT_SYMLINK_NOFOLLOW) })
+	return err == nil
+}
+
 // openFlags are the open(2) flags passed on; openat2 refuses unknown
 // ones, where open ignores them.
 const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_APPEND |
@@ -1048,6 +1070,9 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	if flags&unix.O_PATH != 0 {
 		// O_PATH ignores the access mode: nothing can change.
 		flags &= unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	}
+	if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL && c.nameExists(w, &t) {
+		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
 	}
 	if flags&unix.O_PATH == 0 {
 		// A new .git or HEAD, new bytes in a .git file (its gitdir:
@@ -1444,6 +1469,9 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 	if t.dir < 0 {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or remove
 	}
+	if creates && c.nameExists(w, &t) {
+		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
+	}
 	if creates {
 		// A new .git or HEAD, or a new entry in a .git (RefusedGitPath).
 		// Removals are allowed: they plant nothing, and an existing
@@ -1490,6 +1518,15 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 	}
 	if t.dir < 0 || (o.dir < 0 && !link) {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or move
+	}
+	if link && c.nameExists(w, &t) {
+		// The old name is looked up first: a missing one is ENOENT.
+		if o.dir >= 0 {
+			if _, err := o.stat(); err != nil {
+				return 0, errnoOf(err, unix.EPERM), false, false
+			}
+		}
+		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
 	}
 	if !link && (mountRoot(&o) || mountRoot(&t)) {
 		return 0, unix.EBUSY, false, false // as in the command's own namespace
