@@ -142,20 +142,20 @@ type Recorder struct {
 	// checkpoint is never sealed halfway through a capture.
 	barrier sync.RWMutex
 
-	mu        sync.Mutex // guards what follows
-	closed    bool
-	h         *history
-	touched   map[string]*touch
-	order     []string
-	ignored   map[string]string // not covered in the open checkpoint: name -> why
-	inflight  map[string]*flight
-	known     map[string]pstate // the last known state of every tracked path
+	mu       sync.Mutex // guards what follows
+	closed   bool
+	h        *history
+	touched  map[string]*touch
+	order    []string
+	ignored  map[string]string // not covered in the open checkpoint: name -> why
+	inflight map[string]*flight
+	known    map[string]pstate // the last known state of every tracked path
 	// knownSorted is known's paths in order, for NoteExternal's look
 	// beneath a directory; rebuilt when known has gained paths (none is
 	// ever removed, so its length says whether it is current).
 	knownSorted []string
-	wrotePre  bool              // pre records exist for the open checkpoint
-	keptBytes int               // bytes of touch.preData in the open checkpoint
+	wrotePre    bool // pre records exist for the open checkpoint
+	keptBytes   int  // bytes of touch.preData in the open checkpoint
 	// reported are the touched paths with a reported post-image
 	// (touch.wrote): what forgetWrites looks through for every
 	// announced change, so the set and not every touched path.
