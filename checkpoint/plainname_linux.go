@@ -16,28 +16,41 @@ import (
 // a symlink on the way, a parent missing, or a path relPath refuses;
 // the caller then asks relPath.
 func plainName(workspace, p string) (rel string, link, ok bool) {
+	rel, look, ok := plainLook(workspace, p)
+	return rel, look.link, ok
+}
+
+// plainLook is plainName, with what its fstatat saw of the last
+// component (a look RecordSnapshot's capture then need not take again).
+func plainLook(workspace, p string) (rel string, look lookHint, ok bool) {
 	if filepath.IsAbs(p) {
 		r, within := paths.Rel(workspace, p)
 		if !within {
-			return "", false, false
+			return "", look, false
 		}
 		rel = r
 	} else {
 		rel = filepath.Clean(p)
 	}
 	if rel == "." || !filepath.IsLocal(rel) {
-		return "", false, false
+		return "", look, false
 	}
 	dir, base := filepath.Split(filepath.Join(workspace, rel))
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS})
 	if err != nil {
-		return "", false, false
+		return "", look, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	link = unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
-	return filepath.ToSlash(rel), link, true
+	switch err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
+		look = lookHint{rel: filepath.ToSlash(rel), seen: true, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR,
+			link: st.Mode&unix.S_IFMT == unix.S_IFLNK}
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		look = lookHint{rel: filepath.ToSlash(rel), seen: true, absent: true}
+	}
+	return filepath.ToSlash(rel), look, true
 }
 
 // plainRel is relPath of p when no directory on the way to p is a

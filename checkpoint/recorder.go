@@ -460,7 +460,8 @@ func (r *Recorder) openNumber() int {
 // through the link changes the target). Ignored paths are not recorded
 // but named in the checkpoint. It implements tools.SnapshotRecorder.
 func (r *Recorder) RecordSnapshot(p string) error {
-	rel, link, ok := plainName(r.workspace, p)
+	rel, look, ok := plainLook(r.workspace, p)
+	link := look.link
 	if !ok {
 		var err error
 		if rel, err = relPath(r.workspace, p); err != nil {
@@ -489,7 +490,11 @@ func (r *Recorder) RecordSnapshot(p string) error {
 	// happens (peers.go): announced even when the path is recorded
 	// already, since each call may be another write.
 	r.announcePeers(rels)
-	if err := r.captureWith(rels, captureOpts{}); err != nil {
+	co := captureOpts{}
+	if look.seen {
+		co.look = &look
+	}
+	if err := r.captureWith(rels, co); err != nil {
 		return err
 	}
 	return r.forgetWrites(rels)
@@ -662,6 +667,16 @@ type captureOpts struct {
 	// read holds states (and small contents) the caller has just read, so
 	// that they are not read twice.
 	read map[string]readResult
+	// look, if set, is what the caller has just seen of one path's last
+	// component (RecordSnapshot's plainLook): its lstat is not taken again.
+	look *lookHint
+}
+
+// lookHint is what an lstat of rel said: absent, or there and whether a
+// directory or a symlink. seen false: nothing was learnt.
+type lookHint struct {
+	rel                       string
+	seen, absent, isDir, link bool
 }
 
 type readResult struct {
@@ -721,8 +736,18 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			r.mu.Unlock()
 			close(f.done)
 		}
-		fi, err := r.root.Lstat(rel)
-		isDir := err == nil && fi.IsDir()
+		var isDir bool
+		var err error
+		if l := co.look; l != nil && l.rel == rel {
+			isDir = l.isDir
+			if l.absent {
+				err = fs.ErrNotExist
+			}
+		} else {
+			var fi fs.FileInfo
+			fi, err = r.root.Lstat(rel)
+			isDir = err == nil && fi.IsDir()
+		}
 		// Ignore rules skip only what the session creates (ignore.go).
 		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || createdSince); skip && !co.noIgnore {
 			release()

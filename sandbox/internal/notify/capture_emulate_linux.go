@@ -575,23 +575,27 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 		if errno != 0 {
 			return t, errno
 		}
-		// Never inside /proc: a path reaching it other than the
-		// process's own entries above would be resolved as ours.
-		var fs unix.Statfs_t
-		if unix.Fstatfs(pfd, &fs) != nil || fs.Type == unix.PROC_SUPER_MAGIC {
-			unix.Close(pfd)
-			return t, unix.EPERM
-		}
 		t.dir, t.name = pfd, name
-		// The directory's device says where it lies: the sandbox's own
-		// file systems (the root skeleton, the private /tmp, the devpts
-		// instance), mounted nowhere in our tree, are named from the
-		// command's root; anything else by its path in ours.
 		var dst unix.Stat_t
 		if unix.Fstat(pfd, &dst) != nil {
 			t.close()
 			return t, unix.EPERM
 		}
+		// Never inside /proc: a path reaching it other than the
+		// process's own entries above would be resolved as ours. The
+		// workspace's file system is not one (its device, mounted all
+		// along, names no other): only others are asked.
+		if ws, ok := c.workspaceDev(); !ok || dst.Dev != ws {
+			var fs unix.Statfs_t
+			if unix.Fstatfs(pfd, &fs) != nil || fs.Type == unix.PROC_SUPER_MAGIC {
+				t.close()
+				return t, unix.EPERM
+			}
+		}
+		// The directory's device says where it lies: the sandbox's own
+		// file systems (the root skeleton, the private /tmp, the devpts
+		// instance), mounted nowhere in our tree, are named from the
+		// command's root; anything else by its path in ours.
 		t.dirDev = dst.Dev
 		var dpath string
 		var ok bool

@@ -419,14 +419,11 @@ func (c *Capture) namesOf(p string, known *unix.Stat_t) ([]string, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return nil, nil // not a file, or one name
 	}
-	if c.wsDev == nil {
-		var ws unix.Stat_t
-		if err := unix.Stat(c.workspace, &ws); err != nil {
-			return nil, err
-		}
-		c.wsDev = &ws.Dev
+	wsDev, ok := c.workspaceDev()
+	if !ok {
+		return nil, unix.ENOENT
 	}
-	if st.Dev != *c.wsDev {
+	if st.Dev != wsDev {
 		return nil, nil // no name of it can be in the workspace
 	}
 	key := [3]uint64{st.Dev, st.Ino, st.Nlink}
@@ -449,6 +446,20 @@ func (c *Capture) namesOf(p string, known *unix.Stat_t) ([]string, error) {
 	}
 	c.names[key] = out
 	return out, nil
+}
+
+// workspaceDev is the device of the workspace's file system, looked up
+// once per command (false: the workspace cannot be stat'ed, asked again
+// next time).
+func (c *Capture) workspaceDev() (uint64, bool) {
+	if c.wsDev == nil {
+		var ws unix.Stat_t
+		if err := unix.Stat(c.workspace, &ws); err != nil {
+			return 0, false
+		}
+		c.wsDev = &ws.Dev
+	}
+	return *c.wsDev, true
 }
 
 // inodeFS is the workspace as an fs.FS, with one extra name, inodeName,

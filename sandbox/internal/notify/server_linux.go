@@ -320,9 +320,10 @@ func nativeAuditArch() (uint32, bool) {
 }
 
 // waitOwnThread waits in poll(2) until the listener has a notification
-// (then read receives it), is finished (read says so), or Stop was called
-// (the stop eventfd is readable; the loop then sees s.stopping).
-func (s *netSupervisorRun) waitOwnThread(fd uintptr, read func(uintptr) bool) {
+// (then recv receives it), may be finished (read looks again and says
+// so), or Stop was called (the stop eventfd is readable; the loop then
+// sees s.stopping).
+func (s *netSupervisorRun) waitOwnThread(fd uintptr, recv, read func(uintptr) bool) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.stopFD), Events: unix.POLLIN}}
 	for !s.stopping.Load() {
 		pfd[0].Revents, pfd[1].Revents = 0, 0
@@ -334,6 +335,10 @@ func (s *netSupervisorRun) waitOwnThread(fd uintptr, read func(uintptr) bool) {
 			return
 		}
 		if pfd[1].Revents != 0 {
+			return
+		}
+		if pfd[0].Revents&unix.POLLIN != 0 {
+			recv(fd)
 			return
 		}
 		if pfd[0].Revents != 0 && read(fd) {
@@ -422,6 +427,15 @@ func (s *netSupervisorRun) loop() {
 	for {
 		var got, hup bool
 		var recvErr syscall.Errno
+		// recv receives the notification waiting: RECV does not block
+		// then (and a single reader cannot lose the race for it). The
+		// kernel wants a zeroed buffer.
+		recv := func(fd uintptr) bool {
+			clear(buf)
+			_, _, recvErr = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&buf[0])))
+			got = recvErr == 0
+			return true
+		}
 		read := func(fd uintptr) bool {
 			ready, gone := pollListener(fd)
 			if gone {
@@ -431,13 +445,7 @@ func (s *netSupervisorRun) loop() {
 			if !ready {
 				return false // park until the poller says it is readable
 			}
-			// A notification is waiting, so RECV does not block (and a
-			// single reader cannot lose the race for it). The kernel
-			// wants a zeroed buffer.
-			clear(buf)
-			_, _, recvErr = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&buf[0])))
-			got = recvErr == 0
-			return true
+			return recv(fd)
 		}
 		var err error
 		if h := TestHooks.PollerErr; h != nil {
@@ -450,7 +458,7 @@ func (s *netSupervisorRun) loop() {
 			// woken by another thread and handed back to its own, a
 			// second wake-up for every call. It waits in poll(2)
 			// itself instead, on the listener and the stop eventfd.
-			err = s.rc.Control(func(fd uintptr) { s.waitOwnThread(fd, read) })
+			err = s.rc.Control(func(fd uintptr) { s.waitOwnThread(fd, recv, read) })
 		case err == nil:
 			err = s.rc.Read(read)
 		}
