@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,5 +290,34 @@ func TestCaptureMakeExisting(t *testing.T) {
 	r = run(`mkdir "` + closed + `/x"`)
 	if errOf(r.err) != "Permission denied" {
 		t.Errorf("mkdir of an existing name in a directory the command cannot search: %v (want Permission denied, never File exists)", r)
+	}
+}
+
+// TestCaptureUmaskChanged: a creation made for the command takes the
+// umask of the process that asks. Until a process of the tree calls
+// umask(2) every process has the command's first umask, which the
+// capture reads once (Capture.umaskOf); every umask call is notified, so
+// a umask changed after a first creation (in the shell, in a subshell)
+// is read again rather than taken from what was read before.
+func TestCaptureUmaskChanged(t *testing.T) {
+	sb, ws := newTestSandbox(t, capturing)
+	if sb.captureChild == nil {
+		t.Skipf("no change capture here (%v): would check the modes of files created after a umask change", sb.Enforcement().Missing)
+	}
+	h := newPreImages(ws)
+	// grep reads its own status: no umask call before the first creation.
+	r := sh(t, sb, "grep ^Umask: /proc/self/status; echo a > u1; umask 027; echo b > u2; mkdir ud; (umask 077; echo c > u3; mkdir ud3); echo d > u4; stat -c %a u1 u2 ud u3 ud3 u4",
+		func(c *Command) { c.Dir = ws; c.BeforeChange = h.hook })
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("%v", r)
+	}
+	var first uint32
+	if _, err := fmt.Sscanf(lines[0], "Umask:\t%o", &first); err != nil {
+		t.Fatalf("%q: %v", lines[0], err)
+	}
+	want := []string{fmt.Sprintf("%o", 0o666&^first), "640", "750", "600", "700", "640"}
+	if got := lines[1:]; !slices.Equal(got, want) {
+		t.Errorf("modes %v, want %v (first umask %o): %v", got, want, first, r)
 	}
 }

@@ -764,6 +764,10 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		// still exists, so the listener can tell it is the command's.
 		c.foreign.Drain()
 		return 0, 0, true, false
+	case "umask":
+		// Changes no file: noted (umaskOf), then made by the process.
+		c.umaskMoved = true
+		return 0, 0, true, false
 	case "open", "openat", "creat", "truncate", "chmod", "fchmod", "fchmodat", "fchmodat2":
 	default:
 		c.names = nil // a name may change: the cached walks are stale
@@ -861,7 +865,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		umask := childUmask(tid)
+		umask := c.umaskOf(tid)
 		return c.atCall(w, n, tid, dirfd, p, true, nil, func(t *target) error {
 			unix.Umask(umask) // this thread's own (CLONE_FS unshared)
 			if strings.HasPrefix(call, "mkdir") {
@@ -1187,7 +1191,7 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	var fd int
 	umask := 0
 	if creates {
-		umask = childUmask(tid)
+		umask = c.umaskOf(tid)
 	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
@@ -1667,7 +1671,7 @@ func (c *Capture) bindCall(w *credWorker, n notifier, tid int, sockfd int32, add
 	if e := c.record([]string{t.path}); e != 0 {
 		return 0, e, false, false
 	}
-	umask := childUmask(tid)
+	umask := c.umaskOf(tid)
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
 		if err = unix.Fchdir(t.dir); err == nil {

@@ -74,6 +74,10 @@ var CaptureCalls = []struct {
 	// for the network rules, it calls beforeBind instead
 	// (CaptureOptions.Binds false).
 	{"bind", 0},
+	// umask is only noted (and let go on): until a process of the tree
+	// changes its umask, every process has the one the command started
+	// with, read once (Capture.umaskOf).
+	{"umask", 0},
 	// exit_group only where writers can be told apart (the sandbox's
 	// withCapture exits): the command's writer watch reads what the
 	// exiting process wrote while it still exists (Watch.Drain). That
@@ -173,6 +177,28 @@ type Capture struct {
 	held *HeldFiles
 	// pathBuf is readString's buffer for the call being answered.
 	pathBuf [4096]byte
+	// umask is the umask every process of the tree has while umaskMoved
+	// is false (umaskKnown: read already). umask(2) is the only way to
+	// change one, inherited at fork; every such call of the tree is
+	// notified, and sets umaskMoved before it takes effect (the caller
+	// waits in it), so until then the first process's umask, read once
+	// from /proc, is everyone's. From then on it is read for each
+	// creation.
+	umask      int
+	umaskKnown bool
+	umaskMoved bool
+}
+
+// umaskOf is thread tid's umask, for a creation made on its behalf.
+func (c *Capture) umaskOf(tid int) int {
+	if c.umaskKnown && !c.umaskMoved {
+		return c.umask
+	}
+	m := childUmask(tid)
+	if !c.umaskMoved {
+		c.umask, c.umaskKnown = m, true
+	}
+	return m
 }
 
 // CaptureOptions configures the change capture of one command.
