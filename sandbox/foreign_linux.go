@@ -169,6 +169,21 @@ func (w *foreignWatch) Announce(paths []string) {
 	}
 }
 
+// AnnounceFiles is Announce of paths none of which is a directory (a
+// file about to be opened for writing, or a name about to be created by
+// an open): only their directories are marked, without a look at each.
+func (w *foreignWatch) AnnounceFiles(paths []string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range paths {
+		w.names[p] = true
+		w.mark(filepath.Dir(p))
+	}
+}
+
 // mark adds an inode mark on directory dir and remembers its handle. A
 // directory that cannot be marked (gone, another file system without
 // handles) cannot have its writers told apart: its paths are reported at

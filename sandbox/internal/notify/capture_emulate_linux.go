@@ -970,6 +970,17 @@ func (c *Capture) record(paths []string) unix.Errno {
 	return c.callHook(in)
 }
 
+// recordFiles is record of paths known to be no directories (an open's:
+// the file, its links, its inode's other names, or a name it creates).
+func (c *Capture) recordFiles(paths []string) unix.Errno {
+	in := c.addInside(nil, paths)
+	if len(in) == 0 {
+		return 0
+	}
+	c.foreign.AnnounceFiles(in)
+	return c.callHook(in)
+}
+
 // inodeNames adds rule (c)'s names of t's inode (hard links) to paths;
 // st is what t.stat said of it.
 func (c *Capture) inodeNames(t *target, st *unix.Stat_t, paths []string) ([]string, unix.Errno) {
@@ -1184,7 +1195,7 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	}
 	if !exists {
 		// A creation: its pre-image is its absence.
-		if e := c.record(paths); e != 0 {
+		if e := c.recordFiles(paths); e != 0 {
 			return 0, e, false, false
 		}
 	}
@@ -1227,7 +1238,7 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 		return 0, unix.EPERM, false, false // swapped by someone outside the tree
 	}
 	if exists && len(paths) > 0 {
-		if e := c.record(paths); e != 0 {
+		if e := c.recordFiles(paths); e != 0 {
 			return 0, e, false, false
 		}
 		if t.dir >= 0 && !sameInode(&t, got) {

@@ -248,6 +248,9 @@ type CaptureOptions struct {
 type Watch interface {
 	// Announce marks paths a process of the tree is about to change.
 	Announce(paths []string)
+	// AnnounceFiles is Announce of paths known to be no directories
+	// (absent, files, symlinks), which need not be looked at.
+	AnnounceFiles(paths []string)
 	// Own runs op, a change made for the command, so that its events
 	// are taken for the command's.
 	Own(op func())
@@ -258,9 +261,10 @@ type Watch interface {
 // noWatch is the Watch of a capture without one.
 type noWatch struct{}
 
-func (noWatch) Announce([]string) {}
-func (noWatch) Own(op func())     { op() }
-func (noWatch) Drain()            {}
+func (noWatch) Announce([]string)      {}
+func (noWatch) AnnounceFiles([]string) {}
+func (noWatch) Own(op func())          { op() }
+func (noWatch) Drain()                 {}
 
 // NewCapture returns the capture of one command, or nil when there is
 // nothing to capture (no hook or no workspace).
