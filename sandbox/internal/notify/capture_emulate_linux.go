@@ -855,7 +855,9 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.atCall(w, n, tid, dirfd, p, false, nil, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
+		// Only rmdir can remove a directory (unlink of one fails EISDIR).
+		removesDir := flags&unix.AT_REMOVEDIR != 0
+		return c.atCall(w, n, tid, dirfd, p, false, removesDir, nil, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
 	case "mkdir", "mkdirat", "mknod", "mknodat":
 		dirfd, addr, mode, dev := atFDCWD, a[0], uint32(a[1]), a[2]
 		if call == "mkdirat" || call == "mknodat" {
@@ -866,7 +868,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 			return 0, e, false, false
 		}
 		umask := c.umaskOf(tid)
-		return c.atCall(w, n, tid, dirfd, p, true, nil, func(t *target) error {
+		return c.atCall(w, n, tid, dirfd, p, true, false, nil, func(t *target) error {
 			unix.Umask(umask) // this thread's own (CLONE_FS unshared)
 			if strings.HasPrefix(call, "mkdir") {
 				return unix.Mkdirat(t.dir, t.name, mode)
@@ -889,7 +891,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		}
 		// A link out of the private roots into one (private_linux.go).
 		check := func(t *target) unix.Errno { return c.symlinkOut(t, content) }
-		return c.atCall(w, n, tid, dirfd, p, true, check, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
+		return c.atCall(w, n, tid, dirfd, p, true, false, check, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
 	case "rename", "renameat", "renameat2":
 		od, oa, nd, na, flags := atFDCWD, a[0], atFDCWD, a[1], uint(0)
 		if call != "rename" {
@@ -970,8 +972,10 @@ func (c *Capture) record(paths []string) unix.Errno {
 	return c.callHook(in)
 }
 
-// recordFiles is record of paths known to be no directories (an open's:
-// the file, its links, its inode's other names, or a name it creates).
+// recordFiles is record of paths that are no directories if the call
+// succeeds (an open's: the file, its links, its inode's other names, or
+// a name it creates; a name mkdir, mknod or symlink makes; a name unlink
+// removes).
 func (c *Capture) recordFiles(paths []string) unix.Errno {
 	in := c.addInside(nil, paths)
 	if len(in) == 0 {
@@ -1478,8 +1482,10 @@ func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p strin
 }
 
 // atCall makes a call that changes one directory entry (unlink, rmdir,
-// mkdir, mknod, symlink) in the resolved directory.
-func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates bool, check func(*target) unix.Errno, op func(*target) error) (int64, unix.Errno, bool, bool) {
+// mkdir, mknod, symlink) in the resolved directory. creates: the call
+// makes the name; mayBeDir: the name may be a directory it changes
+// (rmdir).
+func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates, mayBeDir bool, check func(*target) unix.Errno, op func(*target) error) (int64, unix.Errno, bool, bool) {
 	t, e := c.resolve(w, n, tid, dirfd, p, false, takeFD(tid, n))
 	defer t.close()
 	if e != 0 {
@@ -1509,7 +1515,13 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 			return 0, e, false, false
 		}
 	}
-	if e := c.record([]string{t.path}); e != 0 {
+	// What a creation makes, or unlink removes, is no directory when the
+	// call succeeds: the writer watch need not look (AnnounceFiles).
+	record := c.recordFiles
+	if mayBeDir {
+		record = c.record
+	}
+	if e := record([]string{t.path}); e != 0 {
 		return 0, e, false, false
 	}
 	var err error
