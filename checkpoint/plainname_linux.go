@@ -8,20 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// plainName is relPath of p, and whether p is a symlink, when no
-// directory on the way to p is a symlink — the common case, and always
-// so for the canonical paths change capture gives: one openat2 of the
-// parent refusing symlinks and one fstatat in it, where relPath stats
-// every component and the workspace's Root walks them again. ok false:
-// a symlink on the way, a parent missing, or a path relPath refuses;
-// the caller then asks relPath.
-func plainName(workspace, p string) (rel string, link, ok bool) {
-	rel, look, ok := plainLook(workspace, p)
-	return rel, look.link, ok
-}
-
-// plainLook is plainName, with what its fstatat saw of the last
-// component (a look RecordSnapshot's capture then need not take again).
+// plainLook is relPath of p, and what an lstat of p says (absent, or
+// there and whether a directory or a symlink), when no directory on the
+// way to p is a symlink — the common case, and always so for the
+// canonical paths change capture gives: one openat2 of the parent
+// refusing symlinks and one fstatat in it, where relPath stats every
+// component and the workspace's Root walks them again (RecordSnapshot's
+// capture then takes look instead of its own lstat). ok false: a symlink
+// on the way, a parent missing, or a path relPath refuses; the caller
+// then asks relPath.
 func plainLook(workspace, p string) (rel string, look lookHint, ok bool) {
 	if filepath.IsAbs(p) {
 		r, within := paths.Rel(workspace, p)
