@@ -69,10 +69,11 @@ import (
 //   - anything that cannot be resolved or emulated is refused with EPERM
 //     (fail closed), the process's own call never running.
 //
-// Two cases still let the process's own call go on, both decided on
+// Three cases still let the process's own call go on, all decided on
 // registers, which no other thread can change: a write-side open with
 // O_TMPFILE (it makes an unnamed file and changes no existing inode or
-// name; a later linkat names it, and is emulated), and exit_group.
+// name; a later linkat names it, and is emulated), exit_group, and umask
+// (noted first: Capture.umaskOf).
 
 // credWorker runs functions with a confined process's file-system
 // credentials and no capabilities, on the OS thread of the goroutine that

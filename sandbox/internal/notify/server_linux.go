@@ -332,6 +332,7 @@ func (s *netSupervisorRun) waitOwnThread(fd uintptr, recv, read func(uintptr) bo
 			if err == unix.EINTR || err == unix.EAGAIN || err == unix.ENOMEM {
 				continue // transient (pollListener)
 			}
+			read(fd) // the listener is unusable: pollListener says so
 			return
 		}
 		if pfd[1].Revents != 0 {
