@@ -142,16 +142,20 @@ type Recorder struct {
 	// checkpoint is never sealed halfway through a capture.
 	barrier sync.RWMutex
 
-	mu        sync.Mutex // guards what follows
-	closed    bool
-	h         *history
-	touched   map[string]*touch
-	order     []string
-	ignored   map[string]string // not covered in the open checkpoint: name -> why
-	inflight  map[string]*flight
-	known     map[string]pstate // the last known state of every tracked path
-	wrotePre  bool              // pre records exist for the open checkpoint
-	keptBytes int               // bytes of touch.preData in the open checkpoint
+	mu       sync.Mutex // guards what follows
+	closed   bool
+	h        *history
+	touched  map[string]*touch
+	order    []string
+	ignored  map[string]string // not covered in the open checkpoint: name -> why
+	inflight map[string]*flight
+	known    map[string]pstate // the last known state of every tracked path
+	// knownSorted is known's paths in order, for NoteExternal's look
+	// beneath a directory; rebuilt when known has gained paths (none is
+	// ever removed, so its length says whether it is current).
+	knownSorted []string
+	wrotePre    bool // pre records exist for the open checkpoint
+	keptBytes   int  // bytes of touch.preData in the open checkpoint
 	// reported are the touched paths with a reported post-image
 	// (touch.wrote): what forgetWrites looks through for every
 	// announced change, so the set and not every touched path.
@@ -301,7 +305,7 @@ func open(stateDir, sessionID, workspace string, opts *Options, m mode) (_ *Reco
 	}
 	r.ign = newIgnorer(r.workspace, r.opts.IgnoreFiles, r.opts.Ignore, storeObject(r.st))
 	r.ign.replay(r.h) // a continued session: what existed at its start
-	r.known = knownStates(r.h)
+	r.known, r.knownSorted = knownStates(r.h), nil
 	if len(r.h.tail) > 0 {
 		if err := r.recoverTail(); err != nil {
 			return nil, err
@@ -456,7 +460,8 @@ func (r *Recorder) openNumber() int {
 // through the link changes the target). Ignored paths are not recorded
 // but named in the checkpoint. It implements tools.SnapshotRecorder.
 func (r *Recorder) RecordSnapshot(p string) error {
-	rel, link, ok := plainName(r.workspace, p)
+	rel, look, ok := plainLook(r.workspace, p)
+	link := look.link
 	if !ok {
 		var err error
 		if rel, err = relPath(r.workspace, p); err != nil {
@@ -485,7 +490,11 @@ func (r *Recorder) RecordSnapshot(p string) error {
 	// happens (peers.go): announced even when the path is recorded
 	// already, since each call may be another write.
 	r.announcePeers(rels)
-	if err := r.captureWith(rels, captureOpts{}); err != nil {
+	co := captureOpts{}
+	if look.seen {
+		co.look = &look
+	}
+	if err := r.captureWith(rels, co); err != nil {
 		return err
 	}
 	return r.forgetWrites(rels)
@@ -658,6 +667,16 @@ type captureOpts struct {
 	// read holds states (and small contents) the caller has just read, so
 	// that they are not read twice.
 	read map[string]readResult
+	// look, if set, is what the caller has just seen of one path's last
+	// component (RecordSnapshot's plainLook): its lstat is not taken again.
+	look *lookHint
+}
+
+// lookHint is what an lstat of rel said: absent, or there and whether a
+// directory or a symlink. seen false: nothing was learnt.
+type lookHint struct {
+	rel                       string
+	seen, absent, isDir, link bool
 }
 
 type readResult struct {
@@ -717,8 +736,18 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			r.mu.Unlock()
 			close(f.done)
 		}
-		fi, err := r.root.Lstat(rel)
-		isDir := err == nil && fi.IsDir()
+		var isDir bool
+		var err error
+		if l := co.look; l != nil && l.rel == rel {
+			isDir = l.isDir
+			if l.absent {
+				err = fs.ErrNotExist
+			}
+		} else {
+			var fi fs.FileInfo
+			fi, err = r.root.Lstat(rel)
+			isDir = err == nil && fi.IsDir()
+		}
 		// Ignore rules skip only what the session creates (ignore.go).
 		if name, why, skip := r.ign.skip(rel, isDir, absent(err) || createdSince); skip && !co.noIgnore {
 			release()
@@ -735,6 +764,10 @@ func (r *Recorder) captureWith(rels []string, co captureOpts) error {
 			// A directory above was recorded in this checkpoint, with
 			// everything then below it: this path was not there when
 			// the checkpoint began (it was created, or moved in, since).
+			st = pstate{Kind: KindAbsent}
+		} else if absent(err) && !known {
+			// Just looked at: nothing there (what readState would find,
+			// without looking again). A creation's pre-image.
 			st = pstate{Kind: KindAbsent}
 		} else if known {
 			st, data = rr.state, rr.data
@@ -1276,7 +1309,9 @@ func (r *Recorder) NoteExternal(changed []string) {
 	}
 	rels := make([]string, 0, len(changed))
 	for _, p := range changed {
-		if rel, err := relPath(r.workspace, p); err == nil {
+		if rel, ok := plainRel(r.workspace, p); ok {
+			rels = append(rels, rel)
+		} else if rel, err := relPath(r.workspace, p); err == nil {
 			rels = append(rels, rel)
 		}
 	}
@@ -1306,11 +1341,14 @@ func (r *Recorder) NoteExternal(changed []string) {
 	}
 	// A directory moved or removed takes tracked paths below it along,
 	// with no event of their own: check those too.
-	tracked := make([]string, 0, len(r.known))
-	for p := range r.known {
-		tracked = append(tracked, p)
+	if len(r.knownSorted) != len(r.known) {
+		r.knownSorted = r.knownSorted[:0]
+		for p := range r.known {
+			r.knownSorted = append(r.knownSorted, p)
+		}
+		sort.Strings(r.knownSorted)
 	}
-	sort.Strings(tracked)
+	tracked := r.knownSorted
 	for _, rel := range rels {
 		add(rel)
 		// The paths beneath rel sort together, from rel+"/" on.

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +209,115 @@ func BenchmarkCaptureCalls(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCaptureMakeExisting: a call that makes a name fails EEXIST on one
+// that exists before any permission check, as the kernel answers
+// (filename_create): `mkdir -p` of a read-only directory that exists (npm
+// does it for its cache) goes on, with no refusal reported, where the
+// emulation used to answer EACCES from its write rule. A new name there is
+// still refused, and a name in a directory the command cannot search is
+// not revealed (root only: the directory must belong to another user).
+func TestCaptureMakeExisting(t *testing.T) {
+	ro := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ro, "cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ro, "file"), []byte("x"), 0o644)
+	closed := filepath.Join(ro, "closed")
+	os.Mkdir(closed, 0o700)
+	os.Mkdir(filepath.Join(closed, "x"), 0o755)
+	root := os.Geteuid() == 0
+	if root {
+		os.Chown(closed, nobody, nobody)
+	}
+	sb, ws := newTestSandbox(t, func(p *Policy) {
+		p.CaptureChanges = true
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, ro)
+	})
+	if sb.captureChild == nil {
+		t.Skipf("no change capture here (%v): would check EEXIST for existing names outside the writable roots", sb.Enforcement().Missing)
+	}
+	h := newPreImages(ws)
+	run := func(script string) result {
+		return sh(t, sb, script, func(c *Command) { c.Dir = ws; c.BeforeChange = h.hook })
+	}
+	errOf := func(s string) string { // the last ": "-separated part of each line
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+			out = append(out, l[strings.LastIndex(l, ": ")+2:])
+		}
+		return strings.Join(out, "\n")
+	}
+	r := run(`mkdir -p "` + ro + `/cache" && echo made-p; mkdir "` + ro + `/cache"; ln -sT x "` + ro + `/cache"; mkfifo "` + ro + `/file"; ln -T "` + ro + `/file" "` + ro + `/cache"; true`)
+	if r.out != "made-p\n" || errOf(r.err) != "File exists\nFile exists\nFile exists\nFile exists" {
+		t.Errorf("making existing names outside the writable roots: %v", r)
+	}
+	if len(r.st.Refusals) != 0 {
+		t.Errorf("EEXIST reported as refusals: %+v", r.st.Refusals)
+	}
+	if note := RefusalNote(r.st.Refusals, r.st.MoreRefusals, true); note != "" {
+		t.Errorf("a refusal note for EEXIST: %q", note)
+	}
+	if r := run(`python3 -c 'import os; os.open("` + ro + `/file", os.O_WRONLY|os.O_CREAT|os.O_EXCL)'`); r.st.Code == 127 {
+		t.Log("no python3 in the sandbox: would check open(O_CREAT|O_EXCL) of an existing file")
+	} else {
+		if !strings.Contains(r.err, "FileExistsError") || len(r.st.Refusals) != 0 {
+			t.Errorf("O_CREAT|O_EXCL of an existing file outside the writable roots: %v %+v", r, r.st.Refusals)
+		}
+	}
+	// A new name is refused as before.
+	r = run(`mkdir "` + ro + `/new"`)
+	if errOf(r.err) != "Permission denied" || !slices.ContainsFunc(r.st.Refusals, func(f Refusal) bool { return f.Rule == "write" }) {
+		t.Errorf("mkdir of a new name outside the writable roots: %v %+v", r, r.st.Refusals)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+		t.Error("a directory was made outside the writable roots")
+	}
+	if !root {
+		t.Log("not root: a directory the command cannot search needs another user to set up")
+		return
+	}
+	// Looked at with the supervisor's own credentials, the name would
+	// show: the leak the command's credentials keep closed.
+	notify.TestHooks.CaptureKeepCreds = true
+	r = run(`mkdir "` + closed + `/x"`)
+	notify.TestHooks.CaptureKeepCreds = false
+	if errOf(r.err) != "File exists" {
+		t.Errorf("with the supervisor's credentials the existing name stayed unseen (%v): this test proves nothing", r)
+	}
+	r = run(`mkdir "` + closed + `/x"`)
+	if errOf(r.err) != "Permission denied" {
+		t.Errorf("mkdir of an existing name in a directory the command cannot search: %v (want Permission denied, never File exists)", r)
+	}
+}
+
+// TestCaptureUmaskChanged: a creation made for the command takes the
+// umask of the process that asks. Until a process of the tree calls
+// umask(2) every process has the command's first umask, which the
+// capture reads once (Capture.umaskOf); every umask call is notified, so
+// a umask changed after a first creation (in the shell, in a subshell)
+// is read again rather than taken from what was read before.
+func TestCaptureUmaskChanged(t *testing.T) {
+	sb, ws := newTestSandbox(t, capturing)
+	if sb.captureChild == nil {
+		t.Skipf("no change capture here (%v): would check the modes of files created after a umask change", sb.Enforcement().Missing)
+	}
+	h := newPreImages(ws)
+	// grep reads its own status: no umask call before the first creation.
+	r := sh(t, sb, "grep ^Umask: /proc/self/status; echo a > u1; umask 027; echo b > u2; mkdir ud; (umask 077; echo c > u3; mkdir ud3); echo d > u4; stat -c %a u1 u2 ud u3 ud3 u4",
+		func(c *Command) { c.Dir = ws; c.BeforeChange = h.hook })
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("%v", r)
+	}
+	var first uint32
+	if _, err := fmt.Sscanf(lines[0], "Umask:\t%o", &first); err != nil {
+		t.Fatalf("%q: %v", lines[0], err)
+	}
+	want := []string{fmt.Sprintf("%o", 0o666&^first), "640", "750", "600", "700", "640"}
+	if got := lines[1:]; !slices.Equal(got, want) {
+		t.Errorf("modes %v, want %v (first umask %o): %v", got, want, first, r)
 	}
 }

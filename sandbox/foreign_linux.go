@@ -47,7 +47,11 @@ import (
 // and its writer is the command's if, while the kernel's pidfd pins the
 // process, its session, its tree cgroup or its PID namespace is the
 // command's (treeIdentity); anyone else is reported: ForeignChange is
-// called with the path.
+// called with the path. A process once found to be the command's is
+// remembered by its pidfd's inode (pidfs: one per process, never reused),
+// so its later writes cost no look in /proc; it stays the command's even
+// if it leaves the session afterwards, as it is still the process the
+// command made.
 //
 // The writer must still exist when its event is read: Linux (6.18 here)
 // gives no pidfd for a task already reaped (FAN_NOPIDFD), and its pid may
@@ -106,6 +110,13 @@ type foreignWatch struct {
 	ours bool
 	buf  []byte
 
+	// members are the processes found to be the command's, by the
+	// inode of the pidfd the kernel gives with each event: on pidfs
+	// (pidfsInodes) that inode names one process for the life of the
+	// system, never reused, so a process looked up once in /proc is not
+	// looked up again for each of its writes. Guarded by mu.
+	members map[uint64]struct{}
+
 	mu     sync.Mutex
 	dirs   map[string]string // directory handle -> its path
 	marked map[string]bool   // directories marked
@@ -155,6 +166,21 @@ func (w *foreignWatch) Announce(paths []string) {
 			w.under[p] = true
 			w.mark(p)
 		}
+	}
+}
+
+// AnnounceFiles is Announce of paths none of which is a directory (a
+// file about to be opened for writing, or a name about to be created by
+// an open): only their directories are marked, without a look at each.
+func (w *foreignWatch) AnnounceFiles(paths []string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range paths {
+		w.names[p] = true
+		w.mark(filepath.Dir(p))
 	}
 }
 
@@ -281,6 +307,8 @@ func (w *foreignWatch) Drain() {
 }
 
 // readQueued reads and attributes every queued event; readMu is held.
+// A read that left room for the largest event took all that was queued
+// when it was made: no second read is needed to find the queue empty.
 func (w *foreignWatch) readQueued() {
 	for {
 		n, err := unix.Read(w.fd, w.buf)
@@ -288,7 +316,43 @@ func (w *foreignWatch) readQueued() {
 			return
 		}
 		w.events(w.buf[:n])
+		if n <= len(w.buf)-fanMaxEvent {
+			return
+		}
 	}
+}
+
+// fanMaxEvent bounds one event as this group reports it: the metadata, a
+// directory handle (MAX_HANDLE_SZ) and a name (NAME_MAX) with its record
+// header, and a pidfd record, rounded up generously.
+const fanMaxEvent = 1024
+
+// pidfsMagic is PID_FS_MAGIC (include/uapi/linux/magic.h): pidfds on
+// pidfs (Linux 6.9 on) have an inode of their own per process.
+const pidfsMagic = 0x50494446
+
+var (
+	pidfsOnce   sync.Once
+	pidfsInodes bool
+)
+
+// pidfdInode is the inode of pidfd, which names its process for good
+// when pidfds live on pidfs (ok); false on older kernels, whose pidfds
+// share one anonymous inode.
+func pidfdInode(pidfd int) (ino uint64, ok bool) {
+	pidfsOnce.Do(func() {
+		var fs unix.Statfs_t
+		// 64-bit only: there the inode number alone is never reused.
+		pidfsInodes = strconv.IntSize == 64 && unix.Fstatfs(pidfd, &fs) == nil && fs.Type == pidfsMagic
+	})
+	if !pidfsInodes {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(pidfd, &st) != nil {
+		return 0, false
+	}
+	return st.Ino, true
 }
 
 // events handles one read's worth of events.
@@ -369,6 +433,10 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 	case pidfd < 0:
 		why = fmt.Sprintf("process %d, which ended before it could be identified, changed it (not proven to be the command's)", pid)
 	default:
+		ino, named := pidfdInode(int(pidfd))
+		if _, ok := w.members[ino]; ok && named {
+			return // this very process was found to be the command's
+		}
 		in := w.tree(int(pid))
 		// The pidfd pins the process: if it is still alive after the
 		// look at /proc/PID, that was this process, not a new one with
@@ -376,6 +444,12 @@ func (w *foreignWatch) one(mask uint64, pid int32, key, name string, pidfd int32
 		alive := unix.PidfdSendSignal(int(pidfd), 0, nil, 0) == nil
 		switch {
 		case in && alive:
+			if named {
+				if w.members == nil {
+					w.members = map[uint64]struct{}{}
+				}
+				w.members[ino] = struct{}{}
+			}
 			return
 		case !alive:
 			// Gone before /proc was read, or during: what was read may

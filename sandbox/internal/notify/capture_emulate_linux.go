@@ -69,10 +69,11 @@ import (
 //   - anything that cannot be resolved or emulated is refused with EPERM
 //     (fail closed), the process's own call never running.
 //
-// Two cases still let the process's own call go on, both decided on
+// Three cases still let the process's own call go on, all decided on
 // registers, which no other thread can change: a write-side open with
 // O_TMPFILE (it makes an unnamed file and changes no existing inode or
-// name; a later linkat names it, and is emulated), and exit_group.
+// name; a later linkat names it, and is emulated), exit_group, and umask
+// (noted first: Capture.umaskOf).
 
 // credWorker runs functions with a confined process's file-system
 // credentials and no capabilities, on the OS thread of the goroutine that
@@ -274,6 +275,13 @@ func (c *Capture) worker(tid int) (*credWorker, unix.Errno) {
 		return nil, unix.EPERM
 	}
 	return c.cred, 0
+}
+
+// ownThread reports whether the calling goroutine, the server's loop,
+// holds the capture's thread (its credWorker, locked from the first call
+// on). Only the loop sets c.cred, so it may read it without c.mu.
+func (c *Capture) ownThread() bool {
+	return c != nil && c.cred != nil
 }
 
 // close ends the worker and unblocks the FIFO opens still waiting (see
@@ -568,23 +576,27 @@ func (c *Capture) resolve(w *credWorker, n notifier, tid int, dirfd int32, p str
 		if errno != 0 {
 			return t, errno
 		}
-		// Never inside /proc: a path reaching it other than the
-		// process's own entries above would be resolved as ours.
-		var fs unix.Statfs_t
-		if unix.Fstatfs(pfd, &fs) != nil || fs.Type == unix.PROC_SUPER_MAGIC {
-			unix.Close(pfd)
-			return t, unix.EPERM
-		}
 		t.dir, t.name = pfd, name
-		// The directory's device says where it lies: the sandbox's own
-		// file systems (the root skeleton, the private /tmp, the devpts
-		// instance), mounted nowhere in our tree, are named from the
-		// command's root; anything else by its path in ours.
 		var dst unix.Stat_t
 		if unix.Fstat(pfd, &dst) != nil {
 			t.close()
 			return t, unix.EPERM
 		}
+		// Never inside /proc: a path reaching it other than the
+		// process's own entries above would be resolved as ours. The
+		// workspace's file system is not one (its device, mounted all
+		// along, names no other): only others are asked.
+		if ws, ok := c.workspaceDev(); !ok || dst.Dev != ws {
+			var fs unix.Statfs_t
+			if unix.Fstatfs(pfd, &fs) != nil || fs.Type == unix.PROC_SUPER_MAGIC {
+				t.close()
+				return t, unix.EPERM
+			}
+		}
+		// The directory's device says where it lies: the sandbox's own
+		// file systems (the root skeleton, the private /tmp, the devpts
+		// instance), mounted nowhere in our tree, are named from the
+		// command's root; anything else by its path in ours.
 		t.dirDev = dst.Dev
 		var dpath string
 		var ok bool
@@ -753,6 +765,10 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		// still exists, so the listener can tell it is the command's.
 		c.foreign.Drain()
 		return 0, 0, true, false
+	case "umask":
+		// Changes no file: noted (umaskOf), then made by the process.
+		c.umaskMoved = true
+		return 0, 0, true, false
 	case "open", "openat", "creat", "truncate", "chmod", "fchmod", "fchmodat", "fchmodat2":
 	default:
 		c.names = nil // a name may change: the cached walks are stale
@@ -766,7 +782,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 	}
 	take := takeFD(tid, n)
 	str := func(addr uint64) (string, unix.Errno) {
-		s, err := readString(tid, addr)
+		s, err := readString(tid, addr, &c.pathBuf)
 		if err != nil {
 			if errors.Is(err, unix.ENAMETOOLONG) {
 				return "", unix.ENAMETOOLONG
@@ -840,7 +856,9 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		return c.atCall(w, n, tid, dirfd, p, false, nil, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
+		// Only rmdir can remove a directory (unlink of one fails EISDIR).
+		removesDir := flags&unix.AT_REMOVEDIR != 0
+		return c.atCall(w, n, tid, dirfd, p, false, removesDir, nil, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
 	case "mkdir", "mkdirat", "mknod", "mknodat":
 		dirfd, addr, mode, dev := atFDCWD, a[0], uint32(a[1]), a[2]
 		if call == "mkdirat" || call == "mknodat" {
@@ -850,8 +868,8 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		umask := childUmask(tid)
-		return c.atCall(w, n, tid, dirfd, p, true, nil, func(t *target) error {
+		umask := c.umaskOf(tid)
+		return c.atCall(w, n, tid, dirfd, p, true, false, nil, func(t *target) error {
 			unix.Umask(umask) // this thread's own (CLONE_FS unshared)
 			if strings.HasPrefix(call, "mkdir") {
 				return unix.Mkdirat(t.dir, t.name, mode)
@@ -874,7 +892,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		}
 		// A link out of the private roots into one (private_linux.go).
 		check := func(t *target) unix.Errno { return c.symlinkOut(t, content) }
-		return c.atCall(w, n, tid, dirfd, p, true, check, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
+		return c.atCall(w, n, tid, dirfd, p, true, false, check, func(t *target) error { return unix.Symlinkat(content, t.dir, t.name) })
 	case "rename", "renameat", "renameat2":
 		od, oa, nd, na, flags := atFDCWD, a[0], atFDCWD, a[1], uint(0)
 		if call != "rename" {
@@ -955,6 +973,19 @@ func (c *Capture) record(paths []string) unix.Errno {
 	return c.callHook(in)
 }
 
+// recordFiles is record of paths that are no directories if the call
+// succeeds (an open's: the file, its links, its inode's other names, or
+// a name it creates; a name mkdir, mknod or symlink makes; a name unlink
+// removes).
+func (c *Capture) recordFiles(paths []string) unix.Errno {
+	in := c.addInside(nil, paths)
+	if len(in) == 0 {
+		return 0
+	}
+	c.foreign.AnnounceFiles(in)
+	return c.callHook(in)
+}
+
 // inodeNames adds rule (c)'s names of t's inode (hard links) to paths;
 // st is what t.stat said of it.
 func (c *Capture) inodeNames(t *target, st *unix.Stat_t, paths []string) ([]string, unix.Errno) {
@@ -1001,6 +1032,28 @@ func sameInode(t *target, st unix.Stat_t) bool {
 	return err == nil && now.Dev == st.Dev && now.Ino == st.Ino
 }
 
+// nameExists reports whether t's last component exists as the command
+// would find it: looked at with its credentials, so a name in a
+// directory it cannot search stays unseen. A call that makes a name
+// (mkdir, mknod, symlink, link, open with O_CREAT|O_EXCL) fails EEXIST
+// on an existing one before any permission check or LSM hook runs
+// (filename_create in fs/namei.c): the emulation answers so too, before
+// its write rule and the .git rule refuse — nothing is made either way,
+// and a tool that makes what may exist (mkdir -p of a read-only cache)
+// goes on as it does outside.
+func (c *Capture) nameExists(w *credWorker, t *target) bool {
+	if t.dir < 0 {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(t.dir, t.base(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false // absent even to us: no need to ask as the command
+	}
+	err := errNotRun // unless the call below runs
+	w.do(func() { err = unix.Fstatat(t.dir, t.base(), &st, unix.AT_SYMLINK_NOFOLLOW) })
+	return err == nil
+}
+
 // openFlags are the open(2) flags passed on; openat2 refuses unknown
 // ones, where open ignores them.
 const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_APPEND |
@@ -1025,8 +1078,8 @@ func (c *Capture) open(w *credWorker, n notifier, tid int, dirfd int32, p string
 }
 
 // errVanished is openOnce's answer when a file it found was gone when
-// opened without O_CREAT. Never given to a process: open retries, or
-// answers EPERM.
+// opened without O_CREAT, or a name it found absent was there when
+// created. Never given to a process: open retries, or answers EPERM.
 const errVanished = unix.Errno(^uintptr(0) >> 1)
 
 func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32, keepUmask bool) (int64, unix.Errno, bool, bool) {
@@ -1041,6 +1094,9 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	if flags&unix.O_PATH != 0 {
 		// O_PATH ignores the access mode: nothing can change.
 		flags &= unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	}
+	if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL && c.nameExists(w, &t) {
+		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
 	}
 	if flags&unix.O_PATH == 0 {
 		// A new .git or HEAD, new bytes in a .git file (its gitdir:
@@ -1126,6 +1182,16 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	if !creates {
 		oflags &^= unix.O_CREAT
 	}
+	// A name found absent is created exclusively: the file opened is then
+	// the one made here, empty, and O_TRUNC has nothing to do (its
+	// timestamps are those of its creation). A name that appeared
+	// meanwhile (made by someone outside the tree: every creation of the
+	// tree's own is captured, and waits for this one) fails EEXIST, and
+	// the open is made again from the start, as an open of what exists.
+	fresh := creates && !exists && t.dir >= 0
+	if fresh {
+		oflags |= unix.O_EXCL
+	}
 	if exists && typ == unix.S_IFIFO && flags&unix.O_NONBLOCK == 0 && flags&unix.O_ACCMODE == unix.O_WRONLY {
 		// Blocks until a reader comes, which may be the tree's next
 		// call: on a goroutine of its own (openFIFO).
@@ -1134,14 +1200,14 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	}
 	if !exists {
 		// A creation: its pre-image is its absence.
-		if e := c.record(paths); e != 0 {
+		if e := c.recordFiles(paths); e != 0 {
 			return 0, e, false, false
 		}
 	}
 	var fd int
 	umask := 0
 	if creates {
-		umask = childUmask(tid)
+		umask = c.umaskOf(tid)
 	}
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
@@ -1163,6 +1229,9 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 		if errors.Is(err, unix.ENOENT) && exists && flags&unix.O_CREAT != 0 && !creates {
 			return 0, errVanished, false, false
 		}
+		if errors.Is(err, unix.EEXIST) && fresh && flags&unix.O_EXCL == 0 {
+			return 0, errVanished, false, false
+		}
 		if errors.Is(err, unix.EXDEV) {
 			err = unix.EISDIR // "." or "..": a directory, for write
 		}
@@ -1174,14 +1243,16 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 		return 0, unix.EPERM, false, false // swapped by someone outside the tree
 	}
 	if exists && len(paths) > 0 {
-		if e := c.record(paths); e != 0 {
+		if e := c.recordFiles(paths); e != 0 {
 			return 0, e, false, false
 		}
 		if t.dir >= 0 && !sameInode(&t, got) {
 			return 0, unix.EPERM, false, false
 		}
 	}
-	if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_ACCMODE != unix.O_RDONLY {
+	if fresh {
+		// Made here, empty: nothing to truncate.
+	} else if flags&unix.O_TRUNC != 0 && got.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_ACCMODE != unix.O_RDONLY {
 		// Only now, with the pre-image of this very inode recorded,
 		// through the descriptor opened for writing with the command's
 		// credentials: ftruncate(2) asks for no more than that.
@@ -1412,8 +1483,10 @@ func (c *Capture) chmod(w *credWorker, n notifier, tid int, dirfd int32, p strin
 }
 
 // atCall makes a call that changes one directory entry (unlink, rmdir,
-// mkdir, mknod, symlink) in the resolved directory.
-func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates bool, check func(*target) unix.Errno, op func(*target) error) (int64, unix.Errno, bool, bool) {
+// mkdir, mknod, symlink) in the resolved directory. creates: the call
+// makes the name; mayBeDir: the name may be a directory it changes
+// (rmdir).
+func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p string, creates, mayBeDir bool, check func(*target) unix.Errno, op func(*target) error) (int64, unix.Errno, bool, bool) {
 	t, e := c.resolve(w, n, tid, dirfd, p, false, takeFD(tid, n))
 	defer t.close()
 	if e != 0 {
@@ -1421,6 +1494,9 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 	}
 	if t.dir < 0 {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or remove
+	}
+	if creates && c.nameExists(w, &t) {
+		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
 	}
 	if creates {
 		// A new .git or HEAD, or a new entry in a .git (RefusedGitPath).
@@ -1440,7 +1516,13 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 			return 0, e, false, false
 		}
 	}
-	if e := c.record([]string{t.path}); e != 0 {
+	// What a creation makes, or unlink removes, is no directory when the
+	// call succeeds: the writer watch need not look (AnnounceFiles).
+	record := c.recordFiles
+	if mayBeDir {
+		record = c.record
+	}
+	if e := record([]string{t.path}); e != 0 {
 		return 0, e, false, false
 	}
 	var err error
@@ -1468,6 +1550,15 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 	}
 	if t.dir < 0 || (o.dir < 0 && !link) {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or move
+	}
+	if link && c.nameExists(w, &t) {
+		// The old name is looked up first: a missing one is ENOENT.
+		if o.dir >= 0 {
+			if _, err := o.stat(); err != nil {
+				return 0, errnoOf(err, unix.EPERM), false, false
+			}
+		}
+		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
 	}
 	if !link && (mountRoot(&o) || mountRoot(&t)) {
 		return 0, unix.EBUSY, false, false // as in the command's own namespace
@@ -1604,7 +1695,7 @@ func (c *Capture) bindCall(w *credWorker, n notifier, tid int, sockfd int32, add
 	if e := c.record([]string{t.path}); e != 0 {
 		return 0, e, false, false
 	}
-	umask := childUmask(tid)
+	umask := c.umaskOf(tid)
 	err = errNotRun // unless the call below runs
 	c.effect(w, func() {
 		if err = unix.Fchdir(t.dir); err == nil {

@@ -1,12 +1,12 @@
 package notify
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
@@ -74,6 +74,10 @@ var CaptureCalls = []struct {
 	// for the network rules, it calls beforeBind instead
 	// (CaptureOptions.Binds false).
 	{"bind", 0},
+	// umask is only noted (and let go on): until a process of the tree
+	// changes its umask, every process has the one the command started
+	// with, read once (Capture.umaskOf).
+	{"umask", 0},
 	// exit_group only where writers can be told apart (the sandbox's
 	// withCapture exits): the command's writer watch reads what the
 	// exiting process wrote while it still exists (Watch.Drain). That
@@ -171,6 +175,30 @@ type Capture struct {
 	op       string
 	// held: CaptureOptions.Held, or nil.
 	held *HeldFiles
+	// pathBuf is readString's buffer for the call being answered.
+	pathBuf [4096]byte
+	// umask is the umask every process of the tree has while umaskMoved
+	// is false (umaskKnown: read already). umask(2) is the only way to
+	// change one, inherited at fork; every such call of the tree is
+	// notified, and sets umaskMoved before it takes effect (the caller
+	// waits in it), so until then the first process's umask, read once
+	// from /proc, is everyone's. From then on it is read for each
+	// creation.
+	umask      int
+	umaskKnown bool
+	umaskMoved bool
+}
+
+// umaskOf is thread tid's umask, for a creation made on its behalf.
+func (c *Capture) umaskOf(tid int) int {
+	if c.umaskKnown && !c.umaskMoved {
+		return c.umask
+	}
+	m := childUmask(tid)
+	if !c.umaskMoved {
+		c.umask, c.umaskKnown = m, true
+	}
+	return m
 }
 
 // CaptureOptions configures the change capture of one command.
@@ -220,6 +248,9 @@ type CaptureOptions struct {
 type Watch interface {
 	// Announce marks paths a process of the tree is about to change.
 	Announce(paths []string)
+	// AnnounceFiles is Announce of paths known to be no directories
+	// (absent, files, symlinks), which need not be looked at.
+	AnnounceFiles(paths []string)
 	// Own runs op, a change made for the command, so that its events
 	// are taken for the command's.
 	Own(op func())
@@ -230,9 +261,10 @@ type Watch interface {
 // noWatch is the Watch of a capture without one.
 type noWatch struct{}
 
-func (noWatch) Announce([]string) {}
-func (noWatch) Own(op func())     { op() }
-func (noWatch) Drain()            {}
+func (noWatch) Announce([]string)      {}
+func (noWatch) AnnounceFiles([]string) {}
+func (noWatch) Own(op func())          { op() }
+func (noWatch) Drain()                 {}
 
 // NewCapture returns the capture of one command, or nil when there is
 // nothing to capture (no hook or no workspace).
@@ -417,14 +449,11 @@ func (c *Capture) namesOf(p string, known *unix.Stat_t) ([]string, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return nil, nil // not a file, or one name
 	}
-	if c.wsDev == nil {
-		var ws unix.Stat_t
-		if err := unix.Stat(c.workspace, &ws); err != nil {
-			return nil, err
-		}
-		c.wsDev = &ws.Dev
+	wsDev, ok := c.workspaceDev()
+	if !ok {
+		return nil, unix.ENOENT
 	}
-	if st.Dev != *c.wsDev {
+	if st.Dev != wsDev {
 		return nil, nil // no name of it can be in the workspace
 	}
 	key := [3]uint64{st.Dev, st.Ino, st.Nlink}
@@ -449,6 +478,20 @@ func (c *Capture) namesOf(p string, known *unix.Stat_t) ([]string, error) {
 	return out, nil
 }
 
+// workspaceDev is the device of the workspace's file system, looked up
+// once per command (false: the workspace cannot be stat'ed, asked again
+// next time).
+func (c *Capture) workspaceDev() (uint64, bool) {
+	if c.wsDev == nil {
+		var ws unix.Stat_t
+		if err := unix.Stat(c.workspace, &ws); err != nil {
+			return 0, false
+		}
+		c.wsDev = &ws.Dev
+	}
+	return *c.wsDev, true
+}
+
 // inodeFS is the workspace as an fs.FS, with one extra name, inodeName,
 // that stats as the file at path (which may lie outside the workspace):
 // HardLinkNames then looks for that inode's names in the workspace.
@@ -468,17 +511,20 @@ func (f inodeFS) Stat(name string) (fs.FileInfo, error) {
 
 // readString reads a NUL-terminated path from process pid's memory, a
 // page at a time so that a string ending just before an unmapped page is
-// still read.
-func readString(pid int, addr uint64) (string, error) {
+// still read, through buf (the caller's, reused: a path read is one
+// allocation, its string).
+func readString(pid int, addr uint64, buf *[4096]byte) (string, error) {
 	var out []byte
 	const page = 4096
-	buf := make([]byte, page)
 	for len(out) < unix.PathMax {
 		n := page - int(addr%page)
 		if err := readMem(pid, addr, buf[:n]); err != nil {
 			return "", err
 		}
-		if i := strings.IndexByte(string(buf[:n]), 0); i >= 0 {
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			if out == nil {
+				return string(buf[:i]), nil
+			}
 			return string(append(out, buf[:i]...)), nil
 		}
 		out = append(out, buf[:n]...)

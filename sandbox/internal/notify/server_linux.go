@@ -319,6 +319,36 @@ func nativeAuditArch() (uint32, bool) {
 	return 0, false
 }
 
+// waitOwnThread waits in poll(2) until the listener has a notification
+// (then recv receives it), may be finished (read looks again and says
+// so), or Stop was called (the stop eventfd is readable; the loop then
+// sees s.stopping).
+func (s *netSupervisorRun) waitOwnThread(fd uintptr, recv, read func(uintptr) bool) {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.stopFD), Events: unix.POLLIN}}
+	for !s.stopping.Load() {
+		pfd[0].Revents, pfd[1].Revents = 0, 0
+		n, err := unix.Poll(pfd, -1)
+		if err != nil || n == 0 {
+			if err == unix.EINTR || err == unix.EAGAIN || err == unix.ENOMEM {
+				continue // transient (pollListener)
+			}
+			read(fd) // the listener is unusable: pollListener says so
+			return
+		}
+		if pfd[1].Revents != 0 {
+			return
+		}
+		if pfd[0].Revents&unix.POLLIN != 0 {
+			recv(fd)
+			return
+		}
+		if pfd[0].Revents != 0 && read(fd) {
+			return // received, or finished
+		}
+		// POLLERR alone: an interrupted look (pollListener); ask again.
+	}
+}
+
 // Stop ends supervision (see the file comment). Safe to call many times
 // and from any goroutine.
 func (s *netSupervisorRun) Stop() {
@@ -398,6 +428,15 @@ func (s *netSupervisorRun) loop() {
 	for {
 		var got, hup bool
 		var recvErr syscall.Errno
+		// recv receives the notification waiting: RECV does not block
+		// then (and a single reader cannot lose the race for it). The
+		// kernel wants a zeroed buffer.
+		recv := func(fd uintptr) bool {
+			clear(buf)
+			_, _, recvErr = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&buf[0])))
+			got = recvErr == 0
+			return true
+		}
 		read := func(fd uintptr) bool {
 			ready, gone := pollListener(fd)
 			if gone {
@@ -407,19 +446,21 @@ func (s *netSupervisorRun) loop() {
 			if !ready {
 				return false // park until the poller says it is readable
 			}
-			// A notification is waiting, so RECV does not block (and a
-			// single reader cannot lose the race for it). The kernel
-			// wants a zeroed buffer.
-			clear(buf)
-			_, _, recvErr = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&buf[0])))
-			got = recvErr == 0
-			return true
+			return recv(fd)
 		}
 		var err error
 		if h := TestHooks.PollerErr; h != nil {
 			err = h()
 		}
-		if err == nil {
+		switch {
+		case err == nil && s.opts.Capture.ownThread() && TestHooks.PollerErr == nil:
+			// This goroutine is locked to the capture's thread (its
+			// credWorker): parked by the runtime's poller, it would be
+			// woken by another thread and handed back to its own, a
+			// second wake-up for every call. It waits in poll(2)
+			// itself instead, on the listener and the stop eventfd.
+			err = s.rc.Control(func(fd uintptr) { s.waitOwnThread(fd, recv, read) })
+		case err == nil:
 			err = s.rc.Read(read)
 		}
 		if err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
