@@ -55,6 +55,8 @@ var external = map[string]string{
 	"sys/mount.h":                        "a libc header",
 	"fs/locks.c":                         "a Linux kernel source file",
 	"kernel/signal.c":                    "a Linux kernel source file",
+	"fs/namei.c":                         "a Linux kernel source file",
+	"include/uapi/linux/magic.h":         "a Linux kernel header",
 	// Not files at all.
 	"tools/call":               "an MCP method name",
 	"tools/image/node/VERSION": "Volta's layout under its home",
