@@ -18,7 +18,9 @@ import (
 // one from another build (sent back, so the code that runs is always the
 // called lite-agent's), and when LITE_AGENT_SANDBOX_ENTRY asks for
 // in-process. In every case the command runs, and never sees the
-// variable that carried the hand-over, even when named with --env.
+// variable that carried the hand-over, even when named with --env. A
+// lite-agent-sandbox the person could not have installed (others may
+// write it, another user owns it, or it is a link) is not run.
 func TestSandboxRunHandsOverToEntryPoint(t *testing.T) {
 	dir := filepath.Dir(binary)
 	entry := filepath.Join(dir, "lite-agent-sandbox")
@@ -35,6 +37,32 @@ func TestSandboxRunHandsOverToEntryPoint(t *testing.T) {
 		t.Fatalf("building another lite-agent-sandbox: %v\n%s", err, out)
 	}
 
+	// Entry points the person could not have installed: one that others
+	// may write, one owned by another user, and a link to the real one.
+	// Each is the real program, so that only the check can keep it from
+	// being run.
+	untrusted := func(t *testing.T, prepare func(entry string)) string {
+		d := t.TempDir()
+		copyFile(t, binary, filepath.Join(d, "lite-agent"), 0o755)
+		prepare(filepath.Join(d, "lite-agent-sandbox"))
+		return filepath.Join(d, "lite-agent")
+	}
+	writable := untrusted(t, func(e string) { copyFile(t, entry, e, 0o755); os.Chmod(e, 0o757) })
+	linked := untrusted(t, func(e string) {
+		if err := os.Symlink(entry, e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var foreign string
+	if os.Geteuid() == 0 {
+		foreign = untrusted(t, func(e string) {
+			copyFile(t, entry, e, 0o755)
+			if err := os.Chown(e, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
 	for _, c := range []struct {
 		name, lite string
 		env        []string
@@ -44,8 +72,14 @@ func TestSandboxRunHandsOverToEntryPoint(t *testing.T) {
 		{"no entry point beside it", filepath.Join(alone, "lite-agent"), nil, filepath.Join(alone, "lite-agent")},
 		{"an entry point of another build", filepath.Join(other, "lite-agent"), nil, filepath.Join(other, "lite-agent")},
 		{"in-process asked for", binary, []string{"LITE_AGENT_SANDBOX_ENTRY=in-process"}, binary},
+		{"an entry point others may write", writable, nil, writable},
+		{"an entry point that is a link", linked, nil, linked},
+		{"an entry point of another user", foreign, nil, foreign},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.lite == "" {
+				t.Skip("not root: would check that a lite-agent-sandbox owned by another user is not run")
+			}
 			ws := t.TempDir()
 			cmd := exec.Command(c.lite, "sandbox", "run", "--workspace", ws, "--env", "LITE_AGENT_SANDBOX_ENTRY", "--",
 				"/bin/sh", "-c", `echo "ready ${LITE_AGENT_SANDBOX_ENTRY:-unset}"; read line; echo "got $line"`)

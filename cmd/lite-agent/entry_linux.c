@@ -15,14 +15,17 @@
 // are not `sandbox run ...`, when LITE_AGENT_SANDBOX_ENTRY is already
 // set (the entry point sent the command back, or the person asked for
 // in-process), when /proc/self/exe cannot be read or names a deleted
-// file, or when there is no lite-agent-sandbox beside it. The arguments
+// file, or when there is no lite-agent-sandbox beside it that the
+// person could have installed (below). The arguments
 // and the environment pass unchanged, plus the variable naming this
 // binary (so the entry point can compare the two builds).
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -54,6 +57,20 @@ __attribute__((constructor)) static void la_sandbox_entry(int argc, char **argv)
 	memcpy(entry + dir, LA_ENTRY_NAME, sizeof LA_ENTRY_NAME);
 	if (access(entry, X_OK) != 0)
 		return;
+	// Only a program the person could have installed: a regular file
+	// (not a link to elsewhere), owned by this binary's owner or root,
+	// that nobody else may write — in a shared directory such as /tmp,
+	// another user's lite-agent-sandbox beside a copy of lite-agent is
+	// not run. It is executed through the descriptor checked.
+	int fd = open(entry, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat es, ss;
+	if (fstat(fd, &es) != 0 || stat(self, &ss) != 0 || !S_ISREG(es.st_mode) ||
+	    (es.st_mode & (S_IWGRP | S_IWOTH)) != 0 || (es.st_uid != ss.st_uid && es.st_uid != 0)) {
+		close(fd);
+		return;
+	}
 
 	size_t envc = 0;
 	while (environ[envc] != NULL)
@@ -63,14 +80,16 @@ __attribute__((constructor)) static void la_sandbox_entry(int argc, char **argv)
 	if (env == NULL || var == NULL) {
 		free(env);
 		free(var);
+		close(fd);
 		return;
 	}
 	snprintf(var, sizeof LA_ENTRY_ENV + 1 + (size_t)n + 1, "%s=%s", LA_ENTRY_ENV, self);
 	memcpy(env, environ, envc * sizeof *env);
 	env[envc] = var;
 	env[envc + 1] = NULL;
-	execve(entry, argv, env);
+	fexecve(fd, argv, env);
 	// Not executable after all: run here.
+	close(fd);
 	free(env);
 	free(var);
 }

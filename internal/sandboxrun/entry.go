@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -46,7 +47,15 @@ beside lite-agent from the same build. See 'lite-agent-sandbox run -h'.
 func Entry(args []string, version string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if caller, ok := os.LookupEnv(EntryEnv); ok {
 		os.Unsetenv(EntryEnv)
-		if err := pairedWith(caller); err != nil {
+		// Only an absolute path names the lite-agent that handed over
+		// (the constructor passes /proc/self/exe's target). Any other
+		// value — "in-process", as a person sets it — runs here: taken
+		// as a path it would be a file of the current directory, run
+		// unconfined.
+		if !filepath.IsAbs(caller) {
+			caller = ""
+		}
+		if err := pairedWith(caller); caller != "" && err != nil {
 			env := append(os.Environ(), EntryEnv+"=in-process")
 			err = syscall.Exec(caller, args, env)
 			return exitCode(&ExitError{Code: ExitSandboxFailed, Msg: fmt.Sprintf(

@@ -1,6 +1,9 @@
 package sandboxrun
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -45,6 +48,43 @@ func TestPaired(t *testing.T) {
 		}
 		if err != nil && strings.TrimSpace(err.Error()) == "" {
 			t.Errorf("%s: an empty reason", c.name)
+		}
+	}
+}
+
+// TestEntryRunsHereUnlessHandedOverByPath: EntryEnv set to anything but
+// an absolute path ("in-process", as a person sets it to keep `sandbox
+// run` inside lite-agent) runs lite-agent-sandbox's own code. Taken as
+// the caller's path, "in-process" was a file of the current directory,
+// run unconfined: a cloned repository holding one ran it. The entry runs
+// in a child (this test binary again), in a directory where such a file
+// would leave a mark.
+func TestEntryRunsHereUnlessHandedOverByPath(t *testing.T) {
+	if os.Getenv("SANDBOXRUN_ENTRY_CHILD") == "1" {
+		os.Exit(Entry([]string{ProgramName, "version"}, "v-test", os.Stdin, os.Stdout, os.Stderr))
+	}
+	for _, value := range []string{"in-process", "relative/lite-agent", ""} {
+		dir := t.TempDir()
+		mark := filepath.Join(dir, "ran")
+		script := "#!/bin/sh\necho ran > " + mark + "\n"
+		for _, name := range []string{"in-process", "relative/lite-agent"} {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestEntryRunsHereUnlessHandedOverByPath$")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "SANDBOXRUN_ENTRY_CHILD=1", EntryEnv+"="+value)
+		out, err := cmd.CombinedOutput()
+		if _, statErr := os.Stat(mark); statErr == nil {
+			t.Errorf("%s=%q ran a file of the current directory", EntryEnv, value)
+		}
+		if err != nil || !strings.Contains(string(out), ProgramName+" v-test") {
+			t.Errorf("%s=%q: %v: %s; want lite-agent-sandbox's own version", EntryEnv, value, err, out)
 		}
 	}
 }
