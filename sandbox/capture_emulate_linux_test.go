@@ -291,6 +291,28 @@ func TestCaptureMakeExisting(t *testing.T) {
 	if errOf(r.err) != "Permission denied" {
 		t.Errorf("mkdir of an existing name in a directory the command cannot search: %v (want Permission denied, never File exists)", r)
 	}
+	// link(2) onto an existing name looks the old name up first: in a
+	// directory the command cannot search, that is EACCES whether or not
+	// the old name exists — never EEXIST for one and ENOENT for the other.
+	os.WriteFile(filepath.Join(closed, "secret"), []byte("s"), 0o644)
+	os.WriteFile(filepath.Join(ws, "exists"), []byte("e"), 0o644)
+	linkBoth := `python3 -c 'import os
+for s in ("secret", "nothere"):
+    try: os.link("` + closed + `/" + s, "exists")
+    except OSError as e: print(e.strerror)'`
+	notify.TestHooks.CaptureKeepCreds = true
+	r = run(linkBoth)
+	notify.TestHooks.CaptureKeepCreds = false
+	if r.st.Code == 127 {
+		t.Log("no python3 in the sandbox: would check link(2) of a name in a directory the command cannot search")
+		return
+	}
+	if r.out != "File exists\nNo such file or directory\n" {
+		t.Errorf("with the supervisor's credentials link(2) did not tell the names apart (%v): this check proves nothing", r)
+	}
+	if r = run(linkBoth); r.out != "Permission denied\nPermission denied\n" {
+		t.Errorf("link(2) of names in a directory the command cannot search: %v (want Permission denied for both)", r)
+	}
 }
 
 // TestCaptureUmaskChanged: a creation made for the command takes the

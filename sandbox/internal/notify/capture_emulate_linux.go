@@ -1552,9 +1552,14 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or move
 	}
 	if link && c.nameExists(w, &t) {
-		// The old name is looked up first: a missing one is ENOENT.
+		// The old name is looked up first, as the command (a missing one
+		// is ENOENT, one in a directory it cannot search EACCES): with
+		// our credentials, a root supervisor would tell a command without
+		// them whether a name exists where it may not look.
 		if o.dir >= 0 {
-			if _, err := o.stat(); err != nil {
+			err := errNotRun
+			w.do(func() { _, err = o.stat() })
+			if err != nil {
 				return 0, errnoOf(err, unix.EPERM), false, false
 			}
 		}
