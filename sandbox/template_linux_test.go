@@ -109,6 +109,20 @@ func TestCommandsStartInNamespaceTemplate(t *testing.T) {
 	// shell, 7 sleeps) while the other starts 8 more under a limit of 12.
 	a := startInTemplate(t, sb, "for i in 1 2 3 4 5 6 7; do sleep 60 & done; echo up; read x")
 	b := startInTemplate(t, sb, `for i in 1 2 3 4 5 6 7; do sleep 60 & done; n=0; for p in /proc/pid/[0-9]*; do n=$((n+1)); done; echo "up $n $(cat /proc/self/status | grep -c ^Pid)"`+"; read x")
+	// The holder keeps the release pipe and nothing else of this
+	// process's: not its standard descriptors (a program closing its
+	// stdout to say it is done must not find the holder keeping it).
+	sb.tmplMu.Lock()
+	holder := sb.tmpl.Pid()
+	sb.tmplMu.Unlock()
+	if fds, err := os.ReadDir("/proc/" + strconv.Itoa(holder) + "/fd"); err != nil || len(fds) != 1 {
+		var open []string
+		for _, f := range fds {
+			target, _ := os.Readlink("/proc/" + strconv.Itoa(holder) + "/fd/" + f.Name())
+			open = append(open, f.Name()+"->"+target)
+		}
+		t.Errorf("the template's holder keeps %v open (%v), want only its release pipe", open, err)
+	}
 	ta, tb := userNSParent(t, a.p.Pid()), userNSParent(t, b.p.Pid())
 	if ta == host.Ino || ta != tb {
 		t.Errorf("commands after the first: user namespaces nested in %d and %d, want one template's, not this process's (%d)", ta, tb, host.Ino)

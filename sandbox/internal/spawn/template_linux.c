@@ -11,10 +11,13 @@
 // process's page tables, nothing to copy-on-write) on a stack of its own,
 // runs only the code below, and keeps nothing of the caller's but the
 // read end of the release pipe: it closes every other descriptor it was
-// born with once the namespace is made, and exits when the pipe's last
-// write end closes — la_template_release, or the caller's own exit, kill
-// -9 included. Its signal handlers are reset and every signal stays
-// blocked; nothing but SIGKILL reaches it.
+// born with, 0 to 2 included, once the namespace is made, and exits when
+// the pipe's last write end closes — la_template_release, or the
+// caller's own exit, kill -9 included. Its signal handlers are reset and
+// every signal it can block stays blocked: SIGKILL and SIGSTOP reach it,
+// and glibc's own setxid signal, whose handler ignores senders outside
+// this process. Commands cannot send it any (their PID namespaces are
+// siblings of its own, or Landlock scopes their signals).
 #define _GNU_SOURCE
 #include "confine.h"
 
@@ -72,9 +75,11 @@ static int la_holder(void *arg)
 		;
 	if (r < 0)
 		syscall(SYS_exit, 0);
-	// Nothing of the caller's stays open here but the release pipe.
-	if (release > 3)
-		syscall(SYS_close_range, 3U, (unsigned)release - 1, 0U);
+	// Nothing of the caller's stays open here but the release pipe — not
+	// its standard descriptors either: a program that closes its stdout
+	// to tell a reader it is done must not find the holder keeping it.
+	if (release > 0)
+		syscall(SYS_close_range, 0U, (unsigned)release - 1, 0U);
 	syscall(SYS_close_range, (unsigned)release + 1, ~0U, 0U);
 	char c;
 	while (syscall(SYS_read, release, &c, 1) != 0) {

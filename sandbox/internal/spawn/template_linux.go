@@ -71,6 +71,9 @@ func (t *Template) Close() {
 	}
 }
 
+// Pid is the holder's process ID (for tests: what the holder keeps open).
+func (t *Template) Pid() int { return int(t.t.pid) }
+
 func (t *Template) pidfd() C.int {
 	if t == nil {
 		return -1
