@@ -112,7 +112,8 @@ type Sandbox struct {
 	// commandTemplate).
 	tmplMu      sync.Mutex
 	tmpl        *spawn.Template
-	tmplStarted int // commands started without it so far
+	tmplDead    []*spawn.Template // holders found killed, released at Close
+	tmplStarted int               // commands started without it so far
 	tmplOff     bool
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
@@ -632,7 +633,10 @@ func (s *Sandbox) release() error {
 	// template's holder can go. Started commands keep their namespaces.
 	s.tmplMu.Lock()
 	s.tmpl.Close()
-	s.tmpl, s.tmplOff = nil, true
+	for _, t := range s.tmplDead {
+		t.Close()
+	}
+	s.tmpl, s.tmplDead, s.tmplOff = nil, nil, true
 	s.tmplMu.Unlock()
 	if s.cg != nil {
 		first = s.cg.Close()
@@ -1172,10 +1176,17 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 // costs what one command's namespace costs. The second makes the
 // template, and it and every later command start in it. When it cannot
 // be made, commands go on making their own: the same namespace, made
-// again each time.
+// again each time. A template whose holder was killed (by a process of
+// the same user outside the sandbox: nothing confined can) is made again.
 func (s *Sandbox) commandTemplate() *spawn.Template {
 	s.tmplMu.Lock()
 	defer s.tmplMu.Unlock()
+	if s.tmpl != nil && !s.tmpl.Alive() {
+		// Released at Close, not now: a spawn that took it before it
+		// died may still be using its descriptors (and fails, ESRCH).
+		s.tmplDead = append(s.tmplDead, s.tmpl)
+		s.tmpl = nil
+	}
 	if s.tmpl != nil || s.tmplOff {
 		return s.tmpl
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
@@ -154,5 +155,32 @@ func TestCommandsStartInNamespaceTemplate(t *testing.T) {
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.HasPrefix(string(b), marker) {
 			t.Errorf("the daemon %s outlived its command (pid %s)", marker, e.Name())
 		}
+	}
+
+	// A holder killed from outside (a pkill of the user's processes; the
+	// holder is this test's own) is replaced: the next command runs, in
+	// a template made again, not in the dead one's namespace (ESRCH).
+	if err := unix.Kill(holder, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break // gone, or a zombie until Close reaps it
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder %d outlived SIGKILL", holder)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := sh(t, sb, "echo after"); r.st.Code != 0 || r.out != "after\n" {
+		t.Fatalf("a command after the template's holder was killed: %v", r)
+	}
+	sb.tmplMu.Lock()
+	again := sb.tmpl
+	sb.tmplMu.Unlock()
+	if again == nil || again.Pid() == holder || !again.Alive() {
+		t.Errorf("no new template after the holder was killed")
 	}
 }

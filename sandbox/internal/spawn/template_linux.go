@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Template is a sandbox's namespace template, for an unprivileged user's
@@ -68,6 +70,24 @@ func NewTemplate(m *Mounts, u User) (*Template, error) {
 func (t *Template) Close() {
 	if t != nil {
 		C.la_template_release(&t.t)
+	}
+}
+
+// Alive reports whether the holder still runs: a process of the same
+// user outside the sandbox can kill it (a pkill of lite-agent's
+// processes), and a command cannot enter a namespace nobody holds.
+func (t *Template) Alive() bool {
+	if t == nil || t.t.pidfd < 0 {
+		return false
+	}
+	// A pidfd polls readable once its process has exited.
+	fds := []unix.PollFd{{Fd: int32(t.t.pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 0
 	}
 }
 
