@@ -88,7 +88,8 @@
 // The command is internal/sandboxrun, which lite-agent-sandbox
 // (cmd/lite-agent-sandbox) runs too, without the agent's packages: when
 // that program is installed beside this one from the same build (make
-// install), a C constructor (entry_linux.c) execs it for `sandbox run`
+// install) — a regular file owned by this binary's owner or root that
+// nobody else may write — a C constructor (entry_linux.c) execs it for `sandbox run`
 // before this program's runtime and package initialisation start, and it
 // checks the build and sends the command back when the two differ;
 // LITE_AGENT_SANDBOX_ENTRY=in-process keeps it here (BENCHMARKS.md: what
