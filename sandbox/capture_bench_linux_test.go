@@ -25,13 +25,7 @@ import (
 //
 //	go test ./sandbox -run '^$' -bench CapturePerFile -benchtime 10x -count 6
 func BenchmarkCapturePerFile(b *testing.B) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		b.Skip("no C compiler")
-	}
-	bin := filepath.Join(b.TempDir(), "capture_bench")
-	if out, err := exec.Command("cc", "-O2", "-o", bin, "testdata/capture_bench.c").CombinedOutput(); err != nil {
-		b.Fatalf("cc: %v\n%s", err, out)
-	}
+	bin := testProgram(b, "capture_bench", "would time change capture per file", "-O2")
 	const files = "500"
 	base := b.TempDir()
 	if os.Geteuid() == 0 {

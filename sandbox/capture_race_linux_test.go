@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,13 +25,7 @@ import (
 // reads the path again. It cannot work when the supervisor performs the
 // call itself on what it resolved.
 func TestCaptureRace(t *testing.T) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler: would race every capture call class against a thread that swaps its path")
-	}
-	bin := filepath.Join(t.TempDir(), "capture_race")
-	if out, err := exec.Command("cc", "-O1", "-pthread", "-o", bin, "testdata/capture_race.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	bin := testProgram(t, "capture_race", "would race every capture call class against a thread that swaps its path", "-O1", "-pthread")
 	harmless := t.TempDir()
 	sb, ws := newTestSandbox(t, func(p *Policy) {
 		p.CaptureChanges = true

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,13 +30,7 @@ import (
 //     and never answered, its process waiting until the wall-time limit
 //     (about one run in four, and one in twenty).
 func TestCaptureStress(t *testing.T) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler: would check captured opens under signal storms return the descriptor asked for")
-	}
-	bin := filepath.Join(t.TempDir(), "capture_stress")
-	if out, err := exec.Command("cc", "-O1", "-pthread", "-o", bin, "testdata/capture_stress.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	bin := testProgram(t, "capture_stress", "would check captured opens under signal storms return the descriptor asked for", "-O1", "-pthread")
 	sb, ws := newTestSandbox(t, func(p *Policy) {
 		p.CaptureChanges = true
 		p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(bin))

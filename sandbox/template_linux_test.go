@@ -163,12 +163,11 @@ func TestCommandsStartInNamespaceTemplate(t *testing.T) {
 	if err := unix.Kill(holder, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	sb.tmplMu.Lock()
+	killed := sb.tmpl
+	sb.tmplMu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/stat")
-		if err != nil || strings.Contains(string(st), ") Z ") {
-			break // gone, or a zombie until Close reaps it
-		}
+	for killed.Alive() { // its pidfd polls readable once it exited
 		if time.Now().After(deadline) {
 			t.Fatalf("the holder %d outlived SIGKILL", holder)
 		}

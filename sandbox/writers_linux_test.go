@@ -19,13 +19,21 @@ import (
 
 // heldWriteBin compiles testdata/heldwrite.c once per test, or skips.
 func heldWriteBin(t *testing.T) string {
-	t.Helper()
+	return testProgram(t, "heldwrite", "would check that a descriptor or mapping kept across a checkpoint is accounted for", "-O1", "-pthread")
+}
+
+// testProgram compiles testdata/NAME.c with the C compiler's flags into
+// the test's temporary directory and returns its path, or skips the test
+// (saying what it would have checked) when there is no C compiler.
+func testProgram(tb testing.TB, name, wouldCheck string, flags ...string) string {
+	tb.Helper()
 	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler: would check that a descriptor or mapping kept across a checkpoint is accounted for")
+		tb.Skip("no C compiler: " + wouldCheck)
 	}
-	bin := filepath.Join(t.TempDir(), "heldwrite")
-	if out, err := exec.Command("cc", "-O1", "-pthread", "-o", bin, "testdata/heldwrite.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
+	bin := filepath.Join(tb.TempDir(), name)
+	args := append(append([]string(nil), flags...), "-o", bin, filepath.Join("testdata", name+".c"))
+	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("cc: %v\n%s", err, out)
 	}
 	return bin
 }
