@@ -22,9 +22,10 @@ func heldWriteBin(t *testing.T) string {
 	return testProgram(t, "heldwrite", "would check that a descriptor or mapping kept across a checkpoint is accounted for", "-O1", "-pthread")
 }
 
-// testProgram compiles testdata/NAME.c with the C compiler's flags into
-// the test's temporary directory and returns its path, or skips the test
-// (saying what it would have checked) when there is no C compiler.
+// testProgram compiles the C program of that name in testdata, with
+// the C compiler's flags, into the test's temporary directory and returns
+// its path, or skips the test (saying what it would have checked) when
+// there is no C compiler.
 func testProgram(tb testing.TB, name, wouldCheck string, flags ...string) string {
 	tb.Helper()
 	if _, err := exec.LookPath("cc"); err != nil {
