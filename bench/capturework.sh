@@ -27,7 +27,7 @@ for r in $(seq "$rounds"); do
     /usr/bin/time -f "bin$i %e %U %S" -a -o "$out/times" env XDG_CACHE_HOME="$out/xdg-$i" \
       "$bin" run --workspace "$ws" --state-dir "$st" --script "$out/script.json" \
       --allowed-tools bash --output-format stream-json work > "$out/session-$r-$i.jsonl" 2>/dev/null
-    grep -c 'status=0' "$out/session-$r-$i.jsonl" | grep -q 3 || { echo "a confined run failed: $out/session-$r-$i.jsonl"; exit 1; }
+    grep '^{"type":"tool_result"' "$out/session-$r-$i.jsonl" | grep -c 'status=0' | grep -qx 3 || { echo "a confined run failed: $out/session-$r-$i.jsonl"; exit 1; }
   done
   (cd "$ws" && /usr/bin/time -f "unconfined %e %U %S" -a -o "$out/times" bash -c "for i in 1 2 3; do $cmd >/dev/null 2>&1; done")
 done

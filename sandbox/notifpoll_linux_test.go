@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -129,5 +132,74 @@ func connectThroughInterruptions(t *testing.T, interrupted *atomic.Int64) {
 				t.Fatalf("no poll of the listener was interrupted: the test did not exercise the supervisor loop")
 			}
 		})
+	}
+}
+
+// TestCaptureListenerOutsideRuntimePoller: with change capture the
+// supervisor's loop waits in poll(2) on its own thread, and the listener
+// must not also be in the Go runtime's epoll set — the kernel wakes every
+// waiter of a listener twice per call (EPOLLIN when a call is queued,
+// EPOLLOUT when it is received), so the runtime's netpoll thread woke for
+// nothing at each captured call, which cost more CPU than the emulated
+// call (BenchmarkCapturePerFile). Checked while a captured command is
+// alive, after its first captured call, through /proc/self/fdinfo of
+// every epoll descriptor of this process.
+func TestCaptureListenerOutsideRuntimePoller(t *testing.T) {
+	sb, ws := newTestSandbox(t, func(p *Policy) {
+		p.CaptureChanges = true
+		p.Limits.WallTime = 30 * time.Second
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan result, 1)
+	go func() {
+		done <- sh(t, sb, "echo x > f && echo ready && read line", func(c *Command) {
+			c.Dir, c.Stdin, c.Stdout = ws, inR, outW
+			c.BeforeChange = func([]string) error { return nil }
+		})
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		inW.Close()
+		t.Fatalf("the command did not get past its captured write: %q, %v (%v)", line, err, <-done)
+	}
+	listeners, watched := map[string]bool{}, map[string]bool{}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var epolls []string
+	for _, e := range ents {
+		switch l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l {
+		case "anon_inode:seccomp notify":
+			listeners[e.Name()] = true
+		case "anon_inode:[eventpoll]":
+			epolls = append(epolls, e.Name())
+		}
+	}
+	for _, fd := range epolls {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "tfd:" {
+				watched[f[1]] = true
+			}
+		}
+	}
+	io.WriteString(inW, "go\n")
+	inW.Close()
+	if r := <-done; r.st.Code != 0 {
+		t.Fatalf("captured command: %v", r)
+	}
+	if len(listeners) == 0 || len(watched) == 0 {
+		t.Fatalf("nothing to compare: seccomp listeners %v, descriptors in the runtime's poller %v", listeners, watched)
+	}
+	for fd := range listeners {
+		if watched[fd] {
+			t.Errorf("the capture's seccomp listener (fd %s) is in the runtime's epoll set: its netpoll thread wakes at every captured call", fd)
+		}
 	}
 }

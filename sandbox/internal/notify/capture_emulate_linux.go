@@ -277,13 +277,6 @@ func (c *Capture) worker(tid int) (*credWorker, unix.Errno) {
 	return c.cred, 0
 }
 
-// ownThread reports whether the calling goroutine, the server's loop,
-// holds the capture's thread (its credWorker, locked from the first call
-// on). Only the loop sets c.cred, so it may read it without c.mu.
-func (c *Capture) ownThread() bool {
-	return c != nil && c.cred != nil
-}
-
 // close ends the worker and unblocks the FIFO opens still waiting (see
 // openFIFO). Called once the listener's loop has ended.
 func (c *Capture) close() {

@@ -151,7 +151,7 @@ type seccompNotifResp struct {
 // netSupervisorRun is one running supervisor.
 type netSupervisorRun struct {
 	opts      Options
-	file      *os.File // the listener, non-blocking, watched by the runtime poller
+	file      *os.File // the listener; watched by the runtime poller unless Capture is set
 	rc        syscall.RawConn
 	pid       int // the direct child
 	pidfd     int // borrowed; -1 if none
@@ -239,19 +239,30 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 	// between two tasks, cheaper than a cross-CPU wakeup. Older kernels
 	// refuse the ioctl; it is only an optimization.
 	unix.Syscall(unix.SYS_IOCTL, uintptr(listenerFD), seccompIoctlNotifSetFlags, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
-	// The runtime's poller watches the listener, so the loop parks like
-	// any goroutine waiting for a socket: a blocking poll(2) would keep
-	// its P, and the goroutines it starts would wait for sysmon to hand
-	// that P over (tens of µs to ms per call). NOTIF_RECV ignores
-	// O_NONBLOCK; it is only called when poll says a notification waits.
-	if err := unix.SetNonblock(listenerFD, true); err != nil {
+	// Without change capture, the runtime's poller watches the listener,
+	// so the loop parks like any goroutine waiting for a socket: a
+	// blocking poll(2) would keep its P, and the goroutines it starts
+	// would wait for sysmon to hand that P over (tens of µs to ms per
+	// call). With change capture the loop answers the calls itself, on
+	// its own thread (credWorker), and waits in poll(2) there
+	// (waitInPoll); the poller must then not watch the listener at all:
+	// the kernel wakes every waiter of the listener twice per call
+	// (EPOLLIN when the call is queued, EPOLLOUT when it is received),
+	// and each wake-up of the runtime's netpoll thread, which finds
+	// nothing to run, cost more CPU than the emulated call
+	// (BenchmarkCapturePerFile). A descriptor left blocking is not
+	// added to the poller by os.NewFile. NOTIF_RECV ignores O_NONBLOCK
+	// either way; it is only called when poll says a notification
+	// waits.
+	pollable := opts.Capture == nil
+	if err := unix.SetNonblock(listenerFD, pollable); err != nil {
 		unix.Close(stopFD)
 		return nil, fmt.Errorf("sandbox: network supervisor: %w", err)
 	}
 	file := os.NewFile(uintptr(listenerFD), "seccomp-listener")
 	listenerFD = -1 // the file owns it now
 	rc, err := file.SyscallConn()
-	if err == nil {
+	if err == nil && pollable {
 		err = file.SetReadDeadline(time.Time{}) // fails unless the poller has it
 	}
 	if err != nil {
@@ -319,11 +330,11 @@ func nativeAuditArch() (uint32, bool) {
 	return 0, false
 }
 
-// waitOwnThread waits in poll(2) until the listener has a notification
+// waitInPoll waits in poll(2) until the listener has a notification
 // (then recv receives it), may be finished (read looks again and says
 // so), or Stop was called (the stop eventfd is readable; the loop then
 // sees s.stopping).
-func (s *netSupervisorRun) waitOwnThread(fd uintptr, recv, read func(uintptr) bool) {
+func (s *netSupervisorRun) waitInPoll(fd uintptr, recv, read func(uintptr) bool) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.stopFD), Events: unix.POLLIN}}
 	for !s.stopping.Load() {
 		pfd[0].Revents, pfd[1].Revents = 0, 0
@@ -360,7 +371,7 @@ func (s *netSupervisorRun) Stop() {
 		var one [8]byte
 		binary.NativeEndian.PutUint64(one[:], 1)
 		unix.Write(s.stopFD, one[:])
-		s.file.SetReadDeadline(time.Now()) // wakes the loop
+		s.file.SetReadDeadline(time.Now()) // wakes a loop parked in the poller (the eventfd wakes one in poll(2))
 		<-s.loopDone
 		workers := make(chan struct{})
 		go func() { s.wg.Wait(); close(workers) }()
@@ -449,19 +460,21 @@ func (s *netSupervisorRun) loop() {
 			return recv(fd)
 		}
 		var err error
-		if h := TestHooks.PollerErr; h != nil {
-			err = h()
-		}
 		switch {
-		case err == nil && s.opts.Capture.ownThread() && TestHooks.PollerErr == nil:
-			// This goroutine is locked to the capture's thread (its
-			// credWorker): parked by the runtime's poller, it would be
-			// woken by another thread and handed back to its own, a
-			// second wake-up for every call. It waits in poll(2)
-			// itself instead, on the listener and the stop eventfd.
-			err = s.rc.Control(func(fd uintptr) { s.waitOwnThread(fd, recv, read) })
-		case err == nil:
-			err = s.rc.Read(read)
+		case s.opts.Capture != nil:
+			// Not in the poller (startNetSupervisor): the loop waits in
+			// poll(2) itself, on the listener and the stop eventfd. Once
+			// it holds the capture's thread (credWorker), parked by the
+			// poller it would also be woken by another thread and
+			// handed back to its own, a second wake-up for every call.
+			err = s.rc.Control(func(fd uintptr) { s.waitInPoll(fd, recv, read) })
+		default:
+			if h := TestHooks.PollerErr; h != nil {
+				err = h()
+			}
+			if err == nil {
+				err = s.rc.Read(read)
+			}
 		}
 		if err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			// The runtime's poller met the interrupted look that
