@@ -374,7 +374,8 @@ type conn struct {
 	caps     *sdk.ServerCapabilities
 	exposed  []*tools.Tool
 	skipped  []string
-	httpDone func() // closes idle HTTP connections
+	notes    []string // where it runs with less than it declares
+	httpDone func()   // closes idle HTTP connections
 
 	// stdio
 	proc   *sandbox.Process
@@ -386,7 +387,7 @@ type conn struct {
 func (c *conn) status() ServerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := ServerStatus{Name: c.name, Type: c.kind, State: c.state, Error: c.reason, Skipped: append([]string(nil), c.skipped...), Security: c.sec}
+	st := ServerStatus{Name: c.name, Type: c.kind, State: c.state, Error: c.reason, Skipped: append([]string(nil), c.skipped...), Notes: append([]string(nil), c.notes...), Security: c.sec}
 	if c.info != nil {
 		st.ServerInfo = c.info.Name
 		if c.info.Version != "" {

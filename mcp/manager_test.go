@@ -260,6 +260,16 @@ func TestManagerStdioConfinement(t *testing.T) {
 	if r := call(t, narrow, "mcp__lonet__dial", dial); !strings.HasPrefix(r.TextOf(), "dial error") {
 		t.Errorf("a server declaring loopback under a base with network none reached a loopback listener: %+v", r)
 	}
+	// The narrowing is said, not silent: its status carries a note (the
+	// CLI prints it), and a server given what it declares has none.
+	if st := statusOf(t, narrow, "lonet"); len(st.Notes) != 1 || st.Notes[0] != `declares network "loopback" but runs with "none", the most the session's sandbox allows` {
+		t.Errorf("a server narrowed to the session's network: notes %q", st.Notes)
+	}
+	for _, srv := range []string{"nonet", "lonet", "wsro"} {
+		if st := statusOf(t, m, srv); len(st.Notes) != 0 {
+			t.Errorf("%s runs with what it declares, yet has notes %q", srv, st.Notes)
+		}
+	}
 	if r := call(t, m, "mcp__nonet__dial", dial); !strings.HasPrefix(r.TextOf(), "dial error") {
 		t.Errorf("network none reached a loopback listener: %+v", r)
 	}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -54,6 +55,12 @@ func (c *conn) startProcess(ctx context.Context) (io.ReadCloser, io.WriteCloser,
 	}
 	c.mu.Lock()
 	c.sb = sb
+	if !c.sec.Network.Within(pol.Network) {
+		// Narrowed to the session's network (stdioPolicy), which
+		// MaxNetwork does not refuse: the server runs, and the person
+		// learns why its network calls fail.
+		c.notes = append(c.notes, fmt.Sprintf("declares network %q but runs with %q, the most the session's sandbox allows", c.sec.Network, cmp.Or(pol.Network, tools.NetworkNone)))
+	}
 	c.stderr = &tailBuffer{limit: 8 << 10}
 	closing := c.closing
 	c.mu.Unlock()

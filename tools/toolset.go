@@ -151,6 +151,9 @@ type ServerStatus struct {
 	// Skipped lists tools the server offered that are not exposed, each
 	// with the reason (an invalid name, a schema that cannot be used).
 	Skipped []string `json:"skipped,omitempty"`
+	// Notes say where the server runs with less than it declares: a
+	// stdio server's network narrowed to the session's.
+	Notes []string `json:"notes,omitempty"`
 	// Unchecked lists the entries of the session's configuration (rules,
 	// Tools, hook matchers) that name a tool of this server, which failed:
 	// its tools are unknown, so whether they name a real tool could not

@@ -441,6 +441,9 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			if s.Error != "" {
 				st = "failed: " + s.Error
 			}
+			for _, n := range s.Notes {
+				st += "; " + n
+			}
 			m.mcp = append(m.mcp, esc(s.Name)+": "+field(st, 200))
 		}
 		if first {

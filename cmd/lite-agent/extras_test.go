@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/kernel"
+	"github.com/lite-agent/lite-agent/tools"
 )
 
 // TestRunExtrasFlagErrors: the MCP, subagent, budget and output-schema
@@ -177,5 +180,40 @@ func TestFlagFileThroughLinkAndDotDot(t *testing.T) {
 	code, _, errOut := e.run("", "run", "--script", ok, "--allow-write", grant, "--mcp-config", file, "hi")
 	if code == 0 || !strings.Contains(errOut, "which the agent's commands may write") {
 		t.Errorf("--mcp-config %s: exit %d, stderr %q; want a refusal (it is %s/mcp.json)", file, code, errOut, grant)
+	}
+}
+
+// TestRunSaysWhichMCPServersFailed: a server that cannot start is said on
+// stderr at the start, in every output format — the model only sees its
+// tools missing — and the run goes on.
+func TestRunSaysWhichMCPServersFailed(t *testing.T) {
+	e := newCLIEnv(t)
+	ok := e.script(`{"turns": [{"text": "ok"}]}`)
+	cfg := `{"mcpServers": {"gone": {"command": "/nonexistent/mcp-server"}}}`
+	for _, format := range []string{"text", "stream-json"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, errOut := e.run("", "run", "--script", ok, "--mcp-config", cfg, "--output-format", format, "hi")
+			if code != 0 || !strings.Contains(out, "ok") {
+				t.Fatalf("exit %d, stdout %q, stderr %q: the run must go on without the server", code, out, errOut)
+			}
+			if !strings.Contains(errOut, "lite-agent: MCP server gone failed, its tools are not offered: ") || !strings.Contains(errOut, "/nonexistent/mcp-server") {
+				t.Errorf("stderr %q does not say which server failed and why", errOut)
+			}
+		})
+	}
+}
+
+// TestWarnMCPServersNotes: a server narrowed to the session's network is
+// said with the flag that widens it; a connected server without notes is
+// not mentioned.
+func TestWarnMCPServersNotes(t *testing.T) {
+	var b strings.Builder
+	warnMCPServers(&kernel.SessionStartEvent{MCPServers: []tools.ServerStatus{
+		{Name: "fine", State: tools.ServerConnected},
+		{Name: "web", State: tools.ServerConnected, Notes: []string{`declares network "unrestricted" but runs with "none", the most the session's sandbox allows`}},
+	}}, &b)
+	want := "note: MCP server web declares network \"unrestricted\" but runs with \"none\", the most the session's sandbox allows (--network widens the session's)\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }

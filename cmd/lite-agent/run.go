@@ -24,6 +24,7 @@ import (
 	"github.com/lite-agent/lite-agent/provider/openai"
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/tools"
 )
 
 const defaultAnthropicModel = "claude-sonnet-4-6"
@@ -335,6 +336,7 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		if ev.Type == kernel.EventSessionStart && ev.AgentID == "" {
 			warnNotRewindable(ev.SessionStart, stderr)
 			warnSandboxLost(ev.SessionStart, stderr)
+			warnMCPServers(ev.SessionStart, stderr)
 		}
 		if ev.Type == kernel.EventSandbox && ev.Sandbox != nil {
 			// In every format: the person must see it, not only the
@@ -546,6 +548,24 @@ func warnSandboxLost(start *kernel.SessionStartEvent, stderr io.Writer) {
 	}
 	for _, l := range start.SandboxLost {
 		fmt.Fprintf(stderr, "  - %s\n", esc(l))
+	}
+}
+
+// warnMCPServers says at the start, in every output format, which MCP
+// servers failed (their tools are not offered: the model only sees them
+// missing) and where a server runs with less than it declares
+// (tools.ServerStatus.Notes).
+func warnMCPServers(start *kernel.SessionStartEvent, stderr io.Writer) {
+	if start == nil {
+		return
+	}
+	for _, s := range start.MCPServers {
+		if s.State == tools.ServerFailed {
+			fmt.Fprintf(stderr, "lite-agent: MCP server %s failed, its tools are not offered: %s\n", esc(s.Name), esc(s.Error))
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(stderr, "note: MCP server %s %s (--network widens the session's)\n", esc(s.Name), esc(n))
+		}
 	}
 }
 
