@@ -14,7 +14,7 @@ import (
 
 // goModule lays out one extracted module in a GOMODCACHE as go leaves it:
 // the read-only directory, and its download's zip and .ziphash.
-func goModule(t *testing.T, modRoot, escPath, version string, files map[string]string) (dir, hash string) {
+func goModule(t testing.TB, modRoot, escPath, version string, files map[string]string) (dir, hash string) {
 	t.Helper()
 	dir = filepath.Join(modRoot, filepath.FromSlash(escPath)+"@"+version)
 	for name, body := range files {
