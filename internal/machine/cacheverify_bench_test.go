@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -10,8 +11,7 @@ import (
 // -deps -test ./...` of this repository leaves (58 modules, ~6,600
 // entries in ~850 directories): modules modules of filesPer files each,
 // seven to a directory, with their downloads' .ziphash. It returns the
-// module root and the go.sum lines (empty: each module is held to its
-// .ziphash, as for a module the workspace's go.sum does not name).
+// module root. No go.sum names them: each is held to its .ziphash.
 func syntheticModCache(tb testing.TB, root string, modules, filesPer int) string {
 	tb.Helper()
 	modRoot := filepath.Join(root, "mod")
@@ -40,6 +40,23 @@ func BenchmarkVerifyGoModulesUnchanged(b *testing.B) {
 		b.Fatalf("the first check removed: %q", notes)
 	}
 	for b.Loop() {
+		if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
+			b.Fatalf("removed: %q", notes)
+		}
+	}
+}
+
+// BenchmarkVerifyGoModulesAllNew: the same cache with nothing recorded
+// yet, so every module is hashed (as go.sum hashes it) — what the first
+// session after a cold install pays once for the modules it extracted:
+//
+//	go test ./internal/machine -run '^$' -bench VerifyGoModulesAllNew -count 6
+func BenchmarkVerifyGoModulesAllNew(b *testing.B) {
+	root := b.TempDir()
+	modRoot := syntheticModCache(b, root, 60, 100)
+	record := filepath.Join(root, goVerifiedFile)
+	for b.Loop() {
+		os.Remove(record)
 		if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
 			b.Fatalf("removed: %q", notes)
 		}
