@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/sys/unix"
@@ -56,6 +57,20 @@ import (
 // clock at each change; moving the clock needs CAP_SYS_TIME, which no
 // command has), so an unchanged digest means unchanged files, and only a
 // directory whose digest moved is hashed again.
+//
+// That holds only for a ctime older than the clock's present tick. The
+// kernel stamps a change with its coarse clock (one tick, 1–10 ms), and
+// a file system may keep less (ext4 with small inodes keeps seconds); a
+// kernel without multigrain timestamps (before 6.13) gives a change made
+// in the same tick as the stat that read the ctime the very same ctime.
+// A session running while another one starts could so chmod a file (its
+// stat moves, so it is hashed), watch the hash read it (inotify), and
+// write it back edited in the same tick: the digest recorded would then
+// be the edited file's too. So, as git does with racily clean index
+// entries, a digest with an entry changed within settleMargin of the
+// coarse clock read before the digest was taken is not recorded as
+// verified: the directory is hashed again at the next session, by when
+// its ctimes are settled.
 //
 // Every file is stat'ed, at every session start: nothing cheaper is a
 // witness. A write into an existing file, a chmod, or a hard link taken
@@ -188,7 +203,8 @@ type extractedModule struct{ dir, rel, escVersion string }
 func (m extractedModule) verify(modRoot string, known map[string]verifiedModule, sums map[string]string) *verifiedModule {
 	mod, errPath := unescapeModulePart(filepath.ToSlash(m.rel))
 	version, errVersion := unescapeModulePart(m.escVersion)
-	stat, err := statDigest(m.dir)
+	before := coarseNow()
+	stat, newest, err := statDigest(m.dir)
 	if err == nil && errPath == nil && errVersion == nil {
 		if k, ok := known[m.dir]; ok && k.Stat == stat {
 			return &k
@@ -203,6 +219,9 @@ func (m extractedModule) verify(modRoot string, known map[string]verifiedModule,
 		// while it was hashed has a new ctime, and is hashed again
 		// next time.
 		if herr == nil && want != "" && got == want {
+			if !settled(newest, before) {
+				stat = "" // hashed again next time
+			}
 			return &verifiedModule{Stat: stat, Hash: got}
 		}
 	}
@@ -336,31 +355,60 @@ func copyThrough(w io.Writer, r io.Reader, buf []byte) error {
 // the one opened must be the one stat'ed (same device and inode): a
 // directory swapped for another between its stat and its listing is an
 // error, not a listing of the other under the first one's line.
-func statDigest(dir string) (string, error) {
+func statDigest(dir string) (digest string, newest unix.Timespec, err error) {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Lstat(dir, &st) }); err != nil {
-		return "", &fs.PathError{Op: "lstat", Path: dir, Err: err}
+		return "", newest, &fs.PathError{Op: "lstat", Path: dir, Err: err}
 	}
 	d := statDigester{h: sha256.New()}
 	d.addLine(".", &st)
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		fd, err := d.openDir(unix.AT_FDCWD, dir, &st)
 		if err != nil {
-			return "", err
+			return "", newest, err
 		}
 		err = d.walk(fd, dir, "")
 		unix.Close(fd)
 		if err != nil {
-			return "", err
+			return "", newest, err
 		}
 	}
-	return base64.StdEncoding.EncodeToString(d.h.Sum(nil)), nil
+	return base64.StdEncoding.EncodeToString(d.h.Sum(nil)), d.newest, nil
+}
+
+// settleMargin is how long before the coarse clock read ahead of a stat
+// digest its newest ctime must be for the digest to be trusted later: a
+// file system's timestamp granularity (for a ctime with no fraction of
+// a second, 2 s: FAT's, and ext4's small inodes' 1 s), on top of the
+// same-tick rule (newest < the clock) that needs none.
+func settleMargin(newest unix.Timespec) time.Duration {
+	if newest.Nsec == 0 {
+		return 2 * time.Second
+	}
+	return 10 * time.Millisecond
+}
+
+// settled reports whether a digest whose newest entry ctime is newest,
+// taken after the coarse clock read before, can be trusted at a later
+// check: no change made after the digest can have been given a ctime it
+// already holds.
+func settled(newest, before unix.Timespec) bool {
+	return time.Unix(newest.Unix()).Add(settleMargin(newest)).Before(time.Unix(before.Unix()))
+}
+
+// coarseNow is the clock the kernel stamps changes with (ctime, mtime):
+// CLOCK_REALTIME_COARSE.
+var coarseNow = func() unix.Timespec {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts)
+	return ts
 }
 
 // statDigester is one statDigest's walk: the hash, and buffers reused
 // for every line and every directory listing.
 type statDigester struct {
 	h       hash.Hash
+	newest  unix.Timespec // the newest ctime seen
 	lineBuf []byte
 	buf     []byte
 }
@@ -388,6 +436,9 @@ func (d *statDigester) addLine(rel string, st *unix.Stat_t) {
 	b = append(b, '\n')
 	d.h.Write(b)
 	d.lineBuf = b
+	if st.Ctim.Sec > d.newest.Sec || st.Ctim.Sec == d.newest.Sec && st.Ctim.Nsec > d.newest.Nsec {
+		d.newest = st.Ctim
+	}
 }
 
 // openDir opens the directory name (relative to at) that st describes,
@@ -572,8 +623,9 @@ func verifyCrates(cargoHome, record string, sums map[string]string) []string {
 			if _, err := os.Stat(filepath.Join(dir, ".cargo-ok")); err != nil {
 				continue // not (yet) extracted whole: cargo extracts it again itself
 			}
-			stat, err := statDigest(dir)
-			cst, cerr := statDigest(crate)
+			before := coarseNow()
+			stat, newest, err := statDigest(dir)
+			cst, cnewest, cerr := statDigest(crate)
 			if err == nil && cerr == nil {
 				stat += " " + cst
 				if k, ok := known[dir]; ok && k.Stat == stat {
@@ -587,6 +639,9 @@ func verifyCrates(cargoHome, record string, sums map[string]string) []string {
 				crateOK = err == nil && got == want
 			}
 			if crateOK && err == nil && sameAsCrate(dir, crate, c.Name()) {
+				if !settled(newest, before) || !settled(cnewest, before) {
+					stat = "" // checked again next time
+				}
 				now[dir] = verifiedModule{Stat: stat}
 				continue
 			}

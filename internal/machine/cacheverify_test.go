@@ -240,7 +240,7 @@ func TestStatDigestIsWalkDirs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := statDigest(root); err != nil || got != want {
+		if got, _, err := statDigest(root); err != nil || got != want {
 			t.Errorf("statDigest(%s) = %q, %v; WalkDir's is %q", root, got, err, want)
 		}
 	}
@@ -266,6 +266,7 @@ func TestVerifyGoModulesInParallelCatchesEveryChange(t *testing.T) {
 		dirs[i], _ = goModule(t, modRoot, fmt.Sprintf("example.com/m%02d", i), "v1.0.0", map[string]string{
 			"go.mod": fmt.Sprintf("module example.com/m%02d\n", i), "a.go": "package m // original\n", "sub/deep/b.go": "package deep\n"})
 	}
+	settleClock(t)
 	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
 		t.Fatalf("first check: %q", notes)
 	}
@@ -413,5 +414,115 @@ func TestInParallelCallsEachIndexOnce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A digest taken in the clock tick of its newest change is not trusted
+// at the next check: the module is hashed again then, and only a digest
+// whose ctimes have settled is recorded as verified. (Before multigrain
+// timestamps, Linux 6.13, a change made right after the digest in that
+// same tick would keep the very ctime the digest holds; a kernel with
+// them, as where these tests usually run, gives it a finer one, so the
+// race itself cannot be staged here: the clock is pinned instead.)
+func TestVerifyGoModulesDoesNotTrustARacyDigest(t *testing.T) {
+	root := t.TempDir()
+	modRoot := filepath.Join(root, "mod")
+	record := filepath.Join(root, goVerifiedFile)
+	dir, hash := goModule(t, modRoot, "example.com/racy", "v1.0.0", map[string]string{"go.mod": "module example.com/racy\n", "a.go": "package racy\n"})
+	_, newest, err := statDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settleClock(t) // restored at the end; pinned below
+	recorded := func() verifiedModule {
+		var m map[string]verifiedModule
+		b, _ := os.ReadFile(record)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m[dir]
+	}
+	coarseNow = func() unix.Timespec { return newest } // the digest is taken in the tick of the last change
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
+		t.Fatalf("first check: %q", notes)
+	}
+	if r := recorded(); r.Stat != "" || r.Hash != hash {
+		t.Fatalf("a digest taken in the tick of its newest change was recorded as verified: %+v", r)
+	}
+	coarseNow = func() unix.Timespec { return unix.Timespec{Sec: newest.Sec + 1, Nsec: newest.Nsec} }
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
+		t.Fatalf("second check: %q", notes)
+	}
+	settledDigest := recorded().Stat
+	if settledDigest == "" {
+		t.Fatalf("a digest a second after the newest change was not recorded")
+	}
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 || recorded().Stat != settledDigest {
+		t.Errorf("third check, nothing changed: %q, %+v", notes, recorded())
+	}
+}
+
+// settled: a ctime must be older than the coarse clock read before the
+// digest by the file system's granularity (a ctime with no fraction of
+// a second may be one truncated to seconds).
+func TestSettledRule(t *testing.T) {
+	ts := func(sec, nsec int64) unix.Timespec { return unix.Timespec{Sec: sec, Nsec: nsec} }
+	for _, c := range []struct {
+		newest, before unix.Timespec
+		want           bool
+	}{
+		{ts(100, 5e6), ts(100, 5e6), false},  // the same tick
+		{ts(100, 5e6), ts(100, 1e6), false},  // a ctime ahead of the coarse clock (a fine-grained one)
+		{ts(100, 5e6), ts(100, 14e6), false}, // within the margin
+		{ts(100, 5e6), ts(100, 16e6), true},
+		{ts(100, 0), ts(101, 5e8), false}, // seconds only: this second's later changes get it too
+		{ts(100, 0), ts(102, 1), true},
+	} {
+		if got := settled(c.newest, c.before); got != c.want {
+			t.Errorf("settled(%v, %v) = %v, want %v", c.newest, c.before, got, c.want)
+		}
+	}
+}
+
+// settleClock makes every ctime of the test's files settled (a coarse
+// clock 5 s ahead) for the test's checks, as it is for files extracted
+// in an earlier session.
+func settleClock(tb testing.TB) {
+	was := coarseNow
+	tb.Cleanup(func() { coarseNow = was })
+	coarseNow = func() unix.Timespec {
+		ts := kernelCoarseNow()
+		ts.Sec += 5
+		return ts
+	}
+}
+
+// kernelCoarseNow is coarseNow as the package sets it.
+var kernelCoarseNow = coarseNow
+
+// The same for extracted crates: one checked in the tick of its newest
+// change (here: a coarse clock behind every ctime) is checked again.
+func TestVerifyCratesDoesNotTrustARacyDigest(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "cargo")
+	record := filepath.Join(root, rustVerifiedFile)
+	sums := map[string]string{"racy-1.0.0": crateFiles(t, home, "racy-1.0.0", map[string]string{"Cargo.toml": "[package]\nname = \"racy\"\n"})}
+	dir := filepath.Join(home, "registry/src/reg-1/racy-1.0.0")
+	recorded := func() string {
+		var m map[string]verifiedModule
+		b, _ := os.ReadFile(record)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m[dir].Stat
+	}
+	settleClock(t)
+	coarseNow = func() unix.Timespec { return unix.Timespec{} }
+	if notes := verifyCrates(home, record, sums); len(notes) != 0 || recorded() != "" {
+		t.Fatalf("checked in the tick of its newest change: %q, recorded %q", notes, recorded())
+	}
+	settleClock(t)
+	if notes := verifyCrates(home, record, sums); len(notes) != 0 || recorded() == "" {
+		t.Fatalf("settled: %q, recorded %q", notes, recorded())
 	}
 }
