@@ -191,8 +191,8 @@ func TestHashModuleDirIsDirhash(t *testing.T) {
 }
 
 // statDigestByWalkDir is the stat digest written the plain way
-// (filepath.WalkDir, Lstat by path, fmt): the digests go.verified.json
-// and rust.verified.json already hold were computed so.
+// (filepath.WalkDir, Lstat by path, fmt): the digests already recorded
+// in goVerifiedFile and rustVerifiedFile were computed so.
 func statDigestByWalkDir(dir string) (string, error) {
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
