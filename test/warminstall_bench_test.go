@@ -30,8 +30,10 @@ import (
 // (default 3), and the medians and ratios are printed with the requests
 // each warm run made of the mirror. Each sandboxed run is a `sandbox run`,
 // so it pays a session's start (the profiles resolved, the module cache's
-// stat digest) that an agent's bash call within a session does not. A measurement, not a check: it runs
-// only with LITE_AGENT_BENCH=1.
+// stat digest) that an agent's bash call within a session does not; the
+// column "sandbox run of echo alone" is that start and end by themselves,
+// in the same workspace after the warm run. A measurement, not a check:
+// it runs only with LITE_AGENT_BENCH=1.
 //
 //	LITE_AGENT_BENCH=1 go test -count=1 -run TestInstallsSideBySide -v ./test/
 func TestInstallsSideBySide(t *testing.T) {
@@ -48,6 +50,7 @@ func TestInstallsSideBySide(t *testing.T) {
 		coldOut, coldIn     []time.Duration
 		warmOut, warmIn     []time.Duration
 		firstWarmIn         []time.Duration
+		startIn             []time.Duration
 		warmReqOut, warmReq int64
 	}
 	rows := []*row{{name: "go list -deps -test ./... (this repository, ~60 modules)", setup: goInstallCase},
@@ -69,6 +72,12 @@ func TestInstallsSideBySide(t *testing.T) {
 				before = c.requests.Load()
 				r.warmIn = append(r.warmIn, c.run(t, true))
 				r.warmReq = c.requests.Load() - before
+				// What of the warm run is the session's start and end
+				// alone: the same sandbox run, of a command that does
+				// nothing.
+				idle := c
+				idle.cmd = "echo INSTALLED"
+				r.startIn = append(r.startIn, idle.run(t, true))
 			}
 		})
 	}
@@ -81,14 +90,14 @@ func TestInstallsSideBySide(t *testing.T) {
 		return s[len(s)/2]
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| install (medians of %d) | unconfined cold | sandbox cold | ratio | unconfined warm | sandbox warm | ratio | sandbox, first warm | mirror requests, warm (unconfined / sandbox) |\n|---|---|---|---|---|---|---|---|---|\n", runs)
+	fmt.Fprintf(&b, "\n| install (medians of %d) | unconfined cold | sandbox cold | ratio | unconfined warm | sandbox warm | ratio | sandbox, first warm | sandbox run of echo alone | mirror requests, warm (unconfined / sandbox) |\n|---|---|---|---|---|---|---|---|---|---|\n", runs)
 	for _, r := range rows {
 		if len(r.coldOut) == 0 {
 			continue
 		}
 		co, ci, wo, wi := med(r.coldOut), med(r.coldIn), med(r.warmOut), med(r.warmIn)
-		fmt.Fprintf(&b, "| %s | %.2f s | %.2f s | %.2f× | %.2f s | %.2f s | %.2f× | %.2f s | %d / %d |\n", r.name, co.Seconds(), ci.Seconds(), ci.Seconds()/co.Seconds(),
-			wo.Seconds(), wi.Seconds(), wi.Seconds()/wo.Seconds(), med(r.firstWarmIn).Seconds(), r.warmReqOut, r.warmReq)
+		fmt.Fprintf(&b, "| %s | %.2f s | %.2f s | %.2f× | %.2f s | %.2f s | %.2f× | %.2f s | %.3f s | %d / %d |\n", r.name, co.Seconds(), ci.Seconds(), ci.Seconds()/co.Seconds(),
+			wo.Seconds(), wi.Seconds(), wi.Seconds()/wo.Seconds(), med(r.firstWarmIn).Seconds(), med(r.startIn).Seconds(), r.warmReqOut, r.warmReq)
 	}
 	t.Log(b.String())
 }

@@ -5,16 +5,24 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // goModule lays out one extracted module in a GOMODCACHE as go leaves it:
 // the read-only directory, and its download's zip and .ziphash.
-func goModule(t *testing.T, modRoot, escPath, version string, files map[string]string) (dir, hash string) {
+func goModule(t testing.TB, modRoot, escPath, version string, files map[string]string) (dir, hash string) {
 	t.Helper()
 	dir = filepath.Join(modRoot, filepath.FromSlash(escPath)+"@"+version)
 	for name, body := range files {
@@ -179,5 +187,342 @@ func TestHashModuleDirIsDirhash(t *testing.T) {
 	const want = "h1:8aRw++L94+gl9esaBf9vkpMQWc/G4gXFwDaSg6msdqc="
 	if got, err := hashModuleDir(d, "example.com/m@v1.0.0"); err != nil || got != want {
 		t.Fatalf("hashModuleDir = %q, %v; want %q", got, err, want)
+	}
+}
+
+// statDigestByWalkDir is the stat digest written the plain way
+// (filepath.WalkDir, Lstat by path, fmt): the digests already recorded
+// in goVerifiedFile and rustVerifiedFile were computed so.
+func statDigestByWalkDir(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%q %o %d %d.%d %d.%d %d %d\n", rel, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Ino, st.Dev)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// TestStatDigestIsWalkDirs: statDigest's descriptor-relative walk gives,
+// byte for byte, the digest of a WalkDir with Lstat and fmt — over names
+// that sort differently around "/", need quoting (a quote, a newline,
+// bytes that are not UTF-8), a symlink, a fifo, an empty directory, a
+// read-only one, and a root that is a file — so the records kept from
+// before stay valid (no module is hashed again for it).
+func TestStatDigestIsWalkDirs(t *testing.T) {
+	d := t.TempDir()
+	for p, c := range map[string]string{"a.go": "x\n", "a-b/c.go": "y\n", "a/b.go": "z\n", "a.b/d.go": "w\n",
+		"q\"uote/n\nl": "n", "bad\xff\xfe/é.go": "u", "deep/er/still/f": "f", "ro/f": "r"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(d, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(filepath.Join(d, "empty"), 0o755)
+	os.Symlink("a", filepath.Join(d, "link-to-dir"))
+	syscall.Mkfifo(filepath.Join(d, "fifo"), 0o644)
+	os.Chmod(filepath.Join(d, "ro"), 0o555)
+	t.Cleanup(func() { os.Chmod(filepath.Join(d, "ro"), 0o755) })
+	for _, root := range []string{d, filepath.Join(d, "a.go"), filepath.Join(d, "empty")} {
+		want, err := statDigestByWalkDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, err := statDigest(root); err != nil || got != want {
+			t.Errorf("statDigest(%s) = %q, %v; WalkDir's is %q", root, got, err, want)
+		}
+	}
+}
+
+// Every way a sandboxed process can change a verified module's files is
+// seen by the next check, in whichever module (and so whichever of the
+// parallel workers) it is made: an edit that keeps the size and puts the
+// mtime back, a chmod and back, a rename over a file, a new file (at the
+// top or deep), a directory swapped for a link, and a hard link taken out
+// and written through later. The ones that change no content are hashed
+// again and kept (their new stat is recorded); the others are removed.
+// The edit and the chmod leave every directory's stat as it was: a check
+// of directories alone would miss them, which is why every file is
+// stat'ed.
+func TestVerifyGoModulesInParallelCatchesEveryChange(t *testing.T) {
+	root := t.TempDir()
+	modRoot := filepath.Join(root, "mod")
+	record := filepath.Join(root, goVerifiedFile)
+	const modules = 16
+	dirs := make([]string, modules)
+	for i := range dirs {
+		dirs[i], _ = goModule(t, modRoot, fmt.Sprintf("example.com/m%02d", i), "v1.0.0", map[string]string{
+			"go.mod": fmt.Sprintf("module example.com/m%02d\n", i), "a.go": "package m // original\n", "sub/deep/b.go": "package deep\n"})
+	}
+	settleClock(t)
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
+		t.Fatalf("first check: %q", notes)
+	}
+	stats := func() map[string]verifiedModule {
+		var m map[string]verifiedModule
+		b, _ := os.ReadFile(record)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := stats()
+	dirStats := func(dir string) string {
+		var s strings.Builder
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if d != nil && d.IsDir() {
+				var st syscall.Stat_t
+				syscall.Lstat(p, &st)
+				fmt.Fprintf(&s, "%s %v %v %v\n", p, st.Mtim, st.Ctim, st.Mode)
+			}
+			return nil
+		})
+		return s.String()
+	}
+	writeKeepingMtime := func(p, body string) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, 0o644)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, fi.Mode())
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	}
+	outside := filepath.Join(root, "outside.go")
+	changes := []struct {
+		name    string
+		module  int
+		removed bool
+		change  func(dir string)
+		blind   bool // no directory's stat moves
+	}{
+		{"edit, same size, mtime put back", 1, true, func(d string) { writeKeepingMtime(filepath.Join(d, "a.go"), "package m // BACKDOOR\n") }, true},
+		{"chmod and back", 4, false, func(d string) {
+			os.Chmod(filepath.Join(d, "sub/deep/b.go"), 0o666)
+			os.Chmod(filepath.Join(d, "sub/deep/b.go"), 0o444)
+		}, true},
+		{"rename over a file", 6, true, func(d string) {
+			os.Chmod(d, 0o755)
+			os.WriteFile(filepath.Join(d, ".x"), []byte("package m // BACKDOOR\n"), 0o444)
+			if err := os.Rename(filepath.Join(d, ".x"), filepath.Join(d, "a.go")); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"new file", 9, true, func(d string) { os.WriteFile(filepath.Join(d, "init.go"), []byte("package m\n"), 0o444) }, false},
+		{"new file deep", 11, true, func(d string) { os.WriteFile(filepath.Join(d, "sub/deep/init.go"), []byte("package deep\n"), 0o444) }, false},
+		{"directory swapped for a link", 13, true, func(d string) {
+			os.Rename(filepath.Join(d, "sub"), filepath.Join(root, "sub13"))
+			os.Symlink(filepath.Join(root, "sub13"), filepath.Join(d, "sub"))
+		}, false},
+		{"hard link taken out", 15, false, func(d string) {
+			if err := os.Link(filepath.Join(d, "a.go"), outside); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	changed := map[int]bool{}
+	for _, c := range changes {
+		was := dirStats(dirs[c.module])
+		c.change(dirs[c.module])
+		changed[c.module] = true
+		if c.blind && dirStats(dirs[c.module]) != was {
+			t.Errorf("%s: a directory's stat moved; this case is meant to show one that leaves them all", c.name)
+		}
+	}
+	notes := verifyGoModules(modRoot, record, nil)
+	after := stats()
+	for _, c := range changes {
+		removed := slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, fmt.Sprintf("example.com/m%02d@", c.module)) })
+		if removed != c.removed {
+			t.Errorf("%s: removed = %v, want %v (notes %q)", c.name, removed, c.removed, notes)
+		}
+		if _, err := os.Lstat(dirs[c.module]); (err == nil) == c.removed {
+			t.Errorf("%s: the module directory exists = %v", c.name, err == nil)
+		}
+		if !c.removed && after[dirs[c.module]].Stat == before[dirs[c.module]].Stat {
+			t.Errorf("%s: kept without being hashed again (its stat digest did not move)", c.name)
+		}
+	}
+	if len(notes) != 5 {
+		t.Errorf("notes: %q", notes)
+	}
+	for i, d := range dirs {
+		if changed[i] {
+			continue
+		}
+		if after[d] != before[d] {
+			t.Errorf("untouched module %d: record %v, was %v", i, after[d], before[d])
+		}
+	}
+	// Written through the link taken out last session, after it was
+	// verified: the file in the module is the same inode, its ctime moves.
+	writeKeepingMtime(outside, "package m // BACKDOOR\n")
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 1 || !strings.Contains(notes[0], "example.com/m15@v1.0.0") {
+		t.Errorf("after writing through the hard link: %q", notes)
+	}
+}
+
+// A directory is listed only if it is the one stat'ed: one swapped for a
+// link or for another directory between its stat and its open is an
+// error (the module is then removed), never a listing of the other.
+func TestStatDigestRefusesASwappedDirectory(t *testing.T) {
+	d := t.TempDir()
+	for _, p := range []string{"dir", "other"} {
+		os.Mkdir(filepath.Join(d, p), 0o755)
+	}
+	os.Symlink("dir", filepath.Join(d, "link"))
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(d, "dir"), &st); err != nil {
+		t.Fatal(err)
+	}
+	var s statDigester
+	for _, name := range []string{"dir", "link", "other"} {
+		fd, err := s.openDir(unix.AT_FDCWD, filepath.Join(d, name), &st)
+		if err == nil {
+			unix.Close(fd)
+		}
+		if (err == nil) != (name == "dir") {
+			t.Errorf("opening %s as dir's stat: %v", name, err)
+		}
+	}
+}
+
+// inParallel calls each index once, whatever the number of workers.
+func TestInParallelCallsEachIndexOnce(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		for _, n := range []int{0, 1, 5, 100} {
+			var calls = make([]atomic.Int32, n)
+			inParallel(n, workers, func(i int) { calls[i].Add(1) })
+			for i := range calls {
+				if c := calls[i].Load(); c != 1 {
+					t.Errorf("workers %d, n %d: index %d called %d times", workers, n, i, c)
+				}
+			}
+		}
+	}
+}
+
+// A digest taken in the clock tick of its newest change is not trusted
+// at the next check: the module is hashed again then, and only a digest
+// whose ctimes have settled is recorded as verified. (Before multigrain
+// timestamps, Linux 6.13, a change made right after the digest in that
+// same tick would keep the very ctime the digest holds; a kernel with
+// them, as where these tests usually run, gives it a finer one, so the
+// race itself cannot be staged here: the clock is pinned instead.)
+func TestVerifyGoModulesDoesNotTrustARacyDigest(t *testing.T) {
+	root := t.TempDir()
+	modRoot := filepath.Join(root, "mod")
+	record := filepath.Join(root, goVerifiedFile)
+	dir, hash := goModule(t, modRoot, "example.com/racy", "v1.0.0", map[string]string{"go.mod": "module example.com/racy\n", "a.go": "package racy\n"})
+	_, newest, err := statDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settleClock(t) // restored at the end; pinned below
+	recorded := func() verifiedModule {
+		var m map[string]verifiedModule
+		b, _ := os.ReadFile(record)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m[dir]
+	}
+	coarseNow = func() unix.Timespec { return newest } // the digest is taken in the tick of the last change
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
+		t.Fatalf("first check: %q", notes)
+	}
+	if r := recorded(); r.Stat != "" || r.Hash != hash {
+		t.Fatalf("a digest taken in the tick of its newest change was recorded as verified: %+v", r)
+	}
+	coarseNow = func() unix.Timespec { return unix.Timespec{Sec: newest.Sec + 1, Nsec: newest.Nsec} }
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 {
+		t.Fatalf("second check: %q", notes)
+	}
+	settledDigest := recorded().Stat
+	if settledDigest == "" {
+		t.Fatalf("a digest a second after the newest change was not recorded")
+	}
+	if notes := verifyGoModules(modRoot, record, nil); len(notes) != 0 || recorded().Stat != settledDigest {
+		t.Errorf("third check, nothing changed: %q, %+v", notes, recorded())
+	}
+}
+
+// settled: a ctime must be older than the coarse clock read before the
+// digest by the file system's granularity (a ctime with no fraction of
+// a second may be one truncated to seconds).
+func TestSettledRule(t *testing.T) {
+	ts := func(sec, nsec int64) unix.Timespec { return unix.Timespec{Sec: sec, Nsec: nsec} }
+	for _, c := range []struct {
+		newest, before unix.Timespec
+		want           bool
+	}{
+		{ts(100, 5e6), ts(100, 5e6), false},  // the same tick
+		{ts(100, 5e6), ts(100, 1e6), false},  // a ctime ahead of the coarse clock (a fine-grained one)
+		{ts(100, 5e6), ts(100, 14e6), false}, // within the margin
+		{ts(100, 5e6), ts(100, 16e6), true},
+		{ts(100, 0), ts(101, 5e8), false}, // seconds only: this second's later changes get it too
+		{ts(100, 0), ts(102, 1), true},
+	} {
+		if got := settled(c.newest, c.before); got != c.want {
+			t.Errorf("settled(%v, %v) = %v, want %v", c.newest, c.before, got, c.want)
+		}
+	}
+}
+
+// settleClock makes every ctime of the test's files settled (a coarse
+// clock 5 s ahead) for the test's checks, as it is for files extracted
+// in an earlier session.
+func settleClock(tb testing.TB) {
+	was := coarseNow
+	tb.Cleanup(func() { coarseNow = was })
+	coarseNow = func() unix.Timespec {
+		ts := kernelCoarseNow()
+		ts.Sec += 5
+		return ts
+	}
+}
+
+// kernelCoarseNow is coarseNow as the package sets it.
+var kernelCoarseNow = coarseNow
+
+// The same for extracted crates: one checked in the tick of its newest
+// change (here: a coarse clock behind every ctime) is checked again.
+func TestVerifyCratesDoesNotTrustARacyDigest(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "cargo")
+	record := filepath.Join(root, rustVerifiedFile)
+	sums := map[string]string{"racy-1.0.0": crateFiles(t, home, "racy-1.0.0", map[string]string{"Cargo.toml": "[package]\nname = \"racy\"\n"})}
+	dir := filepath.Join(home, "registry/src/reg-1/racy-1.0.0")
+	recorded := func() string {
+		var m map[string]verifiedModule
+		b, _ := os.ReadFile(record)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m[dir].Stat
+	}
+	settleClock(t)
+	coarseNow = func() unix.Timespec { return unix.Timespec{} }
+	if notes := verifyCrates(home, record, sums); len(notes) != 0 || recorded() != "" {
+		t.Fatalf("checked in the tick of its newest change: %q, recorded %q", notes, recorded())
+	}
+	settleClock(t)
+	if notes := verifyCrates(home, record, sums); len(notes) != 0 || recorded() == "" {
+		t.Fatalf("settled: %q, recorded %q", notes, recorded())
 	}
 }

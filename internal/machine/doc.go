@@ -12,6 +12,7 @@
 // resolve a policy on this machine. The entry point must not link what
 // an agent session needs — the kernel, the MCP SDK, the providers' SDKs —
 // since every linked package's initialisation runs before each command
-// it wraps; this package imports only policies and the standard library.
+// it wraps; this package imports only policies, internal helpers,
+// go-toml, golang.org/x/sys and the standard library.
 // local re-exports Host as MachineHost.
 package machine
