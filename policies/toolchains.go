@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -467,10 +468,16 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		return &ToolchainGrant{Name: tc.Name, Why: tc.why, Notes: []string{fmt.Sprintf(
 			"%s: none of %s is installed (on PATH); nothing granted", tc.Name, strings.Join(tc.Binaries, ", "))}}, nil
 	}
-	set := map[string]string{}
-	if tc.settings != nil {
-		set = tc.settings(h)
-	}
+	// The tool's settings are asked for only when a template of this
+	// session names one: asking may start the tool (npm's `config get
+	// cache` is a Node start, 0.2–0.3 s), and the node profile needs its
+	// answer only offline.
+	settings := sync.OnceValue(func() map[string]string {
+		if tc.settings == nil {
+			return nil
+		}
+		return tc.settings(h)
+	})
 	cache, err := h.WorkspaceCache(ws, tc.Name)
 	if err != nil {
 		return nil, err
@@ -493,7 +500,7 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 			}
 		}
 	}
-	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, conf, set, h) }
+	expand := func(tmpl string) (string, bool) { return expandTemplate(tmpl, home, cache, conf, settings, h) }
 	src := "toolchain " + tc.Name
 	read := func(p, why string) {
 		p = filepath.Clean(p)
@@ -566,7 +573,7 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 	}
 	env := slices.Clone(tc.Env)
 	for _, n := range tc.Pass {
-		if v := set[n]; v != "" {
+		if v := settings()[n]; v != "" {
 			env = append(env, n+"="+stripUserinfo(v))
 		}
 	}
@@ -619,14 +626,14 @@ func (tc selected) writeConfig(ws, home, cache string, offline bool, h Host) (st
 // expandTemplate fills {home}, {cache}, {conf} and $NAME (the tool's
 // settings, else the user's environment). ok is false when a $NAME is
 // empty, or the result is empty: the entry does not apply here.
-func expandTemplate(tmpl, home, cache, conf string, set map[string]string, h Host) (string, bool) {
+func expandTemplate(tmpl, home, cache, conf string, settings func() map[string]string, h Host) (string, bool) {
 	if conf == "" && strings.Contains(tmpl, "{conf}") {
 		return "", false
 	}
 	s := strings.NewReplacer("{home}", home, "{cache}", cache, "{conf}", conf).Replace(tmpl)
 	ok := true
 	s = expandVars(s, func(name string) string {
-		v, found := set[name]
+		v, found := settings()[name]
 		if !found {
 			v = h.Getenv(name)
 		}

@@ -38,11 +38,17 @@ func TestUserCachesOnlyWhereTheToolReadsThem(t *testing.T) {
 		{"a registry granted", []Grant{{"127.0.0.1:4873", "--allow-domain"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: all, AllowDomains: tc.domains}, h)
+			rec := &recordingHost{fakeHost: h}
+			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: all, AllowDomains: tc.domains}, rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			offline := tc.domains == nil
+			// npm is asked for its cache only when its answer is used:
+			// a Node start (0.2–0.3 s) at every session start otherwise.
+			if asked := slices.Contains(rec.ran, "npm config get cache"); asked != offline {
+				t.Errorf("npm asked for its cache: %v, want %v (queries run: %q)", asked, offline, rec.ran)
+			}
 			env := strings.Join(p.Env, "\n") + "\n"
 			if got := slices.Contains(p.ReadOnlyPaths, npmCache+"/_cacache"); got != offline {
 				t.Errorf("the user's npm _cacache granted = %v, want %v: %v", got, offline, p.ReadOnlyPaths)
@@ -80,6 +86,17 @@ func TestUserCachesOnlyWhereTheToolReadsThem(t *testing.T) {
 	if env := strings.Join(p.Env, "\n"); !strings.Contains(env, "npm_config_cache="+filepath.Join(root, "cache/node/npm")+"\n") {
 		t.Errorf("without a user cache npm keeps the per-workspace one:\n%s", env)
 	}
+}
+
+// recordingHost notes every tool query it is asked to run.
+type recordingHost struct {
+	*fakeHost
+	ran []string
+}
+
+func (h *recordingHost) Output(argv ...string) (string, error) {
+	h.ran = append(h.ran, strings.Join(argv, " "))
+	return h.fakeHost.Output(argv...)
 }
 
 // cargo reads its configuration from its own CARGO_HOME, which in the
