@@ -153,7 +153,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	for _, roots := range [][]string{sys, p.ReadOnlyPaths, p.ReadWritePaths, {p.Workspace}} {
 		for _, r := range roots {
 			if r != "" {
-				readableRoots = append(readableRoots, r, paths.Real(r))
+				readableRoots = append(readableRoots, r, realPathOf(h, r))
 			}
 		}
 	}
@@ -187,14 +187,22 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 		}
 		g.Read = append(g.Read, Grant{path, "your PATH (" + why + ")"})
 	}
+	seen := map[string]bool{} // real PATH directories already looked at
 	for _, entry := range filepath.SplitList(userPath) {
 		if !filepath.IsAbs(entry) {
 			continue // relative: resolved in the workspace, as the sandbox keeps it
 		}
-		real := paths.Real(entry)
+		real := realPathOf(h, entry)
 		if !h.Exists(real) {
 			continue // names nothing, outside either
 		}
+		// A directory named twice (or through a link) grants what it
+		// granted the first time: every grant below depends on real
+		// alone, and the manager's variable on the root found.
+		if seen[real] {
+			continue
+		}
+		seen[real] = true
 		if root, m := versionManagerRoot(real, h); root != "" {
 			grant(root, m, m+"'s root, for "+entry)
 			// Found where the manager looks by default (~/.rustup):
@@ -216,10 +224,10 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 			// real is canonical, so only an entry that is itself a link
 			// can lead elsewhere: the others (a version manager's
 			// hundred shims) cost one lstat, not a walk of the path.
-			if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			if fi, err := lstatOf(h, l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 				continue
 			}
-			target := paths.Real(l)
+			target := realPathOf(h, l)
 			if target == l || filepath.Dir(target) == real || !h.Exists(target) {
 				continue
 			}
@@ -237,7 +245,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	}
 	// JAVA_HOME is the JDK the person's Maven and Gradle run.
 	if jh := h.Getenv("JAVA_HOME"); jh != "" {
-		grant(paths.Real(jh), "java", "$JAVA_HOME")
+		grant(realPathOf(h, jh), "java", "$JAVA_HOME")
 	}
 	for _, kind := range order {
 		g := grants[kind]
