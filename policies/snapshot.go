@@ -1,8 +1,6 @@
 package policies
 
 import (
-	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
@@ -96,16 +94,4 @@ func realPathOf(h Host, p string) string {
 		return realPathOf(x.Host, p)
 	}
 	return paths.Real(p)
-}
-
-// lstatOf is os.Lstat of p, through h's memory when h is (or wraps) a
-// snapshot.
-func lstatOf(h Host, p string) (fs.FileInfo, error) {
-	switch x := h.(type) {
-	case *snapshot:
-		return x.walker.Lstat(p)
-	case plantProof:
-		return lstatOf(x.Host, p)
-	}
-	return os.Lstat(p)
 }

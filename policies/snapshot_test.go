@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +121,47 @@ func TestSnapshotForgetsWhatTheCallCreates(t *testing.T) {
 	}
 	if !s.Exists(filepath.Join(dir, "settings.xml")) {
 		t.Error("the file the call wrote does not exist for it")
+	}
+}
+
+// TestExpandPatternAsGlob: every credential pattern of every profile
+// finds, component by component, what filepath.Glob of the whole pattern
+// finds — in a root with the files present, directories linked, a file
+// where a directory is expected and a dangling link named as a
+// credential.
+func TestExpandPatternAsGlob(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "etc", "lib/node_modules/npm", "tools/image/node/20.1/etc", "tools/image/node/18.0/lib/node_modules/npm",
+		"versions/3.12.1/envs/web", "versions/3.11.0", "cpython-3.12/lib", "conf", "maven/3.9.6/conf", "gradle/8.5/init.d",
+		"init.d", ".config/git", "a[1]/etc")
+	for _, f := range []string{"etc/npmrc", "lib/node_modules/npm/npmrc", "tools/image/node/20.1/etc/npmrc",
+		"tools/image/node/18.0/lib/node_modules/npm/npmrc", "versions/3.12.1/pip.conf", "versions/3.12.1/envs/web/pip.conf",
+		"cpython-3.12/pip.conf", "conf/settings.xml", "maven/3.9.6/conf/settings-security.xml", "gradle/8.5/gradle.properties",
+		"credentials.toml", ".npmrc", ".config/git/credentials", "versions/3.11.0/envs", "a[1]/etc/npmrc"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("versions/3.12.1", filepath.Join(root, "current"))
+	os.Symlink("/nonexistent/pip.conf", filepath.Join(root, "versions/3.11.0/pip.conf"))
+	os.Symlink("20.1", filepath.Join(root, "tools/image/node/latest"))
+	h := &fakeHost{}
+	var list []credentialFile
+	for _, tc := range []string{"node", "python", "rust", "java"} {
+		list = append(list, toolchainCredentials(tc)...)
+	}
+	found := 0
+	for _, r := range []string{root, filepath.Join(root, "a[1]")} {
+		for _, c := range list {
+			want, _ := filepath.Glob(filepath.Join(globQuote(r), c.Pattern))
+			got := expandPattern(h, r, c.Pattern)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s in %s: %q, filepath.Glob %q", c.Pattern, r, got, want)
+			}
+			found += len(want)
+		}
+	}
+	if found < 15 {
+		t.Errorf("only %d matches: the fixture does not test what it means to", found)
 	}
 }

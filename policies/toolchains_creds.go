@@ -113,7 +113,7 @@ type hiddenCredential struct {
 func credentialsIn(root string, list []credentialFile, h Host) []hiddenCredential {
 	var out []hiddenCredential
 	for _, c := range list {
-		for _, m := range h.Glob(filepath.Join(globQuote(root), c.Pattern)) {
+		for _, m := range expandPattern(h, root, c.Pattern) {
 			m = filepath.Clean(m)
 			if paths.Beneath(m, root) && !slices.ContainsFunc(out, func(x hiddenCredential) bool { return x.path == m }) {
 				out = append(out, hiddenCredential{m, c.What})
@@ -121,6 +121,39 @@ func credentialsIn(root string, list []credentialFile, h Host) []hiddenCredentia
 		}
 	}
 	return out
+}
+
+// expandPattern is h.Glob of pattern (components separated by '/')
+// beneath root, asked one component at a time: a component with a
+// wildcard lists its directory (Glob of dir/component), a literal one is
+// looked up by name (Glob of the literal path, an lstat). What matches is
+// what h.Glob of the whole pattern matches — a name is found in a
+// directory that lists it, and looked up in one that does not list it
+// to the user (search permission only: more is found, and hidden) — at
+// the cost of the lookups alone, where filepath.Glob lists every
+// directory on the way (pythonCredentials' "*/pip.conf" read each
+// directory of a pyenv root); and through a snapshot the listing of a
+// directory that several patterns share is made once.
+func expandPattern(h Host, root, pattern string) []string {
+	matches := []string{filepath.Clean(root)}
+	for comp := range strings.SplitSeq(pattern, "/") {
+		if comp == "" || len(matches) == 0 {
+			continue
+		}
+		var next []string
+		for _, d := range matches {
+			if strings.ContainsAny(comp, `*?[\`) {
+				next = append(next, h.Glob(globQuote(d)+"/"+comp)...)
+			} else {
+				next = append(next, h.Glob(globQuote(filepath.Join(d, comp)))...)
+			}
+		}
+		matches = next
+	}
+	if len(matches) == 1 && matches[0] == filepath.Clean(root) {
+		return nil // an empty pattern names no file in root
+	}
+	return matches
 }
 
 // splitAround lists what granting dir without the hidden paths beneath it

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,17 +217,20 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 		if systemPath(real) {
 			continue
 		}
-		links := h.Glob(filepath.Join(globQuote(real), "*"))
-		if len(links) > maxPathLinks {
-			links = links[:maxPathLinks]
+		// Every entry of the directory, in name order (as Glob of real/*
+		// lists them), with its type from the listing itself.
+		ents, _ := os.ReadDir(real)
+		if len(ents) > maxPathLinks {
+			ents = ents[:maxPathLinks]
 		}
-		for _, l := range links {
+		for _, e := range ents {
 			// real is canonical, so only an entry that is itself a link
 			// can lead elsewhere: the others (a version manager's
-			// hundred shims) cost one lstat, not a walk of the path.
-			if fi, err := lstatOf(h, l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			// hundred shims) cost nothing more.
+			if e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
+			l := filepath.Join(real, e.Name())
 			target := realPathOf(h, l)
 			if target == l || filepath.Dir(target) == real || !h.Exists(target) {
 				continue
