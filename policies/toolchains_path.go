@@ -154,12 +154,13 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	for _, roots := range [][]string{sys, p.ReadOnlyPaths, p.ReadWritePaths, {p.Workspace}} {
 		for _, r := range roots {
 			if r != "" {
-				readableRoots = append(readableRoots, r, realPathOf(h, r))
+				readableRoots = append(readableRoots, filepath.Clean(r), realPathOf(h, r))
 			}
 		}
 	}
-	readable := func(path string) bool {
-		return slices.ContainsFunc(readableRoots, func(r string) bool { return paths.Within(path, r) })
+	// Asked of clean paths (grant cleans them), against clean roots.
+	readable := func(clean string) bool {
+		return slices.ContainsFunc(readableRoots, func(r string) bool { return paths.WithinClean(clean, r) })
 	}
 	// Grants are collected per kind of root, so that each kind's
 	// credential files are hidden in it (hideCredentials).
