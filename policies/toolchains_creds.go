@@ -313,11 +313,54 @@ func holdsSecret(b []byte) bool {
 		if l == "" || l[0] == '#' || l[0] == ';' {
 			continue
 		}
-		if secretLine().MatchString(l) {
+		if maySecretLine(l) && secretLine().MatchString(l) {
 			return true
 		}
 	}
 	return false
+}
+
+// maySecretLine is false for a line secretLine cannot match, found
+// without the regular expression (whose compilation every `sandbox run`
+// would otherwise pay for a stock /etc/wgetrc's "passive_ftp = on"): an
+// ASCII line names none of its words — "pass" as a whole word or
+// followed by "word" or "wd", _auth, token, secret, extraheader,
+// authorization, in any case — and has no "://" with an "@" after it. A
+// line with any other byte is left to the expression (its case folding
+// is Unicode's).
+func maySecretLine(l string) bool {
+	for i := 0; i < len(l); i++ {
+		if l[i] >= 0x80 {
+			return true
+		}
+	}
+	lower := strings.ToLower(l)
+	for _, w := range []string{"_auth", "token", "secret", "extraheader", "authorization"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	if i := strings.Index(lower, "://"); i >= 0 && strings.Contains(lower[i:], "@") {
+		return true
+	}
+	boundary := func(j int) bool {
+		if j >= len(lower) {
+			return true
+		}
+		c := lower[j]
+		return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9')
+	}
+	for i := 0; ; {
+		k := strings.Index(lower[i:], "pass")
+		if k < 0 {
+			return false
+		}
+		j := i + k + 4
+		if boundary(j) || strings.HasPrefix(lower[j:], "word") && boundary(j+4) || strings.HasPrefix(lower[j:], "wd") && boundary(j+2) {
+			return true
+		}
+		i = i + k + 1
+	}
 }
 
 // hideSystemConfigSecrets takes each systemConfigFiles entry that holds a
