@@ -38,8 +38,9 @@ const sweepInterval = time.Minute
 
 // sweepMarker, followed by the effective uid, names the file in the
 // temporary directory whose modification time is that user's last sweep.
-// It is not a name parseTmpOwner reads as a sandbox's directory.
-const sweepMarker = tmpPrefix + "swept-"
+// A hidden name: neither parseTmpOwner nor a glob of the sandboxes'
+// directories (lite-agent-sandbox-*) takes it for one of them.
+const sweepMarker = "." + tmpPrefix + "swept-"
 
 var (
 	staleOnce sync.Once

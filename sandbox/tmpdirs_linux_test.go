@@ -130,6 +130,9 @@ func TestSweepDue(t *testing.T) {
 	if err != nil || !fi.Mode().IsRegular() || !ownedByMe(fi) {
 		t.Fatalf("the first sweep's marker: %v %v", fi, err)
 	}
+	if m, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*")); len(m) != 0 {
+		t.Errorf("the marker is taken for a sandbox's directory by a glob of theirs: %v", m)
+	}
 	if sweepDue(dir, now.Add(time.Second)) {
 		t.Error("due a second after the last sweep")
 	}
