@@ -228,7 +228,8 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	}
 	// The tools' own queries run unconfined: never a program the agent
 	// could have planted in a place it can write.
-	h = plantProof{h, append([]string{ws}, p.ReadWritePaths...)}
+	// Each file-system question is asked once (snapshot).
+	h = plantProof{newSnapshot(h), append([]string{ws}, p.ReadWritePaths...)}
 	names, err := selectToolchains(s.Toolchains, pol.ToolchainLimit, ws, h)
 	if err != nil {
 		return sandbox.Policy{}, nil, err
@@ -329,9 +330,9 @@ func (h plantProof) LookPath(name string) string {
 	if p == "" {
 		return ""
 	}
-	real := paths.Real(p)
+	real := realPathOf(h.Host, p)
 	for _, w := range h.writable {
-		for _, root := range []string{w, paths.Real(w)} {
+		for _, root := range []string{w, realPathOf(h.Host, w)} {
 			if paths.Within(p, root) || paths.Within(real, root) {
 				return ""
 			}

@@ -536,7 +536,7 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		read(root, "where "+filepath.Base(b)+" is installed")
 		// A shim's version manager (pyenv's root for its python3
 		// shim, rustup's for its cargo proxy).
-		if vm, m := versionManagerRoot(paths.Real(dir), h); vm != "" {
+		if vm, m := versionManagerRoot(realPathOf(h, dir), h); vm != "" {
 			read(vm, m+"'s root, which "+filepath.Base(b)+" runs through")
 		}
 	}

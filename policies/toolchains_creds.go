@@ -113,7 +113,7 @@ type hiddenCredential struct {
 func credentialsIn(root string, list []credentialFile, h Host) []hiddenCredential {
 	var out []hiddenCredential
 	for _, c := range list {
-		for _, m := range h.Glob(filepath.Join(globQuote(root), c.Pattern)) {
+		for _, m := range expandPattern(h, root, c.Pattern) {
 			m = filepath.Clean(m)
 			if paths.Beneath(m, root) && !slices.ContainsFunc(out, func(x hiddenCredential) bool { return x.path == m }) {
 				out = append(out, hiddenCredential{m, c.What})
@@ -121,6 +121,39 @@ func credentialsIn(root string, list []credentialFile, h Host) []hiddenCredentia
 		}
 	}
 	return out
+}
+
+// expandPattern is h.Glob of pattern (components separated by '/')
+// beneath root, asked one component at a time: a component with a
+// wildcard lists its directory (Glob of dir/component), a literal one is
+// looked up by name (Glob of the literal path, an lstat). What matches is
+// what h.Glob of the whole pattern matches — a name is found in a
+// directory that lists it, and looked up in one that does not list it
+// to the user (search permission only: more is found, and hidden) — at
+// the cost of the lookups alone, where filepath.Glob lists every
+// directory on the way (pythonCredentials' "*/pip.conf" read each
+// directory of a pyenv root); and through a snapshot the listing of a
+// directory that several patterns share is made once.
+func expandPattern(h Host, root, pattern string) []string {
+	matches := []string{filepath.Clean(root)}
+	for comp := range strings.SplitSeq(pattern, "/") {
+		if comp == "" || len(matches) == 0 {
+			continue
+		}
+		var next []string
+		for _, d := range matches {
+			if strings.ContainsAny(comp, `*?[\`) {
+				next = append(next, h.Glob(globQuote(d)+"/"+comp)...)
+			} else {
+				next = append(next, h.Glob(globQuote(filepath.Join(d, comp)))...)
+			}
+		}
+		matches = next
+	}
+	if len(matches) == 1 && matches[0] == filepath.Clean(root) {
+		return nil // an empty pattern names no file in root
+	}
+	return matches
 }
 
 // splitAround lists what granting dir without the hidden paths beneath it
@@ -280,11 +313,54 @@ func holdsSecret(b []byte) bool {
 		if l == "" || l[0] == '#' || l[0] == ';' {
 			continue
 		}
-		if secretLine().MatchString(l) {
+		if maySecretLine(l) && secretLine().MatchString(l) {
 			return true
 		}
 	}
 	return false
+}
+
+// maySecretLine is false for a line secretLine cannot match, found
+// without the regular expression (whose compilation every `sandbox run`
+// would otherwise pay for a stock /etc/wgetrc's "passive_ftp = on"): an
+// ASCII line names none of its words — "pass" as a whole word or
+// followed by "word" or "wd", _auth, token, secret, extraheader,
+// authorization, in any case — and has no "://" with an "@" after it. A
+// line with any other byte is left to the expression (its case folding
+// is Unicode's).
+func maySecretLine(l string) bool {
+	for i := 0; i < len(l); i++ {
+		if l[i] >= 0x80 {
+			return true
+		}
+	}
+	lower := strings.ToLower(l)
+	for _, w := range []string{"_auth", "token", "secret", "extraheader", "authorization"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	if i := strings.Index(lower, "://"); i >= 0 && strings.Contains(lower[i:], "@") {
+		return true
+	}
+	boundary := func(j int) bool {
+		if j >= len(lower) {
+			return true
+		}
+		c := lower[j]
+		return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9')
+	}
+	for i := 0; ; {
+		k := strings.Index(lower[i:], "pass")
+		if k < 0 {
+			return false
+		}
+		j := i + k + 4
+		if boundary(j) || strings.HasPrefix(lower[j:], "word") && boundary(j+4) || strings.HasPrefix(lower[j:], "wd") && boundary(j+2) {
+			return true
+		}
+		i = i + k + 1
+	}
 }
 
 // hideSystemConfigSecrets takes each systemConfigFiles entry that holds a

@@ -169,3 +169,40 @@ func TestSystemConfigFilesWithCredentialsHidden(t *testing.T) {
 		})
 	}
 }
+
+// TestMaySecretLine: the pre-check before secretLine is never false for
+// a line the expression matches (FuzzMaySecretLine tries more), and is
+// false for the lines of a stock wgetrc and gitconfig, so that their
+// check compiles no expression.
+func TestMaySecretLine(t *testing.T) {
+	for _, l := range []string{"passive_ftp = on", "[credential \"https://example.com\"]", "helper = gcloud.sh",
+		"use_proxy = on", "https_proxy = http://proxy.example:3128/", "passage = 1", "bypass_x = 2"} {
+		if maySecretLine(l) {
+			t.Errorf("%q: may hold a secret, so a stock file compiles the expression", l)
+		}
+		if secretLine().MatchString(l) {
+			t.Errorf("%q: the expression matches it: the case is wrong", l)
+		}
+	}
+	for _, l := range []string{"password = x", "PASSWD=x", "pass x", "http_password=x", "_authToken=x", "//reg/:_auth=x",
+		"token = x", "Secret: x", "extraHeader = Authorization: Bearer x", "url = https://u:p@host/x", "machine h login u password p",
+		"ftp_pass=x", "x.pass", "paſſword = x"} {
+		if !secretLine().MatchString(l) {
+			t.Errorf("%q: the expression does not match it: the case is wrong", l)
+		}
+		if !maySecretLine(l) {
+			t.Errorf("%q: the pre-check says no secret", l)
+		}
+	}
+}
+
+func FuzzMaySecretLine(f *testing.F) {
+	for _, s := range []string{"passive_ftp = on", "password = x", "https://u:p@h", "pass", "PaSsWd.", "a://b:c@d", "xpasswdy", "pass_word"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, l string) {
+		if secretLine().MatchString(l) && !maySecretLine(l) {
+			t.Errorf("%q: the expression matches, the pre-check says no secret", l)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,12 +154,13 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	for _, roots := range [][]string{sys, p.ReadOnlyPaths, p.ReadWritePaths, {p.Workspace}} {
 		for _, r := range roots {
 			if r != "" {
-				readableRoots = append(readableRoots, r, paths.Real(r))
+				readableRoots = append(readableRoots, filepath.Clean(r), realPathOf(h, r))
 			}
 		}
 	}
-	readable := func(path string) bool {
-		return slices.ContainsFunc(readableRoots, func(r string) bool { return paths.Within(path, r) })
+	// Asked of clean paths (grant cleans them), against clean roots.
+	readable := func(clean string) bool {
+		return slices.ContainsFunc(readableRoots, func(r string) bool { return paths.WithinClean(clean, r) })
 	}
 	// Grants are collected per kind of root, so that each kind's
 	// credential files are hidden in it (hideCredentials).
@@ -187,14 +189,22 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 		}
 		g.Read = append(g.Read, Grant{path, "your PATH (" + why + ")"})
 	}
+	seen := map[string]bool{} // real PATH directories already looked at
 	for _, entry := range filepath.SplitList(userPath) {
 		if !filepath.IsAbs(entry) {
 			continue // relative: resolved in the workspace, as the sandbox keeps it
 		}
-		real := paths.Real(entry)
+		real := realPathOf(h, entry)
 		if !h.Exists(real) {
 			continue // names nothing, outside either
 		}
+		// A directory named twice (or through a link) grants what it
+		// granted the first time: every grant below depends on real
+		// alone, and the manager's variable on the root found.
+		if seen[real] {
+			continue
+		}
+		seen[real] = true
 		if root, m := versionManagerRoot(real, h); root != "" {
 			grant(root, m, m+"'s root, for "+entry)
 			// Found where the manager looks by default (~/.rustup):
@@ -208,18 +218,21 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 		if systemPath(real) {
 			continue
 		}
-		links := h.Glob(filepath.Join(globQuote(real), "*"))
-		if len(links) > maxPathLinks {
-			links = links[:maxPathLinks]
+		// Every entry of the directory, in name order (as Glob of real/*
+		// lists them), with its type from the listing itself.
+		ents, _ := os.ReadDir(real)
+		if len(ents) > maxPathLinks {
+			ents = ents[:maxPathLinks]
 		}
-		for _, l := range links {
+		for _, e := range ents {
 			// real is canonical, so only an entry that is itself a link
 			// can lead elsewhere: the others (a version manager's
-			// hundred shims) cost one lstat, not a walk of the path.
-			if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			// hundred shims) cost nothing more.
+			if e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			target := paths.Real(l)
+			l := filepath.Join(real, e.Name())
+			target := realPathOf(h, l)
 			if target == l || filepath.Dir(target) == real || !h.Exists(target) {
 				continue
 			}
@@ -237,7 +250,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	}
 	// JAVA_HOME is the JDK the person's Maven and Gradle run.
 	if jh := h.Getenv("JAVA_HOME"); jh != "" {
-		grant(paths.Real(jh), "java", "$JAVA_HOME")
+		grant(realPathOf(h, jh), "java", "$JAVA_HOME")
 	}
 	for _, kind := range order {
 		g := grants[kind]

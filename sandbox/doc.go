@@ -185,10 +185,13 @@
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>
 // after the process that made it (start: its start time in /proc, which
 // tells it from a later process with the same pid). The first New of a
-// process (beside its first command; Close waits for it), and
-// RemoveStaleTempDirs, remove those of owners that are gone: a session
-// killed with SIGKILL leaves its temp dir only until the next start. Its
-// cgroups are removed the same way by the next New.
+// process (beside its first command; Close waits for it) removes those of
+// owners that are gone, unless the same user's temporary directory was
+// swept in the last minute (a marker file's time: `sandbox run` in a loop
+// does not read a large /tmp every time); RemoveStaleTempDirs (`lite-agent
+// gc`) always does. A session killed with SIGKILL leaves its temp dir
+// until the next start a minute after the last sweep. Its cgroups are
+// removed by the next New.
 //
 // # Decide, then build
 //

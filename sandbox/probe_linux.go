@@ -82,6 +82,13 @@ func Probe() Capabilities {
 	return c
 }
 
+// ProbeInBackground starts the probe of this host that New, Decide and
+// Probe read (made once per process) on a goroutine of its own, so that
+// a caller with other work before its first New — `sandbox run` building
+// its policy — finds it made rather than waiting for it. New waits for a
+// probe under way; calling this again, or after New, does nothing.
+func ProbeInBackground() { go host() }
+
 func probeHost() *hostInfo {
 	h := &hostInfo{
 		uid: os.Getuid(), gid: os.Getgid(),

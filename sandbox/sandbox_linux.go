@@ -638,9 +638,16 @@ func (s *Sandbox) release() error {
 	}
 	s.tmpl, s.tmplDead, s.tmplOff = nil, nil, true
 	s.tmplMu.Unlock()
-	if s.cg != nil {
-		first = s.cg.Close()
+	// The cgroups' removal (rmdirs) and the mounts' release (the
+	// unmount of each detached tree) are the kernel's work: side by
+	// side. Every command has ended (Close waited for them); the
+	// temporary directory goes once the cgroups are gone.
+	cgClosed := make(chan error, 1)
+	if cg := s.cg; cg != nil {
 		s.cg = nil
+		go func() { cgClosed <- cg.Close() }()
+	} else {
+		cgClosed <- nil
 	}
 	if s.pieces != nil {
 		s.pieces.Free()
@@ -654,6 +661,7 @@ func (s *Sandbox) release() error {
 		unix.Close(s.rawPieces.RulesetFD)
 		s.rawPieces.RulesetFD = -1
 	}
+	first = <-cgClosed
 	waitStaleSweep()
 	if s.tmpRoot != "" {
 		if err := removeAll(s.tmpRoot); err != nil && first == nil {

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Temporary directories outlive a process killed with SIGKILL: nothing
@@ -19,19 +22,34 @@ import (
 //
 // with <start> the owner's start time (field 22 of /proc/PID/stat, clock
 // ticks since boot), which tells a live owner from a later process that
-// got the same pid. The first New of a process (and `lite-agent gc`
-// through RemoveStaleTempDirs) removes the directories of owners that are
-// gone.
+// got the same pid. The first New of a process removes the directories of
+// owners that are gone — at most once a sweepInterval for each user of a
+// temporary directory (sweepDue) — and `lite-agent gc`, through
+// RemoveStaleTempDirs, whenever it runs.
 
 const tmpPrefix = "lite-agent-sandbox-"
+
+// sweepInterval is how long after one process's sweep of a temporary
+// directory the next ones skip theirs. A sweep reads the whole directory
+// (a /tmp of thousands of entries costs milliseconds of CPU on every
+// `sandbox run`), while a stale directory appears only when a sandbox's
+// owner was killed with SIGKILL: once a minute removes it soon enough.
+const sweepInterval = time.Minute
+
+// sweepMarker, followed by the effective uid, names the file in the
+// temporary directory whose modification time is that user's last sweep.
+// A hidden name: neither parseTmpOwner nor a glob of the sandboxes'
+// directories (lite-agent-sandbox-*) takes it for one of them.
+const sweepMarker = "." + tmpPrefix + "swept-"
 
 var (
 	staleOnce sync.Once
 	// staleDone is closed when the first New's sweep of stale directories
-	// has ended. The sweep runs beside the command rather than before it
-	// (a /tmp of a few hundred entries is a few hundred µs, which `sandbox
-	// run -- CMD` would otherwise wait for); waitStaleSweep, in release,
-	// lets it finish before the Sandbox is gone.
+	// has ended (at once when none was due). The sweep runs beside the
+	// command rather than before it (a /tmp of a few hundred entries is a
+	// few hundred µs, which `sandbox run -- CMD` would otherwise wait
+	// for); waitStaleSweep, in release, lets it finish before the Sandbox
+	// is gone.
 	staleDone chan struct{}
 )
 
@@ -42,6 +60,10 @@ var (
 func tmpRootDir() (string, error) {
 	staleOnce.Do(func() {
 		staleDone = make(chan struct{})
+		if !sweepDue(os.TempDir(), time.Now()) {
+			close(staleDone)
+			return
+		}
 		go func() {
 			defer close(staleDone)
 			removeStaleTempDirs(os.TempDir())
@@ -69,6 +91,33 @@ func waitStaleSweep() {
 	if staleDone != nil {
 		<-staleDone
 	}
+}
+
+// sweepDue says whether this process sweeps dir now: no sweep of this
+// user's there in the last sweepInterval. When it does, it marks the
+// sweep (the marker's time, now) first, so that processes starting beside
+// it skip theirs. A marker that is not this user's own regular file (one
+// another user made in a shared /tmp to stop the sweeps, a symlink) is not
+// trusted: every process sweeps, as with no marker at all. A marker time
+// in the future (the clock was set back) is due, and set right.
+func sweepDue(dir string, now time.Time) bool {
+	marker := filepath.Join(dir, sweepMarker+strconv.Itoa(os.Geteuid()))
+	fi, err := os.Lstat(marker)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if fd, err := unix.Open(marker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600); err == nil {
+			unix.Close(fd)
+		}
+		return true
+	case err != nil || !fi.Mode().IsRegular() || !ownedByMe(fi):
+		return true
+	}
+	if age := now.Sub(fi.ModTime()); age >= 0 && age < sweepInterval {
+		return false
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.UnixNano())}
+	unix.UtimesNanoAt(unix.AT_FDCWD, marker, ts, unix.AT_SYMLINK_NOFOLLOW)
+	return true
 }
 
 func removeStaleTempDirs(dir string) ([]string, error) {

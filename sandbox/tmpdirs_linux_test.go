@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestStaleTempDirsRemoved: the temp dir of a process killed with SIGKILL
@@ -85,6 +86,20 @@ func TestStaleTempDirsRemoved(t *testing.T) {
 		}
 	}
 
+	// The killed child's own first New swept the directory and marked it
+	// swept: a start within sweepInterval leaves the stale ones for later.
+	if b, err := child("start").CombinedOutput(); err != nil {
+		t.Fatalf("start: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("a start within sweepInterval of the last sweep swept (%v)", err)
+	}
+	// Once sweepInterval has passed, the next start sweeps.
+	marker := filepath.Join(tmp, sweepMarker+strconv.Itoa(os.Geteuid()))
+	past := time.Now().Add(-sweepInterval - time.Second)
+	if err := os.Chtimes(marker, past, past); err != nil {
+		t.Fatalf("the first sweep left no marker: %v", err)
+	}
 	next := child("start")
 	if b, err := next.CombinedOutput(); err != nil {
 		t.Fatalf("next start: %v\n%s", err, b)
@@ -98,5 +113,79 @@ func TestStaleTempDirsRemoved(t *testing.T) {
 	// RemoveStaleTempDirs (for gc) finds nothing more.
 	if got, err := removeStaleTempDirs(tmp); len(got) != 0 || err != nil {
 		t.Errorf("second sweep: %v %v", got, err)
+	}
+}
+
+// TestSweepDue: a user's sweeps of one temporary directory are at least
+// sweepInterval apart, and a marker that is not the user's own regular
+// file is not trusted (every start sweeps, as before markers).
+func TestSweepDue(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, sweepMarker+strconv.Itoa(os.Geteuid()))
+	now := time.Now()
+	if !sweepDue(dir, now) {
+		t.Fatal("no marker: not due")
+	}
+	fi, err := os.Lstat(marker)
+	if err != nil || !fi.Mode().IsRegular() || !ownedByMe(fi) {
+		t.Fatalf("the first sweep's marker: %v %v", fi, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*")); len(m) != 0 {
+		t.Errorf("the marker is taken for a sandbox's directory by a glob of theirs: %v", m)
+	}
+	if sweepDue(dir, now.Add(time.Second)) {
+		t.Error("due a second after the last sweep")
+	}
+	later := now.Add(sweepInterval + time.Second)
+	if !sweepDue(dir, later) {
+		t.Error("not due sweepInterval after the last sweep")
+	}
+	if sweepDue(dir, later.Add(time.Second)) {
+		t.Error("the sweep at later was not marked: due again a second after it")
+	}
+	if !sweepDue(dir, later.Add(-time.Hour)) {
+		t.Error("a marker time in the future (clock set back) is not due")
+	}
+
+	// Not this user's regular file: due every time, and nothing is
+	// changed through it.
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(target, past, past)
+	for name, mk := range map[string]func() error{
+		"symlink":   func() error { return os.Symlink(target, marker) },
+		"directory": func() error { return os.Mkdir(marker, 0o700) },
+	} {
+		os.Remove(marker)
+		if err := mk(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if !sweepDue(dir, time.Now()) {
+				t.Errorf("%s marker, call %d: not due", name, i)
+			}
+		}
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.ModTime().Equal(past) {
+		t.Errorf("the symlink's target was touched: %v %v", fi.ModTime(), err)
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: a marker of another user (which every start must ignore) is not tried")
+		return
+	}
+	os.Remove(marker)
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(marker, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if !sweepDue(dir, time.Now()) {
+			t.Errorf("another user's fresh marker, call %d: not due", i)
+		}
 	}
 }

@@ -153,8 +153,80 @@ func Real(p string) string {
 // RealFrom resolves rest (relative, or absolute to restart at /) from dir,
 // a real directory, as Real does.
 func RealFrom(dir, rest string) string {
-	real, _ := resolve(dir, rest, false, nil)
+	real, _ := resolve(nil, dir, rest, false, nil)
 	return real
+}
+
+// Walker is Real with a memory: each component it looks up (lstat, and
+// readlink of a link) is asked of the file system once for the Walker's
+// life, so that resolving many paths that share their directories (a
+// policy made from a PATH of links into one install) costs a lookup per
+// distinct component, not per path. It answers from the moment of each
+// first lookup: use one for one decision, never across. Not for
+// concurrent use. The zero Walker is ready.
+type Walker struct {
+	seen map[string]walked
+}
+
+type walked struct {
+	fi     fs.FileInfo
+	err    error
+	target string // a link's, read on the first resolution through it
+	terr   error
+	read   bool
+}
+
+// Real is paths.Real through w's memory.
+func (w *Walker) Real(p string) string {
+	if !filepath.IsAbs(p) {
+		return Real(p)
+	}
+	real, _ := resolve(w, "/", p, false, nil)
+	return real
+}
+
+// Lstat is os.Lstat through w's memory.
+func (w *Walker) Lstat(p string) (fs.FileInfo, error) {
+	e := w.lookup(p)
+	return e.fi, e.err
+}
+
+func (w *Walker) lookup(p string) walked {
+	if e, ok := w.seen[p]; ok {
+		return e
+	}
+	if w.seen == nil {
+		w.seen = map[string]walked{}
+	}
+	fi, err := os.Lstat(p)
+	e := walked{fi: fi, err: err}
+	w.seen[p] = e
+	return e
+}
+
+func (w *Walker) readlink(p string) (string, error) {
+	e := w.lookup(p)
+	if !e.read {
+		e.target, e.terr = os.Readlink(p)
+		e.read = true
+		w.seen[p] = e
+	}
+	return e.target, e.terr
+}
+
+// lstat and readlink are the file system's, or w's memory of it.
+func (w *Walker) lstat(p string) (fs.FileInfo, error) {
+	if w == nil {
+		return os.Lstat(p)
+	}
+	return w.Lstat(p)
+}
+
+func (w *Walker) readlinkOf(p string) (string, error) {
+	if w == nil {
+		return os.Readlink(p)
+	}
+	return w.readlink(p)
 }
 
 // ErrLinkRefused is wrapped by Resolve's error when its follow function
@@ -177,20 +249,21 @@ func Resolve(p string, follow func(link string) bool) (string, error) {
 		}
 		// The working directory is where the process is, not a path it
 		// walks: its links are not the follow function's to judge.
-		dir, err := resolve("/", wd, true, nil)
+		dir, err := resolve(nil, "/", wd, true, nil)
 		if err != nil {
 			return "", err
 		}
-		return resolve(dir, p, true, follow)
+		return resolve(nil, dir, p, true, follow)
 	}
-	return resolve("/", p, true, follow)
+	return resolve(nil, "/", p, true, follow)
 }
 
-// resolve walks rest from dest, a real directory, as the kernel does.
+// resolve walks rest from dest, a real directory, as the kernel does,
+// looking components up through w (nil: the file system directly).
 // Lenient (strict false), a component that cannot be looked up ends the
 // walk with the rest cleaned onto it; strict, it is an error, and so is a
 // link follow refuses.
-func resolve(dest, rest string, strict bool, follow func(string) bool) (string, error) {
+func resolve(w *Walker, dest, rest string, strict bool, follow func(string) bool) (string, error) {
 	if filepath.IsAbs(rest) {
 		dest = "/"
 	}
@@ -206,7 +279,7 @@ func resolve(dest, rest string, strict bool, follow func(string) bool) (string, 
 			continue
 		}
 		next := filepath.Join(dest, comp)
-		fi, err := os.Lstat(next)
+		fi, err := w.lstat(next)
 		if err != nil {
 			if strict {
 				return "", err
@@ -221,7 +294,7 @@ func resolve(dest, rest string, strict bool, follow func(string) bool) (string, 
 			return "", &fs.PathError{Op: "resolve", Path: next, Err: ErrLinkRefused}
 		}
 		links++
-		target, err := os.Readlink(next)
+		target, err := w.readlinkOf(next)
 		if err == nil && links > maxSymlinks {
 			err = &fs.PathError{Op: "resolve", Path: next, Err: syscall.ELOOP}
 		}

@@ -185,3 +185,47 @@ func TestWithinCleanAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkerAgreesWithReal: a Walker resolves every path as Real does —
+// links absolute and relative, chains, ".." after a link, missing
+// components, a loop — also when paths share their directories and are
+// resolved again; and it answers from its memory.
+func TestWalkerAgreesWithReal(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a/b/c", "x/bin", "y"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "x/bin/tool"), nil, 0o755)
+	for link, target := range map[string]string{
+		"x/bin/proxy": "tool", "x/bin/abs": filepath.Join(root, "a/b"), "y/up": "../a/b/c",
+		"y/chain": "up", "y/loop1": "loop2", "y/loop2": "loop1", "a/b/c/back": "../../..",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rels := []string{"", "a/b/c", "x/bin/proxy", "x/bin/abs/c", "x/bin/abs/../b", "y/up/..", "y/chain/back/x/bin/proxy",
+		"y/loop1", "y/loop1/z", "missing/z/..", "a/b/missing/../c", "x/bin/tool/..", "y/up/../../../x"}
+	var w Walker
+	for round := range 2 {
+		for _, rel := range rels {
+			p := filepath.Join(root, rel)
+			if got, want := w.Real(p), Real(p); got != want {
+				t.Errorf("round %d: Walker.Real(%s) = %s, Real = %s", round, rel, got, want)
+			}
+		}
+	}
+	// Its memory: a link changed after it was read is answered as read.
+	before := w.Real(filepath.Join(root, "x/bin/proxy"))
+	os.Remove(filepath.Join(root, "x/bin/proxy"))
+	os.Symlink("../../y", filepath.Join(root, "x/bin/proxy"))
+	if got := w.Real(filepath.Join(root, "x/bin/proxy")); got != before {
+		t.Errorf("a Walker looked a link up again: %s, was %s", got, before)
+	}
+	if fi, err := w.Lstat(filepath.Join(root, "x/bin/proxy")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("Lstat: %v %v", fi, err)
+	}
+}

@@ -97,6 +97,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
+	// What this host can enforce is probed (namespace clones, a trial
+	// seccomp listener, cgroup detection: ~1 ms) while the policy is
+	// made, on the other core.
+	sandbox.ProbeInBackground()
+
 	pol, err := sandboxPolicy(&f, set)
 	if err != nil {
 		return err

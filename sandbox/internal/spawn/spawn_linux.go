@@ -11,6 +11,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -432,11 +433,16 @@ func (c *Mounts) Free() {
 	if o := c.own; o != nil {
 		c.freeRoot()
 		c.freeReadOnlyBinds()
+		// Each is a detached mount tree whose last close unmounts it in
+		// the closing thread (a tmpfs's teardown frees every entry of
+		// the skeleton): closed side by side, on as many threads.
+		var wg sync.WaitGroup
 		for _, fd := range []C.int{o.devpts_fd, o.proc_skel_fd, o.proc_fd, o.root_skel_fd, o.tmp_fd} {
 			if fd >= 0 {
-				syscall.Close(int(fd))
+				wg.Go(func() { syscall.Close(int(fd)) })
 			}
 		}
+		wg.Wait()
 		if n := int(o.n_proc_files); n > 0 {
 			for _, f := range unsafe.Slice(o.proc_files, n) {
 				C.free(unsafe.Pointer(f))
