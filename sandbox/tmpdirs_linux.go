@@ -109,15 +109,34 @@ func sweepDue(dir string, now time.Time) bool {
 			unix.Close(fd)
 		}
 		return true
-	case err != nil || !fi.Mode().IsRegular() || !ownedByMe(fi):
+	case err != nil || !fi.Mode().IsRegular() || !ownedByMe(fi) || !singleLink(fi):
 		return true
 	}
 	if age := now.Sub(fi.ModTime()); age >= 0 && age < sweepInterval {
 		return false
 	}
+	// Through a descriptor of the very file looked at, so that a name
+	// swapped meanwhile is not what gets the new time.
+	fd, err := unix.Open(marker, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || st.Uid != uint32(os.Geteuid()) {
+		return true
+	}
 	ts := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.UnixNano())}
-	unix.UtimesNanoAt(unix.AT_FDCWD, marker, ts, unix.AT_SYMLINK_NOFOLLOW)
+	unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
 	return true
+}
+
+// singleLink: the marker is a file of its own, not a hard link another
+// user made to one of ours (where fs.protected_hardlinks is off), whose
+// times the sweep would otherwise reset and read.
+func singleLink(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 1
 }
 
 func removeStaleTempDirs(dir string) ([]string, error) {

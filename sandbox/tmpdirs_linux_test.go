@@ -147,8 +147,8 @@ func TestSweepDue(t *testing.T) {
 		t.Error("a marker time in the future (clock set back) is not due")
 	}
 
-	// Not this user's regular file: due every time, and nothing is
-	// changed through it.
+	// Not this user's regular file of its own: due every time, and
+	// nothing is changed through it.
 	target := filepath.Join(t.TempDir(), "target")
 	if err := os.WriteFile(target, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -158,6 +158,10 @@ func TestSweepDue(t *testing.T) {
 	for name, mk := range map[string]func() error{
 		"symlink":   func() error { return os.Symlink(target, marker) },
 		"directory": func() error { return os.Mkdir(marker, 0o700) },
+		// Another user's hard link to a file of ours (possible where
+		// fs.protected_hardlinks is off): our own regular file, but
+		// not the marker; its times are neither read nor reset.
+		"hard link": func() error { return os.Link(target, marker) },
 	} {
 		os.Remove(marker)
 		if err := mk(); err != nil {
