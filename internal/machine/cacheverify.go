@@ -2,6 +2,7 @@ package machine
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -48,6 +49,19 @@ import (
 // directory that differs is removed with its zip and .ziphash, and go
 // extracts it again from a checked download (the person's read-only module
 // cache first) at its next build.
+//
+// The downloads are held to the same rule. Go extracts a module from
+// the zip in cache/download without hashing it again when its .ziphash
+// is there (it compares the .ziphash, not the zip, with go.sum), so an
+// edited zip beside its original .ziphash would be extracted and built
+// by the next session that needs the module: each zip with a .ziphash
+// is hashed the way go.sum hashes it (dirhash.HashZip) and compared with
+// go.sum's line (the .ziphash when go.sum has none), and one that differs
+// is removed with its .ziphash, to be downloaded again, checked. The
+// zips are checked before the directories, which go extracts from them.
+// A link anywhere go looks for either — a module directory, a directory
+// on a module's path, the downloads or one of them — would lead go to
+// files no check saw (go's own cache holds none): it is removed.
 //
 // Hashing every source at every session start would cost seconds on a
 // large module graph, so what was verified is remembered outside the
@@ -140,6 +154,7 @@ func verifyGoModules(modRoot, record string, sums map[string]string) []string {
 	known := map[string]verifiedModule{}
 	json.Unmarshal(old, &known)
 	var found []extractedModule
+	var notes []string
 	var walk func(dir string)
 	walk = func(dir string) {
 		entries, err := os.ReadDir(dir)
@@ -148,6 +163,13 @@ func verifyGoModules(modRoot, record string, sums map[string]string) []string {
 		}
 		for _, e := range entries {
 			p := filepath.Join(dir, e.Name())
+			if e.Type()&fs.ModeSymlink != 0 {
+				// Where go looks for a module's directory, or for a
+				// directory on its path: go follows a link, to files
+				// nobody checked. Go's own cache holds none.
+				notes = append(notes, removeLink(modRoot, p))
+				continue
+			}
 			if !e.IsDir() {
 				continue
 			}
@@ -169,13 +191,33 @@ func verifyGoModules(modRoot, record string, sums map[string]string) []string {
 			found = append(found, extractedModule{dir: p, rel: rel, escVersion: escVersion})
 		}
 	}
+	if fi, err := os.Lstat(modRoot); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+		if err == nil {
+			notes = append(notes, removeLink(filepath.Dir(modRoot), modRoot))
+		}
+		return notes
+	}
+	now := map[string]verifiedModule{}
+	// The downloads first: an extraction go makes later is of these.
+	zips, zipNotes := downloadedZips(modRoot)
+	notes = append(notes, zipNotes...)
+	zipOK := make([]*verifiedModule, len(zips))
+	inParallel(len(zips), goVerifyWorkers(), func(i int) {
+		zipOK[i] = zips[i].verify(known, sums)
+	})
+	for i, z := range zips {
+		if zipOK[i] != nil {
+			now[z.zip] = *zipOK[i]
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("go: removed the downloaded module %s@%s from the workspace's module cache: its zip differs from what go checked against go.sum when it downloaded it (go downloads it again, checked, at the next build)",
+			filepath.ToSlash(z.rel), z.escVersion))
+	}
 	walk(modRoot)
 	verified := make([]*verifiedModule, len(found))
 	inParallel(len(found), goVerifyWorkers(), func(i int) {
 		verified[i] = found[i].verify(modRoot, known, sums)
 	})
-	now := map[string]verifiedModule{}
-	var notes []string
 	for i, m := range found {
 		if verified[i] != nil {
 			now[m.dir] = *verified[i]
@@ -188,6 +230,150 @@ func verifyGoModules(modRoot, record string, sums map[string]string) []string {
 		writeFileAtomic(record, b)
 	}
 	return notes
+}
+
+// removeLink removes the link p found where go looks for modules (in a
+// GOMODCACHE), and says so.
+func removeLink(modRoot, p string) string {
+	os.Remove(p)
+	rel, _ := filepath.Rel(modRoot, p)
+	return fmt.Sprintf("go: removed %s from the workspace's module cache: a link where go looks for module files (go's own cache holds none), leading to files go never checked", filepath.ToSlash(rel))
+}
+
+// downloadedZip is one downloaded module of a GOMODCACHE:
+// cache/download/<rel>/@v/<escVersion>.zip, and its .ziphash.
+type downloadedZip struct{ zip, rel, escVersion string }
+
+// downloadedZips lists the zips of modRoot's downloads that go would
+// extract without checking them again: those with a .ziphash, which go
+// compares with go.sum in the zip's stead (modfetch: a zip and its
+// .ziphash in the cache are used as they are). Links there are removed,
+// with a note each: go would follow them.
+func downloadedZips(modRoot string) (zips []downloadedZip, notes []string) {
+	base := filepath.Join(modRoot, "cache", "download")
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				notes = append(notes, removeLink(modRoot, p))
+			case e.IsDir() && e.Name() == "@v":
+				rel, _ := filepath.Rel(base, dir)
+				vs, _ := os.ReadDir(p)
+				for _, v := range vs {
+					name := v.Name()
+					if v.Type()&fs.ModeSymlink != 0 {
+						notes = append(notes, removeLink(modRoot, filepath.Join(p, name)))
+						continue
+					}
+					esc, ok := strings.CutSuffix(name, ".zip")
+					if !ok || !v.Type().IsRegular() {
+						continue
+					}
+					if _, err := os.Lstat(filepath.Join(p, esc+".ziphash")); err != nil {
+						continue // go hashes a zip without one before it trusts it
+					}
+					zips = append(zips, downloadedZip{zip: filepath.Join(p, name), rel: rel, escVersion: esc})
+				}
+			case e.IsDir():
+				walk(p)
+			}
+		}
+	}
+	if fi, err := os.Lstat(base); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, []string{removeLink(modRoot, base)}
+	}
+	walk(base)
+	return zips, notes
+}
+
+// verify returns the zip's record when its content is what go checked:
+// its stat and its .ziphash's are the ones known for it, or its hash is
+// go.sum's line for it (its .ziphash when go.sum has none). Otherwise it
+// removes the zip and its .ziphash, and returns nil: go downloads the
+// module again, and checks it, before it extracts it.
+func (z downloadedZip) verify(known map[string]verifiedModule, sums map[string]string) *verifiedModule {
+	ziphash := strings.TrimSuffix(z.zip, ".zip") + ".ziphash"
+	mod, errPath := unescapeModulePart(filepath.ToSlash(z.rel))
+	version, errVersion := unescapeModulePart(z.escVersion)
+	before := coarseNow()
+	zipStat, newest, err := statDigest(z.zip)
+	hashStat, newestHash, herr := statDigest(ziphash)
+	if newestHash.Sec > newest.Sec || newestHash.Sec == newest.Sec && newestHash.Nsec > newest.Nsec {
+		newest = newestHash
+	}
+	stat := zipStat + " " + hashStat
+	if err == nil && herr == nil && errPath == nil && errVersion == nil {
+		if k, ok := known[z.zip]; ok && k.Stat == stat {
+			return &k
+		}
+		want := sums[mod+"@"+version]
+		if want == "" {
+			b, _ := os.ReadFile(ziphash)
+			want = strings.TrimSpace(string(b))
+		}
+		got, err := hashModuleZip(z.zip)
+		if err == nil && want != "" && got == want {
+			if !settled(newest, before) {
+				stat = "" // hashed again next time
+			}
+			return &verifiedModule{Stat: stat, Hash: got}
+		}
+	}
+	os.Remove(z.zip)
+	os.Remove(ziphash)
+	return nil
+}
+
+// maxModuleZipBytes bounds what a module zip may expand to, as go's own
+// extraction does (golang.org/x/mod/zip.MaxZipFile): a zip made to expand
+// without end fails the check rather than holding up the session.
+const maxModuleZipBytes = 500 << 20
+
+// hashModuleZip is golang.org/x/mod/sumdb/dirhash.HashZip(zipfile,
+// Hash1): the h1: hash go.sum records for a module, over the zip's files
+// (named mod@version/...).
+func hashModuleZip(zipfile string) (string, error) {
+	z, err := zip.OpenReader(zipfile)
+	if err != nil {
+		return "", err
+	}
+	defer z.Close()
+	var total uint64
+	files := make([]string, 0, len(z.File))
+	byName := make(map[string]*zip.File, len(z.File))
+	for _, f := range z.File {
+		total += f.UncompressedSize64
+		files = append(files, f.Name)
+		byName[f.Name] = f
+	}
+	if total > maxModuleZipBytes {
+		return "", fmt.Errorf("%s expands to more than %d bytes", zipfile, maxModuleZipBytes)
+	}
+	slices.Sort(files)
+	h, hf, buf := sha256.New(), sha256.New(), make([]byte, 32<<10)
+	for _, name := range files {
+		if strings.Contains(name, "\n") {
+			return "", fmt.Errorf("file name %q has a newline", name)
+		}
+		r, err := byName[name].Open()
+		if err != nil {
+			return "", err
+		}
+		hf.Reset()
+		err = copyThrough(hf, io.LimitReader(r, maxModuleZipBytes), buf)
+		r.Close()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%x  %s\n", hf.Sum(nil), name)
+	}
+	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
 }
 
 // extractedModule is one extracted module directory of a GOMODCACHE:

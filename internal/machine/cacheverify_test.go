@@ -2,6 +2,7 @@ package machine
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,9 +45,30 @@ func goModule(t testing.TB, modRoot, escPath, version string, files map[string]s
 	}
 	dl := filepath.Join(modRoot, "cache", "download", filepath.FromSlash(escPath), "@v")
 	os.MkdirAll(dl, 0o755)
-	os.WriteFile(filepath.Join(dl, version+".zip"), []byte("zip"), 0o644)
+	writeModuleZip(t, filepath.Join(dl, version+".zip"), path+"@"+version, files)
 	os.WriteFile(filepath.Join(dl, version+".ziphash"), []byte(hash+"\n"), 0o644)
 	return dir, hash
+}
+
+// writeModuleZip writes a module's zip as go downloads it: its files
+// under prefix/.
+func writeModuleZip(t testing.TB, p, prefix string, files map[string]string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		f, err := w.Create(prefix + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(files[name]))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // An extracted module source edited after go checked it — in place with
@@ -70,7 +93,13 @@ func TestVerifyGoModulesRemovesEditedSources(t *testing.T) {
 		"example.com/partial@v1.0.0":       "h1:not-checked-while-go-extracts-it=",
 		"example.com/not-extracted@v1.0.0": "h1:x=",
 	}
-	if notes := verifyGoModules(modRoot, record, sums); len(notes) != 1 || !strings.Contains(notes[0], "example.com/planted@v1.0.0") {
+	// The planted module's zip and directory go; so does the zip of the
+	// module being extracted, whose go.sum line it does not match (its
+	// directory, which go extracts again, is left alone).
+	if notes := verifyGoModules(modRoot, record, sums); len(notes) != 3 ||
+		!strings.Contains(notes[0], "downloaded module example.com/partial@v1.0.0") ||
+		!strings.Contains(notes[1], "downloaded module example.com/planted@v1.0.0") ||
+		!strings.Contains(notes[2], "extracted module example.com/planted@v1.0.0") {
 		t.Fatalf("first check: %q", notes)
 	}
 	if _, err := os.Stat(planted); err == nil {
@@ -524,5 +553,111 @@ func TestVerifyCratesDoesNotTrustARacyDigest(t *testing.T) {
 	settleClock(t)
 	if notes := verifyCrates(home, record, sums); len(notes) != 0 || recorded() == "" {
 		t.Fatalf("settled: %q, recorded %q", notes, recorded())
+	}
+}
+
+// A downloaded zip is what go extracts, without hashing it again, when
+// its .ziphash is there (go compares the .ziphash with go.sum, never the
+// zip): one edited in the workspace's cache, with or without a .ziphash
+// made to match, is removed with its .ziphash before the next session,
+// and go downloads it again, checked. An untouched zip stays, and so does
+// a zip without a .ziphash (go hashes that one itself).
+func TestVerifyGoModulesChecksDownloadedZips(t *testing.T) {
+	root := t.TempDir()
+	modRoot := filepath.Join(root, "mod")
+	record := filepath.Join(root, goVerifiedFile)
+	files := map[string]string{"go.mod": "module example.com/m\n", "m.go": "package m\n"}
+	dir, hash := goModule(t, modRoot, "example.com/m", "v1.0.0", files)
+	_, hash2 := goModule(t, modRoot, "example.com/forged", "v1.0.0", files)
+	_, hash3 := goModule(t, modRoot, "example.com/clean", "v1.0.0", files)
+	dl := func(mod string) string { return filepath.Join(modRoot, "cache/download", mod, "@v/v1.0.0") }
+	edited := map[string]string{"go.mod": "module example.com/m\n", "m.go": "package m // BACKDOOR\n"}
+	// Only the zip edited: the .ziphash still says what go.sum says.
+	writeModuleZip(t, dl("example.com/m")+".zip", "example.com/m@v1.0.0", edited)
+	// The zip edited and a .ziphash forged to match it.
+	writeModuleZip(t, dl("example.com/forged")+".zip", "example.com/forged@v1.0.0", edited)
+	forgedHash, err := hashModuleZip(dl("example.com/forged") + ".zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(dl("example.com/forged")+".ziphash", []byte(forgedHash+"\n"), 0o644)
+	// A zip go has not hashed yet (no .ziphash).
+	os.MkdirAll(filepath.Dir(dl("example.com/fresh")), 0o755)
+	writeModuleZip(t, dl("example.com/fresh")+".zip", "example.com/fresh@v1.0.0", edited)
+	sums := map[string]string{"example.com/m@v1.0.0": hash, "example.com/forged@v1.0.0": hash2, "example.com/clean@v1.0.0": hash3}
+
+	notes := verifyGoModules(modRoot, record, sums)
+	if len(notes) != 2 || !strings.Contains(notes[0], "downloaded module example.com/forged@v1.0.0") || !strings.Contains(notes[1], "downloaded module example.com/m@v1.0.0") {
+		t.Fatalf("notes %q", notes)
+	}
+	for _, p := range []string{dl("example.com/m") + ".zip", dl("example.com/m") + ".ziphash", dl("example.com/forged") + ".zip", dl("example.com/forged") + ".ziphash"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there: go would extract the edited zip", p)
+		}
+	}
+	for _, p := range []string{dl("example.com/clean") + ".zip", dl("example.com/clean") + ".ziphash", dl("example.com/fresh") + ".zip", dir} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	// Nothing changed since: nothing removed.
+	if notes := verifyGoModules(modRoot, record, sums); len(notes) != 0 {
+		t.Errorf("a second check with nothing changed: %q", notes)
+	}
+}
+
+// A link where go looks for a module's files — the module's directory,
+// a directory on its path, the downloads or one of them — leads go to
+// files no check saw (both directories and zips are checked where they
+// lie): it is removed, and said.
+func TestVerifyGoModulesRemovesLinks(t *testing.T) {
+	root := t.TempDir()
+	modRoot := filepath.Join(root, "mod")
+	record := filepath.Join(root, goVerifiedFile)
+	files := map[string]string{"go.mod": "module example.com/a/m\n", "m.go": "package m\n"}
+	_, hashA := goModule(t, modRoot, "example.com/a/m", "v1.0.0", files)
+	_, hashB := goModule(t, modRoot, "example.org/b", "v1.0.0", map[string]string{"b.go": "package b\n"})
+	elsewhere := filepath.Join(root, "elsewhere")
+	os.MkdirAll(elsewhere, 0o755)
+	// The module's directory swapped for a link to an edited copy.
+	modDir := filepath.Join(modRoot, "example.com/a/m@v1.0.0")
+	removeCacheDir(modDir)
+	if err := os.Symlink(elsewhere, modDir); err != nil {
+		t.Fatal(err)
+	}
+	// A directory on another module's path swapped for a link.
+	pathDir := filepath.Join(modRoot, "example.org")
+	os.Rename(pathDir, filepath.Join(root, "moved-aside"))
+	if err := os.Symlink(filepath.Join(root, "moved-aside"), pathDir); err != nil {
+		t.Fatal(err)
+	}
+	// A download swapped for a link.
+	zipA := filepath.Join(modRoot, "cache/download/example.com/a/m/@v/v1.0.0.zip")
+	os.Remove(zipA)
+	if err := os.Symlink(filepath.Join(elsewhere, "x.zip"), zipA); err != nil {
+		t.Fatal(err)
+	}
+	notes := verifyGoModules(modRoot, record, map[string]string{"example.com/a/m@v1.0.0": hashA, "example.org/b@v1.0.0": hashB})
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{"removed cache/download/example.com/a/m/@v/v1.0.0.zip", "removed example.com/a/m@v1.0.0", "removed example.org"} {
+		if !strings.Contains(joined, want+" from the workspace's module cache: a link") {
+			t.Errorf("no note %q in %q", want, notes)
+		}
+	}
+	for _, p := range []string{modDir, pathDir, zipA} {
+		if fi, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there (%v)", p, fi.Mode())
+		}
+	}
+}
+
+// hashModuleZip of a module's zip is hashModuleDir of its extraction:
+// dirhash's HashZip and HashDir agree.
+func TestHashModuleZipIsDirhash(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.zip")
+	writeModuleZip(t, p, "example.com/m@v1.0.0", map[string]string{"a.go": "x\n", "a-b/c.go": "y\n", "a/b.go": "z\n", "a.b/d.go": "w\n"})
+	const want = "h1:8aRw++L94+gl9esaBf9vkpMQWc/G4gXFwDaSg6msdqc=" // TestHashModuleDirIsDirhash's
+	if got, err := hashModuleZip(p); err != nil || got != want {
+		t.Fatalf("hashModuleZip = %q, %v; want %q", got, err, want)
 	}
 }
