@@ -780,6 +780,71 @@ func readCargoLock(ws string) map[string]string {
 	return sums
 }
 
+// verifyCachedCrates checks the downloaded .crate files of cargoHome
+// that are not extracted (those that are are checked with their
+// extraction, in verifyCrates): cargo extracts a .crate it finds in
+// registry/cache without checking it again, so one that is not the file
+// Cargo.lock's checksum names is removed, to be downloaded again,
+// checked. A link there (cargo makes none) is removed. Records and notes
+// as verifyCrates'.
+func verifyCachedCrates(cargoHome string, known, now map[string]verifiedModule, sums map[string]string) []string {
+	var notes []string
+	cacheRoot := filepath.Join(cargoHome, "registry", "cache")
+	srcRoot := filepath.Join(cargoHome, "registry", "src")
+	removed := func(p, why string) {
+		os.Remove(p)
+		rel, _ := filepath.Rel(cargoHome, p)
+		notes = append(notes, fmt.Sprintf("rust: removed %s from the workspace's cargo cache: %s", filepath.ToSlash(rel), why))
+	}
+	registries, _ := os.ReadDir(cacheRoot)
+	for _, reg := range registries {
+		dir := filepath.Join(cacheRoot, reg.Name())
+		if reg.Type()&fs.ModeSymlink != 0 {
+			removed(dir, "a link where cargo looks for crates (cargo makes none), leading to files no check saw")
+			continue
+		}
+		if !reg.IsDir() {
+			continue
+		}
+		crates, _ := os.ReadDir(dir)
+		for _, c := range crates {
+			p := filepath.Join(dir, c.Name())
+			if c.Type()&fs.ModeSymlink != 0 {
+				removed(p, "a link where cargo looks for crates (cargo makes none), leading to files no check saw")
+				continue
+			}
+			nameVersion, ok := strings.CutSuffix(c.Name(), ".crate")
+			if !ok || !c.Type().IsRegular() {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(srcRoot, reg.Name(), nameVersion)); err == nil {
+				continue // checked with its extraction
+			}
+			want := sums[nameVersion]
+			if want == "" {
+				continue // nothing names it: cargo checks what it downloads for a lockfile
+			}
+			before := coarseNow()
+			stat, newest, err := statDigest(p)
+			if err == nil {
+				if k, ok := known[p]; ok && k.Stat == stat {
+					now[p] = k
+					continue
+				}
+				if got, err := fileSHA256(p); err == nil && got == want {
+					if !settled(newest, before) {
+						stat = "" // checked again next time
+					}
+					now[p] = verifiedModule{Stat: stat}
+					continue
+				}
+			}
+			removed(p, "it is not the .crate Cargo.lock names (cargo downloads it again, through a grant)")
+		}
+	}
+	return notes
+}
+
 // verifyCrates verifies each extracted crate under cargoHome's
 // registry/src against its .crate in registry/cache (and that against
 // sums), remembering the verified ones in record.
@@ -794,8 +859,17 @@ func verifyCrates(cargoHome, record string, sums map[string]string) []string {
 		json.Unmarshal(b, &known)
 	}
 	now := map[string]verifiedModule{}
-	var notes []string
+	notes := verifyCachedCrates(cargoHome, known, now, sums)
+	linkNote := func(p string) {
+		os.Remove(p)
+		rel, _ := filepath.Rel(cargoHome, p)
+		notes = append(notes, fmt.Sprintf("rust: removed %s from the workspace's cargo cache: a link where cargo looks for crates (cargo makes none), leading to files no check saw", filepath.ToSlash(rel)))
+	}
 	for _, reg := range registries {
+		if reg.Type()&fs.ModeSymlink != 0 {
+			linkNote(filepath.Join(srcRoot, reg.Name()))
+			continue
+		}
 		crates, err := os.ReadDir(filepath.Join(srcRoot, reg.Name()))
 		if err != nil {
 			continue
@@ -803,6 +877,10 @@ func verifyCrates(cargoHome, record string, sums map[string]string) []string {
 		for _, c := range crates {
 			dir := filepath.Join(srcRoot, reg.Name(), c.Name())
 			crate := filepath.Join(cargoHome, "registry", "cache", reg.Name(), c.Name()+".crate")
+			if c.Type()&fs.ModeSymlink != 0 {
+				linkNote(dir)
+				continue
+			}
 			if !c.IsDir() {
 				continue
 			}

@@ -661,3 +661,67 @@ func TestHashModuleZipIsDirhash(t *testing.T) {
 		t.Fatalf("hashModuleZip = %q, %v; want %q", got, err, want)
 	}
 }
+
+// A downloaded .crate not extracted yet is what cargo extracts without
+// checking it again: one that is not the file Cargo.lock's checksum
+// names is removed before the session (one that is stays, and so does one
+// Cargo.lock does not name); a link where cargo looks for crates — an
+// extracted crate's directory, a .crate, a registry's directory — is
+// removed.
+func TestVerifyCratesChecksDownloadsAndRemovesLinks(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "cargo")
+	record := filepath.Join(root, rustVerifiedFile)
+	files := map[string]string{"Cargo.toml": "[package]\nname = \"a\"\n", "src/lib.rs": "pub fn f() -> u32 { 42 }\n"}
+	evil := map[string]string{"Cargo.toml": "[package]\nname = \"a\"\n", "src/lib.rs": "pub fn f() -> u32 { 666 }\n"}
+	sums := map[string]string{}
+	for _, nv := range []string{"good-1.0.0", "bad-1.0.0", "linked-1.0.0"} {
+		sums[nv] = crateFiles(t, home, nv, files)
+	}
+	crateFiles(t, home, "unnamed-1.0.0", evil) // no Cargo.lock line
+	// bad: its .crate replaced by another, then its extraction removed,
+	// so that cargo would extract the replaced one.
+	crateFiles(t, home, "bad-1.0.0", evil)
+	for _, nv := range []string{"good-1.0.0", "bad-1.0.0", "unnamed-1.0.0"} {
+		removeCacheDir(filepath.Join(home, "registry/src/reg-1", nv))
+	}
+	// linked: its extraction swapped for a link to an edited copy.
+	elsewhere := filepath.Join(root, "elsewhere")
+	os.MkdirAll(elsewhere, 0o755)
+	linked := filepath.Join(home, "registry/src/reg-1/linked-1.0.0")
+	removeCacheDir(linked)
+	if err := os.Symlink(elsewhere, linked); err != nil {
+		t.Fatal(err)
+	}
+	crateLink := filepath.Join(home, "registry/cache/reg-1/viaLink-1.0.0.crate")
+	if err := os.Symlink(filepath.Join(elsewhere, "x.crate"), crateLink); err != nil {
+		t.Fatal(err)
+	}
+	notes := verifyCrates(home, record, sums)
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"removed registry/cache/reg-1/bad-1.0.0.crate from the workspace's cargo cache: it is not the .crate Cargo.lock names",
+		"removed registry/cache/reg-1/viaLink-1.0.0.crate from the workspace's cargo cache: a link",
+		"removed registry/src/reg-1/linked-1.0.0 from the workspace's cargo cache: a link",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("no note %q in %q", want, notes)
+		}
+	}
+	if len(notes) != 3 {
+		t.Errorf("%d notes, want 3: %q", len(notes), notes)
+	}
+	exists := func(p string) bool { _, err := os.Lstat(filepath.Join(home, p)); return err == nil }
+	for p, want := range map[string]bool{
+		"registry/cache/reg-1/good-1.0.0.crate": true, "registry/cache/reg-1/unnamed-1.0.0.crate": true,
+		"registry/cache/reg-1/bad-1.0.0.crate": false, "registry/cache/reg-1/viaLink-1.0.0.crate": false,
+		"registry/src/reg-1/linked-1.0.0": false,
+	} {
+		if exists(p) != want {
+			t.Errorf("%s exists = %v, want %v", p, !want, want)
+		}
+	}
+	if notes := verifyCrates(home, record, sums); len(notes) != 0 {
+		t.Errorf("a second check with nothing changed: %q", notes)
+	}
+}
