@@ -249,8 +249,8 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 	// the kernel wakes every waiter of the listener twice per call
 	// (EPOLLIN when the call is queued, EPOLLOUT when it is received),
 	// and each wake-up of the runtime's netpoll thread, which finds
-	// nothing to run, cost more CPU than the emulated call
-	// (BenchmarkCapturePerFile). A descriptor left blocking is not
+	// nothing to run, cost a third of a captured call's CPU
+	// (bench/capture_opens.c; BENCHMARKS.md). A descriptor left blocking is not
 	// added to the poller by os.NewFile. NOTIF_RECV ignores O_NONBLOCK
 	// either way; it is only called when poll says a notification
 	// waits.
