@@ -140,8 +140,8 @@ func connectThroughInterruptions(t *testing.T, interrupted *atomic.Int64) {
 // must not also be in the Go runtime's epoll set — the kernel wakes every
 // waiter of a listener twice per call (EPOLLIN when a call is queued,
 // EPOLLOUT when it is received), so the runtime's netpoll thread woke for
-// nothing at each captured call, which cost more CPU than the emulated
-// call (BenchmarkCapturePerFile). Checked while a captured command is
+// nothing at each captured call: a third of the call's CPU
+// (bench/capture_opens.c, BENCHMARKS.md). Checked while a captured command is
 // alive, after its first captured call, through /proc/self/fdinfo of
 // every epoll descriptor of this process.
 func TestCaptureListenerOutsideRuntimePoller(t *testing.T) {
