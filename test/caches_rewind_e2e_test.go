@@ -121,3 +121,45 @@ func TestBackdooredModuleSourceRemovedBeforeNextSession(t *testing.T) {
 		t.Errorf("sandbox check reports a removal with nothing edited:\n%s", out)
 	}
 }
+
+// plantZip is the bash command that backdoors the downloaded zip of
+// golang.org/x/sync (its .ziphash left as it was) and removes the
+// extracted copy, so that go extracts the zip again.
+const plantZip = `d=$(go env GOMODCACHE) && z=$d/cache/download/golang.org/x/sync/@v/v0.23.0.zip && ` +
+	`python3 -c 'import sys, zipfile
+src = zipfile.ZipFile(sys.argv[1])
+out = zipfile.ZipFile(sys.argv[2], "w")
+for i in src.infolist():
+    b = src.read(i.filename)
+    if i.filename.endswith("/errgroup/errgroup.go"):
+        b += b"\nfunc init() { panic(\"BACKDOOR\") }\n"
+    out.writestr(i.filename, b)
+out.close()' $z $z.new && mv $z.new $z && ` +
+	`chmod -R u+w $d/golang.org/x/sync@v0.23.0 && rm -rf $d/golang.org/x/sync@v0.23.0 && echo planted`
+
+// Go extracts a downloaded zip beside its .ziphash without hashing it
+// again (it compares the .ziphash with go.sum, not the zip): an agent
+// that edits the zip in the workspace's module cache and removes the
+// extracted copy has go build its backdoor — in its own session (shown
+// here), and, having removed the extracted copy again, in every later one
+// unless the zip is checked before it starts. It is: the next session
+// downloads the module again, checked.
+func TestBackdooredModuleZipRemovedBeforeNextSession(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 to rewrite the zip with: this test would show an edited module zip removed before the next session")
+	}
+	u := newFakeUser(t)
+	ws := goModuleWithDependency(t, u)
+	// The extracted copy is removed again at the end, so that the next
+	// session finds only the edited zip (an extracted copy that differs
+	// from go.sum is caught, and its zip removed with it).
+	removeExtracted := `d=$(go env GOMODCACHE) && chmod -R u+w $d/golang.org/x/sync@v0.23.0 && rm -rf $d/golang.org/x/sync@v0.23.0 && echo removed`
+	res, _ := u.bashSession(t, ws, nil, "go test ./...", plantZip, "go test -count=1 ./...", removeExtracted)
+	if !strings.Contains(res[1].text, "planted") || !strings.Contains(res[2].text, "BACKDOOR") || !strings.Contains(res[3].text, "removed") {
+		t.Fatalf("the attack is not shown (the edited zip extracted and compiled in its own session):\n%s\n%s\n%s", res[1].text, res[2].text, res[3].text)
+	}
+	res, _ = u.bashSession(t, ws, nil, "go test -count=1 ./...")
+	if strings.Contains(res[0].text, "BACKDOOR") || !strings.Contains(res[0].text, "ok  \texample.com/rw") {
+		t.Fatalf("the next session compiled the edited zip:\n%s", res[0].text)
+	}
+}
