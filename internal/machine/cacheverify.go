@@ -147,8 +147,10 @@ func readGoSum(ws string) map[string]string {
 // up to goVerifyWorkers at once: a session start waits for the slowest
 // share, not for the sum.
 func verifyGoModules(modRoot, record string, sums map[string]string) []string {
-	if _, err := os.Stat(modRoot); err != nil {
+	if fi, err := os.Lstat(modRoot); err != nil {
 		return nil
+	} else if fi.Mode()&fs.ModeSymlink != 0 {
+		return []string{removeLink(filepath.Dir(modRoot), modRoot)}
 	}
 	old, _ := os.ReadFile(record)
 	known := map[string]verifiedModule{}
@@ -190,12 +192,6 @@ func verifyGoModules(modRoot, record string, sums map[string]string) []string {
 			rel, _ := filepath.Rel(modRoot, filepath.Join(dir, escPath))
 			found = append(found, extractedModule{dir: p, rel: rel, escVersion: escVersion})
 		}
-	}
-	if fi, err := os.Lstat(modRoot); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
-		if err == nil {
-			notes = append(notes, removeLink(filepath.Dir(modRoot), modRoot))
-		}
-		return notes
 	}
 	now := map[string]verifiedModule{}
 	// The downloads first: an extraction go makes later is of these.
@@ -780,6 +776,17 @@ func readCargoLock(ws string) map[string]string {
 	return sums
 }
 
+// cargoLink is why a link in the cargo cache is removed.
+const cargoLink = "a link where cargo looks for crates (cargo makes none), leading to files no check saw"
+
+// removeFromCargoCache removes p from the cargo cache at cargoHome, and
+// says so and why.
+func removeFromCargoCache(cargoHome, p, why string) string {
+	os.Remove(p)
+	rel, _ := filepath.Rel(cargoHome, p)
+	return fmt.Sprintf("rust: removed %s from the workspace's cargo cache: %s", filepath.ToSlash(rel), why)
+}
+
 // verifyCachedCrates checks the downloaded .crate files of cargoHome
 // that are not extracted (those that are are checked with their
 // extraction, in verifyCrates): cargo extracts a .crate it finds in
@@ -791,16 +798,12 @@ func verifyCachedCrates(cargoHome string, known, now map[string]verifiedModule, 
 	var notes []string
 	cacheRoot := filepath.Join(cargoHome, "registry", "cache")
 	srcRoot := filepath.Join(cargoHome, "registry", "src")
-	removed := func(p, why string) {
-		os.Remove(p)
-		rel, _ := filepath.Rel(cargoHome, p)
-		notes = append(notes, fmt.Sprintf("rust: removed %s from the workspace's cargo cache: %s", filepath.ToSlash(rel), why))
-	}
+	removed := func(p, why string) { notes = append(notes, removeFromCargoCache(cargoHome, p, why)) }
 	registries, _ := os.ReadDir(cacheRoot)
 	for _, reg := range registries {
 		dir := filepath.Join(cacheRoot, reg.Name())
 		if reg.Type()&fs.ModeSymlink != 0 {
-			removed(dir, "a link where cargo looks for crates (cargo makes none), leading to files no check saw")
+			removed(dir, cargoLink)
 			continue
 		}
 		if !reg.IsDir() {
@@ -810,7 +813,7 @@ func verifyCachedCrates(cargoHome string, known, now map[string]verifiedModule, 
 		for _, c := range crates {
 			p := filepath.Join(dir, c.Name())
 			if c.Type()&fs.ModeSymlink != 0 {
-				removed(p, "a link where cargo looks for crates (cargo makes none), leading to files no check saw")
+				removed(p, cargoLink)
 				continue
 			}
 			nameVersion, ok := strings.CutSuffix(c.Name(), ".crate")
@@ -860,11 +863,7 @@ func verifyCrates(cargoHome, record string, sums map[string]string) []string {
 	}
 	now := map[string]verifiedModule{}
 	notes := verifyCachedCrates(cargoHome, known, now, sums)
-	linkNote := func(p string) {
-		os.Remove(p)
-		rel, _ := filepath.Rel(cargoHome, p)
-		notes = append(notes, fmt.Sprintf("rust: removed %s from the workspace's cargo cache: a link where cargo looks for crates (cargo makes none), leading to files no check saw", filepath.ToSlash(rel)))
-	}
+	linkNote := func(p string) { notes = append(notes, removeFromCargoCache(cargoHome, p, cargoLink)) }
 	for _, reg := range registries {
 		if reg.Type()&fs.ModeSymlink != 0 {
 			linkNote(filepath.Join(srcRoot, reg.Name()))
