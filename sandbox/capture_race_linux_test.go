@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,4 +108,87 @@ func raceFile(t *testing.T, p, data string) {
 	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCaptureRaceOwnTemp is TestCaptureRace with the harmless path in the
+// command's own TMPDIR, where change capture lets the process's own calls
+// go on (notify's own_linux.go): the attack races the supervisor's look
+// against the kernel's, and must find the workspace read-only to the
+// process itself. The same attack against a sandbox whose process may
+// still write the workspace (testOwnWritesKeepRoots) makes unrecorded
+// workspace changes: that is the race the read-only domain closes.
+func TestCaptureRaceOwnTemp(t *testing.T) {
+	bin := testProgram(t, "capture_race", "would race the calls let through in TMPDIR against a thread that swaps their path", "-O1", "-pthread")
+	run := func(t *testing.T, keepRoots bool, classes []string, runs, tries int) (hits, unrecorded int) {
+		testOwnWritesKeepRoots = keepRoots
+		sb, ws := newTestSandbox(t, func(p *Policy) {
+			p.CaptureChanges = true
+			p.ReadOnlyPaths = append(p.ReadOnlyPaths, filepath.Dir(bin))
+		})
+		testOwnWritesKeepRoots = false
+		if sb.ownRoot == "" {
+			t.Skip("this host gives the sandbox no own temporary root (Landlock ABI < 3): nothing is let through")
+		}
+		wsReal, _ := filepath.EvalSymlinks(ws)
+		for _, class := range classes {
+			exists := class != "mkdir" && class != "symlink" && class != "creat" && class != "link"
+			for _, attack := range []string{"buf", "cwd", "link"} {
+				for range runs {
+					victim := filepath.Join(wsReal, "victim")
+					os.RemoveAll(victim)
+					if exists {
+						raceFile(t, victim, "DATA")
+					}
+					var mu sync.Mutex
+					seen := false
+					hook := func(paths []string) error {
+						mu.Lock()
+						defer mu.Unlock()
+						seen = seen || slices.Contains(paths, victim)
+						return nil
+					}
+					var out, errb bytes.Buffer
+					st, err := sb.Run(context.Background(), &Command{Path: bin,
+						Args:   []string{"capture_race", class, attack, wsReal, "-", strconv.Itoa(tries)},
+						Stdout: &out, Stderr: &errb, BeforeChange: hook})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st.Code != 0 {
+						t.Fatalf("capture_race %s %s: %v: %s %s", class, attack, st, out.String(), errb.String())
+					}
+					if strings.HasPrefix(out.String(), "hit") {
+						hits++
+						mu.Lock()
+						if !seen {
+							unrecorded++
+							t.Logf("%s/%s: an unrecorded workspace change", class, attack)
+						}
+						mu.Unlock()
+					}
+				}
+			}
+		}
+		return hits, unrecorded
+	}
+	letThrough := []string{"open", "creat", "unlink", "mkdir", "symlink"}
+	t.Run("workspace read-only to the process", func(t *testing.T) {
+		runs, tries := 2, 3000
+		if testing.Short() {
+			runs, tries = 1, 1000
+		}
+		all := append(letThrough, "truncate", "chmod", "rename", "link")
+		hits, unrecorded := run(t, false, all, runs, tries)
+		t.Logf("%d runs changed the workspace file, %d of them unrecorded", hits, unrecorded)
+		if unrecorded > 0 {
+			t.Errorf("%d runs made a workspace change the capture hook never heard of", unrecorded)
+		}
+	})
+	t.Run("without it the race is won", func(t *testing.T) {
+		hits, unrecorded := run(t, true, letThrough, 1, 3000)
+		t.Logf("with the workspace writable to the process: %d runs changed the workspace file, %d of them unrecorded", hits, unrecorded)
+		if unrecorded == 0 {
+			t.Errorf("no unrecorded change: the attack does not reach the window the read-only domain closes, so the first subtest shows nothing")
+		}
+	})
 }

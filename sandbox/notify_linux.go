@@ -46,13 +46,14 @@ func internalMode(m NetworkMode) notify.Mode {
 // The capture keeps the Landlock write rule: the read-write roots, and
 // the writable devices among the policy's system paths.
 func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
-	if (cmd.BeforeChange == nil && !s.guardsGitNames()) || s.workspaceReal == "" {
+	if (cmd.BeforeChange == nil && !s.capturesAll()) || s.workspaceReal == "" {
 		return nil, nil
 	}
 	hook := cmd.BeforeChange
 	if hook == nil {
-		// Captured only for the .git name rule (guardsGitNames): nothing
-		// to record.
+		// Captured only for the .git name rule, or because the process
+		// cannot write the roots itself (capturesAll): nothing to
+		// record.
 		hook = func([]string) error { return nil }
 	}
 	var devices []string
@@ -63,7 +64,7 @@ func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
 	}
 	opts := notify.CaptureOptions{Workspace: s.workspaceReal, Hook: hook,
 		Binds: !s.notifyCalls.Has("bind"), Roots: s.rwRoots, Devices: devices, GitWritable: s.pol.GitWritable,
-		Private: s.privateRoot}
+		Private: s.privateRoot, OwnRoot: s.ownRoot}
 	if cmd.BeforeChange != nil {
 		opts.Held = cmd.Writers.registry()
 	}

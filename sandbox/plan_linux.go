@@ -54,6 +54,14 @@ type plan struct {
 	// needs unshare(CLONE_FILES), which the host refuses).
 	captureThread bool
 	foreign       bool // the capture program notifies exit_group (foreign_linux.go)
+	// ownWrites: every command is captured, and the process's own
+	// Landlock domain writes only the sandbox's temporary directories
+	// and the writable devices: the other read-write roots and the
+	// private /tmp are read-only to it, and change there only through
+	// the supervisor. Calls in those own places are then let through
+	// (notify's own_linux.go). Needs Landlock ABI 3 (truncation governed)
+	// and temporary directories of the sandbox's own (no Policy.TempDir).
+	ownWrites bool
 
 	cgroups cgroup.Plan
 	newPID  bool
@@ -347,6 +355,11 @@ func decide(q Policy, h *hostInfo) (*plan, error) {
 		} else {
 			miss("capturing changes, for checkpoints and the .git name rule (%v)", why)
 		}
+	}
+
+	if pl.capture && h.abi >= 3 && q.TempDir == "" && q.Workspace != "" {
+		pl.ownWrites = true
+		note("change capture: a command writes itself only in its temporary directories (TMPDIR) and the writable devices; every change elsewhere, /tmp included, is made for it by the supervisor, which records what is in the workspace")
 	}
 
 	// Read-only mounts at the container level: change capture refuses

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -342,5 +344,51 @@ func TestDecideIsWhatNewBuilds(t *testing.T) {
 				t.Errorf("level %s: Decide lists %q lost, New does not: %q", level, l, got.Lost)
 			}
 		}
+	}
+}
+
+// TestDecideOwnWrites: the process's own domain writes only its
+// temporary directories (plan.ownWrites) where change capture runs, the
+// ABI governs truncation (3+) and the temporary directories are the
+// sandbox's own; anywhere else it writes the roots itself, as before.
+func TestDecideOwnWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		host   func(*hostInfo)
+		policy func(*Policy)
+		want   bool
+	}{
+		{"a session", nil, func(p *Policy) { p.CaptureChanges = true }, true},
+		{"no capture", nil, nil, false},
+		{"Landlock ABI 2: truncation not governed", func(h *hostInfo) { h.abi = 2 }, func(p *Policy) { p.CaptureChanges = true }, false},
+		{"Landlock ABI 3", func(h *hostInfo) { h.abi = 3 }, func(p *Policy) { p.CaptureChanges = true }, true},
+		{"the caller's temporary directory", nil, func(p *Policy) { p.CaptureChanges, p.TempDir = true, os.TempDir() }, false},
+		{"capture refused, best effort", notifyBusy, func(p *Policy) { p.CaptureChanges, p.BestEffort = true, true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fullHost()
+			if tc.host != nil {
+				tc.host(h)
+			}
+			p := Policy{Workspace: t.TempDir()}
+			if tc.policy != nil {
+				tc.policy(&p)
+			}
+			q, err := normalizePolicy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := decide(q, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl.ownWrites != tc.want {
+				t.Errorf("ownWrites %v, want %v (capture %v)", pl.ownWrites, tc.want, pl.capture)
+			}
+			noted := slices.ContainsFunc(pl.enf.Notes, func(n string) bool { return strings.Contains(n, "writes itself only in its temporary directories") })
+			if noted != tc.want {
+				t.Errorf("the note says so: %v, want %v: %q", noted, tc.want, pl.enf.Notes)
+			}
+		})
 	}
 }

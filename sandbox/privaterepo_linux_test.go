@@ -77,6 +77,13 @@ func TestPrivateRepositoryStaysPrivate(t *testing.T) {
 		ws := t.TempDir()
 		p := Policy{Workspace: ws, GitWritable: writable, CaptureChanges: true, BestEffort: !mountNS,
 			ReadOnlyPaths: []string{filepath.Dir(esc)}}
+		if writable {
+			// A temporary directory of the caller's: the process then
+			// writes the workspace itself (no plan.ownWrites), whose
+			// boundary rule (notify's own_linux.go) would refuse a
+			// directory moved out of TMPDIR for a reason of its own.
+			p.TempDir = t.TempDir()
+		}
 		h := host()
 		if !mountNS {
 			h = maskedHost(withoutMountNS)

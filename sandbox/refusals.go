@@ -26,7 +26,8 @@ import (
 type Refusal struct {
 	// Rule is "git" (a new repository, or one leaving the private
 	// roots), "git-write" (a change in an existing .git), "write",
-	// "network", "unix-socket", "hard-link" or "set-id".
+	// "network", "unix-socket", "hard-link", "set-id" or
+	// "temp-boundary".
 	Rule string
 	// Op is the call as the command made it ("mkdir", "open", "rename",
 	// "connect", "send", "bind", ...).
@@ -77,6 +78,8 @@ func explain(rule, op, target string, mode NetworkMode) Refusal {
 		r.Why = "a workspace file may not get a name outside the workspace (a checkpoint could not restore its bytes)"
 	case "set-id":
 		r.Why = "a set-id file is never opened for writing in the sandbox"
+	case "temp-boundary":
+		r.Why = "no hard link, and no move of a directory or of a file with other names, between the sandbox's temporary directories (which commands write themselves) and the other writable roots: a write there would change a file unrecorded; mv and cp copy instead"
 	default:
 		r.Why = "refused by the sandbox"
 	}
@@ -136,7 +139,7 @@ func RefusalNote(list []Refusal, more int, failed bool) string {
 		return ""
 	}
 	first := list[0]
-	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "hard-link", "write"} {
+	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "hard-link", "temp-boundary", "write"} {
 		if i := indexRule(list, rule); i >= 0 {
 			first = list[i]
 			break

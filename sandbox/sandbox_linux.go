@@ -115,6 +115,10 @@ type Sandbox struct {
 	tmplDead    []*spawn.Template // holders found killed, released at Close
 	tmplStarted int               // commands started without it so far
 	tmplOff     bool
+	// ownRoot is the canonical parent of the sandbox's temporary
+	// directories when the process writes only there itself
+	// (plan.ownWrites, ownwrites_linux.go), or "".
+	ownRoot string
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -307,6 +311,9 @@ func (s *Sandbox) build() error {
 	if ws := canonical([]string{q.Workspace}); len(ws) == 1 {
 		s.workspaceReal = ws[0]
 	}
+	if s.ownWrites {
+		s.ownWrites = s.ownRootFor(tmp)
+	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
 	if s.mountNS != spawn.MountNone {
 		mounts, whole, err := spawn.NewMounts(s.rwRoots)
@@ -397,11 +404,16 @@ func (s *Sandbox) build() error {
 		} else {
 			s.enf.Notes = append(s.enf.Notes, "listing: the workspace's parents (/, /tmp, $HOME) cannot be listed", "/tmp: NOT writable: programs that ignore TMPDIR and write to /tmp fail")
 		}
+		if s.ownWrites && !testOwnWritesKeepRoots {
+			// The mounts above keep the roots read-write: the
+			// supervisor writes there through them.
+			rules = ownWriteRules(rules, tmp)
+		}
 		if rp.RulesetFD, err = spawn.BuildRuleset(attr, rules); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 		// The rules of the sandbox's devpts, /proc and root, by fd.
-		if err := s.mounts.AddRules(rp.RulesetFD, attr.Access_fs); err != nil {
+		if err := s.mounts.AddRules(rp.RulesetFD, attr.Access_fs, !s.ownWrites || testOwnWritesKeepRoots); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 	}
@@ -1068,7 +1080,7 @@ func (s *Sandbox) start(ctx context.Context, cmd *Command) (*Process, error) {
 	if cmd.BeforeChange != nil && !s.pol.CaptureChanges {
 		return nil, errors.New("sandbox: Command.BeforeChange needs a sandbox made with Policy.CaptureChanges")
 	}
-	if (cmd.BeforeChange != nil || s.guardsGitNames()) && s.capture {
+	if (cmd.BeforeChange != nil || s.capturesAll()) && s.capture {
 		// Before the spawn: the writer watch must be there before the
 		// command's first change.
 		if capt, p.foreign = s.newCapture(cmd); capt != nil && !s.captureThread {

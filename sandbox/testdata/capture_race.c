@@ -4,8 +4,9 @@
 //
 // One thread makes the call CLASS (open, truncate, chmod, unlink, rename,
 // mkdir, symlink, creat, link) on a path that names HARMLESS/victim (a
-// directory outside the workspace, in the sandbox's TMPDIR) while a second
-// thread makes the same path name WS/victim:
+// directory outside the workspace; "-": the command's TMPDIR, where the
+// program makes victim, as WS/victim exists, and src itself) while a
+// second thread makes the same path name WS/victim:
 //
 //   buf: the path buffer itself is rewritten between the two names (both
 //        padded with slashes to the same length, so every read is one or
@@ -73,6 +74,16 @@ static void pad(char *out, const char *s, size_t len) {
 	out[len] = 0;
 }
 
+// put makes the file p hold s (mode 0644).
+static int put(const char *p, const char *s) {
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 6) {
 		fprintf(stderr, "usage: capture_race CLASS ATTACK WS HARMLESS TRIES\n");
@@ -83,12 +94,24 @@ int main(int argc, char **argv) {
 	attack_link = strcmp(argv[2], "link") == 0;
 	ws = argv[3];
 	harmless = argv[4];
+	int own = strcmp(harmless, "-") == 0;
+	if (own && (harmless = getenv("TMPDIR")) == NULL) {
+		fprintf(stderr, "no TMPDIR\n");
+		return 2;
+	}
 	long tries = atol(argv[5]);
 	char wv[4096], hv[4096], hsrc[4096], moved[4096];
 	snprintf(wv, sizeof wv, "%s/victim", ws);
 	snprintf(hv, sizeof hv, "%s/victim", harmless);
 	snprintf(hsrc, sizeof hsrc, "%s/src", harmless);
 	snprintf(moved, sizeof moved, "%s/moved", harmless);
+	if (own) {
+		struct stat w;
+		if ((lstat(wv, &w) == 0 && put(hv, "HARMLESS") != 0) || put(hsrc, "SRC") != 0) {
+			perror("setup");
+			return 2;
+		}
+	}
 	size_t len = strlen(wv) > strlen(hv) ? strlen(wv) : strlen(hv);
 	pad(pa, hv, len);
 	pad(pb, wv, len);

@@ -72,8 +72,13 @@ import (
 // Three cases still let the process's own call go on, all decided on
 // registers, which no other thread can change: a write-side open with
 // O_TMPFILE (it makes an unnamed file and changes no existing inode or
-// name; a later linkat names it, and is emulated), exit_group, and umask
-// (noted first: Capture.umaskOf).
+// name; a later linkat names it, and is emulated; where the process
+// cannot write the roots itself it is made here too, Capture.tmpfile),
+// exit_group, and umask (noted first: Capture.umaskOf). And where the
+// process's own Landlock domain can write nothing but its temporary
+// directories and the writable devices (CaptureOptions.OwnRoot), a call
+// that changes only those is its own to make: whatever another thread
+// redirects it to, Landlock refuses it there (own_linux.go).
 
 // credWorker runs functions with a confined process's file-system
 // credentials and no capabilities, on the OS thread of the goroutine that
@@ -285,6 +290,10 @@ func (c *Capture) close() {
 	}
 	c.mu.Lock()
 	c.closed = true
+	if c.ownFD >= 0 {
+		unix.Close(c.ownFD)
+		c.ownFD = -1
+	}
 	c.mu.Unlock()
 	c.fifoMu.Lock()
 	for fd := range c.fifos {
@@ -793,14 +802,24 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		case "creat":
 			flags, mode = unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, a[1]
 		}
-		if flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC) == 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
+		if flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC) == 0 || tmpfile && c.ownRoot == "" {
 			// A read (never notified), or an unnamed file: decided on
-			// registers, changing no existing inode or name.
+			// registers, changing no existing inode or name (where
+			// the process may make one itself: see tmpfile).
 			return 0, 0, true, false
 		}
 		p, e := str(addr)
 		if e != 0 {
 			return 0, e, false, false
+		}
+		if tmpfile {
+			return c.tmpfile(w, n, tid, dirfd, p, int(flags), uint32(mode))
+		}
+		// In the process's own temporary directory: its own call
+		// (own_linux.go).
+		if c.ownFast(p, flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL) {
+			return 0, 0, true, false
 		}
 		return c.open(w, n, tid, dirfd, p, int(flags), uint32(mode))
 	case "truncate":
@@ -849,6 +868,9 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
+		if c.ownFast(p, false) {
+			return 0, 0, true, false // own_linux.go
+		}
 		// Only rmdir can remove a directory (unlink of one fails EISDIR).
 		removesDir := flags&unix.AT_REMOVEDIR != 0
 		return c.atCall(w, n, tid, dirfd, p, false, removesDir, nil, func(t *target) error { return unix.Unlinkat(t.dir, t.name, flags) })
@@ -860,6 +882,9 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		p, e := str(addr)
 		if e != 0 {
 			return 0, e, false, false
+		}
+		if c.ownFast(p, false) {
+			return 0, 0, true, false // own_linux.go
 		}
 		umask := c.umaskOf(tid)
 		return c.atCall(w, n, tid, dirfd, p, true, false, nil, func(t *target) error {
@@ -1081,6 +1106,9 @@ func (c *Capture) openOnce(w *credWorker, n notifier, tid int, dirfd int32, p st
 	defer t.close()
 	if e != 0 {
 		return c.failed(e)
+	}
+	if c.ownPlace(&t) && !c.ownSetID(&t, flags) {
+		return 0, 0, true, false // the process's own to make (own_linux.go)
 	}
 	cloexec := flags&unix.O_CLOEXEC != 0
 	flags &= openFlags
@@ -1488,6 +1516,9 @@ func (c *Capture) atCall(w *credWorker, n notifier, tid int, dirfd int32, p stri
 	if t.dir < 0 {
 		return 0, unix.EPERM, false, false // a descriptor is not a name to make or remove
 	}
+	if c.ownDir(&t) {
+		return 0, 0, true, false // the process's own to make (own_linux.go)
+	}
 	if creates && c.nameExists(w, &t) {
 		return 0, unix.EEXIST, false, false // before any refusal (nameExists)
 	}
@@ -1593,6 +1624,11 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 	if o.path != "" && paths.Within(o.path, c.workspace) && !paths.Within(t.path, c.workspace) &&
 		ost.Mode&unix.S_IFMT != unix.S_IFDIR && link {
 		return 0, c.refused(RuleHardLink, &t, unix.EPERM), false, false // rule (a)
+	}
+	// No inode gets names both where the process writes itself and
+	// where it does not (own_linux.go).
+	if e := c.crossesOwn(&o, &t, link, exchange); e != 0 {
+		return 0, e, false, false
 	}
 	paths := []string{t.path}
 	if o.path != "" {

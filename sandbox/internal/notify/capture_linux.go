@@ -175,6 +175,11 @@ type Capture struct {
 	op       string
 	// held: CaptureOptions.Held, or nil.
 	held *HeldFiles
+	// ownRoot is CaptureOptions.OwnRoot, and ownFD an O_PATH descriptor
+	// of it (-1 when it could not be opened: calls there are then
+	// resolved in full before they are let through); own_linux.go.
+	ownRoot string
+	ownFD   int
 	// pathBuf is readString's buffer for the call being answered.
 	pathBuf [4096]byte
 	// umask is the umask every process of the tree has while umaskMoved
@@ -238,6 +243,14 @@ type CaptureOptions struct {
 	// the command opens for writing is added to it before the process
 	// gets the descriptor.
 	Held *HeldFiles
+	// OwnRoot, if set, is the canonical directory of the sandbox's
+	// temporary directories, and says that the process's own Landlock
+	// domain lets it change names and write files there, on the private
+	// /tmp, on the writable devices and on its ptys, and nowhere else:
+	// every other read-write root is read-only to the process itself.
+	// A call that changes only such places is then the process's own to
+	// make (own_linux.go).
+	OwnRoot string
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -280,9 +293,11 @@ func NewCapture(opts CaptureOptions) *Capture {
 	if opts.Watch != nil {
 		w = opts.Watch
 	}
-	return &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
+	c := &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
 		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private,
-		held: opts.Held}
+		held: opts.Held, ownFD: -1}
+	c.openOwnRoot(opts.OwnRoot)
+	return c
 }
 
 // Quiesce waits for the call being answered to be done and holds off the

@@ -150,9 +150,13 @@ func addFDRule(rulesetFD int, handled uint64, pfd int, r Rule) error {
 }
 
 // AddRules adds to the ruleset the rules of what m mounts of its own, by
-// fd: its devpts instance (addPtyRules), its /proc skeleton (addProcRule)
-// and its root skeleton (addRootRule), each when it has one. m may be nil.
-func (m *Mounts) AddRules(rulesetFD int, handled uint64) error {
+// fd: its devpts instance (addPtyRules), its /proc skeleton (addProcRule),
+// its root skeleton (addRootRule) and its private tmpfs (addTmpRules,
+// read-write with tmpWritable, else read-only), each when it has one. m
+// may be nil. A read-write rule on the tmpfs also grants every
+// read-write root mounted beneath /tmp, so a process whose roots must
+// stay read-only to it leaves the tmpfs's writes to its supervisor.
+func (m *Mounts) AddRules(rulesetFD int, handled uint64, tmpWritable bool) error {
 	if fd := m.devpts(); fd >= 0 {
 		if err := addPtyRules(rulesetFD, handled, fd); err != nil {
 			return err
@@ -169,7 +173,11 @@ func (m *Mounts) AddRules(rulesetFD int, handled uint64) error {
 		}
 	}
 	if m != nil && m.own.tmp_fd >= 0 {
-		if err := addTmpRules(rulesetFD, handled, int(m.own.tmp_fd)); err != nil {
+		access := uint64(RO)
+		if tmpWritable {
+			access = RW
+		}
+		if err := addTmpRules(rulesetFD, handled, int(m.own.tmp_fd), access); err != nil {
 			return err
 		}
 	}

@@ -95,11 +95,12 @@ func (c *Mounts) TmpDevice() uint64 {
 }
 
 // addTmpRules grants the private tmpfs's directories (/tmp, /dev/shm,
-// /var/tmp: tmpDirs) read-write, by fd. Each is mounted by itself, so
+// /var/tmp: tmpDirs) access (RW, or RO where the supervisor makes the
+// process's changes: Mounts.AddRules), by fd. Each is mounted by itself, so
 // Landlock's walk up from a file in /tmp leaves the tmpfs at that
 // directory (the mount's root) for the skeleton: a rule on the tmpfs's
 // own root would never be met.
-func addTmpRules(rulesetFD int, handled uint64, tmp int) error {
+func addTmpRules(rulesetFD int, handled uint64, tmp int, access uint64) error {
 	for p, dir := range tmpDirs {
 		fd, err := unix.Openat(tmp, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err == unix.ENOENT {
@@ -108,7 +109,7 @@ func addTmpRules(rulesetFD int, handled uint64, tmp int) error {
 		if err != nil {
 			return fmt.Errorf("the private %s: %w", p, err)
 		}
-		err = addFDRule(rulesetFD, handled, fd, Rule{p + " (the sandbox's private tmpfs)", RW})
+		err = addFDRule(rulesetFD, handled, fd, Rule{p + " (the sandbox's private tmpfs)", access})
 		unix.Close(fd)
 		if err != nil {
 			return err

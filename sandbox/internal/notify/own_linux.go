@@ -1,0 +1,261 @@
+package notify
+
+import (
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lite-agent/lite-agent/internal/paths"
+)
+
+// Calls the process makes itself: its own temporary directories.
+//
+// Emulating a call (capture_emulate_linux.go) is what keeps a captured
+// change from landing somewhere the supervisor did not look: the
+// process's own call would resolve its path a second time, from memory
+// and a working directory another thread can change. That matters only
+// where the process's own call could change something the capture must
+// see or refuse. In a sandbox made for it (CaptureOptions.OwnRoot), the
+// process's own Landlock domain can write in a few places only:
+//
+//   - the sandbox's temporary directories (OwnRoot, the parent of every
+//     command's TMPDIR), made empty for the sandbox;
+//   - the writable devices (/dev/null and the like) and its ptys.
+//
+// Every other read-write root — the workspace, a toolchain's cache, a
+// --allow-write directory — is read-only to the process itself, and
+// changes there only through the supervisor, which records them; so is
+// the private /tmp (a rule on that tmpfs would grant every root mounted
+// beneath it too: the sandbox's ownwrites_linux.go). None of the own
+// places is recorded, nor under the .git rule (private_linux.go). So a captured call whose paths all resolve to an
+// own place is answered CONTINUE: if another thread redirects it between
+// our look and the kernel's, the call lands either in an own place again
+// or somewhere Landlock refuses it (EACCES, EXDEV) — never an unrecorded
+// change. A test suite that creates and removes thousands of files in
+// its temporary directory then pays a notification per call, not an
+// emulated call.
+//
+// Two things keep that argument whole:
+//
+//  1. An inode never has names both in an own place and elsewhere: a
+//     write through the own name would change the other's bytes. A hard
+//     link across that boundary fails with EXDEV (but the first name of
+//     an unnamed O_TMPFILE file, and a link of a symbolic link, whose
+//     bytes no write changes), and so does a rename across it of a
+//     directory (whose files may have other names) or of a file with
+//     more than one name or a set-id bit (crossesOwn). The temporary
+//     directories start empty.
+//  2. Only calls whose every effect Landlock governs are let through:
+//     open, creat, unlink, rmdir, mkdir, mknod and symlink. chmod (which
+//     Landlock does not govern), truncate by path, rename, link and bind
+//     (which carry the rules above) are always emulated. The sandbox
+//     sets OwnRoot only with Landlock ABI 3 or later, where truncation
+//     (O_TRUNC) is governed too.
+//
+// Most such calls name an absolute path beneath OwnRoot: ownFast
+// recognises them from a descriptor of OwnRoot without the full
+// resolution through the process's root (resolve). Anything else — a
+// relative path, a symbolic link on the way — is resolved in full first,
+// and let through when it lands in an own place (ownPlace).
+
+// openOwnRoot prepares the own places of a capture (CaptureOptions.OwnRoot).
+func (c *Capture) openOwnRoot(root string) {
+	if root == "" || !filepath.IsAbs(root) || filepath.Clean(root) != root {
+		return
+	}
+	c.ownRoot = root
+}
+
+// ownDir reports whether t's name lies in an own directory: beneath
+// OwnRoot.
+func (c *Capture) ownDir(t *target) bool {
+	if c.ownRoot == "" || c.onTmp(t) {
+		return false // the private /tmp's paths are not the host's
+	}
+	if t.path == "" || t.path == c.ownRoot {
+		return false
+	}
+	return paths.WithinClean(t.path, c.ownRoot)
+}
+
+// ownPlace reports whether a call on t changes only an own place: t's
+// name in an own directory, or t a writable device or one of the
+// sandbox's ptys.
+func (c *Capture) ownPlace(t *target) bool {
+	if c.ownRoot == "" {
+		return false
+	}
+	return c.ownDir(t) || c.devices[t.path] || c.onPty(t)
+}
+
+// ownFast reports whether the absolute path p names an entry beneath
+// OwnRoot when looked up from there with no symbolic link, mount or ".."
+// on the way (follow: a final symbolic link would be followed, so one
+// found there sends the call to the full resolution). The process's own
+// call then resolves p to the same entry unless something changes
+// meanwhile; what changes it is the race Landlock bounds (see the top of
+// this file).
+func (c *Capture) ownFast(p string, follow bool) bool {
+	if c.ownRoot == "" || len(p) <= len(c.ownRoot)+1 || filepath.Clean(p) != p {
+		return false
+	}
+	rest, ok := paths.Rel(c.ownRoot, p)
+	if !ok || rest == "." {
+		return false
+	}
+	if c.ownFD < 0 {
+		fd, err := unix.Open(c.ownRoot, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			c.ownRoot = "" // gone: nothing is let through any more
+			return false
+		}
+		c.ownFD = fd
+	}
+	dir, name := filepath.Split(rest)
+	dfd := c.ownFD
+	if dir != "" {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV}
+		fd, err := unix.Openat2(c.ownFD, dir, &how)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(fd)
+		dfd = fd
+	}
+	if !follow {
+		return true
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return err == unix.ENOENT
+	}
+	return st.Mode&unix.S_IFMT != unix.S_IFLNK
+}
+
+// crossesOwn is rule 1 at the top of this file for a rename or link from
+// o to t (and, with exchange, t's entry moving to o): 0, or EXDEV when
+// an inode would get names on both sides of an own directory's boundary.
+func (c *Capture) crossesOwn(o, t *target, link, exchange bool) unix.Errno {
+	if c.ownRoot == "" {
+		return 0
+	}
+	oIn, tIn := c.ownDir(o), c.ownDir(t)
+	if oIn == tIn {
+		return 0
+	}
+	if link {
+		var st unix.Stat_t
+		var err error
+		if o.dir < 0 && o.fd >= 0 {
+			err = unix.Fstat(o.fd, &st)
+		} else {
+			st, err = o.stat()
+		}
+		switch {
+		case err != nil:
+			return 0 // the call fails on its own
+		case st.Nlink == 0:
+			return 0 // an unnamed file's first name
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			return 0 // a symbolic link's bytes cannot be written through a name
+		}
+		return c.refused(RuleTempBoundary, t, unix.EXDEV)
+	}
+	if crossing(o, tIn) {
+		return c.refused(RuleTempBoundary, o, unix.EXDEV)
+	}
+	if exchange && crossing(t, oIn) {
+		return c.refused(RuleTempBoundary, t, unix.EXDEV)
+	}
+	return 0
+}
+
+// crossing reports whether the entry t names may not move across an own
+// directory's boundary (into one when into).
+func crossing(t *target, into bool) bool {
+	st, err := t.stat()
+	if err != nil {
+		return false // the call fails on its own
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return true // its files may have names elsewhere
+	case st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Nlink > 1:
+		return true
+	case into && st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 && st.Mode&unix.S_IFMT == unix.S_IFREG:
+		return true // written there through a mapping, it would keep the bit
+	}
+	return false
+}
+
+// ownSetID reports whether an open with flags would write an existing
+// set-id file at t, which the emulated open refuses (rule 1 keeps such
+// files out of the own places; this keeps the refusal if one is there).
+func (c *Capture) ownSetID(t *target, flags int) bool {
+	if flags&unix.O_ACCMODE == unix.O_RDONLY && flags&unix.O_TRUNC == 0 {
+		return false
+	}
+	st, err := t.firstStat()
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0
+}
+
+// tmpfile answers open(2) with O_TMPFILE in a sandbox with own places:
+// in one, the process makes the unnamed file itself; elsewhere its
+// domain cannot (the directory is read-only to it), so the file is made
+// here, in the directory p names as the process resolves it, with its
+// credentials and umask, and installed in the process. Nothing is
+// recorded: the file has no name until linkat gives it one, which is
+// captured (twoNames).
+func (c *Capture) tmpfile(w *credWorker, n notifier, tid int, dirfd int32, p string, flags int, mode uint32) (int64, unix.Errno, bool, bool) {
+	t, e := c.resolve(w, n, tid, dirfd, p, true, takeFD(tid, n))
+	defer t.close()
+	if e != 0 {
+		return c.failed(e)
+	}
+	if t.dir < 0 {
+		return 0, unix.ENOTDIR, false, false // a descriptor's file is no directory to make one in
+	}
+	var dfd int
+	err := errNotRun // unless the call below runs
+	w.do(func() {
+		dfd, err = unix.Openat(t.dir, t.name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return 0, errnoOf(err, unix.EPERM), false, false
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if unix.Fstat(dfd, &st) != nil {
+		return 0, unix.EPERM, false, false
+	}
+	if (c.tmpDev == 0 || st.Dev != c.tmpDev) && t.path != "" && paths.WithinClean(t.path, c.ownRoot) {
+		return 0, 0, true, false // an own directory (or the root of one)
+	}
+	inRoot := false
+	for _, r := range c.roots {
+		inRoot = inRoot || t.path != "" && paths.WithinClean(t.path, r)
+	}
+	if !inRoot {
+		return 0, c.refused(RuleWrite, &t, unix.EACCES), false, false // what Landlock answers
+	}
+	if e := c.refusesGit(&t); e != 0 {
+		return 0, e, false, false
+	}
+	cloexec := flags&unix.O_CLOEXEC != 0
+	oflags := flags&(openFlags|unix.O_TMPFILE) | unix.O_CLOEXEC | unix.O_NOCTTY // O_CREAT too: EINVAL, as for the process
+	umask := c.umaskOf(tid)
+	var fd int
+	err = errNotRun
+	w.do(func() {
+		unix.Umask(umask)
+		fd, err = unix.Openat(dfd, ".", oflags, mode&0o7777)
+	})
+	if err != nil {
+		return 0, errnoOf(err, unix.EPERM), false, false
+	}
+	defer unix.Close(fd)
+	n.sendFD(fd, cloexec)
+	return 0, 0, false, true
+}
