@@ -13,12 +13,13 @@ import (
 // command's own Landlock domain grants it writes there alone: the
 // workspace, the toolchain caches and the --allow-write roots are
 // read-only to the process itself (their mounts stay read-write: the
-// supervisor writes through them). So is the private /tmp: Landlock
-// grants a directory's rights to everything beneath it in the
-// process's mount tree, and a root whose path is beneath /tmp (a
-// workspace in /tmp) is mounted beneath the private /tmp, so a rule on
-// that tmpfs would grant the root too. Its writes are the supervisor's,
-// as before. That is what lets the supervisor
+// supervisor writes through them). The private /tmp (and /dev/shm,
+// /var/tmp, /run, the same tmpfs) stays the process's own unless a
+// read-write root lies beneath one of them (a workspace in /tmp):
+// Landlock grants a directory's rights to everything beneath it in the
+// process's mount tree, and such a root is mounted beneath the tmpfs, so
+// a rule there would grant the root too. Then the tmpfs is read-only to
+// the process and its writes are the supervisor's, as before. That is what lets the supervisor
 // answer a call in those own places with "go on" rather than make it
 // (notify's own_linux.go): whatever the process's own call then reaches,
 // it can change nothing the capture had to see.
@@ -31,7 +32,8 @@ var testOwnWritesKeepRoots bool
 
 // ownRootFor reports whether the sandbox's temporary directories (tmp,
 // their parent, made for this sandbox) can be the one read-write root the
-// process writes itself, and sets s.ownRoot: not when it lies inside
+// process writes itself, and sets s.ownRoot (and s.ownTmp, whether the
+// private tmpfs can be the process's too): not when it lies inside
 // another read-write root or holds one (a change there would be that
 // root's, recorded or refused by its rules), nor without a workspace.
 func (s *Sandbox) ownRootFor(tmp string) bool {
@@ -45,6 +47,14 @@ func (s *Sandbox) ownRootFor(tmp string) bool {
 		}
 	}
 	s.ownRoot = real[0]
+	s.ownTmp = true
+	for _, r := range s.rwRoots {
+		for _, tp := range spawn.TmpfsPaths() {
+			if r != real[0] && paths.WithinClean(r, tp) {
+				s.ownTmp = false // the tmpfs's rule would grant r
+			}
+		}
+	}
 	return true
 }
 

@@ -100,3 +100,37 @@ print("tmpfile", open("named").read())
 		t.Errorf("two: %q %v", b, err)
 	}
 }
+
+// TestOwnTmpfs: with no read-write root beneath /tmp the private tmpfs is
+// the process's own (its writes are let through); with the workspace in
+// /tmp it is not (a rule on the tmpfs would grant the workspace), and its
+// writes are the supervisor's. Either way /tmp works as outside.
+func TestOwnTmpfs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ws   func(*testing.T) string
+		own  bool
+	}{
+		{"workspace in $HOME", outsideTmpfs, true},
+		{"workspace in /tmp", func(t *testing.T) string { return t.TempDir() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, err := New(Policy{Workspace: tc.ws(t), Level: testLevel(), CaptureChanges: true})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			t.Cleanup(func() { sb.Close() })
+			if sb.ownRoot == "" || !privateTmp(sb) {
+				t.Skip("no own temporary root or no private /tmp here: nothing to tell apart")
+			}
+			if sb.ownTmp != tc.own {
+				t.Errorf("the private /tmp is the process's own: %v, want %v", sb.ownTmp, tc.own)
+			}
+			r := sh(t, sb, `umask 027; echo hi > /tmp/x && mkdir /tmp/d && stat -c %a /tmp/x /tmp/d && cat /tmp/x && rm -r /tmp/d /tmp/x && ls -A /tmp | grep -c -x -e x -e d`,
+				func(c *Command) { c.BeforeChange = func([]string) error { return nil } })
+			if got := strings.Fields(r.out); strings.Join(got, " ") != "640 750 hi 0" {
+				t.Errorf("/tmp inside: %v", r)
+			}
+		})
+	}
+}

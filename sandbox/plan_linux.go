@@ -359,7 +359,7 @@ func decide(q Policy, h *hostInfo) (*plan, error) {
 
 	if pl.capture && h.abi >= 3 && q.TempDir == "" && q.Workspace != "" {
 		pl.ownWrites = true
-		note("change capture: a command writes itself only in its temporary directories (TMPDIR) and the writable devices; every change elsewhere, /tmp included, is made for it by the supervisor, which records what is in the workspace")
+		note("change capture: a command writes itself only in its temporary directories (TMPDIR; the private /tmp too, unless a read-write root lies beneath it) and the writable devices; every change elsewhere is made for it by the supervisor, which records it")
 	}
 
 	// Read-only mounts at the container level: change capture refuses

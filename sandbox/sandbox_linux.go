@@ -117,8 +117,10 @@ type Sandbox struct {
 	tmplOff     bool
 	// ownRoot is the canonical parent of the sandbox's temporary
 	// directories when the process writes only there itself
-	// (plan.ownWrites, ownwrites_linux.go), or "".
+	// (plan.ownWrites, ownwrites_linux.go), or ""; ownTmp: the private
+	// tmpfs is the process's to write too.
 	ownRoot string
+	ownTmp  bool
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
@@ -413,7 +415,7 @@ func (s *Sandbox) build() error {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 		// The rules of the sandbox's devpts, /proc and root, by fd.
-		if err := s.mounts.AddRules(rp.RulesetFD, attr.Access_fs, !s.ownWrites || testOwnWritesKeepRoots); err != nil {
+		if err := s.mounts.AddRules(rp.RulesetFD, attr.Access_fs, !s.ownWrites || s.ownTmp || testOwnWritesKeepRoots); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 	}

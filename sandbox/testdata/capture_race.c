@@ -4,9 +4,9 @@
 //
 // One thread makes the call CLASS (open, truncate, chmod, unlink, rename,
 // mkdir, symlink, creat, link) on a path that names HARMLESS/victim (a
-// directory outside the workspace; "-": the command's TMPDIR, where the
-// program makes victim, as WS/victim exists, and src itself) while a
-// second thread makes the same path name WS/victim:
+// directory outside the workspace; "-": the command's TMPDIR, "-DIR":
+// DIR, where the program makes victim, as WS/victim exists, and src
+// itself) while a second thread makes the same path name WS/victim:
 //
 //   buf: the path buffer itself is rewritten between the two names (both
 //        padded with slashes to the same length, so every read is one or
@@ -94,8 +94,8 @@ int main(int argc, char **argv) {
 	attack_link = strcmp(argv[2], "link") == 0;
 	ws = argv[3];
 	harmless = argv[4];
-	int own = strcmp(harmless, "-") == 0;
-	if (own && (harmless = getenv("TMPDIR")) == NULL) {
+	int own = harmless[0] == '-';
+	if (own && (harmless = harmless[1] ? harmless + 1 : getenv("TMPDIR")) == NULL) {
 		fprintf(stderr, "no TMPDIR\n");
 		return 2;
 	}

@@ -180,6 +180,7 @@ type Capture struct {
 	// resolved in full before they are let through); own_linux.go.
 	ownRoot string
 	ownFD   int
+	ownTmp  bool // CaptureOptions.OwnTmp
 	// pathBuf is readString's buffer for the call being answered.
 	pathBuf [4096]byte
 	// umask is the umask every process of the tree has while umaskMoved
@@ -251,6 +252,9 @@ type CaptureOptions struct {
 	// A call that changes only such places is then the process's own to
 	// make (own_linux.go).
 	OwnRoot string
+	// OwnTmp: the private /tmp is the process's own place too (its
+	// domain writes it; no read-write root lies beneath it).
+	OwnTmp bool
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -295,7 +299,7 @@ func NewCapture(opts CaptureOptions) *Capture {
 	}
 	c := &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
 		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private,
-		held: opts.Held, ownFD: -1}
+		held: opts.Held, ownFD: -1, ownTmp: opts.OwnTmp && opts.OwnRoot != ""}
 	c.openOwnRoot(opts.OwnRoot)
 	return c
 }

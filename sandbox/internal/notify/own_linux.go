@@ -20,14 +20,16 @@ import (
 //
 //   - the sandbox's temporary directories (OwnRoot, the parent of every
 //     command's TMPDIR), made empty for the sandbox;
+//   - with OwnTmp, the sandbox's private /tmp, a tmpfs mounted only in
+//     its namespaces (without: a read-write root is mounted beneath it,
+//     which a rule on the tmpfs would grant too, so the sandbox leaves
+//     the tmpfs read-only to the process; its ownwrites_linux.go);
 //   - the writable devices (/dev/null and the like) and its ptys.
 //
 // Every other read-write root — the workspace, a toolchain's cache, a
 // --allow-write directory — is read-only to the process itself, and
-// changes there only through the supervisor, which records them; so is
-// the private /tmp (a rule on that tmpfs would grant every root mounted
-// beneath it too: the sandbox's ownwrites_linux.go). None of the own
-// places is recorded, nor under the .git rule (private_linux.go). So a captured call whose paths all resolve to an
+// changes there only through the supervisor, which records them. None of
+// the own places is recorded, nor under the .git rule (private_linux.go). So a captured call whose paths all resolve to an
 // own place is answered CONTINUE: if another thread redirects it between
 // our look and the kernel's, the call lands either in an own place again
 // or somewhere Landlock refuses it (EACCES, EXDEV) — never an unrecorded
@@ -43,8 +45,9 @@ import (
 //     an unnamed O_TMPFILE file, and a link of a symbolic link, whose
 //     bytes no write changes), and so does a rename across it of a
 //     directory (whose files may have other names) or of a file with
-//     more than one name or a set-id bit (crossesOwn). The temporary
-//     directories start empty.
+//     more than one name or a set-id bit (crossesOwn). The private /tmp
+//     is another file system anyway, and the temporary directories
+//     start empty.
 //  2. Only calls whose every effect Landlock governs are let through:
 //     open, creat, unlink, rmdir, mkdir, mknod and symlink. chmod (which
 //     Landlock does not govern), truncate by path, rename, link and bind
@@ -67,10 +70,13 @@ func (c *Capture) openOwnRoot(root string) {
 }
 
 // ownDir reports whether t's name lies in an own directory: beneath
-// OwnRoot.
+// OwnRoot, or on the private /tmp with OwnTmp.
 func (c *Capture) ownDir(t *target) bool {
-	if c.ownRoot == "" || c.onTmp(t) {
-		return false // the private /tmp's paths are not the host's
+	if c.ownRoot == "" {
+		return false
+	}
+	if c.onTmp(t) {
+		return c.ownTmp // its paths are not the host's: never beneath OwnRoot
 	}
 	if t.path == "" || t.path == c.ownRoot {
 		return false
@@ -230,7 +236,8 @@ func (c *Capture) tmpfile(w *credWorker, n notifier, tid int, dirfd int32, p str
 	if unix.Fstat(dfd, &st) != nil {
 		return 0, unix.EPERM, false, false
 	}
-	if (c.tmpDev == 0 || st.Dev != c.tmpDev) && t.path != "" && paths.WithinClean(t.path, c.ownRoot) {
+	onTmp := c.tmpDev != 0 && st.Dev == c.tmpDev
+	if onTmp && c.ownTmp || !onTmp && t.path != "" && paths.WithinClean(t.path, c.ownRoot) {
 		return 0, 0, true, false // an own directory (or the root of one)
 	}
 	inRoot := false

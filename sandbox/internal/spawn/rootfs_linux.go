@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -383,6 +384,12 @@ func (r *rootPlan) planTmp() {
 // root) bound at each path: the tmpfs's root itself is mounted nowhere,
 // so none of them shows the others.
 var tmpDirs = map[string]string{"/tmp": "tmp", "/dev/shm": "shm", "/var/tmp": "var-tmp", "/run": "run"}
+
+// TmpfsPaths are the paths the private tmpfs is mounted on (tmpDirs),
+// sorted.
+func TmpfsPaths() []string {
+	return slices.Sorted(maps.Keys(tmpDirs))
+}
 
 // AddRoot gives m's namespaces (m: the sandbox's mounts, nil with
 // MountNone) a root of granted paths (see the top of this file), or says
