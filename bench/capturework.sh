@@ -5,6 +5,10 @@
 # three runs unconfined. Prints wall time and CPU (user + sys, the whole
 # session: supervisor and command) per session, then medians.
 #   WS=DIR CMD='./sq.test -test.count=1' bench/capturework.sh BIN [BIN...]
+# XDG_ROOT=DIR keeps each binary's per-workspace caches there across
+# invocations (default: fresh ones under the output directory), so that a
+# build's second run can be measured warm: run once to fill them, then
+# measure.
 # e.g. for mattn/go-sqlite3: copy the module from the module cache to DIR,
 # `go test -c -o sq.test .` there, then run this with the two binaries.
 set -euo pipefail
@@ -24,7 +28,7 @@ for r in $(seq "$rounds"); do
   for bin in "$@"; do
     i=$((i + 1))
     st="$out/state-$r-$i"; mkdir -p "$st"
-    /usr/bin/time -f "bin$i %e %U %S" -a -o "$out/times" env XDG_CACHE_HOME="$out/xdg-$i" \
+    /usr/bin/time -f "bin$i %e %U %S" -a -o "$out/times" env XDG_CACHE_HOME="${XDG_ROOT:-$out}/xdg-$i" \
       "$bin" run --workspace "$ws" --state-dir "$st" --script "$out/script.json" \
       --allowed-tools bash --output-format stream-json work > "$out/session-$r-$i.jsonl" 2>/dev/null
     grep '^{"type":"tool_result"' "$out/session-$r-$i.jsonl" | grep -c 'status=0' | grep -qx 3 || { echo "a confined run failed: $out/session-$r-$i.jsonl"; exit 1; }
