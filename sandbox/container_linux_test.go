@@ -30,6 +30,7 @@ var containerLevelTests = []string{
 	"TestLimitsForkBomb", "TestLimitsMemoryBomb", "TestLimitsFileSize",
 	"TestEscapeRoutingSockopts", "TestEscapeSocketProtocols", "TestEscapeUnixModes",
 	"TestCaptureFailsClosed", "TestCaptureHardLinks", "TestCaptureSocketBind", "TestCaptureRace",
+	"TestCaptureRaceOwnTemp", "TestOwnTempBoundary",
 	"TestCaptureEmulationSemantics", "TestCaptureEmulationConfined", "TestCaptureSeesEveryKindOfChangeBeforeItHappens",
 	"TestGitReadOnly", "TestGitNewNamesRefused", "TestGitStillReads",
 }

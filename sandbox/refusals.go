@@ -79,7 +79,7 @@ func explain(rule, op, target string, mode NetworkMode) Refusal {
 	case "set-id":
 		r.Why = "a set-id file is never opened for writing in the sandbox"
 	case "temp-boundary":
-		r.Why = "no hard link, and no move of a directory or of a file with other names, between the sandbox's temporary directories (which commands write themselves) and the other writable roots: a write there would change a file unrecorded; mv and cp copy instead"
+		r.Why = "no hard link or rename between the sandbox's temporary directories (which commands write themselves) and the other writable roots, as between two file systems: mv and cp copy instead"
 	default:
 		r.Why = "refused by the sandbox"
 	}

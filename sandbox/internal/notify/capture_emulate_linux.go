@@ -48,7 +48,9 @@ import (
 //
 // Captured calls are answered one at a time, and every call of the tree
 // that changes a name is captured: while the hook reads a pre-image, no
-// process of the tree can rename, remove or create anything. The hook is
+// process of the tree can rename, remove or create anything — but in the
+// own places (own_linux.go), whose calls go on by themselves meanwhile,
+// and which nothing crosses by name. The hook is
 // given the path of the very inode the call changes, checked against our
 // descriptor before and after it runs (same device and inode), so a
 // pre-image is the pre-image of what is changed.
@@ -1625,9 +1627,12 @@ func (c *Capture) twoNames(w *credWorker, n notifier, tid int, link, exchange bo
 		ost.Mode&unix.S_IFMT != unix.S_IFDIR && link {
 		return 0, c.refused(RuleHardLink, &t, unix.EPERM), false, false // rule (a)
 	}
-	// No inode gets names both where the process writes itself and
-	// where it does not (own_linux.go).
-	if e := c.crossesOwn(&o, &t, link, exchange); e != 0 {
+	// Nothing crosses the boundary of the places the process writes
+	// itself (own_linux.go): decided on the two directories alone. The
+	// looks above at an entry there by name may be overtaken by the
+	// process's own calls, which go on meanwhile; they can only refuse,
+	// and this refuses whatever they let through across it.
+	if e := c.crossesOwn(&o, &t, link); e != 0 {
 		return 0, e, false, false
 	}
 	paths := []string{t.path}

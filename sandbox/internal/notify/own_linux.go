@@ -39,15 +39,21 @@ import (
 //
 // Two things keep that argument whole:
 //
-//  1. An inode never has names both in an own place and elsewhere: a
-//     write through the own name would change the other's bytes. A hard
-//     link across that boundary fails with EXDEV (but the first name of
-//     an unnamed O_TMPFILE file, and a link of a symbolic link, whose
-//     bytes no write changes), and so does a rename across it of a
-//     directory (whose files may have other names) or of a file with
-//     more than one name or a set-id bit (crossesOwn). The private /tmp
-//     is another file system anyway, and the temporary directories
-//     start empty.
+//  1. Nothing crosses the boundary of an own directory by name: every
+//     rename, exchange and hard link between an own directory and any
+//     other fails with EXDEV, as between two file systems (which, in the
+//     sandbox's own mount namespace, they are anyway: each root is a
+//     mount of its own), and mv and cp copy instead (crossesOwn). The
+//     one exception is the first name of an unnamed O_TMPFILE file,
+//     judged on our copy of its descriptor. So an inode never has names
+//     both in an own place and elsewhere (a write through the own name
+//     would change the other's bytes), and no file opened in an own
+//     place becomes a workspace file under a descriptor the process
+//     holds. The rule looks only at where the two directories lie
+//     (descriptors held since they were resolved), never at the entry
+//     they name: the process's own calls there go on while we decide,
+//     so an own place's entry may be swapped under any look by name
+//     (a symbolic link's text, a link count, a type).
 //  2. Only calls whose every effect Landlock governs are let through:
 //     open, creat, unlink, rmdir, mkdir, mknod and symlink. chmod (which
 //     Landlock does not govern), truncate by path, rename, link and bind
@@ -141,59 +147,22 @@ func (c *Capture) ownFast(p string, follow bool) bool {
 }
 
 // crossesOwn is rule 1 at the top of this file for a rename or link from
-// o to t (and, with exchange, t's entry moving to o): 0, or EXDEV when
-// an inode would get names on both sides of an own directory's boundary.
-func (c *Capture) crossesOwn(o, t *target, link, exchange bool) unix.Errno {
-	if c.ownRoot == "" {
+// o to t (exchange or not): 0, or EXDEV when one directory is an own one
+// and the other is not. It decides on o's and t's directories alone,
+// which the resolution holds open; an unnamed file linked by descriptor
+// (o.dir < 0) is judged on our copy of the descriptor, whose link count
+// only a captured linkat, answered one at a time, can raise.
+func (c *Capture) crossesOwn(o, t *target, link bool) unix.Errno {
+	if c.ownRoot == "" || c.ownDir(o) == c.ownDir(t) {
 		return 0
 	}
-	oIn, tIn := c.ownDir(o), c.ownDir(t)
-	if oIn == tIn {
-		return 0
-	}
-	if link {
+	if link && o.dir < 0 && o.fd >= 0 {
 		var st unix.Stat_t
-		var err error
-		if o.dir < 0 && o.fd >= 0 {
-			err = unix.Fstat(o.fd, &st)
-		} else {
-			st, err = o.stat()
-		}
-		switch {
-		case err != nil:
-			return 0 // the call fails on its own
-		case st.Nlink == 0:
+		if unix.Fstat(o.fd, &st) == nil && st.Nlink == 0 {
 			return 0 // an unnamed file's first name
-		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-			return 0 // a symbolic link's bytes cannot be written through a name
 		}
-		return c.refused(RuleTempBoundary, t, unix.EXDEV)
 	}
-	if crossing(o, tIn) {
-		return c.refused(RuleTempBoundary, o, unix.EXDEV)
-	}
-	if exchange && crossing(t, oIn) {
-		return c.refused(RuleTempBoundary, t, unix.EXDEV)
-	}
-	return 0
-}
-
-// crossing reports whether the entry t names may not move across an own
-// directory's boundary (into one when into).
-func crossing(t *target, into bool) bool {
-	st, err := t.stat()
-	if err != nil {
-		return false // the call fails on its own
-	}
-	switch {
-	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-		return true // its files may have names elsewhere
-	case st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Nlink > 1:
-		return true
-	case into && st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 && st.Mode&unix.S_IFMT == unix.S_IFREG:
-		return true // written there through a mapping, it would keep the bit
-	}
-	return false
+	return c.refused(RuleTempBoundary, t, unix.EXDEV)
 }
 
 // ownSetID reports whether an open with flags would write an existing
@@ -240,7 +209,7 @@ func (c *Capture) tmpfile(w *credWorker, n notifier, tid int, dirfd int32, p str
 	if onTmp && c.ownTmp || !onTmp && t.path != "" && paths.WithinClean(t.path, c.ownRoot) {
 		return 0, 0, true, false // an own directory (or the root of one)
 	}
-	inRoot := false
+	inRoot := onTmp // the private /tmp, read-write as a root (Capture.writable)
 	for _, r := range c.roots {
 		inRoot = inRoot || t.path != "" && paths.WithinClean(t.path, r)
 	}

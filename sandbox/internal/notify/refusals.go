@@ -41,10 +41,9 @@ const (
 	RuleHardLink RefusalRule = "hard-link"
 	// RuleSetID: a set-id file opened for writing.
 	RuleSetID RefusalRule = "set-id"
-	// RuleTempBoundary: a hard link, or a move of a directory or of a
-	// file with other names, between the sandbox's temporary
-	// directories, which commands write themselves, and the other roots
-	// (own_linux.go).
+	// RuleTempBoundary: a hard link or rename between the sandbox's
+	// temporary directories, which commands write themselves, and the
+	// other roots (own_linux.go).
 	RuleTempBoundary RefusalRule = "temp-boundary"
 )
 
