@@ -29,12 +29,13 @@ import (
 // Every other read-write root — the workspace, a toolchain's cache, a
 // --allow-write directory — is read-only to the process itself, and
 // changes there only through the supervisor, which records them. None of
-// the own places is recorded, nor under the .git rule (private_linux.go). So a captured call whose paths all resolve to an
-// own place is answered CONTINUE: if another thread redirects it between
-// our look and the kernel's, the call lands either in an own place again
-// or somewhere Landlock refuses it (EACCES, EXDEV) — never an unrecorded
-// change. A test suite that creates and removes thousands of files in
-// its temporary directory then pays a notification per call, not an
+// the own places is recorded, nor under the .git rule (private_linux.go).
+// So a captured call whose paths all resolve to an own place is answered
+// CONTINUE: if another thread redirects it between our look and the
+// kernel's, the call lands either in an own place again or somewhere
+// Landlock refuses it (EACCES, EXDEV) — never an unrecorded change. A
+// test suite that creates and removes thousands of files in its
+// temporary directory then pays a notification per call, not an
 // emulated call.
 //
 // Two things keep that argument whole:
@@ -53,7 +54,10 @@ import (
 //     (descriptors held since they were resolved), never at the entry
 //     they name: the process's own calls there go on while we decide,
 //     so an own place's entry may be swapped under any look by name
-//     (a symbolic link's text, a link count, a type).
+//     (a symbolic link's text, a link count, a type). The calls still
+//     emulated there act on what they pinned: chmod and truncate on the
+//     inode they opened without following a link and checked, a rename
+//     or link within the own places on names that stay there.
 //  2. Only calls whose every effect Landlock governs are let through:
 //     open, creat, unlink, rmdir, mkdir, mknod and symlink. chmod (which
 //     Landlock does not govern), truncate by path, rename, link and bind
