@@ -56,8 +56,10 @@ import (
 //     so an own place's entry may be swapped under any look by name
 //     (a symbolic link's text, a link count, a type). The calls still
 //     emulated there act on what they pinned: chmod and truncate on the
-//     inode they opened without following a link and checked, a rename
-//     or link within the own places on names that stay there.
+//     inode they open without following a link (swapped in meanwhile,
+//     it can only be one made in an own place: nothing else has a name
+//     there), a rename or link within the own places on names that stay
+//     there.
 //  2. Only calls whose every effect Landlock governs are let through:
 //     open, creat, unlink, rmdir, mkdir, mknod and symlink. chmod (which
 //     Landlock does not govern), truncate by path, rename, link and bind
