@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"slices"
+
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox/internal/spawn"
 )
@@ -24,6 +26,13 @@ import (
 // (notify's own_linux.go): whatever the process's own call then reaches,
 // it can change nothing the capture had to see.
 
+// ownWritesNote is the plan's note of ownWrites, and ownWritesOffNote
+// what replaces it where build narrows it (ownRootFor).
+const (
+	ownWritesNote    = "change capture: a command writes itself only in its temporary directories (TMPDIR; the private /tmp too, unless a read-write root lies beneath it) and the writable devices; every change elsewhere is made for it by the supervisor, which records it"
+	ownWritesOffNote = "change capture: every change a command makes is made for it by the supervisor (its temporary directory lies inside a read-write root or holds one)"
+)
+
 // testOwnWritesKeepRoots is set by a test only: the process's domain
 // keeps the read-write roots writable while calls in the own places are
 // still let through — the capture without the Landlock half of its
@@ -38,12 +47,18 @@ var testOwnWritesKeepRoots bool
 // root's, recorded or refused by its rules), nor without a workspace.
 func (s *Sandbox) ownRootFor(tmp string) bool {
 	real := canonical([]string{tmp})
-	if len(real) != 1 || s.workspaceReal == "" {
+	off := func() bool {
+		if i := slices.Index(s.enf.Notes, ownWritesNote); i >= 0 {
+			s.enf.Notes[i] = ownWritesOffNote
+		}
 		return false
+	}
+	if len(real) != 1 || s.workspaceReal == "" {
+		return off()
 	}
 	for _, r := range s.rwRoots {
 		if r != real[0] && (paths.WithinClean(real[0], r) || paths.WithinClean(r, real[0])) {
-			return false
+			return off()
 		}
 	}
 	s.ownRoot = real[0]

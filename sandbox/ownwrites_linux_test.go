@@ -164,3 +164,26 @@ func TestOwnTmpfs(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnWritesNarrowedByOverlap: a temporary directory inside a
+// read-write root (here the system's temporary directory granted whole)
+// would make that root's changes the process's own, unrecorded: the
+// sandbox then leaves every change to the supervisor, and its notes say
+// so instead of the plan's.
+func TestOwnWritesNarrowedByOverlap(t *testing.T) {
+	sb, err := New(Policy{Workspace: t.TempDir(), Level: testLevel(), CaptureChanges: true, ReadWritePaths: []string{os.TempDir()}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	if !sb.capture {
+		t.Skip("no change capture here: nothing to narrow")
+	}
+	if sb.ownRoot != "" || sb.ownWrites {
+		t.Errorf("own root %q (ownWrites %v) inside the read-write root %s", sb.ownRoot, sb.ownWrites, os.TempDir())
+	}
+	notes := sb.Enforcement().Notes
+	if slices.Contains(notes, ownWritesNote) || !slices.Contains(notes, ownWritesOffNote) && sb.h.abi >= 3 {
+		t.Errorf("notes: %q", notes)
+	}
+}

@@ -55,12 +55,14 @@ type plan struct {
 	captureThread bool
 	foreign       bool // the capture program notifies exit_group (foreign_linux.go)
 	// ownWrites: every command is captured, and the process's own
-	// Landlock domain writes only the sandbox's temporary directories
-	// and the writable devices: the other read-write roots and the
-	// private /tmp are read-only to it, and change there only through
-	// the supervisor. Calls in those own places are then let through
-	// (notify's own_linux.go). Needs Landlock ABI 3 (truncation governed)
-	// and temporary directories of the sandbox's own (no Policy.TempDir).
+	// Landlock domain writes only the sandbox's temporary directories,
+	// the private /tmp (unless a read-write root lies beneath it) and
+	// the writable devices: the other read-write roots are read-only to
+	// it, and change there only through the supervisor. Calls in those
+	// own places are then let through (notify's own_linux.go). Needs
+	// Landlock ABI 3 (truncation governed) and temporary directories of
+	// the sandbox's own (no Policy.TempDir); build narrows it where they
+	// overlap a read-write root (ownRootFor).
 	ownWrites bool
 
 	cgroups cgroup.Plan
@@ -359,7 +361,7 @@ func decide(q Policy, h *hostInfo) (*plan, error) {
 
 	if pl.capture && h.abi >= 3 && q.TempDir == "" && q.Workspace != "" {
 		pl.ownWrites = true
-		note("change capture: a command writes itself only in its temporary directories (TMPDIR; the private /tmp too, unless a read-write root lies beneath it) and the writable devices; every change elsewhere is made for it by the supervisor, which records it")
+		note(ownWritesNote)
 	}
 
 	// Read-only mounts at the container level: change capture refuses
