@@ -15,16 +15,18 @@ import (
 // command's own Landlock domain grants it writes there alone: the
 // workspace, the toolchain caches and the --allow-write roots are
 // read-only to the process itself (their mounts stay read-write: the
-// supervisor writes through them). The private /tmp (and /dev/shm,
-// /var/tmp, /run, the same tmpfs) stays the process's own unless a
-// read-write root lies beneath one of them (a workspace in /tmp):
-// Landlock grants a directory's rights to everything beneath it in the
-// process's mount tree, and such a root is mounted beneath the tmpfs, so
-// a rule there would grant the root too. Then the tmpfs is read-only to
-// the process and its writes are the supervisor's, as before. That is what lets the supervisor
+// supervisor writes through them). That is what lets the supervisor
 // answer a call in those own places with "go on" rather than make it
 // (notify's own_linux.go): whatever the process's own call then reaches,
 // it can change nothing the capture had to see.
+//
+// The private /tmp (and /dev/shm, /var/tmp, /run, the same tmpfs) is the
+// process's own too unless a read-write root lies beneath one of them (a
+// workspace in /tmp): Landlock grants a directory's rights to everything
+// beneath it in the process's mount tree, and such a root is mounted
+// beneath the tmpfs, so a rule there would grant the root too. Then the
+// tmpfs is read-only to the process and its writes are the supervisor's,
+// as before.
 
 // ownWritesNote is the plan's note of ownWrites, and ownWritesOffNote
 // what replaces it where build narrows it (ownRootFor).
