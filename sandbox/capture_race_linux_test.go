@@ -60,35 +60,12 @@ func TestCaptureRace(t *testing.T) {
 						raceFile(t, filepath.Join(harmless, "victim"), "HARMLESS")
 					}
 					raceFile(t, filepath.Join(harmless, "src"), "SRC")
-					var mu sync.Mutex
-					seen := false
-					hook := func(paths []string) error {
-						mu.Lock()
-						defer mu.Unlock()
-						for _, p := range paths {
-							if p == victim {
-								seen = true
-							}
-						}
-						return nil
-					}
-					var out, errb bytes.Buffer
-					st, err := sb.Run(context.Background(), &Command{Path: bin,
-						Args:   []string{"capture_race", cl.name, attack, wsReal, harmless, strconv.Itoa(tries)},
-						Stdout: &out, Stderr: &errb, BeforeChange: hook})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if st.Code != 0 {
-						t.Fatalf("capture_race: %v: %s %s", st, out.String(), errb.String())
-					}
-					if strings.HasPrefix(out.String(), "hit") {
+					hit, heard := raceOnce(t, sb, bin, cl.name, attack, wsReal, harmless, tries)
+					if hit {
 						hits++
-						mu.Lock()
-						if !seen {
+						if !heard {
 							unrecorded++
 						}
-						mu.Unlock()
 					}
 				}
 				t.Logf("%s/%s: %d runs of %d tries: %d changed the workspace file, %d of them unrecorded", cl.name, attack, runs, tries, hits, unrecorded)
@@ -98,6 +75,34 @@ func TestCaptureRace(t *testing.T) {
 			})
 		}
 	}
+}
+
+// raceOnce runs capture_race once (class, attack, the workspace wsReal,
+// harmless: its HARMLESS argument) and reports whether it changed the
+// workspace's victim file, and whether the capture hook heard of it.
+func raceOnce(t *testing.T, sb *Sandbox, bin, class, attack, wsReal, harmless string, tries int) (hit, heard bool) {
+	t.Helper()
+	victim := filepath.Join(wsReal, "victim")
+	var mu sync.Mutex
+	hook := func(paths []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = heard || slices.Contains(paths, victim)
+		return nil
+	}
+	var out, errb bytes.Buffer
+	st, err := sb.Run(context.Background(), &Command{Path: bin,
+		Args:   []string{"capture_race", class, attack, wsReal, harmless, strconv.Itoa(tries)},
+		Stdout: &out, Stderr: &errb, BeforeChange: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Code != 0 {
+		t.Fatalf("capture_race %s %s: %v: %s %s", class, attack, st, out.String(), errb.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return strings.HasPrefix(out.String(), "hit"), heard
 }
 
 func raceFile(t *testing.T, p, data string) {
@@ -171,32 +176,13 @@ func raceOwnPlace(t *testing.T, place string, workspace func(*testing.T) string,
 					if exists {
 						raceFile(t, victim, "DATA")
 					}
-					var mu sync.Mutex
-					seen := false
-					hook := func(paths []string) error {
-						mu.Lock()
-						defer mu.Unlock()
-						seen = seen || slices.Contains(paths, victim)
-						return nil
-					}
-					var out, errb bytes.Buffer
-					st, err := sb.Run(context.Background(), &Command{Path: bin,
-						Args:   []string{"capture_race", class, attack, wsReal, place, strconv.Itoa(tries)},
-						Stdout: &out, Stderr: &errb, BeforeChange: hook})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if st.Code != 0 {
-						t.Fatalf("capture_race %s %s: %v: %s %s", class, attack, st, out.String(), errb.String())
-					}
-					if strings.HasPrefix(out.String(), "hit") {
+					hit, heard := raceOnce(t, sb, bin, class, attack, wsReal, place, tries)
+					if hit {
 						hits++
-						mu.Lock()
-						if !seen {
+						if !heard {
 							unrecorded++
 							t.Logf("%s/%s: an unrecorded workspace change", class, attack)
 						}
-						mu.Unlock()
 					}
 				}
 			}
