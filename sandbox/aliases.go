@@ -16,6 +16,7 @@ type (
 	DomainDecision = policy.DomainDecision
 	ChangeFunc     = policy.ChangeFunc
 	ForeignFunc    = policy.ForeignFunc
+	CacheWitness   = policy.CacheWitness
 )
 
 // The network modes (see policy.NetworkMode).

@@ -104,6 +104,7 @@ type Sandbox struct {
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (unix sockets, capture)
+	witnesses   []*cacheWitness // the caches of Policy.CacheWitnesses within rwRoots
 	// mounts are the mount namespace's writable roots and the sandbox's
 	// own instances (with plan.mountNS).
 	mounts *spawn.Mounts
@@ -315,6 +316,9 @@ func (s *Sandbox) build() error {
 	}
 	if s.ownWrites {
 		s.ownWrites = s.ownRootFor(tmp)
+	}
+	if err := s.prepareWitnesses(); err != nil {
+		return err
 	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
 	if s.mountNS != spawn.MountNone {
@@ -676,6 +680,7 @@ func (s *Sandbox) release() error {
 		s.rawPieces.RulesetFD = -1
 	}
 	first = <-cgClosed
+	s.releaseWitnesses() // after the cgroups: no process of the sandbox is left
 	waitStaleSweep()
 	if s.tmpRoot != "" {
 		if err := removeAll(s.tmpRoot); err != nil && first == nil {

@@ -163,3 +163,43 @@ func TestBackdooredModuleZipRemovedBeforeNextSession(t *testing.T) {
 		t.Fatalf("the next session compiled the edited zip:\n%s", res[0].text)
 	}
 }
+
+// A session's start skips the module cache's check while its witness
+// says no sandbox could have changed the cache since the last clean
+// check (internal/witness): a session whose commands only read the cache
+// and build leaves it standing, the session that edits a module withdraws
+// it before the edit, and the next session checks in full and removes
+// the backdoor. The witness is the per-workspace cache's go.unchanged.
+func TestModuleCacheWitnessStandsUntilAChange(t *testing.T) {
+	u := newFakeUser(t)
+	ws := goModuleWithDependency(t, u)
+	standing := func() bool {
+		t.Helper()
+		m, _ := filepath.Glob(filepath.Join(u.home, ".cache", "lite-agent", "workspaces", "*", "go.unchanged"))
+		return len(m) == 1
+	}
+	src := `$(go env GOMODCACHE)/golang.org/x/sync@v0.23.0/errgroup`
+	if res, _ := u.bashSession(t, ws, nil, "go test ./..."); !strings.Contains(res[0].text, "ok  \texample.com/rw") {
+		t.Fatalf("go test: %s", res[0].text)
+	}
+	if standing() {
+		t.Fatal("the witness stands after a session that extracted modules")
+	}
+	if res, _ := u.bashSession(t, ws, nil, "go test -count=1 ./...", "go list -deps -test ./... >/dev/null && echo listed"); !strings.Contains(res[0].text, "ok  \texample.com/rw") || !strings.Contains(res[1].text, "listed") {
+		t.Fatalf("go test, go list: %s %s", res[0].text, res[1].text)
+	}
+	if !standing() {
+		t.Fatal("no witness after a session that checked the cache and changed nothing in it")
+	}
+	res, _ := u.bashSession(t, ws, nil, plant(src))
+	if !strings.Contains(res[0].text, "planted") {
+		t.Fatalf("plant: %s", res[0].text)
+	}
+	if standing() {
+		t.Fatal("the witness outlived the session that edited a module")
+	}
+	res, _ = u.bashSession(t, ws, nil, "go test -count=1 ./...", "grep -c BACKDOOR "+src+"/errgroup.go")
+	if strings.Contains(res[0].text, "BACKDOOR") || !strings.Contains(res[0].text, "ok  \texample.com/rw") || !strings.HasPrefix(strings.TrimSpace(res[1].text), "0") {
+		t.Fatalf("the next session compiled, or kept, the backdoored module:\n%s\n%s", res[0].text, res[1].text)
+	}
+}
