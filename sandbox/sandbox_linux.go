@@ -19,6 +19,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/internal/paths"
+	"github.com/lite-agent/lite-agent/internal/witness"
 	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
@@ -105,6 +106,7 @@ type Sandbox struct {
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (unix sockets, capture)
 	witnesses   []*cacheWitness // the caches of Policy.CacheWitnesses within rwRoots
+	live        *witness.Live   // the shared lock of internal/witness, held until no process is left
 	// mounts are the mount namespace's writable roots and the sandbox's
 	// own instances (with plan.mountNS).
 	mounts *spawn.Mounts
@@ -317,7 +319,7 @@ func (s *Sandbox) build() error {
 	if s.ownWrites {
 		s.ownWrites = s.ownRootFor(tmp)
 	}
-	if err := s.prepareWitnesses(); err != nil {
+	if err := s.enterWitnesses(); err != nil {
 		return err
 	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))

@@ -16,50 +16,59 @@ type cacheWitness struct {
 	dir, name string
 	mu        sync.Mutex
 	withdrawn bool
-	hold      *witness.Hold
 }
 
-// withdraw takes the writer's hold and removes the witness, once; the
-// hold lasts until the sandbox is released.
+// withdraw removes the witness, once: while the sandbox holds its
+// shared lock (Sandbox.live), no check leaves it again.
 func (w *cacheWitness) withdraw() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.withdrawn {
 		return nil
 	}
-	h, err := witness.Withdraw(w.dir, w.name)
-	if err != nil {
+	if err := witness.Withdraw(w.dir, w.name); err != nil {
 		return err
 	}
-	w.hold, w.withdrawn = h, true
+	w.withdrawn = true
 	return nil
 }
 
-// prepareWitnesses keeps the policy's cache witnesses whose cache lies
-// within a read-write root (or holds one). Where the processes write the
-// roots themselves — no change capture of every command with the roots
-// read-only to their own Landlock domain (ownWrites) — each is withdrawn
-// now, before any process exists; otherwise the capture's Changing
+// enterWitnesses is this sandbox's part in internal/witness's protocol,
+// taken before any of its processes exists. Every sandbox holds the
+// shared lock until its processes are gone (releaseWitnesses): a
+// descriptor that writes a cache can reach any sandbox's process. One
+// whose processes can outlive it marks the caches outlived. Then the
+// policy's cache witnesses whose cache lies within a read-write root (or
+// holds one) are kept; where the processes write the roots themselves —
+// no change capture of every command with the roots read-only to their
+// own Landlock domain (ownWrites) — or could write the witness's
+// directory, each is withdrawn now; otherwise the capture's Changing
 // withdraws it before the first change beneath the cache it makes
-// (changing). A witness directory any process could write is refused:
-// a process could leave a witness itself.
-func (s *Sandbox) prepareWitnesses() error {
+// (changing).
+func (s *Sandbox) enterWitnesses() error {
+	// An error leaves the sandbox without the lock: so is every check
+	// run where its directory cannot be made or locked, and such a check
+	// leaves no witness.
+	s.live, _ = witness.Enter()
+	if !s.cgroups.Tracks() && !s.newPID {
+		if err := witness.MarkOutlived(); err != nil && len(s.pol.CacheWitnesses) > 0 {
+			return fmt.Errorf("sandbox: marking the checked caches as possibly changed by processes that outlive this sandbox: %w", err)
+		}
+	}
 	lazy := s.ownWrites && s.capture && !testOwnWritesKeepRoots
 	for _, cw := range s.pol.CacheWitnesses {
 		root, dir := paths.Real(cw.Root), paths.Real(cw.Dir)
-		applies := false
+		applies, dirWritable := false, false
 		for _, r := range s.rwRoots {
-			if paths.Within(dir, r) {
-				return fmt.Errorf("sandbox: the witness of the cache %s is kept in %s, beneath the writable %s: commands could leave it themselves", cw.Root, cw.Dir, r)
-			}
+			dirWritable = dirWritable || paths.Within(dir, r)
 			applies = applies || paths.Within(root, r) || paths.Within(r, root)
 		}
-		if !applies {
+		if !applies && !dirWritable {
 			continue
 		}
 		w := &cacheWitness{root: root, dir: cw.Dir, name: cw.Name}
 		s.witnesses = append(s.witnesses, w)
-		if !lazy {
+		if !lazy || dirWritable {
 			if err := w.withdraw(); err != nil {
 				return fmt.Errorf("sandbox: withdrawing the checked mark of the cache %s: %w", cw.Root, err)
 			}
@@ -85,11 +94,8 @@ func (s *Sandbox) changing(changed []string) error {
 	return nil
 }
 
-// releaseWitnesses ends the holds: no process of the sandbox is left.
+// releaseWitnesses ends the sandbox's shared lock: none of its processes
+// is left.
 func (s *Sandbox) releaseWitnesses() {
-	for _, w := range s.witnesses {
-		w.mu.Lock()
-		w.hold.Release()
-		w.mu.Unlock()
-	}
+	s.live.Release()
 }

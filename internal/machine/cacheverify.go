@@ -349,6 +349,9 @@ func (z downloadedZip) verify(known map[string]verifiedModule, sums map[string]s
 	stat := zipStat.sum + " " + hashStat.sum
 	if err == nil && herr == nil && errPath == nil && errVersion == nil {
 		if k, ok := known[z.zip]; ok && k.Stat == stat {
+			if zipStat.linked || hashStat.linked {
+				k.Stat = "" // checked again next time (digest.trusted)
+			}
 			return &k
 		}
 		want := sums[mod+"@"+version]
@@ -433,6 +436,9 @@ func (m extractedModule) verify(modRoot string, known map[string]verifiedModule,
 	stat := d.sum
 	if err == nil && errPath == nil && errVersion == nil {
 		if k, ok := known[m.dir]; ok && k.Stat == stat {
+			if d.linked {
+				k.Stat = "" // checked again next time (digest.trusted)
+			}
 			return &k
 		}
 		want := sums[mod+"@"+version]
@@ -902,6 +908,9 @@ func verifyCachedCrates(cargoHome string, known, now map[string]verifiedModule, 
 			stat := d.sum
 			if err == nil {
 				if k, ok := known[p]; ok && k.Stat == stat {
+					if d.linked {
+						k.Stat = "" // checked again next time (digest.trusted)
+					}
 					now[p] = k
 					continue
 				}
@@ -971,6 +980,9 @@ func verifyCratesClean(cargoHome, record string, sums map[string]string) ([]stri
 			if err == nil && cerr == nil {
 				stat += " " + cd.sum
 				if k, ok := known[dir]; ok && k.Stat == stat {
+					if d.linked || cd.linked {
+						k.Stat = "" // checked again next time (digest.trusted)
+					}
 					now[dir] = k
 					continue
 				}

@@ -756,10 +756,20 @@ func TestCheckWithALinkedFileIsNotClean(t *testing.T) {
 		if len(notes) != 0 || clean {
 			t.Errorf("%s with a second name: notes %q, clean %v; want no removal (its bytes are go.sum's) and not clean", p, notes, clean)
 		}
+		// A link made while the record stood (by a lite-agent that did
+		// not yet look for links): the record is not trusted either.
 		os.Remove(link)
 		if notes, clean := verifyGoModulesClean(modRoot, record, sums); len(notes) != 0 || !clean {
 			t.Errorf("its link gone: notes %q, clean %v", notes, clean)
 		}
+		if err := os.Link(p, link); err != nil {
+			t.Fatal(err)
+		}
+		if _, clean := verifyGoModulesClean(modRoot, record, sums); clean {
+			t.Errorf("%s linked after its digest was recorded: clean", p)
+		}
+		os.Remove(link)
+		verifyGoModulesClean(modRoot, record, sums)
 	}
 }
 
@@ -769,6 +779,7 @@ func TestCheckWithALinkedFileIsNotClean(t *testing.T) {
 // is not seen — which is what every sandbox's withdrawal is for
 // (sandbox's TestCacheWitness*) — and one made after Withdraw is.
 func TestVerifyWorkspaceCacheSkipsUnderTheWitness(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // a lock no other test's sandbox holds
 	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
 	cache := filepath.Join(root, "caches", "ws-1", "go")
@@ -799,11 +810,9 @@ func TestVerifyWorkspaceCacheSkipsUnderTheWitness(t *testing.T) {
 		t.Fatalf("the check ran under the witness: %q", notes)
 	}
 	// Seen: the same edit by a writer that withdrew it.
-	hold, err := witness.Withdraw(filepath.Dir(cache), "go")
-	if err != nil {
+	if err := witness.Withdraw(filepath.Dir(cache), "go"); err != nil {
 		t.Fatal(err)
 	}
-	hold.Release()
 	if notes := h.VerifyWorkspaceCache(ws, "go", cache); len(notes) != 1 || !strings.Contains(notes[0], "example.com/m@v1.0.0") {
 		t.Fatalf("after Withdraw, the edited module: notes %q", notes)
 	}
@@ -821,6 +830,7 @@ func TestVerifyWorkspaceCacheSkipsUnderTheWitness(t *testing.T) {
 // directories the check covers, where the sandbox withdraws the witness
 // (policies' CheckedCaches), and no other profile does.
 func TestCheckedCachesAreTheChecksOwn(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // a lock no other test's sandbox holds
 	h := &Host{}
 	for _, name := range policies.ToolchainNames() {
 		tc := policies.ToolchainByName(name)

@@ -29,7 +29,22 @@ func exists(t *testing.T, p string) bool {
 	return err == nil
 }
 
+// isolate gives the test a BaseDir (and so a lock) of its own: the
+// sandboxes of other packages' tests hold the user's.
+func isolate(t *testing.T) string {
+	t.Helper()
+	x := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", x)
+	base, err := BaseDir()
+	if err != nil || base != filepath.Join(x, "lite-agent") {
+		t.Fatalf("BaseDir = %q, %v", base, err)
+	}
+	os.MkdirAll(base, 0o700)
+	return base
+}
+
 func TestCheckSkipsOnlyWhatACleanCheckWitnessed(t *testing.T) {
+	isolate(t)
 	dir := t.TempDir()
 	key := []byte("go.sum's hash\n")
 	c := &counter{clean: true}
@@ -48,7 +63,7 @@ func TestCheckSkipsOnlyWhatACleanCheckWitnessed(t *testing.T) {
 	if _, skipped := Check(dir, "rust", key, c.verify); skipped || c.runs != 3 {
 		t.Fatalf("the rust cache's check was skipped on the go cache's witness (runs %d)", c.runs)
 	}
-	// A check that is not clean leaves none, and removes none either.
+	// A check that is not clean leaves none.
 	dirty := &counter{clean: false}
 	other := t.TempDir()
 	Check(other, "go", key, dirty.verify)
@@ -56,7 +71,7 @@ func TestCheckSkipsOnlyWhatACleanCheckWitnessed(t *testing.T) {
 	if dirty.runs != 2 || exists(t, Path(other, "go")) {
 		t.Fatalf("a check that was not clean: runs %d, witness %v", dirty.runs, exists(t, Path(other, "go")))
 	}
-	// A witness that is not a plain file of ours holding the key.
+	// A witness that is not a plain file holding the key.
 	for name, plant := range map[string]func(p string) error{
 		"a link":      func(p string) error { return os.Symlink(Path(dir, "go"), p) },
 		"a directory": func(p string) error { return os.Mkdir(p, 0o700) },
@@ -74,42 +89,72 @@ func TestCheckSkipsOnlyWhatACleanCheckWitnessed(t *testing.T) {
 	}
 }
 
-func TestWithdrawKeepsTheNextCheckFull(t *testing.T) {
+// While any sandbox lives — whatever cache it was given — a check runs
+// in full and leaves no witness: a descriptor into the cache may be held
+// by any sandbox's process. Withdraw removes a witness left before.
+func TestNoWitnessLeftWhileASandboxLives(t *testing.T) {
+	isolate(t)
 	dir := t.TempDir()
 	key := []byte("k")
 	c := &counter{clean: true}
 	Check(dir, "go", key, c.verify)
-	h, err := Withdraw(dir, "go")
-	if err != nil || exists(t, Path(dir, "go")) {
-		t.Fatalf("Withdraw: %v, witness left: %v", err, exists(t, Path(dir, "go")))
-	}
-	// While the writer holds: checked in full, and nothing left (a
-	// write after the check would be unseen).
-	if _, skipped := Check(dir, "go", key, c.verify); skipped || c.runs != 2 || exists(t, Path(dir, "go")) {
-		t.Fatalf("a check while a writer holds: skipped %v, runs %d, witness %v", skipped, c.runs, exists(t, Path(dir, "go")))
-	}
-	h.Release()
-	h.Release() // twice is harmless
-	if _, skipped := Check(dir, "go", key, c.verify); skipped || c.runs != 3 || !exists(t, Path(dir, "go")) {
-		t.Fatalf("the first check after the writer: skipped %v, runs %d, witness %v", skipped, c.runs, exists(t, Path(dir, "go")))
+	live, err := Enter()
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, skipped := Check(dir, "go", key, c.verify); !skipped {
-		t.Fatal("not skipped once witnessed again")
+		t.Fatal("a standing witness was not trusted while a sandbox that changed nothing lives")
 	}
-	// A directory that is not there holds no witness: nothing to hold.
-	if h, err := Withdraw(filepath.Join(dir, "absent"), "go"); h != nil || err != nil {
-		t.Fatalf("Withdraw of an absent directory: %v, %v", h, err)
+	if err := Withdraw(dir, "go"); err != nil || exists(t, Path(dir, "go")) {
+		t.Fatalf("Withdraw: %v, witness left: %v", err, exists(t, Path(dir, "go")))
+	}
+	if err := Withdraw(dir, "go"); err != nil {
+		t.Fatalf("Withdraw of no witness: %v", err)
+	}
+	if _, skipped := Check(dir, "go", key, c.verify); skipped || c.runs != 2 || exists(t, Path(dir, "go")) {
+		t.Fatalf("a check while a sandbox lives: skipped %v, runs %d, witness %v", skipped, c.runs, exists(t, Path(dir, "go")))
+	}
+	live.Release()
+	live.Release() // twice is harmless
+	if _, skipped := Check(dir, "go", key, c.verify); skipped || c.runs != 3 || !exists(t, Path(dir, "go")) {
+		t.Fatalf("the first check after the sandbox: skipped %v, runs %d, witness %v", skipped, c.runs, exists(t, Path(dir, "go")))
 	}
 }
 
-// A writer that comes while a check runs waits for it, and then removes
-// what it left: were it to go on at once, its change could fall after
-// the check's look and before the witness is left, and the witness
-// would stand for a cache it never saw.
-func TestWithdrawWaitsForARunningCheck(t *testing.T) {
+// Once a sandbox's processes may have outlived it, no witness is left
+// until every cache is gone (ClearOutlived); standing ones still count.
+func TestNoWitnessLeftAfterProcessesOutlivedASandbox(t *testing.T) {
+	isolate(t)
+	dir, fresh := t.TempDir(), t.TempDir()
+	key := []byte("k")
+	c := &counter{clean: true}
+	Check(dir, "go", key, c.verify)
+	if err := MarkOutlived(); err != nil {
+		t.Fatal(err)
+	}
+	if _, skipped := Check(dir, "go", key, c.verify); !skipped {
+		t.Fatal("a witness left before the mark was not trusted")
+	}
+	Check(fresh, "go", key, c.verify)
+	if exists(t, Path(fresh, "go")) {
+		t.Fatal("a witness was left after processes outlived a sandbox")
+	}
+	ClearOutlived()
+	Check(fresh, "go", key, c.verify)
+	if !exists(t, Path(fresh, "go")) {
+		t.Fatal("no witness left once the mark was cleared")
+	}
+}
+
+// A sandbox that starts while a check runs waits for it: were it to go
+// on at once, its processes could change the cache after the check's
+// look and before the witness is left, and the witness would stand for a
+// cache it never saw.
+func TestASandboxWaitsForARunningCheck(t *testing.T) {
+	base := isolate(t)
 	dir := t.TempDir()
 	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
+	if err := unix.Stat(base, &st); err != nil {
 		t.Fatal(err)
 	}
 	inCheck, finish := make(chan struct{}), make(chan struct{})
@@ -123,29 +168,32 @@ func TestWithdrawWaitsForARunningCheck(t *testing.T) {
 		checked <- skipped
 	}()
 	<-inCheck
-	withdrawn := make(chan error)
+	entered := make(chan error)
 	go func() {
-		h, err := Withdraw(dir, "go")
-		h.Release()
-		withdrawn <- err
+		live, err := Enter()
+		if err == nil {
+			err = Withdraw(dir, "go")
+		}
+		live.Release()
+		entered <- err
 	}()
-	// The writer is queued behind the check's lock (/proc/locks lists a
+	// The sandbox is queued behind the check's lock (/proc/locks lists a
 	// blocked request with "->").
 	waitFor(t, func() bool { return blockedOn(t, st.Ino) })
 	select {
-	case err := <-withdrawn:
-		t.Fatalf("Withdraw returned (%v) while the check held its lock", err)
+	case err := <-entered:
+		t.Fatalf("Enter returned (%v) while the check held its lock", err)
 	default:
 	}
 	close(finish)
 	if <-checked {
 		t.Fatal("the check was skipped")
 	}
-	if err := <-withdrawn; err != nil {
+	if err := <-entered; err != nil {
 		t.Fatal(err)
 	}
 	if exists(t, Path(dir, "go")) {
-		t.Fatal("the witness the check left outlived the writer that waited for it")
+		t.Fatal("the witness the check left outlived the sandbox that waited for it")
 	}
 }
 

@@ -195,11 +195,9 @@ type Policy struct {
 type CacheWitness struct {
 	// Root is the cache: a read-write path, or beneath one.
 	Root string
-	// Dir keeps the witness (Name + ".unchanged") and is the lock the
-	// sandbox holds while its processes may change the cache. Nothing
-	// the sandbox's processes can write may hold it: New refuses a
-	// policy whose read-write paths, workspace or temporary directory
-	// lie above it.
+	// Dir keeps the witness (Name + ".unchanged"). A sandbox whose
+	// read-write paths reach it withdraws the witness at New: its
+	// processes could leave one themselves.
 	Dir  string
 	Name string
 }
