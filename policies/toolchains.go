@@ -99,13 +99,6 @@ type Toolchain struct {
 	Registry string
 	// Markers are workspace files (globs) that select it under auto.
 	Markers []string
-	// CheckedCaches are the directories of the per-workspace cache
-	// (relative to it) whose content the tool checks once and trusts
-	// since, and which lite-agent checks again before each session
-	// (local's VerifyWorkspaceCache): the sandbox withdraws their
-	// witness before its processes change anything there
-	// (sandbox.CacheWitness).
-	CheckedCaches []string
 	// Binaries are looked up on PATH; one found means it is installed.
 	Binaries []string
 	// Roots are install directories granted read-only (never put on
@@ -169,12 +162,11 @@ var pipOfflineIndex = "https://" + strings.TrimPrefix(offlineProxy, "http://") +
 // toolchains is the table. Order is the report's order.
 var toolchains = []Toolchain{
 	{
-		Name:          "go",
-		Registry:      "@go",
-		Markers:       []string{"go.mod", "go.work"},
-		CheckedCaches: []string{"mod"}, // GOMODCACHE
-		Binaries:      []string{"go", "gofmt"},
-		Roots:         []string{"$GOROOT"},
+		Name:     "go",
+		Registry: "@go",
+		Markers:  []string{"go.mod", "go.work"},
+		Binaries: []string{"go", "gofmt"},
+		Roots:    []string{"$GOROOT"},
 		// ~/go/bin, the user's installed tools, is granted when it is on
 		// their PATH (toolchains_path.go), like any PATH entry.
 		UserCaches: []string{"$GOMODCACHE/cache/download"},
@@ -287,10 +279,7 @@ var toolchains = []Toolchain{
 		Aliases:  []string{"cargo", "rustup", "rustc"},
 		Registry: "@crates",
 		Markers:  []string{"Cargo.toml"},
-		// Not all of CARGO_HOME: cargo writes its package-cache lock
-		// there at every build.
-		CheckedCaches: []string{"cargo/registry/src", "cargo/registry/cache"},
-		Binaries:      []string{"cargo", "rustc", "rustup"},
+		Binaries: []string{"cargo", "rustc", "rustup"},
 		// Never $CARGO_HOME itself: it holds credentials.toml. Nor its
 		// registry/ and git/: cargo reads them only as its own
 		// CARGO_HOME, which must be writable (its package-cache lock,
@@ -430,8 +419,6 @@ type ToolchainGrant struct {
 	// /usr/bin/node), whose credential files hideSystemCredentials
 	// takes out of those paths.
 	systemRoots []string
-	// witnesses are its CheckedCaches as the sandbox's CacheWitnesses.
-	witnesses []sandbox.CacheWitness
 }
 
 type selected struct {
@@ -496,15 +483,9 @@ func (tc selected) resolve(ws string, offline bool, h Host) (*ToolchainGrant, er
 		return nil, err
 	}
 	// What the tool checked once and trusts since (Go's extracted module
-	// sources) is checked again before the sandbox can use it, unless
-	// its witness says no sandbox could have changed it since the last
-	// check; every sandbox of the session withdraws that witness before
-	// it could.
+	// sources) is checked again before the sandbox can use it.
 	if v, ok := h.(cacheVerifier); ok {
 		g.Notes = append(g.Notes, v.VerifyWorkspaceCache(ws, tc.Name, cache)...)
-	}
-	for _, sub := range tc.CheckedCaches {
-		g.witnesses = append(g.witnesses, sandbox.CacheWitness{Root: filepath.Join(cache, sub), Dir: filepath.Dir(cache), Name: tc.Name})
 	}
 	home := h.HomeDir()
 	conf, err := tc.writeConfig(ws, home, cache, offline, h)
@@ -750,7 +731,6 @@ func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant
 			p.Env = append(withDefaultEnv(p.Env), e.Value)
 			rep.Env = append(rep.Env, e)
 		}
-		p.CacheWitnesses = append(p.CacheWitnesses, g.witnesses...)
 		rep.Notes = append(rep.Notes, g.Notes...)
 		rep.Toolchains = append(rep.Toolchains, g)
 	}

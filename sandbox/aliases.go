@@ -16,7 +16,6 @@ type (
 	DomainDecision = policy.DomainDecision
 	ChangeFunc     = policy.ChangeFunc
 	ForeignFunc    = policy.ForeignFunc
-	CacheWitness   = policy.CacheWitness
 )
 
 // The network modes (see policy.NetworkMode).

@@ -65,9 +65,6 @@ func (s *Sandbox) newCapture(cmd *Command) (*notify.Capture, *foreignWatch) {
 	opts := notify.CaptureOptions{Workspace: s.workspaceReal, Hook: hook,
 		Binds: !s.notifyCalls.Has("bind"), Roots: s.rwRoots, Devices: devices, GitWritable: s.pol.GitWritable,
 		Private: s.privateRoot, OwnRoot: s.ownRoot, OwnTmp: s.ownTmp}
-	if len(s.witnesses) > 0 {
-		opts.Changing = s.changing
-	}
 	if cmd.BeforeChange != nil {
 		opts.Held = cmd.Writers.registry()
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/lite-agent/lite-agent/internal/netproxy"
 	"github.com/lite-agent/lite-agent/internal/paths"
-	"github.com/lite-agent/lite-agent/internal/witness"
 	"github.com/lite-agent/lite-agent/sandbox/internal/cgroup"
 	"github.com/lite-agent/lite-agent/sandbox/internal/notify"
 	"github.com/lite-agent/lite-agent/sandbox/internal/seccomp"
@@ -105,8 +104,6 @@ type Sandbox struct {
 	tmpPool     []string        // emptied per-command temp dirs, ready for reuse
 	tmpOwned    map[string]bool // names of the directories made inside tmpRoot
 	rwRoots     []string        // canonical read-write roots (unix sockets, capture)
-	witnesses   []*cacheWitness // the caches of Policy.CacheWitnesses within rwRoots
-	live        *witness.Live   // the shared lock of internal/witness, held until no process is left
 	// mounts are the mount namespace's writable roots and the sandbox's
 	// own instances (with plan.mountNS).
 	mounts *spawn.Mounts
@@ -318,9 +315,6 @@ func (s *Sandbox) build() error {
 	}
 	if s.ownWrites {
 		s.ownWrites = s.ownRootFor(tmp)
-	}
-	if err := s.enterWitnesses(); err != nil {
-		return err
 	}
 	s.readable = canonical(append(append(append([]string(nil), s.rwRoots...), q.SystemPaths...), q.ReadOnlyPaths...))
 	if s.mountNS != spawn.MountNone {
@@ -682,7 +676,6 @@ func (s *Sandbox) release() error {
 		s.rawPieces.RulesetFD = -1
 	}
 	first = <-cgClosed
-	s.releaseWitnesses() // after the cgroups: no process of the sandbox is left
 	waitStaleSweep()
 	if s.tmpRoot != "" {
 		if err := removeAll(s.tmpRoot); err != nil && first == nil {

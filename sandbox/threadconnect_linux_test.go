@@ -77,17 +77,7 @@ func goCaller(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
-	// The sandboxes' lock and marks of internal/witness (a masked host
-	// that cannot find the whole tree marks the user's caches) go to a
-	// cache directory of the tests' own, not the user's.
-	xdg, err := os.MkdirTemp("", "sandbox-test-xdg-")
-	if err == nil {
-		os.Setenv("XDG_CACHE_HOME", xdg)
-	}
 	code := m.Run()
-	if err == nil {
-		os.RemoveAll(xdg)
-	}
 	if goCallerDir != "" {
 		os.RemoveAll(goCallerDir)
 	}

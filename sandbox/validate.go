@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
@@ -53,12 +52,6 @@ func normalizePolicy(p Policy) (Policy, error) {
 	if q.TempDir != "" {
 		if q.TempDir, err = checkPath("temporary directory", q.TempDir, true); err != nil {
 			return Policy{}, err
-		}
-	}
-	q.CacheWitnesses = slices.Clone(p.CacheWitnesses)
-	for _, w := range q.CacheWitnesses {
-		if !filepath.IsAbs(w.Root) || !filepath.IsAbs(w.Dir) || w.Name == "" || strings.ContainsRune(w.Name, '/') {
-			return Policy{}, fmt.Errorf("sandbox: cache witness %+v: Root and Dir must be absolute paths, Name a file name", w)
 		}
 	}
 	mode, err := ParseNetworkMode(string(p.Network))

@@ -7,7 +7,6 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +27,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
-	"github.com/lite-agent/lite-agent/internal/witness"
 )
 
 // # Verifying what a toolchain checks only once
@@ -116,51 +114,24 @@ type verifiedModule struct {
 // comments); ws is the workspace (its go.sum, its Cargo.lock). It returns one line per
 // removal, for the sandbox report. Profiles without such content need no
 // check.
-//
-// The check is skipped when the cache's witness says no sandbox could
-// have changed the cache since the last clean check made with the same
-// workspace lockfile (internal/witness: the protocol, and why it holds).
 func (h *Host) VerifyWorkspaceCache(ws, profile, dir string) []string {
-	var lockfile string
-	var verify func(lock []byte) ([]string, bool)
 	switch profile {
 	case "go":
-		lockfile = "go.sum"
-		verify = func(lock []byte) ([]string, bool) {
-			return verifyGoModulesClean(filepath.Join(dir, "mod"), filepath.Join(filepath.Dir(dir), goVerifiedFile), parseGoSum(lock))
-		}
+		return verifyGoModules(filepath.Join(dir, "mod"), filepath.Join(filepath.Dir(dir), goVerifiedFile), readGoSum(ws))
 	case "rust":
-		lockfile = "Cargo.lock"
-		verify = func(lock []byte) ([]string, bool) {
-			return verifyCratesClean(filepath.Join(dir, "cargo"), filepath.Join(filepath.Dir(dir), rustVerifiedFile), parseCargoLock(lock))
-		}
-	default:
-		return nil
+		return verifyCrates(filepath.Join(dir, "cargo"), filepath.Join(filepath.Dir(dir), rustVerifiedFile), readCargoLock(ws))
 	}
-	lock, _ := os.ReadFile(filepath.Join(ws, lockfile))
-	notes, _ := witness.Check(filepath.Dir(dir), profile, witnessKey(lock), func() ([]string, bool) { return verify(lock) })
-	return notes
+	return nil
 }
 
-// checkVersion names this version of the checks: a witness left by
-// another one never stands for this one's check. Change it whenever a
-// check comes to hold the cache to more than before.
-const checkVersion = "lite-agent cache check 1"
-
-// witnessKey is what, besides the cache, a check's outcome depends on:
-// the check's version and the workspace's lockfile.
-func witnessKey(lock []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte(checkVersion + "\x00"))
-	h.Write(lock)
-	return []byte(hex.EncodeToString(h.Sum(nil)) + "\n")
-}
-
-// parseGoSum is the workspace's go.sum (its content) as module@version
-// -> h1: hash of the module's files (the /go.mod lines are not about
-// directories).
-func parseGoSum(b []byte) map[string]string {
+// readGoSum is the workspace's go.sum as module@version -> h1: hash of
+// the module's files (the /go.mod lines are not about directories).
+func readGoSum(ws string) map[string]string {
 	sums := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(ws, "go.sum"))
+	if err != nil {
+		return sums
+	}
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
 		if len(f) == 3 && !strings.HasSuffix(f[1], "/go.mod") {
@@ -176,22 +147,16 @@ func parseGoSum(b []byte) map[string]string {
 // up to goVerifyWorkers at once: a session start waits for the slowest
 // share, not for the sum.
 func verifyGoModules(modRoot, record string, sums map[string]string) []string {
-	notes, _ := verifyGoModulesClean(modRoot, record, sums)
-	return notes
-}
-
-// verifyGoModulesClean is verifyGoModules, and reports whether what it
-// left is clean: every digest it recorded trusted (digest.trusted).
-func verifyGoModulesClean(modRoot, record string, sums map[string]string) (notes []string, clean bool) {
 	if fi, err := os.Lstat(modRoot); err != nil {
-		return nil, true
+		return nil
 	} else if fi.Mode()&fs.ModeSymlink != 0 {
-		return []string{removeLink(filepath.Dir(modRoot), modRoot)}, true
+		return []string{removeLink(filepath.Dir(modRoot), modRoot)}
 	}
 	old, _ := os.ReadFile(record)
 	known := map[string]verifiedModule{}
 	json.Unmarshal(old, &known)
 	var found []extractedModule
+	var notes []string
 	var walk func(dir string)
 	walk = func(dir string) {
 		entries, err := os.ReadDir(dir)
@@ -260,18 +225,7 @@ func verifyGoModulesClean(modRoot, record string, sums map[string]string) (notes
 	if b, err := json.Marshal(now); err == nil && !bytes.Equal(b, old) {
 		writeFileAtomic(record, b)
 	}
-	return notes, allTrusted(now)
-}
-
-// allTrusted reports whether every record of a check holds a digest:
-// none is to be hashed again next time.
-func allTrusted(records map[string]verifiedModule) bool {
-	for _, r := range records {
-		if r.Stat == "" {
-			return false
-		}
-	}
-	return true
+	return notes
 }
 
 // removeLink removes the link p found where go looks for modules (in a
@@ -344,14 +298,14 @@ func (z downloadedZip) verify(known map[string]verifiedModule, sums map[string]s
 	mod, errPath := unescapeModulePart(filepath.ToSlash(z.rel))
 	version, errVersion := unescapeModulePart(z.escVersion)
 	before := coarseNow()
-	zipStat, err := statDigest(z.zip)
-	hashStat, herr := statDigest(ziphash)
-	stat := zipStat.sum + " " + hashStat.sum
+	zipStat, newest, err := statDigest(z.zip)
+	hashStat, newestHash, herr := statDigest(ziphash)
+	if newestHash.Sec > newest.Sec || newestHash.Sec == newest.Sec && newestHash.Nsec > newest.Nsec {
+		newest = newestHash
+	}
+	stat := zipStat + " " + hashStat
 	if err == nil && herr == nil && errPath == nil && errVersion == nil {
 		if k, ok := known[z.zip]; ok && k.Stat == stat {
-			if zipStat.linked || hashStat.linked {
-				k.Stat = "" // checked again next time (digest.trusted)
-			}
 			return &k
 		}
 		want := sums[mod+"@"+version]
@@ -361,7 +315,7 @@ func (z downloadedZip) verify(known map[string]verifiedModule, sums map[string]s
 		}
 		got, err := hashModuleZip(z.zip)
 		if err == nil && want != "" && got == want {
-			if !zipStat.trusted(before) || !hashStat.trusted(before) {
+			if !settled(newest, before) {
 				stat = "" // hashed again next time
 			}
 			return &verifiedModule{Stat: stat, Hash: got}
@@ -432,13 +386,9 @@ func (m extractedModule) verify(modRoot string, known map[string]verifiedModule,
 	mod, errPath := unescapeModulePart(filepath.ToSlash(m.rel))
 	version, errVersion := unescapeModulePart(m.escVersion)
 	before := coarseNow()
-	d, err := statDigest(m.dir)
-	stat := d.sum
+	stat, newest, err := statDigest(m.dir)
 	if err == nil && errPath == nil && errVersion == nil {
 		if k, ok := known[m.dir]; ok && k.Stat == stat {
-			if d.linked {
-				k.Stat = "" // checked again next time (digest.trusted)
-			}
 			return &k
 		}
 		want := sums[mod+"@"+version]
@@ -451,7 +401,7 @@ func (m extractedModule) verify(modRoot string, known map[string]verifiedModule,
 		// while it was hashed has a new ctime, and is hashed again
 		// next time.
 		if herr == nil && want != "" && got == want {
-			if !d.trusted(before) {
+			if !settled(newest, before) {
 				stat = "" // hashed again next time
 			}
 			return &verifiedModule{Stat: stat, Hash: got}
@@ -587,47 +537,25 @@ func copyThrough(w io.Writer, r io.Reader, buf []byte) error {
 // the one opened must be the one stat'ed (same device and inode): a
 // directory swapped for another between its stat and its listing is an
 // error, not a listing of the other under the first one's line.
-func statDigest(dir string) (digest, error) {
+func statDigest(dir string) (digest string, newest unix.Timespec, err error) {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Lstat(dir, &st) }); err != nil {
-		return digest{}, &fs.PathError{Op: "lstat", Path: dir, Err: err}
+		return "", newest, &fs.PathError{Op: "lstat", Path: dir, Err: err}
 	}
 	d := statDigester{h: sha256.New()}
 	d.addLine(".", &st)
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		fd, err := d.openDir(unix.AT_FDCWD, dir, &st)
 		if err != nil {
-			return digest{}, err
+			return "", newest, err
 		}
 		err = d.walk(fd, dir, "")
 		unix.Close(fd)
 		if err != nil {
-			return digest{}, err
+			return "", newest, err
 		}
 	}
-	return digest{sum: base64.StdEncoding.EncodeToString(d.h.Sum(nil)), newest: d.newest, linked: d.linked}, nil
-}
-
-// digest is what statDigest saw: the hash of every entry's line, the
-// newest ctime among them, and whether a regular file among them has a
-// second name (st_nlink > 1).
-type digest struct {
-	sum    string
-	newest unix.Timespec
-	linked bool
-}
-
-// trusted reports whether the digest, taken after the coarse clock read
-// before, may stand for its files at a later check (it is recorded; "" is
-// recorded otherwise, and the files are hashed again next time): its
-// newest change is settled, and no file has a second name. A file with
-// a link elsewhere — none that go or cargo make — can be written through
-// that name by a call that never names the cache; its digest would
-// still see the write (the ctime moves), but the cache's witness could
-// not (internal/witness), so such a directory is checked in full at
-// every session and the witness is never left.
-func (d digest) trusted(before unix.Timespec) bool {
-	return !d.linked && settled(d.newest, before)
+	return base64.StdEncoding.EncodeToString(d.h.Sum(nil)), d.newest, nil
 }
 
 // settleMargin is how long before the coarse clock read ahead of a stat
@@ -663,7 +591,6 @@ var coarseNow = func() unix.Timespec {
 type statDigester struct {
 	h       hash.Hash
 	newest  unix.Timespec // the newest ctime seen
-	linked  bool          // a regular file with a second name seen
 	lineBuf []byte
 	buf     []byte
 }
@@ -693,9 +620,6 @@ func (d *statDigester) addLine(rel string, st *unix.Stat_t) {
 	d.lineBuf = b
 	if st.Ctim.Sec > d.newest.Sec || st.Ctim.Sec == d.newest.Sec && st.Ctim.Nsec > d.newest.Nsec {
 		d.newest = st.Ctim
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-		d.linked = true
 	}
 }
 
@@ -830,12 +754,12 @@ func writeFileAtomic(p string, b []byte) error {
 // beside the per-workspace caches.
 const rustVerifiedFile = "rust.verified.json"
 
-// parseCargoLock is the workspace's Cargo.lock (its content) as
-// "name-version" -> checksum, for the packages that have one (registry
-// packages).
-func parseCargoLock(b []byte) map[string]string {
+// readCargoLock is the workspace's Cargo.lock as "name-version" ->
+// checksum, for the packages that have one (registry packages).
+func readCargoLock(ws string) map[string]string {
 	sums := map[string]string{}
-	if len(b) == 0 {
+	b, err := os.ReadFile(filepath.Join(ws, "Cargo.lock"))
+	if err != nil {
 		return sums
 	}
 	var lock struct {
@@ -904,18 +828,14 @@ func verifyCachedCrates(cargoHome string, known, now map[string]verifiedModule, 
 				continue // nothing names it: cargo checks what it downloads for a lockfile
 			}
 			before := coarseNow()
-			d, err := statDigest(p)
-			stat := d.sum
+			stat, newest, err := statDigest(p)
 			if err == nil {
 				if k, ok := known[p]; ok && k.Stat == stat {
-					if d.linked {
-						k.Stat = "" // checked again next time (digest.trusted)
-					}
 					now[p] = k
 					continue
 				}
 				if got, err := fileSHA256(p); err == nil && got == want {
-					if !d.trusted(before) {
+					if !settled(newest, before) {
 						stat = "" // checked again next time
 					}
 					now[p] = verifiedModule{Stat: stat}
@@ -932,17 +852,10 @@ func verifyCachedCrates(cargoHome string, known, now map[string]verifiedModule, 
 // registry/src against its .crate in registry/cache (and that against
 // sums), remembering the verified ones in record.
 func verifyCrates(cargoHome, record string, sums map[string]string) []string {
-	notes, _ := verifyCratesClean(cargoHome, record, sums)
-	return notes
-}
-
-// verifyCratesClean is verifyCrates, and reports whether what it left is
-// clean (verifyGoModulesClean).
-func verifyCratesClean(cargoHome, record string, sums map[string]string) ([]string, bool) {
 	srcRoot := filepath.Join(cargoHome, "registry", "src")
 	registries, err := os.ReadDir(srcRoot)
 	if err != nil {
-		return nil, true
+		return nil
 	}
 	known := map[string]verifiedModule{}
 	if b, err := os.ReadFile(record); err == nil {
@@ -974,15 +887,11 @@ func verifyCratesClean(cargoHome, record string, sums map[string]string) ([]stri
 				continue // not (yet) extracted whole: cargo extracts it again itself
 			}
 			before := coarseNow()
-			d, err := statDigest(dir)
-			cd, cerr := statDigest(crate)
-			stat := d.sum
+			stat, newest, err := statDigest(dir)
+			cst, cnewest, cerr := statDigest(crate)
 			if err == nil && cerr == nil {
-				stat += " " + cd.sum
+				stat += " " + cst
 				if k, ok := known[dir]; ok && k.Stat == stat {
-					if d.linked || cd.linked {
-						k.Stat = "" // checked again next time (digest.trusted)
-					}
 					now[dir] = k
 					continue
 				}
@@ -993,7 +902,7 @@ func verifyCratesClean(cargoHome, record string, sums map[string]string) ([]stri
 				crateOK = err == nil && got == want
 			}
 			if crateOK && err == nil && sameAsCrate(dir, crate, c.Name()) {
-				if !d.trusted(before) || !cd.trusted(before) {
+				if !settled(newest, before) || !settled(cnewest, before) {
 					stat = "" // checked again next time
 				}
 				now[dir] = verifiedModule{Stat: stat}
@@ -1011,7 +920,7 @@ func verifyCratesClean(cargoHome, record string, sums map[string]string) ([]stri
 	if b, err := json.Marshal(now); err == nil {
 		writeFileAtomic(record, b)
 	}
-	return notes, allTrusted(now)
+	return notes
 }
 
 func fileSHA256(p string) (string, error) {

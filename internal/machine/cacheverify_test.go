@@ -20,9 +20,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lite-agent/lite-agent/internal/witness"
-	"github.com/lite-agent/lite-agent/policies"
 )
 
 // goModule lays out one extracted module in a GOMODCACHE as go leaves it:
@@ -272,8 +269,8 @@ func TestStatDigestIsWalkDirs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := statDigest(root); err != nil || got.sum != want {
-			t.Errorf("statDigest(%s) = %q, %v; WalkDir's is %q", root, got.sum, err, want)
+		if got, _, err := statDigest(root); err != nil || got != want {
+			t.Errorf("statDigest(%s) = %q, %v; WalkDir's is %q", root, got, err, want)
 		}
 	}
 }
@@ -461,11 +458,10 @@ func TestVerifyGoModulesDoesNotTrustARacyDigest(t *testing.T) {
 	modRoot := filepath.Join(root, "mod")
 	record := filepath.Join(root, goVerifiedFile)
 	dir, hash := goModule(t, modRoot, "example.com/racy", "v1.0.0", map[string]string{"go.mod": "module example.com/racy\n", "a.go": "package racy\n"})
-	d, err := statDigest(dir)
+	_, newest, err := statDigest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newest := d.newest
 	settleClock(t) // restored at the end; pinned below
 	recorded := func() verifiedModule {
 		var m map[string]verifiedModule
@@ -727,121 +723,5 @@ func TestVerifyCratesChecksDownloadsAndRemovesLinks(t *testing.T) {
 	}
 	if notes := verifyCrates(home, record, sums); len(notes) != 0 {
 		t.Errorf("a second check with nothing changed: %q", notes)
-	}
-}
-
-// A check is clean — and the cache's witness may be left — only when
-// every digest it recorded can stand for its files later: settled, and
-// no file of the cache with a second name. A file linked to a name
-// elsewhere (the workspace) can be written through that name by a call
-// that never names the cache, which no sandbox would withdraw the
-// witness for; such a module is checked in full at every session.
-func TestCheckWithALinkedFileIsNotClean(t *testing.T) {
-	root := t.TempDir()
-	modRoot := filepath.Join(root, "mod")
-	record := filepath.Join(root, goVerifiedFile)
-	settleClock(t)
-	files := map[string]string{"go.mod": "module example.com/m\n", "m.go": "package m\n"}
-	dir, hash := goModule(t, modRoot, "example.com/m", "v1.0.0", files)
-	sums := map[string]string{"example.com/m@v1.0.0": hash}
-	if notes, clean := verifyGoModulesClean(modRoot, record, sums); len(notes) != 0 || !clean {
-		t.Fatalf("a settled cache: notes %q, clean %v", notes, clean)
-	}
-	for _, p := range []string{filepath.Join(dir, "m.go"), filepath.Join(modRoot, "cache/download/example.com/m/@v/v1.0.0.zip")} {
-		link := filepath.Join(root, "elsewhere")
-		if err := os.Link(p, link); err != nil {
-			t.Fatal(err)
-		}
-		notes, clean := verifyGoModulesClean(modRoot, record, sums)
-		if len(notes) != 0 || clean {
-			t.Errorf("%s with a second name: notes %q, clean %v; want no removal (its bytes are go.sum's) and not clean", p, notes, clean)
-		}
-		// A link made while the record stood (by a lite-agent that did
-		// not yet look for links): the record is not trusted either.
-		os.Remove(link)
-		if notes, clean := verifyGoModulesClean(modRoot, record, sums); len(notes) != 0 || !clean {
-			t.Errorf("its link gone: notes %q, clean %v", notes, clean)
-		}
-		if err := os.Link(p, link); err != nil {
-			t.Fatal(err)
-		}
-		if _, clean := verifyGoModulesClean(modRoot, record, sums); clean {
-			t.Errorf("%s linked after its digest was recorded: clean", p)
-		}
-		os.Remove(link)
-		verifyGoModulesClean(modRoot, record, sums)
-	}
-}
-
-// VerifyWorkspaceCache checks in full until a clean check leaves the
-// witness, then skips the check while the witness stands: an edit made
-// without withdrawing it (here the test's own, outside every sandbox)
-// is not seen — which is what every sandbox's withdrawal is for
-// (sandbox's TestCacheWitness*) — and one made after Withdraw is.
-func TestVerifyWorkspaceCacheSkipsUnderTheWitness(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // a lock no other test's sandbox holds
-	root := t.TempDir()
-	ws := filepath.Join(root, "ws")
-	cache := filepath.Join(root, "caches", "ws-1", "go")
-	modRoot := filepath.Join(cache, "mod")
-	settleClock(t)
-	files := map[string]string{"go.mod": "module example.com/m\n", "m.go": "package m\n"}
-	dir, hash := goModule(t, modRoot, "example.com/m", "v1.0.0", files)
-	os.MkdirAll(ws, 0o755)
-	writeFile := func(p, body string) {
-		t.Helper()
-		os.Chmod(p, 0o644)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(filepath.Join(ws, "go.sum"), "example.com/m v1.0.0 "+hash+"\n")
-	h := &Host{}
-	witnessPath := filepath.Join(root, "caches", "ws-1", "go.unchanged")
-	if notes := h.VerifyWorkspaceCache(ws, "go", cache); len(notes) != 0 {
-		t.Fatalf("notes %q", notes)
-	}
-	if _, err := os.Stat(witnessPath); err != nil {
-		t.Fatalf("no witness after a clean check: %v", err)
-	}
-	// Unseen: edited without withdrawing the witness.
-	writeFile(filepath.Join(dir, "m.go"), "package m // BACKDOOR\n")
-	if notes := h.VerifyWorkspaceCache(ws, "go", cache); len(notes) != 0 {
-		t.Fatalf("the check ran under the witness: %q", notes)
-	}
-	// Seen: the same edit by a writer that withdrew it.
-	if err := witness.Withdraw(filepath.Dir(cache), "go"); err != nil {
-		t.Fatal(err)
-	}
-	if notes := h.VerifyWorkspaceCache(ws, "go", cache); len(notes) != 1 || !strings.Contains(notes[0], "example.com/m@v1.0.0") {
-		t.Fatalf("after Withdraw, the edited module: notes %q", notes)
-	}
-	// go.sum is part of the key: changed, the check runs again.
-	goModule(t, modRoot, "example.com/m", "v1.0.0", files)
-	h.VerifyWorkspaceCache(ws, "go", cache)
-	writeFile(filepath.Join(dir, "m.go"), "package m // BACKDOOR\n")
-	writeFile(filepath.Join(ws, "go.sum"), "example.com/m v1.0.0 "+hash+"\nexample.com/other v1.0.0 h1:x\n")
-	if notes := h.VerifyWorkspaceCache(ws, "go", cache); len(notes) != 1 {
-		t.Fatalf("with go.sum changed, the edited module: notes %q", notes)
-	}
-}
-
-// Every profile whose per-workspace cache is checked names the
-// directories the check covers, where the sandbox withdraws the witness
-// (policies' CheckedCaches), and no other profile does.
-func TestCheckedCachesAreTheChecksOwn(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // a lock no other test's sandbox holds
-	h := &Host{}
-	for _, name := range policies.ToolchainNames() {
-		tc := policies.ToolchainByName(name)
-		root := t.TempDir()
-		ws, cache := filepath.Join(root, "ws"), filepath.Join(root, "c", name)
-		os.MkdirAll(ws, 0o755)
-		os.MkdirAll(cache, 0o755)
-		h.VerifyWorkspaceCache(ws, name, cache)
-		_, err := os.Stat(filepath.Join(root, "c", name+witness.Suffix))
-		if checked := err == nil; checked != (len(tc.CheckedCaches) > 0) {
-			t.Errorf("%s: the check leaves a witness: %v; CheckedCaches %q", name, checked, tc.CheckedCaches)
-		}
 	}
 }

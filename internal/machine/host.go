@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lite-agent/lite-agent/internal/witness"
 	"github.com/lite-agent/lite-agent/policies"
 )
 
@@ -35,11 +34,15 @@ const queryTimeout = 10 * time.Second
 // ~/.cache/lite-agent/workspaces): outside every workspace and outside
 // the user's own tool caches.
 func CacheRoot() (string, error) {
-	base, err := witness.BaseDir()
-	if err != nil {
-		return "", err
+	d := os.Getenv("XDG_CACHE_HOME")
+	if d == "" || !filepath.IsAbs(d) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the cache directory: %w (set XDG_CACHE_HOME)", err)
+		}
+		d = filepath.Join(home, ".cache")
 	}
-	return filepath.Join(base, "workspaces"), nil
+	return filepath.Join(d, "lite-agent", "workspaces"), nil
 }
 
 // WorkspaceCacheDir is the per-workspace cache directory of ws (holding
@@ -220,11 +223,6 @@ func RemoveWorkspaceCaches(root string, all, dryRun bool) ([]string, error) {
 		if err := removeCacheDir(dir); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if all && !dryRun && len(errs) == 0 {
-		// No cache is left that a process outliving its sandbox could
-		// hold a descriptor into (internal/witness).
-		witness.ClearOutlived()
 	}
 	return removed, errors.Join(errs...)
 }

@@ -166,15 +166,6 @@ type Policy struct {
 	// command runs. Set it only for an agent that must commit, knowing
 	// that it may then plant hooks.
 	GitWritable bool
-	// CacheWitnesses are the caches among the read-write paths whose
-	// content lite-agent checks before a session may use it (Go's
-	// extracted modules, cargo's crates), and which a check may skip
-	// while their witness says nothing changed since the last one
-	// (internal/witness). The sandbox withdraws a cache's witness before
-	// any of its processes can change anything beneath the cache: at
-	// New when they write the read-write paths themselves, or before the
-	// first such change when change capture makes every one of them.
-	CacheWitnesses []CacheWitness `json:",omitempty"`
 	// BestEffort runs even when the kernel cannot enforce everything the
 	// policy asks for; what was not enforced is reported by
 	// sandbox.Sandbox.Enforcement. The default fails closed.
@@ -189,17 +180,6 @@ type Policy struct {
 	// that commands do not run, not only the model. It is called from
 	// the goroutine that called Start or Run and must not block.
 	OnStartFailure func(error) `json:"-"`
-}
-
-// CacheWitness is one cache of Policy.CacheWitnesses.
-type CacheWitness struct {
-	// Root is the cache: a read-write path, or beneath one.
-	Root string
-	// Dir keeps the witness (Name + ".unchanged"). A sandbox whose
-	// read-write paths reach it withdraws the witness at New: its
-	// processes could leave one themselves.
-	Dir  string
-	Name string
 }
 
 // DefaultSystemPaths are the read-only paths a shell, git, python3 and cc

@@ -985,9 +985,6 @@ func (c *Capture) failed(e unix.Errno) (int64, unix.Errno, bool, bool) {
 // record announces paths to the writer watch and calls the hook with
 // those in the workspace.
 func (c *Capture) record(paths []string) unix.Errno {
-	if e := c.beforeChanging(paths); e != 0 {
-		return e
-	}
 	in := c.addInside(nil, paths)
 	if len(in) == 0 {
 		return 0
@@ -1001,9 +998,6 @@ func (c *Capture) record(paths []string) unix.Errno {
 // a name it creates; a name mkdir, mknod or symlink makes; a name unlink
 // removes).
 func (c *Capture) recordFiles(paths []string) unix.Errno {
-	if e := c.beforeChanging(paths); e != 0 {
-		return e
-	}
 	in := c.addInside(nil, paths)
 	if len(in) == 0 {
 		return 0

@@ -118,7 +118,6 @@ func captureNumbers() map[int32]string {
 type Capture struct {
 	workspace string // canonical
 	hook      func(paths []string) error
-	changing  func(paths []string) error // CaptureOptions.Changing
 	nr        map[int32]string
 	// bind: bind(2) notifications are this capturer's; false where the
 	// network supervisor receives them (it calls beforeBind).
@@ -256,13 +255,6 @@ type CaptureOptions struct {
 	// OwnTmp: the private /tmp is the process's own place too (its
 	// domain writes it; no read-write root lies beneath it).
 	OwnTmp bool
-	// Changing, if set, is called with the canonical paths, wherever
-	// they are, that a call is about to change (the names Hook is given
-	// for those in the workspace), before Hook and before the change; an
-	// error refuses the change (EPERM). The sandbox withdraws cache
-	// witnesses there (witnesses_linux.go). The process's own calls in
-	// its own places (OwnRoot) are not seen.
-	Changing func(paths []string) error
 }
 
 // Watch is a command's writer watch: it tells the command's writes to
@@ -307,7 +299,7 @@ func NewCapture(opts CaptureOptions) *Capture {
 	}
 	c := &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
 		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private,
-		held: opts.Held, ownFD: -1, ownTmp: opts.OwnTmp && opts.OwnRoot != "", changing: opts.Changing}
+		held: opts.Held, ownFD: -1, ownTmp: opts.OwnTmp && opts.OwnRoot != ""}
 	c.openOwnRoot(opts.OwnRoot)
 	return c
 }
@@ -413,9 +405,6 @@ func (c *Capture) beforeBind(path string) unix.Errno {
 	if c == nil {
 		return 0
 	}
-	if e := c.beforeChanging([]string{path}); e != 0 {
-		return e
-	}
 	if e := gitErrno(path); e != 0 && !c.gitWritable && (c.private == nil || !c.private(path)) {
 		rule := RuleGit
 		if e == unix.EROFS {
@@ -434,14 +423,6 @@ func (c *Capture) beforeBind(path string) unix.Errno {
 }
 
 const atFDCWD = int32(unix.AT_FDCWD)
-
-// beforeChanging calls CaptureOptions.Changing.
-func (c *Capture) beforeChanging(paths []string) unix.Errno {
-	if c.changing != nil && c.changing(paths) != nil {
-		return unix.EPERM
-	}
-	return 0
-}
 
 // addInside adds the paths of rs inside the workspace to out, once each.
 func (c *Capture) addInside(out, rs []string) []string {
