@@ -165,6 +165,41 @@ func TestOwnTmpfs(t *testing.T) {
 	}
 }
 
+// Calls in the private /tmp, when it is the process's own, are told
+// own from a descriptor of the command's /tmp (ownFastTmp) unless a
+// symbolic link lies on the way: one leading into the workspace sends
+// the call to the full resolution, where it is made by the supervisor
+// and recorded — by a link in the middle of the path or at its end.
+func TestOwnFastTmp(t *testing.T) {
+	ws := outsideTmpfs(t)
+	sb, err := New(Policy{Workspace: ws, Level: testLevel(), CaptureChanges: true})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	if sb.ownRoot == "" || !privateTmp(sb) || !sb.ownTmp {
+		t.Skip("the private /tmp is not the process's own here: nothing is let through")
+	}
+	var seen []string
+	record := func(c *Command) {
+		c.BeforeChange = func(paths []string) error { seen = append(seen, paths...); return nil }
+	}
+	r := sh(t, sb, `mkdir -p /tmp/a/b && echo x > /tmp/a/b/f && cat /tmp/a/b/f && rm /tmp/a/b/f && rmdir /tmp/a/b /tmp/a && echo done`, record)
+	if strings.Fields(r.out)[0] != "x" || !strings.Contains(r.out, "done") || len(seen) != 0 {
+		t.Fatalf("own /tmp calls: %v, recorded %q", r, seen)
+	}
+	r = sh(t, sb, `ln -s "$WS" /tmp/l && echo y > /tmp/l/g && ln -s "$WS/h" /tmp/fl && echo z > /tmp/fl && cat "$WS/g" "$WS/h"`,
+		record, func(c *Command) { c.Env = append(c.Env, "WS="+ws) })
+	if strings.Join(strings.Fields(r.out), " ") != "y z" {
+		t.Fatalf("writes through links in /tmp: %v", r)
+	}
+	for _, want := range []string{filepath.Join(ws, "g"), filepath.Join(ws, "h")} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("%s, written through a link in /tmp, was not recorded (recorded %q)", want, seen)
+		}
+	}
+}
+
 // TestOwnWritesNarrowedByOverlap: a temporary directory inside a
 // read-write root (here the system's temporary directory granted whole)
 // would make that root's changes the process's own, unrecorded: the

@@ -296,6 +296,10 @@ func (c *Capture) close() {
 		unix.Close(c.ownFD)
 		c.ownFD = -1
 	}
+	if c.tmpFD >= 0 {
+		unix.Close(c.tmpFD)
+		c.tmpFD = -2
+	}
 	c.mu.Unlock()
 	c.fifoMu.Lock()
 	for fd := range c.fifos {
@@ -820,7 +824,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		}
 		// In the process's own temporary directory: its own call
 		// (own_linux.go).
-		if c.ownFast(p, flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL) {
+		if c.ownQuick(w, n, tid, p, flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL) {
 			return 0, 0, true, false
 		}
 		return c.open(w, n, tid, dirfd, p, int(flags), uint32(mode))
@@ -870,7 +874,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		if c.ownFast(p, false) {
+		if c.ownQuick(w, n, tid, p, false) {
 			return 0, 0, true, false // own_linux.go
 		}
 		// Only rmdir can remove a directory (unlink of one fails EISDIR).
@@ -885,7 +889,7 @@ func (c *Capture) emulate(req *seccompNotif, n notifier) (val int64, errno unix.
 		if e != 0 {
 			return 0, e, false, false
 		}
-		if c.ownFast(p, false) {
+		if c.ownQuick(w, n, tid, p, false) {
 			return 0, 0, true, false // own_linux.go
 		}
 		umask := c.umaskOf(tid)

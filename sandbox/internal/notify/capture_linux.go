@@ -181,6 +181,9 @@ type Capture struct {
 	ownRoot string
 	ownFD   int
 	ownTmp  bool // CaptureOptions.OwnTmp
+	// tmpFD is an O_PATH descriptor of the command's /tmp, the tmpfs's
+	// root (ownFastTmp): -1 until taken, -2 when it could not be.
+	tmpFD int
 	// pathBuf is readString's buffer for the call being answered.
 	pathBuf [4096]byte
 	// umask is the umask every process of the tree has while umaskMoved
@@ -299,7 +302,7 @@ func NewCapture(opts CaptureOptions) *Capture {
 	}
 	c := &Capture{workspace: opts.Workspace, hook: opts.Hook, nr: captureNumbers(), binds: opts.Binds,
 		roots: opts.Roots, devices: devices, foreign: w, gitWritable: opts.GitWritable, private: opts.Private,
-		held: opts.Held, ownFD: -1, ownTmp: opts.OwnTmp && opts.OwnRoot != ""}
+		held: opts.Held, ownFD: -1, tmpFD: -1, ownTmp: opts.OwnTmp && opts.OwnRoot != ""}
 	c.openOwnRoot(opts.OwnRoot)
 	return c
 }

@@ -129,12 +129,55 @@ func (c *Capture) ownFast(p string, follow bool) bool {
 		}
 		c.ownFD = fd
 	}
+	return lookedUpBeneath(c.ownFD, rest, follow)
+}
+
+// ownFastTmp is ownFast for the private /tmp when it is an own place
+// (OwnTmp): an absolute, clean p beneath /tmp looked up from the
+// command's /tmp itself — a descriptor of the tmpfs's root in the
+// command's mount namespace, taken once from thread tid's root (the
+// tree cannot change its root or its mounts) — staying on the tmpfs.
+// A grant mounted beneath /tmp is another mount: its paths go to the
+// full resolution.
+func (c *Capture) ownFastTmp(w *credWorker, n notifier, tid int, p string, follow bool) bool {
+	const tmp = "/tmp/"
+	if !c.ownTmp || c.tmpDev == 0 || c.tmpFD == -2 || len(p) <= len(tmp) || p[:len(tmp)] != tmp || filepath.Clean(p) != p {
+		return false
+	}
+	if c.tmpFD < 0 {
+		fd := -1
+		var errno unix.Errno
+		if !w.do(func() { fd, errno = openChildPathAt(tid, c.mountNS, atFDCWD, "/tmp", true, n.confirm) }) || errno != 0 {
+			return false // the full resolution says what the thread meets
+		}
+		var st unix.Statx_t
+		if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO, &st) != nil || unix.Mkdev(st.Dev_major, st.Dev_minor) != c.tmpDev ||
+			st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+			unix.Close(fd)
+			c.tmpFD = -2 // not the tmpfs's root: never again
+			return false
+		}
+		c.tmpFD = fd
+	}
+	return lookedUpBeneath(c.tmpFD, p[len(tmp):], follow)
+}
+
+// ownQuick reports whether p is an own place by ownFast or ownFastTmp.
+func (c *Capture) ownQuick(w *credWorker, n notifier, tid int, p string, follow bool) bool {
+	return c.ownFast(p, follow) || c.ownFastTmp(w, n, tid, p, follow)
+}
+
+// lookedUpBeneath reports whether rest, a clean relative path, names an
+// entry beneath the directory root when looked up from it with no
+// symbolic link, mount crossing or ".." on the way, and (follow) no
+// symbolic link as its last component.
+func lookedUpBeneath(root int, rest string, follow bool) bool {
 	dir, name := filepath.Split(rest)
-	dfd := c.ownFD
+	dfd := root
 	if dir != "" {
 		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV}
-		fd, err := unix.Openat2(c.ownFD, dir, &how)
+		fd, err := unix.Openat2(root, dir, &how)
 		if err != nil {
 			return false
 		}
