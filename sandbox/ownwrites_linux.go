@@ -21,17 +21,19 @@ import (
 // it can change nothing the capture had to see.
 //
 // The private /tmp (and /dev/shm, /var/tmp, /run, the same tmpfs) is the
-// process's own too unless a read-write root lies beneath one of them (a
-// workspace in /tmp): Landlock grants a directory's rights to everything
-// beneath it in the process's mount tree, and such a root is mounted
-// beneath the tmpfs, so a rule there would grant the root too. Then the
-// tmpfs is read-only to the process and its writes are the supervisor's,
-// as before.
+// process's own too unless a granted path, read-write or read-only, lies
+// beneath one of them (a workspace in /tmp): Landlock grants a
+// directory's rights to everything beneath it in the process's mount
+// tree, and such a grant is mounted beneath the tmpfs, so a rule there
+// would grant it too — a read-only grant's mount refuses a regular
+// file's write, but not a FIFO's or a device's. Then the tmpfs is
+// read-only to the process and its writes are the supervisor's, which
+// writes no grant mounted there.
 
 // ownWritesNote is the plan's note of ownWrites, and ownWritesOffNote
 // what replaces it where build narrows it (ownRootFor).
 const (
-	ownWritesNote    = "change capture: a command writes itself only in its temporary directories (TMPDIR; the private /tmp too, unless a read-write root lies beneath it) and the writable devices; every change elsewhere is made for it by the supervisor, which records it"
+	ownWritesNote    = "change capture: a command writes itself only in its temporary directories (TMPDIR; the private /tmp too, unless a granted path lies beneath it) and the writable devices; every change elsewhere is made for it by the supervisor, which records it"
 	ownWritesOffNote = "change capture: every change a command makes is made for it by the supervisor (its temporary directory lies inside a read-write root or holds one)"
 )
 
@@ -65,7 +67,7 @@ func (s *Sandbox) ownRootFor(tmp string) bool {
 	}
 	s.ownRoot = real[0]
 	s.ownTmp = true
-	for _, r := range s.rwRoots {
+	for _, r := range append(canonical(s.pol.ReadOnlyPaths), s.rwRoots...) {
 		for _, tp := range spawn.TmpfsPaths() {
 			if r != real[0] && paths.WithinClean(r, tp) {
 				s.ownTmp = false // the tmpfs's rule would grant r

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestOwnTempBoundary: with calls in the command's TMPDIR let through
@@ -197,6 +199,60 @@ func TestOwnFastTmp(t *testing.T) {
 		if !slices.Contains(seen, want) {
 			t.Errorf("%s, written through a link in /tmp, was not recorded (recorded %q)", want, seen)
 		}
+	}
+}
+
+// A read-only grant beneath /tmp is mounted on the private tmpfs: a
+// Landlock rule on the tmpfs would reach it, and its read-only mount
+// refuses a regular file's write but not a FIFO's. So with such a grant
+// the tmpfs is not the process's own, and the supervisor, which makes
+// its writes, writes no grant mounted there: a FIFO granted read-only
+// (or one in a directory granted read-only) takes no bytes from inside.
+// Outside, the same write reaches the reader.
+func TestReadOnlyGrantBeneathTmp(t *testing.T) {
+	ws := outsideTmpfs(t)
+	dir, err := os.MkdirTemp("/tmp", "ro-grant-")
+	if err != nil {
+		t.Skipf("no directory of the test's own in /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	buf := make([]byte, 64)
+	if err := os.WriteFile(fifo, []byte("outside"), 0); err != nil {
+		t.Fatalf("the write outside: %v", err)
+	}
+	if n, _ := rd.Read(buf); string(buf[:n]) != "outside" {
+		t.Fatalf("the reader got %q outside", buf[:n])
+	}
+	for _, grant := range []string{fifo, dir} {
+		t.Run(filepath.Base(grant), func(t *testing.T) {
+			sb, err := New(Policy{Workspace: ws, Level: testLevel(), CaptureChanges: true, ReadOnlyPaths: []string{grant}})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			t.Cleanup(func() { sb.Close() })
+			if !privateTmp(sb) || sb.ownRoot == "" {
+				t.Skip("no private /tmp or no own temporary root here: the grant is not mounted on a tmpfs of the sandbox's")
+			}
+			if sb.ownTmp {
+				t.Error("a read-only grant beneath /tmp left the tmpfs the process's own")
+			}
+			r := sh(t, sb, `echo inside > "$F" && echo wrote; echo ok > /tmp/own && cat /tmp/own`, func(c *Command) { c.Env = append(c.Env, "F="+fifo) })
+			if strings.Contains(r.out, "wrote") || !strings.Contains(r.out, "ok") {
+				t.Errorf("writing the granted FIFO: %v", r)
+			}
+			if n, _ := rd.Read(buf); n > 0 {
+				t.Errorf("the reader outside got %q from inside", buf[:n])
+			}
+		})
 	}
 }
 

@@ -716,7 +716,10 @@ func (c *Capture) writable(t *target) bool {
 		}
 	}
 	if c.onTmp(t) {
-		return true // the sandbox's private /tmp: read-write, as a root
+		// The sandbox's private /tmp: read-write, as a root — but not
+		// a grant mounted on it (a read-only one: its mount refuses a
+		// regular file's write, not a FIFO's or a device's).
+		return !mountRoot(t)
 	}
 	if c.onPty(t) {
 		return true // the sandbox's ptys, which the policy grants

@@ -67,11 +67,15 @@ import (
 //     sets OwnRoot only with Landlock ABI 3 or later, where truncation
 //     (O_TRUNC) is governed too.
 //
-// Most such calls name an absolute path beneath OwnRoot: ownFast
-// recognises them from a descriptor of OwnRoot without the full
-// resolution through the process's root (resolve). Anything else — a
-// relative path, a symbolic link on the way — is resolved in full first,
-// and let through when it lands in an own place (ownPlace).
+// Most such calls name an absolute path beneath OwnRoot or /tmp: ownFast
+// and ownFastTmp recognise them from a descriptor of OwnRoot or of the
+// command's /tmp without the full resolution through the process's root
+// (resolve). Anything else — a relative path, a symbolic link on the way
+// — is resolved in full first, and let through when it lands in an own
+// place (ownPlace). Neither looks for a set-id file (ownSetID): none can
+// be in an own place — the process cannot set a set-id bit (seccomp
+// refuses the modes; chmod is always emulated), the sandbox made both
+// places empty, and the tmpfs is nosuid.
 
 // openOwnRoot prepares the own places of a capture (CaptureOptions.OwnRoot).
 func (c *Capture) openOwnRoot(root string) {
@@ -141,7 +145,7 @@ func (c *Capture) ownFast(p string, follow bool) bool {
 // full resolution.
 func (c *Capture) ownFastTmp(w *credWorker, n notifier, tid int, p string, follow bool) bool {
 	const tmp = "/tmp/"
-	if !c.ownTmp || c.tmpDev == 0 || c.tmpFD == -2 || len(p) <= len(tmp) || p[:len(tmp)] != tmp || filepath.Clean(p) != p {
+	if c.ownRoot == "" || !c.ownTmp || c.tmpDev == 0 || c.tmpFD == -2 || len(p) <= len(tmp) || p[:len(tmp)] != tmp || filepath.Clean(p) != p {
 		return false
 	}
 	if c.tmpFD < 0 {
