@@ -482,11 +482,13 @@ func TestScreenWrapsAndRedraws(t *testing.T) {
 	s.wordsWhole(scr, help)
 	for _, size := range []struct{ cols, rows int }{{50, 24}, {120, 40}, {80, 24}} {
 		s.resize(size.cols, size.rows)
-		scr = s.waitUntil("one input and one status line", func(scr string) bool {
-			return strings.Count(scr, "ready · ") == 1 && strings.Count(scr, "> type a task") == 1
+		// The redraw clears the screen and then prints the log's end: wait
+		// for both, or a capture between them shows the view alone.
+		redrawn := "the whole output of the last command shown folded"
+		scr = s.waitUntil("one input and one status line under the redrawn /help, its words whole", func(scr string) bool {
+			return strings.Count(scr, "ready · ") == 1 && strings.Count(scr, "> type a task") == 1 && len(brokenWords(scr, redrawn)) == 0
 		})
 		s.checkScreen(scr)
-		s.wordsWhole(scr, "the whole output of the last command shown folded")
 	}
 	s.keys("C-d")
 	if code := s.waitExit(); code != 0 {

@@ -238,13 +238,19 @@ func (s *tmuxScreen) checkScreen(scr string) {
 // cut by the terminal rather than wrapped at a word boundary.
 func (s *tmuxScreen) wordsWhole(scr, text string) {
 	s.t.Helper()
+	if broken := brokenWords(scr, text); len(broken) > 0 {
+		s.t.Errorf("%dx%d: %q is not whole on any row (broken mid-word?):\n%s", s.cols, s.rows, broken[0], frame(scr))
+	}
+}
+
+// brokenWords is the words of text (of 4 letters or more) that show
+// whole on no row of scr.
+func brokenWords(scr, text string) []string {
+	var broken []string
 	for _, w := range strings.Fields(text) {
-		if len([]rune(w)) < 4 {
-			continue
-		}
-		if !strings.Contains(scr, w) {
-			s.t.Errorf("%dx%d: %q is not whole on any row (broken mid-word?):\n%s", s.cols, s.rows, w, frame(scr))
-			return
+		if len([]rune(w)) >= 4 && !strings.Contains(scr, w) {
+			broken = append(broken, w)
 		}
 	}
+	return broken
 }
