@@ -150,8 +150,9 @@
 // With the network none and no domain granted, every session points the
 // HTTP clients' proxy variables (sandbox.ProxyVariables, the same list the
 // domain proxy sets) at offlineProxy, an unresolvable .invalid name that
-// says what would allow the download; a profile's OfflineEnv turns its
-// tool's retries off, and goOfflineMarker and mavenOfflineMarker do the
-// same in the tool's own terms. A download fails at its first request
+// says what would allow the download; every profile's RefuseAtOnceEnv
+// turns its tools' retries off (selected or not: an agent in a Go
+// repository may still run npm), and a selected profile's OfflineEnv,
+// goOfflineMarker and mavenOfflineMarker say it in the tool's own terms. A download fails at its first request
 // with a message that names the sandbox and --allow-domain.
 package policies

@@ -242,6 +242,20 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 			p.Env = append(withDefaultEnv(p.Env), kv[0]+"="+kv[1])
 			rep.Env = append(rep.Env, Grant{kv[0] + "=" + kv[1], "network none (a download fails at once, naming the grant)"})
 		}
+		given := map[string]bool{} // the person's own --env wins
+		for _, g := range s.Env {
+			name, _, _ := strings.Cut(g.Value, "=")
+			given[name] = true
+		}
+		for _, tc := range toolchains {
+			for _, kv := range tc.RefuseAtOnceEnv {
+				if name, _, _ := strings.Cut(kv, "="); given[name] {
+					continue
+				}
+				p.Env = append(withDefaultEnv(p.Env), kv)
+				rep.Env = append(rep.Env, Grant{kv, "network none (" + tc.Name + "'s tools fail at their first request, naming the grant)"})
+			}
+		}
 	}
 	var tcs []ToolchainGrant
 	for _, tc := range names {

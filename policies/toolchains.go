@@ -119,9 +119,16 @@ type Toolchain struct {
 	// Pass copies these settings when the user has them.
 	Pass []string
 	// OfflineEnv is set when the network is none and no domain is
-	// granted: fail at once, not after a retry loop, and where the tool
-	// allows, with a message that names the sandbox.
+	// granted and the profile is selected: the tool's own offline
+	// settings, where they name the sandbox.
 	OfflineEnv []string
+	// RefuseAtOnceEnv is set when the network is none and no domain is
+	// granted, whether the profile is selected or not (an agent in a Go
+	// repository may still run npm or pip): the tool gives up at its
+	// first failed request instead of retrying for seconds to a minute,
+	// and its error names the grant. Settings that change nothing a
+	// tool does with a network that answers.
+	RefuseAtOnceEnv []string
 	// settings reads the tool's own settings (go env -json).
 	settings func(h Host) map[string]string
 	// config is the configuration lite-agent writes for the tool, where
@@ -237,7 +244,8 @@ var toolchains = []Toolchain{
 		// three times (httpRetry). With the retries off they fail at the
 		// first request, and their error names the offline proxy
 		// (offlineProxy) that says what would allow it.
-		OfflineEnv: []string{"npm_config_fetch_retries=0", "npm_config_fetch_timeout=5000", "YARN_HTTP_RETRY=0",
+		RefuseAtOnceEnv: []string{"npm_config_fetch_retries=0", "YARN_HTTP_RETRY=0"},
+		OfflineEnv: []string{"npm_config_fetch_timeout=5000",
 			"npm_config_cache=$NPM_USER_CACHE", "npm_config_prefer_offline=true", "npm_config_logs_dir={cache}/npm-logs"},
 		settings:   nodeSettings,
 		registries: npmRegistries,
@@ -268,11 +276,13 @@ var toolchains = []Toolchain{
 			"UV_CACHE_DIR={cache}/uv",
 			"PIP_DISABLE_PIP_VERSION_CHECK=1",
 		},
-		// pip's refusal through the proxy names nothing ("No matching
+		// pip retries five times with a back-off (8.5 s measured), and
+		// its refusal through the proxy then names nothing ("No matching
 		// distribution found"): its index, offline, is a URL that says
 		// why, and pip prints it ("Looking in indexes: ...").
-		OfflineEnv: []string{"PIP_RETRIES=0", "PIP_TIMEOUT=5", "UV_OFFLINE=1", "PIP_INDEX_URL=" + pipOfflineIndex},
-		registries: pypiRegistries,
+		RefuseAtOnceEnv: []string{"PIP_RETRIES=0", "PIP_INDEX_URL=" + pipOfflineIndex},
+		OfflineEnv:      []string{"PIP_TIMEOUT=5", "UV_OFFLINE=1"},
+		registries:      pypiRegistries,
 	},
 	{
 		Name:     "rust",
@@ -302,10 +312,10 @@ var toolchains = []Toolchain{
 		// and whose crates are on the machine (the workspace's cache, a
 		// vendor directory, Debian's registry) makes no request either
 		// way; `cargo --offline` is still the person's to give.
-		OfflineEnv:  []string{"CARGO_NET_RETRY=0"},
-		settings:    rustSettings,
-		cacheConfig: cargoConfig,
-		registries:  cratesRegistries,
+		RefuseAtOnceEnv: []string{"CARGO_NET_RETRY=0"},
+		settings:        rustSettings,
+		cacheConfig:     cargoConfig,
+		registries:      cratesRegistries,
 	},
 	{
 		Name:     "java",

@@ -108,6 +108,12 @@ func explainNetwork(op, target string, mode NetworkMode) (why, allow string) {
 	case ip.IsPrivate():
 		needs = NetworkPrivate
 	}
+	if op != "bind" && op != "listen" && ap.Port() == 53 {
+		// A name lookup: reaching the resolver would not reach the host
+		// it names, whichever network mode allowed the resolver; the
+		// domain proxy resolves the names it is granted, outside.
+		return why + " (no name is resolved in the sandbox)", "--allow-domain HOST (allow_domains in a policy file) reaches a host by its name"
+	}
 	allow = "--network " + string(needs) + " (network in a policy file's [sandbox] table) reaches it"
 	if op != "bind" && op != "listen" && needs == NetworkUnrestricted {
 		allow = "--allow-domain " + target + " (or the host's name: allow_domains in a policy file) reaches it"
