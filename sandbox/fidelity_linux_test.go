@@ -106,6 +106,7 @@ print(out)'`},
 		inside: "absent", why: "it lists every service and container of the machine; a JVM then sees no container limit, as on a machine without one"},
 	{name: "/proc/sys", script: `cat /proc/sys/kernel/pid_max >/dev/null 2>&1 && echo readable || echo absent`,
 		inside: "absent", why: "the sandbox's /proc holds the command's own processes and a few global files; the kernel's tunables (/proc/sys) are the host's and some are writable by root"},
+	{name: "installed packages (dpkg's database)", needs: []string{"dpkg-query"}, script: `dpkg-query -W -f='${Package} ${Status}\n' dpkg coreutils 2>&1; dpkg-query -S /bin/sh 2>&1 | head -1`},
 	{name: "CPUs", script: `nproc; grep -c ^processor /proc/cpuinfo`},
 	{name: "hostname", script: `hostname; uname -sr`},
 }

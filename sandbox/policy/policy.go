@@ -203,6 +203,11 @@ func DefaultSystemPaths() []string {
 		// exits at start when it cannot read them).
 		"/etc/debian_version", "/etc/os-release", "/etc/wgetrc",
 		"/usr/share/zoneinfo",
+		// The installed packages (dpkg -l, dpkg -S, apt list --installed,
+		// which a model asks before installing): public metadata. Not
+		// /etc/apt, whose auth.conf.d and proxy settings may hold
+		// credentials.
+		"/var/lib/dpkg",
 		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
 		// Pseudo-terminals, on a devpts of the sandbox's own (see
 		// PseudoTerminalPaths).
