@@ -44,7 +44,7 @@ var fidelityRows = []fidelityRow{
 	{name: "confinement in /proc/self/status", script: `grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status | tr '\t' ' '`,
 		inside: "NoNewPrivs: 1\nSeccomp: 2", why: "no_new_privs and seccomp are the confinement itself"},
 	{name: "other processes", script: `ls /proc | grep -c '^[0-9]' | sed 's/^[1-9][0-9]*$/some/; s/^0$/none/'`,
-		inside: "none", why: "/proc lists the command's own processes only (hidepid): another process's argv and environment are secrets"},
+		inside: "none", why: "/proc lists no process by number, the command's own included (they are under /proc/pid): another process's argv and environment are secrets, and a procfs of the sandbox's own at /proc would bring the host's global entries to mask one by one"},
 	{name: "POSIX shared memory and semaphores", needs: []string{probePython}, script: probePython + ` -c '
 import multiprocessing as mp, multiprocessing.shared_memory as sm
 l = mp.Lock(); l.acquire(); l.release()
@@ -108,6 +108,8 @@ print(out)'`},
 		inside: "absent", why: "the sandbox's /proc holds the command's own processes and a few global files; the kernel's tunables (/proc/sys) are the host's and some are writable by root"},
 	{name: "installed packages (dpkg's database)", needs: []string{"dpkg-query"}, script: `dpkg-query -W -f='${Package} ${Status}\n' dpkg coreutils 2>&1; dpkg-query -S /bin/sh 2>&1 | head -1`},
 	{name: "CPUs", script: `nproc; grep -c ^processor /proc/cpuinfo`},
+	{name: "CPU topology (glibc's configured CPUs, lscpu, runtimes)", script: `cat /sys/devices/system/cpu/online /sys/devices/system/cpu/possible /sys/devices/system/cpu/present; getconf _NPROCESSORS_CONF`},
+	{name: "uptime, load and kernel version (uptime, top, w)", script: `wc -w < /proc/uptime; wc -w < /proc/loadavg; cut -d' ' -f1-3 /proc/version; uptime | grep -o 'load average'`},
 	{name: "hostname", script: `hostname; uname -sr`},
 }
 

@@ -215,6 +215,13 @@ func DefaultSystemPaths() []string {
 		// A process's own /proc (on a /proc of the sandbox's own: see
 		// sandbox/internal/spawn's procfs_linux.go) and the host's global files named here.
 		"/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
+		// uptime, top, w, ps's start times and loadavg readers.
+		"/proc/uptime", "/proc/loadavg", "/proc/version",
+		// How many CPUs there are (glibc's sysconf(_SC_NPROCESSORS_CONF),
+		// lscpu, runtimes sizing their pools): these three files, not
+		// the directory, whose vulnerabilities/ tells an attacker which
+		// side channels the host left open.
+		"/sys/devices/system/cpu/online", "/sys/devices/system/cpu/possible", "/sys/devices/system/cpu/present",
 	}
 }
 
