@@ -271,6 +271,7 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	hideSystemCredentials(&p, rep, tcs, h)
 	hideSystemConfigSecrets(&p, rep, h)
 	personPath(&p, rep, h)
+	passTrustStores(&p, rep, s.Env, h)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {
@@ -376,4 +377,116 @@ func (h plantProof) EvalSymlinks(p string) (string, error) {
 		return r.EvalSymlinks(p)
 	}
 	return p, nil
+}
+
+// trustStoreVars name the certificate bundles and directories that TLS
+// clients trust instead of (or beside) the system's: what a person behind
+// a company proxy that re-signs TLS, or with a private CA, sets. They name
+// public certificates, never secrets; dropped, every download through
+// the domain proxy fails ("self-signed certificate in certificate
+// chain") where it works outside.
+var trustStoreVars = []string{
+	"SSL_CERT_FILE", "SSL_CERT_DIR", // OpenSSL: curl, git, python, Go, Rust's native-tls
+	"NODE_EXTRA_CA_CERTS",            // node, npm, pnpm, yarn
+	"REQUESTS_CA_BUNDLE", "PIP_CERT", // Python requests, pip
+	"CURL_CA_BUNDLE",                   // curl
+	"GIT_SSL_CAINFO", "GIT_SSL_CAPATH", // git
+	"CARGO_HTTP_CAINFO", // cargo
+}
+
+// passTrustStores passes each trustStoreVars variable the person has set
+// to an absolute path that exists, and npm's cafile as npm_config_cafile
+// (npmCAFile), and grants that path read-only where the grants do not
+// already: unless the person's own --env names the variable, or the path
+// is or holds a credential path (a note says so).
+func passTrustStores(p *sandbox.Policy, rep *SandboxReport, given []Grant, h Host) {
+	home := h.HomeDir()
+	sys := p.SystemPaths
+	if sys == nil {
+		sys = sandbox.DefaultSystemPaths()
+	}
+	readable := func(path string) bool {
+		for _, r := range append(append(slices.Clone(sys), p.ReadOnlyPaths...), p.ReadWritePaths...) {
+			if paths.Within(path, r) {
+				return true
+			}
+		}
+		return false
+	}
+	found := map[string]string{}
+	for _, name := range trustStoreVars {
+		found[name] = h.Getenv(name)
+	}
+	// npm's cafile, from the configuration files the sandbox hides (they
+	// may hold tokens), read here and never granted.
+	found["npm_config_cafile"] = npmCAFile(h)
+	for _, name := range append(slices.Clone(trustStoreVars), "npm_config_cafile") {
+		v := found[name]
+		if v == "" || !filepath.IsAbs(v) || slices.ContainsFunc(given, func(g Grant) bool {
+			n, _, _ := strings.Cut(g.Value, "=")
+			return n == name
+		}) {
+			continue
+		}
+		v = filepath.Clean(v)
+		if !h.Exists(v) {
+			continue
+		}
+		if c := credentialClash(v, home); c != "" {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: it would expose %s", name, v, c))
+			continue
+		}
+		src := "your " + name + " (a TLS trust store)"
+		p.Env = append(withDefaultEnv(p.Env), name+"="+v)
+		rep.Env = append(rep.Env, Grant{name + "=" + v, src})
+		if !readable(v) {
+			p.ReadOnlyPaths = append(p.ReadOnlyPaths, v)
+			rep.Read = append(rep.Read, Grant{v, src})
+		}
+	}
+}
+
+// npmCAFile is the cafile npm's configuration names, as npm reads it
+// (the first that sets it wins): npm_config_cafile, the user's npmrc
+// (NPM_CONFIG_USERCONFIG, else ~/.npmrc), then the global npmrc of the
+// node on PATH (NPM_CONFIG_GLOBALCONFIG, else {prefix}/etc/npmrc). ""
+// when none does, npm is not installed, or the value is not a plain
+// absolute path (npm expands ${VAR}: left alone). No npm is started: a
+// Node start costs every session 0.2–0.3 s.
+func npmCAFile(h Host) string {
+	node := h.LookPath("node")
+	if node == "" {
+		return ""
+	}
+	for _, n := range []string{"npm_config_cafile", "NPM_CONFIG_CAFILE"} {
+		if v := h.Getenv(n); v != "" {
+			return v
+		}
+	}
+	user := h.Getenv("NPM_CONFIG_USERCONFIG")
+	if user == "" && h.HomeDir() != "" {
+		user = filepath.Join(h.HomeDir(), ".npmrc")
+	}
+	global := h.Getenv("NPM_CONFIG_GLOBALCONFIG")
+	if global == "" {
+		global = filepath.Join(filepath.Dir(filepath.Dir(node)), "etc", "npmrc")
+	}
+	for _, f := range []string{user, global} {
+		b, err := h.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+			if !ok || strings.TrimSpace(k) != "cafile" {
+				continue
+			}
+			v = strings.Trim(strings.TrimSpace(v), `"'`)
+			if strings.Contains(v, "${") {
+				return ""
+			}
+			return v
+		}
+	}
+	return ""
 }

@@ -494,3 +494,107 @@ func TestLevelSetting(t *testing.T) {
 		t.Errorf("bad value: %v", err)
 	}
 }
+
+// TestTrustStoresPassed: the CA bundles a person points TLS clients at
+// (a company proxy that re-signs TLS) reach the sandbox, their files
+// granted read-only where nothing grants them yet; a path that does not
+// exist, a relative one, one the person's --env names and one that is a
+// credential path are not passed.
+func TestTrustStoresPassed(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "home/.ssh", "ws", "cache", "corp")
+	ca := filepath.Join(root, "corp", "ca.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sshKey := filepath.Join(root, "home", ".ssh", "id_ed25519")
+	if err := os.WriteFile(sshKey, []byte("key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: map[string]string{
+		"PATH":                "/usr/bin",
+		"NODE_EXTRA_CA_CERTS": ca,
+		"SSL_CERT_DIR":        "/etc/ssl/certs",
+		"REQUESTS_CA_BUNDLE":  filepath.Join(root, "corp", "missing.pem"),
+		"CURL_CA_BUNDLE":      "corp/ca.pem",
+		"GIT_SSL_CAINFO":      sshKey,
+		"PIP_CERT":            ca,
+	}}
+	strict, _ := PresetByName("strict")
+	p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}, Env: []Grant{{"PIP_CERT=/mine.pem", "flag"}}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(p.Env, "\n") + "\n"
+	for _, want := range []string{"NODE_EXTRA_CA_CERTS=" + ca + "\n", "SSL_CERT_DIR=/etc/ssl/certs\n", "PIP_CERT=/mine.pem\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %q:\n%s", want, env)
+		}
+	}
+	for _, not := range []string{"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT=" + ca} {
+		if strings.Contains(env, not) {
+			t.Errorf("env has %q:\n%s", not, env)
+		}
+	}
+	if !slices.Contains(p.ReadOnlyPaths, ca) {
+		t.Errorf("the CA bundle %s is not granted: %v", ca, p.ReadOnlyPaths)
+	}
+	if slices.Contains(p.ReadOnlyPaths, "/etc/ssl/certs") || slices.Contains(p.ReadOnlyPaths, sshKey) {
+		t.Errorf("granted what the system paths grant already, or a credential: %v", p.ReadOnlyPaths)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "GIT_SSL_CAINFO") }) {
+		t.Errorf("no note says why GIT_SSL_CAINFO was not passed: %v", rep.Notes)
+	}
+}
+
+// TestNpmCAFilePassed: npm's cafile, set in an npmrc the sandbox hides
+// (the global one of a node in /usr, the user's), reaches npm inside as
+// npm_config_cafile, read from the file without starting npm; the user's
+// npmrc wins over the global one, a ${VAR} value is left alone.
+func TestNpmCAFilePassed(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "home", "ws", "cache", "prefix/bin", "prefix/etc", "corp")
+	ca := filepath.Join(root, "corp", "ca.pem")
+	other := filepath.Join(root, "corp", "other.pem")
+	for _, f := range []string{ca, other} {
+		if err := os.WriteFile(f, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := filepath.Join(root, "prefix", "bin", "node")
+	global := filepath.Join(root, "prefix", "etc", "npmrc")
+	user := filepath.Join(root, "home", ".npmrc")
+	strict, _ := PresetByName("strict")
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"global", map[string]string{global: "; company\ncafile = \"" + ca + "\"\n//r.example/:_authToken=SECRET\n"}, ca},
+		{"user first", map[string]string{global: "cafile=" + ca + "\n", user: "cafile=" + other + "\n"}, other},
+		{"a variable", map[string]string{global: "cafile=${CORP_CA}\n"}, ""},
+		{"none", map[string]string{global: "registry=https://r.example/\n"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
+				bins: map[string]string{"node": node}, files: tc.files}
+			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, e := range p.Env {
+				if v, ok := strings.CutPrefix(e, "npm_config_cafile="); ok {
+					got = v
+				}
+			}
+			if got != tc.want {
+				t.Errorf("npm_config_cafile = %q, want %q (env %v)", got, tc.want, p.Env)
+			}
+			if tc.want != "" && !slices.Contains(p.ReadOnlyPaths, tc.want) {
+				t.Errorf("%s is not granted: %v", tc.want, p.ReadOnlyPaths)
+			}
+		})
+	}
+}
+
