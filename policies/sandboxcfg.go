@@ -420,6 +420,9 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, given []Grant, h Hos
 	// npm's cafile, from the configuration files the sandbox hides (they
 	// may hold tokens), read here and never granted.
 	found["npm_config_cafile"] = npmCAFile(h)
+	if found["PIP_CERT"] == "" {
+		found["PIP_CERT"] = pipCertFile(h) // pip.conf's cert, likewise
+	}
 	for _, name := range append(slices.Clone(trustStoreVars), "npm_config_cafile") {
 		v := found[name]
 		if v == "" || !filepath.IsAbs(v) || slices.ContainsFunc(given, func(g Grant) bool {
@@ -489,4 +492,39 @@ func npmCAFile(h Host) string {
 		}
 	}
 	return ""
+}
+
+// pipCertFile is the cert a pip configuration file's [global] section
+// names, the way pip reads them (a later file wins): the system's
+// (/etc/xdg/pip, /etc), the user's (~/.pip, ~/.config/pip), then
+// PIP_CONFIG_FILE. The user's files may hold an index URL with a
+// password, so they are read here and never granted.
+func pipCertFile(h Host) string {
+	files := []string{"/etc/xdg/pip/pip.conf", "/etc/pip.conf"}
+	if home := h.HomeDir(); home != "" {
+		files = append(files, filepath.Join(home, ".pip", "pip.conf"), filepath.Join(home, ".config", "pip", "pip.conf"))
+	}
+	if f := h.Getenv("PIP_CONFIG_FILE"); f != "" {
+		files = append(files, f)
+	}
+	cert := ""
+	for _, f := range files {
+		b, err := h.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		section := ""
+		for _, l := range strings.Split(string(b), "\n") {
+			l = strings.TrimSpace(l)
+			if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]") {
+				section = strings.TrimSpace(l[1 : len(l)-1])
+				continue
+			}
+			k, v, ok := strings.Cut(l, "=")
+			if ok && section == "global" && strings.TrimSpace(k) == "cert" {
+				cert = strings.TrimSpace(v)
+			}
+		}
+	}
+	return cert
 }

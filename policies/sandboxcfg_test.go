@@ -598,3 +598,53 @@ func TestNpmCAFilePassed(t *testing.T) {
 	}
 }
 
+// TestPipCertPassed: pip's cert from its configuration files (a later
+// file wins, [global] only) reaches pip inside as PIP_CERT; the person's
+// PIP_CERT wins over the files.
+func TestPipCertPassed(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "home/.config/pip", "ws", "cache", "corp")
+	ca, user := filepath.Join(root, "corp", "ca.pem"), filepath.Join(root, "corp", "user.pem")
+	for _, f := range []string{ca, user} {
+		if err := os.WriteFile(f, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userConf := filepath.Join(root, "home", ".config", "pip", "pip.conf")
+	strict, _ := PresetByName("strict")
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		files map[string]string
+		want  string
+	}{
+		{"system", nil, map[string]string{"/etc/pip.conf": "[global]\ncert = " + ca + "\n"}, ca},
+		{"the user's wins", nil, map[string]string{"/etc/pip.conf": "[global]\ncert = " + ca + "\n", userConf: "[global]\nindex-url = https://me:SECRET@r.example/simple\ncert=" + user + "\n"}, user},
+		{"another section", nil, map[string]string{"/etc/pip.conf": "[install]\ncert = " + ca + "\n"}, ""},
+		{"the variable wins", map[string]string{"PIP_CERT": user}, map[string]string{"/etc/pip.conf": "[global]\ncert = " + ca + "\n"}, user},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"PATH": "/usr/bin"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: env, files: tc.files}
+			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, e := range p.Env {
+				if v, ok := strings.CutPrefix(e, "PIP_CERT="); ok {
+					got = v
+				}
+			}
+			if got != tc.want {
+				t.Errorf("PIP_CERT = %q, want %q", got, tc.want)
+			}
+			if strings.Contains(strings.Join(p.Env, " "), "SECRET") {
+				t.Errorf("a credential of pip.conf reached the env: %v", p.Env)
+			}
+		})
+	}
+}
