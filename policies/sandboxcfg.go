@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -439,10 +440,23 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, given []Grant, h Hos
 			rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: it would expose %s", name, v, c))
 			continue
 		}
+		grant := !readable(v)
+		if grant {
+			// Granted only as what it claims to be: a file of
+			// certificates and no key. A directory is not granted (a
+			// mistaken SSL_CERT_DIR=/etc would hand a command running
+			// as root /etc/shadow and the host keys), nor passed: it
+			// would replace the system's certificates with nothing.
+			b, err := h.ReadFile(v)
+			if err != nil || !bytes.Contains(b, []byte("-----BEGIN CERTIFICATE-----")) || bytes.Contains(b, []byte("PRIVATE KEY")) {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: not a file of certificates the sandbox grants; --allow-read %s grants it", name, v, v))
+				continue
+			}
+		}
 		src := "your " + name + " (a TLS trust store)"
 		p.Env = append(withDefaultEnv(p.Env), name+"="+v)
 		rep.Env = append(rep.Env, Grant{name + "=" + v, src})
-		if !readable(v) {
+		if grant {
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, v)
 			rep.Read = append(rep.Read, Grant{v, src})
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
@@ -544,6 +545,36 @@ func TestTrustStoresPassed(t *testing.T) {
 	}
 	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "GIT_SSL_CAINFO") }) {
 		t.Errorf("no note says why GIT_SSL_CAINFO was not passed: %v", rep.Notes)
+	}
+
+	// Outside the grants, only a file of certificates with no key is
+	// granted: not a directory (SSL_CERT_DIR=/etc would give a root
+	// command /etc/shadow), not a key, not any other file.
+	key := filepath.Join(root, "corp", "both.pem")
+	if err := os.WriteFile(key, []byte("-----BEGIN CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(root, "corp", "notes.txt")
+	if err := os.WriteFile(plain, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.env = map[string]string{"PATH": "/usr/bin", "SSL_CERT_DIR": filepath.Join(root, "corp"), "SSL_CERT_FILE": key, "CURL_CA_BUNDLE": plain}
+	p, rep, err = (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"SSL_CERT_DIR", "SSL_CERT_FILE", "CURL_CA_BUNDLE"} {
+		if slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			t.Errorf("%s passed: %v", name, p.Env)
+		}
+		if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "not passing "+name) }) {
+			t.Errorf("no note for %s: %v", name, rep.Notes)
+		}
+	}
+	for _, r := range p.ReadOnlyPaths {
+		if paths.Within(r, filepath.Join(root, "corp")) {
+			t.Errorf("granted %s", r)
+		}
 	}
 }
 
