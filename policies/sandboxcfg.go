@@ -2,7 +2,9 @@ package policies
 
 import (
 	"bytes"
+	"encoding/pem"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -272,7 +274,7 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	hideSystemCredentials(&p, rep, tcs, h)
 	hideSystemConfigSecrets(&p, rep, h)
 	personPath(&p, rep, h)
-	passTrustStores(&p, rep, s.Env, h)
+	passTrustStores(&p, rep, ws, s.Env, h)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {
@@ -382,10 +384,9 @@ func (h plantProof) EvalSymlinks(p string) (string, error) {
 
 // trustStoreVars name the certificate bundles and directories that TLS
 // clients trust instead of (or beside) the system's: what a person behind
-// a company proxy that re-signs TLS, or with a private CA, sets. They name
-// public certificates, never secrets; dropped, every download through
-// the domain proxy fails ("self-signed certificate in certificate
-// chain") where it works outside.
+// a company proxy that re-signs TLS, or with a private CA, sets. Dropped,
+// every download through the domain proxy fails ("self-signed
+// certificate in certificate chain") where it works outside.
 var trustStoreVars = []string{
 	"SSL_CERT_FILE", "SSL_CERT_DIR", // OpenSSL: curl, git, python, Go, Rust's native-tls
 	"NODE_EXTRA_CA_CERTS",            // node, npm, pnpm, yarn
@@ -395,19 +396,39 @@ var trustStoreVars = []string{
 	"CARGO_HTTP_CAINFO", // cargo
 }
 
-// passTrustStores passes each trustStoreVars variable the person has set
-// to an absolute path that exists, and npm's cafile as npm_config_cafile
-// (npmCAFile), and grants that path read-only where the grants do not
-// already: unless the person's own --env names the variable, or the path
-// is or holds a credential path (a note says so).
-func passTrustStores(p *sandbox.Policy, rep *SandboxReport, given []Grant, h Host) {
+// maxTrustStore bounds the bundle read to check it (Debian's holds ~150
+// certificates in 220 KB).
+const maxTrustStore = 8 << 20
+
+// passTrustStores passes each trustStoreVars variable the person has set,
+// npm's cafile as npm_config_cafile (npmCAFile) and pip's cert as
+// PIP_CERT (pipCertFile), unless the person's own --env names the
+// variable. A path is taken at its real location (links resolved), and
+// passed:
+//   - where the grants already let commands read it (the system's
+//     /etc/ssl/certs), as it is;
+//   - elsewhere, granted read-only, only when it is a regular file made
+//     of certificates and nothing else (a bundle; never a directory —
+//     SSL_CERT_DIR=/etc would give a command running as root /etc/shadow
+//     — nor a configuration file that also holds one, like an npmrc's
+//     inline ca beside its token);
+//
+// and never when it lies where a sandboxed command can write (the
+// workspace, the writable roots, lite-agent's per-workspace caches: an
+// agent could swap it for a link to a secret before the next session) or
+// is, holds or lies in a credential path. Each refusal is a note.
+func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []Grant, h Host) {
 	home := h.HomeDir()
+	writable := append([]string{ws, liteAgentCache(h)}, p.ReadWritePaths...)
+	agentWritable := func(path string) bool {
+		return slices.ContainsFunc(writable, func(w string) bool { return w != "" && paths.Within(path, w) })
+	}
 	sys := p.SystemPaths
 	if sys == nil {
 		sys = sandbox.DefaultSystemPaths()
 	}
 	readable := func(path string) bool {
-		for _, r := range append(append(slices.Clone(sys), p.ReadOnlyPaths...), p.ReadWritePaths...) {
+		for _, r := range append(slices.Clone(sys), p.ReadOnlyPaths...) {
 			if paths.Within(path, r) {
 				return true
 			}
@@ -418,59 +439,132 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, given []Grant, h Hos
 	for _, name := range trustStoreVars {
 		found[name] = h.Getenv(name)
 	}
-	// npm's cafile, from the configuration files the sandbox hides (they
-	// may hold tokens), read here and never granted.
-	found["npm_config_cafile"] = npmCAFile(h)
+	// From the configuration files the sandbox hides (they may hold
+	// tokens): read here, never granted.
+	found["npm_config_cafile"] = npmCAFile(h, agentWritable)
 	if found["PIP_CERT"] == "" {
-		found["PIP_CERT"] = pipCertFile(h) // pip.conf's cert, likewise
+		found["PIP_CERT"] = pipCertFile(h, agentWritable)
 	}
 	for _, name := range append(slices.Clone(trustStoreVars), "npm_config_cafile") {
 		v := found[name]
-		if v == "" || !filepath.IsAbs(v) || slices.ContainsFunc(given, func(g Grant) bool {
+		if v == "" || slices.ContainsFunc(given, func(g Grant) bool {
 			n, _, _ := strings.Cut(g.Value, "=")
 			return n == name
 		}) {
 			continue
 		}
-		v = filepath.Clean(v)
-		if !h.Exists(v) {
+		refuse := func(why string) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: %s", name, v, why))
+		}
+		if !filepath.IsAbs(v) {
+			refuse("not an absolute path")
 			continue
 		}
-		if c := credentialClash(v, home); c != "" {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: it would expose %s", name, v, c))
+		real, err := filepath.EvalSymlinks(v)
+		if err != nil {
+			continue // nothing there: the tool would find nothing outside either
+		}
+		if agentWritable(v) || agentWritable(real) {
+			refuse("it lies where sandboxed commands can write")
 			continue
 		}
-		grant := !readable(v)
-		if grant {
-			// Granted only as what it claims to be: a file of
-			// certificates and no key. A directory is not granted (a
-			// mistaken SSL_CERT_DIR=/etc would hand a command running
-			// as root /etc/shadow and the host keys), nor passed: it
-			// would replace the system's certificates with nothing.
-			b, err := h.ReadFile(v)
-			if err != nil || !bytes.Contains(b, []byte("-----BEGIN CERTIFICATE-----")) || bytes.Contains(b, []byte("PRIVATE KEY")) {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: not a file of certificates the sandbox grants; --allow-read %s grants it", name, v, v))
-				continue
+		if c := credentialClash(real, home); c != "" || credentialClash(v, home) != "" {
+			if c == "" {
+				c = credentialClash(v, home)
 			}
+			refuse("it would expose " + c)
+			continue
+		}
+		if readable(real) {
+			p.Env = append(withDefaultEnv(p.Env), name+"="+real)
+			rep.Env = append(rep.Env, Grant{name + "=" + real, "your " + name + " (a TLS trust store)"})
+			continue
+		}
+		if !certificateBundle(real, h) {
+			refuse("not a file of certificates alone, which is all the sandbox grants for it; --allow-read " + real + " grants it")
+			continue
 		}
 		src := "your " + name + " (a TLS trust store)"
-		p.Env = append(withDefaultEnv(p.Env), name+"="+v)
-		rep.Env = append(rep.Env, Grant{name + "=" + v, src})
-		if grant {
-			p.ReadOnlyPaths = append(p.ReadOnlyPaths, v)
-			rep.Read = append(rep.Read, Grant{v, src})
-		}
+		p.Env = append(withDefaultEnv(p.Env), name+"="+real)
+		rep.Env = append(rep.Env, Grant{name + "=" + real, src})
+		p.ReadOnlyPaths = append(p.ReadOnlyPaths, real)
+		rep.Read = append(rep.Read, Grant{real, src})
 	}
 }
 
-// npmCAFile is the cafile npm's configuration names, as npm reads it
-// (the first that sets it wins): npm_config_cafile, the user's npmrc
-// (NPM_CONFIG_USERCONFIG, else ~/.npmrc), then the global npmrc of the
-// node on PATH (NPM_CONFIG_GLOBALCONFIG, else {prefix}/etc/npmrc). ""
-// when none does, npm is not installed, or the value is not a plain
-// absolute path (npm expands ${VAR}: left alone). No npm is started: a
-// Node start costs every session 0.2–0.3 s.
-func npmCAFile(h Host) string {
+// certificateBundle reports whether path (links resolved) is a regular
+// file, not too large, made of PEM certificates alone: blocks of type
+// CERTIFICATE or TRUSTED CERTIFICATE without headers, with only blank
+// lines and # comments around them (certifi's bundle names each issuer
+// so). Anything else — a key, a configuration line, a malformed block —
+// and it is not.
+func certificateBundle(path string, h Host) bool {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxTrustStore {
+		return false // a FIFO or a device would block the session's start
+	}
+	b, err := h.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	certs := 0
+	rest := b
+	for {
+		line, next, more := bytes.Cut(rest, []byte("\n"))
+		if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' {
+			if !more {
+				return certs > 0
+			}
+			rest = next
+			continue
+		}
+		block, after := pem.Decode(rest)
+		// The block decoded must be the one this line begins: one BEGIN
+		// in what Decode consumed, else it skipped text to reach it.
+		if block == nil || !bytes.HasPrefix(bytes.TrimSpace(line), []byte("-----BEGIN ")) ||
+			bytes.Count(rest[:len(rest)-len(after)], []byte("-----BEGIN ")) != 1 ||
+			block.Type != "CERTIFICATE" && block.Type != "TRUSTED CERTIFICATE" || len(block.Headers) > 0 {
+			return false
+		}
+		certs++
+		rest = after
+	}
+}
+
+// liteAgentCache is lite-agent's cache directory, which holds every
+// workspace's writable caches ($XDG_CACHE_HOME/lite-agent, else
+// ~/.cache/lite-agent; machine.CacheRoot's parent).
+func liteAgentCache(h Host) string {
+	if d := h.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "lite-agent")
+	}
+	if home := h.HomeDir(); home != "" {
+		return filepath.Join(home, ".cache", "lite-agent")
+	}
+	return ""
+}
+
+// configFile is a configuration file named by the person's environment,
+// or "" when it is relative or lies where a sandboxed command can write
+// (a workspace's pip.conf would let the agent choose what is granted).
+func configFile(f string, agentWritable func(string) bool) string {
+	if !filepath.IsAbs(f) || agentWritable(f) {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(f); err == nil && agentWritable(real) {
+		return ""
+	}
+	return f
+}
+
+// npmCAFile is the cafile npm's configuration names, as npm reads it (a
+// later line of a file, and an earlier source, wins): npm_config_cafile,
+// the user's npmrc (NPM_CONFIG_USERCONFIG, else ~/.npmrc), then the
+// global npmrc of the node on PATH (NPM_CONFIG_GLOBALCONFIG, else
+// {prefix}/etc/npmrc). "" when none does, npm is not installed, or the
+// value is not a plain path (npm expands ${VAR}: left alone). No npm is
+// started: a Node start costs every session 0.2–0.3 s.
+func npmCAFile(h Host, agentWritable func(string) bool) string {
 	node := h.LookPath("node")
 	if node == "" {
 		return ""
@@ -489,20 +583,26 @@ func npmCAFile(h Host) string {
 		global = filepath.Join(filepath.Dir(filepath.Dir(node)), "etc", "npmrc")
 	}
 	for _, f := range []string{user, global} {
+		f = configFile(f, agentWritable)
+		if f == "" {
+			continue
+		}
 		b, err := h.ReadFile(f)
 		if err != nil {
 			continue
 		}
+		cafile := ""
 		for _, l := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
-			if !ok || strings.TrimSpace(k) != "cafile" {
-				continue
+			if ok && strings.TrimSpace(k) == "cafile" {
+				cafile = strings.Trim(strings.TrimSpace(v), `"'`)
 			}
-			v = strings.Trim(strings.TrimSpace(v), `"'`)
-			if strings.Contains(v, "${") {
-				return ""
-			}
-			return v
+		}
+		if strings.Contains(cafile, "${") {
+			return ""
+		}
+		if cafile != "" {
+			return cafile
 		}
 	}
 	return ""
@@ -511,18 +611,27 @@ func npmCAFile(h Host) string {
 // pipCertFile is the cert a pip configuration file's [global] section
 // names, the way pip reads them (a later file wins): the system's
 // (/etc/xdg/pip, /etc), the user's (~/.pip, ~/.config/pip), then
-// PIP_CONFIG_FILE. The user's files may hold an index URL with a
-// password, so they are read here and never granted.
-func pipCertFile(h Host) string {
+// PIP_CONFIG_FILE — which, set to the null device, turns them all off.
+// The user's files may hold an index URL with a password, so they are
+// read here and never granted.
+func pipCertFile(h Host, agentWritable func(string) bool) string {
 	files := []string{"/etc/xdg/pip/pip.conf", "/etc/pip.conf"}
 	if home := h.HomeDir(); home != "" {
 		files = append(files, filepath.Join(home, ".pip", "pip.conf"), filepath.Join(home, ".config", "pip", "pip.conf"))
 	}
-	if f := h.Getenv("PIP_CONFIG_FILE"); f != "" {
+	switch f := h.Getenv("PIP_CONFIG_FILE"); f {
+	case "":
+	case os.DevNull:
+		return ""
+	default:
 		files = append(files, f)
 	}
 	cert := ""
 	for _, f := range files {
+		f = configFile(f, agentWritable)
+		if f == "" {
+			continue
+		}
 		b, err := h.ReadFile(f)
 		if err != nil {
 			continue

@@ -1,11 +1,13 @@
 package policies
 
 import (
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
@@ -505,7 +507,7 @@ func TestTrustStoresPassed(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "home/.ssh", "ws", "cache", "corp")
 	ca := filepath.Join(root, "corp", "ca.pem")
-	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+	if err := os.WriteFile(ca, testCertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sshKey := filepath.Join(root, "home", ".ssh", "id_ed25519")
@@ -551,7 +553,7 @@ func TestTrustStoresPassed(t *testing.T) {
 	// granted: not a directory (SSL_CERT_DIR=/etc would give a root
 	// command /etc/shadow), not a key, not any other file.
 	key := filepath.Join(root, "corp", "both.pem")
-	if err := os.WriteFile(key, []byte("-----BEGIN CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\n"), 0o644); err != nil {
+	if err := os.WriteFile(key, append(slices.Clone(testCertPEM), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("key")})...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plain := filepath.Join(root, "corp", "notes.txt")
@@ -588,7 +590,7 @@ func TestNpmCAFilePassed(t *testing.T) {
 	ca := filepath.Join(root, "corp", "ca.pem")
 	other := filepath.Join(root, "corp", "other.pem")
 	for _, f := range []string{ca, other} {
-		if err := os.WriteFile(f, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+		if err := os.WriteFile(f, testCertPEM, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -637,7 +639,7 @@ func TestPipCertPassed(t *testing.T) {
 	mkdirs(t, root, "home/.config/pip", "ws", "cache", "corp")
 	ca, user := filepath.Join(root, "corp", "ca.pem"), filepath.Join(root, "corp", "user.pem")
 	for _, f := range []string{ca, user} {
-		if err := os.WriteFile(f, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+		if err := os.WriteFile(f, testCertPEM, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -659,7 +661,11 @@ func TestPipCertPassed(t *testing.T) {
 			for k, v := range tc.env {
 				env[k] = v
 			}
-			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: env, files: tc.files}
+			files := map[string]string{"/etc/xdg/pip/pip.conf": "", "/etc/pip.conf": ""} // not this machine's
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: env, files: files}
 			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}}, h)
 			if err != nil {
 				t.Fatal(err)
@@ -677,5 +683,102 @@ func TestPipCertPassed(t *testing.T) {
 				t.Errorf("a credential of pip.conf reached the env: %v", p.Env)
 			}
 		})
+	}
+}
+
+// testCertPEM is a bundle of one certificate, as far as PEM goes (its
+// bytes are not parsed as a certificate), with a comment before it as
+// certifi writes them.
+var testCertPEM = append([]byte("# Issuer: CN=Test Root\n"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("test certificate")})...)
+
+// TestCertificateBundle: what passes as a bundle of certificates alone.
+func TestCertificateBundle(t *testing.T) {
+	dir := t.TempDir()
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("c")})
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want bool
+	}{
+		{"one", cert, true},
+		{"two with comments", append(append(slices.Clone(testCertPEM), "\n# another\n\n"...), cert...), true},
+		{"trusted", pem.EncodeToMemory(&pem.Block{Type: "TRUSTED CERTIFICATE", Bytes: []byte("c")}), true},
+		{"empty", nil, false},
+		{"a key after", append(slices.Clone(cert), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("k")})...), false},
+		{"a configuration line", append([]byte("//registry.example/:_authToken=SECRET\nca="), cert...), false},
+		{"text between", append(append(slices.Clone(cert), "token=SECRET\n"...), cert...), false},
+		{"a malformed block hiding text", append([]byte("-----BEGIN CERTIFICATE-----\nSECRET\n"), cert...), false},
+		{"headers", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"Proc-Type": "4,ENCRYPTED"}, Bytes: []byte("c")}), false},
+	} {
+		f := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		if err := os.WriteFile(f, tc.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := certificateBundle(f, &fakeHost{}); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if certificateBundle(fifo, &fakeHost{}) {
+		t.Error("a FIFO passed (and reading it would block the session's start)")
+	}
+}
+
+// TestTrustStoreNeverFromWhereTheAgentWrites: a security review's
+// findings. A CA path that is a link to a credential file (an npmrc with
+// an inline ca beside its token passes no bundle check, and is a
+// credential path), a CA file or a pip.conf in the workspace or in
+// lite-agent's caches (an agent could swap them before the next
+// session), and a pip.conf naming a secret file: none is passed or
+// granted.
+func TestTrustStoreNeverFromWhereTheAgentWrites(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "home", "ws", "cache/lite-agent/workspaces/ws-1/node", "corp")
+	home, ws := filepath.Join(root, "home"), filepath.Join(root, "ws")
+	npmrc := filepath.Join(home, ".npmrc")
+	if err := os.WriteFile(npmrc, append([]byte("//r.example/:_authToken=SECRET\nca="), testCertPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "corp", "ca.pem")
+	if err := os.Symlink(npmrc, link); err != nil {
+		t.Fatal(err)
+	}
+	inWS := filepath.Join(ws, "ca.pem")
+	inCache := filepath.Join(root, "cache/lite-agent/workspaces/ws-1/node/ca.pem")
+	secret := filepath.Join(root, "corp", "vpn.conf")
+	for f, b := range map[string][]byte{inWS: testCertPEM, inCache: testCertPEM, secret: []byte("remote vpn.example\nsecret static.key\n")} {
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	planted := filepath.Join(ws, "pip.conf")
+	if err := os.WriteFile(planted, []byte("[global]\ncert = "+secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), files: map[string]string{"/etc/xdg/pip/pip.conf": "", "/etc/pip.conf": ""},
+		env: map[string]string{"PATH": "/usr/bin", "XDG_CACHE_HOME": filepath.Join(root, "cache"),
+			"SSL_CERT_FILE": link, "NODE_EXTRA_CA_CERTS": inWS, "CURL_CA_BUNDLE": inCache, "PIP_CONFIG_FILE": planted}}
+	strict, _ := PresetByName("strict")
+	p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"none"}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "PIP_CERT"} {
+		if slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			t.Errorf("%s passed: %v", name, p.Env)
+		}
+	}
+	for _, r := range p.ReadOnlyPaths {
+		if r == npmrc || r == link || r == secret || r == inCache {
+			t.Errorf("granted %s", r)
+		}
+	}
+	for _, name := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"} {
+		if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "not passing "+name) }) {
+			t.Errorf("no note for %s: %v", name, rep.Notes)
+		}
 	}
 }

@@ -276,12 +276,15 @@ var toolchains = []Toolchain{
 			"UV_CACHE_DIR={cache}/uv",
 			"PIP_DISABLE_PIP_VERSION_CHECK=1",
 		},
-		// pip retries five times with a back-off (8.5 s measured), and
-		// its refusal through the proxy then names nothing ("No matching
-		// distribution found"): its index, offline, is a URL that says
-		// why, and pip prints it ("Looking in indexes: ...").
-		RefuseAtOnceEnv: []string{"PIP_RETRIES=0", "PIP_INDEX_URL=" + pipOfflineIndex},
-		OfflineEnv:      []string{"PIP_TIMEOUT=5", "UV_OFFLINE=1"},
+		// pip retries five times with a back-off (8.5 s measured). Its
+		// refusal through the proxy then names nothing ("No matching
+		// distribution found"): with the profile on, its index, offline,
+		// is a URL that says why, and pip prints it ("Looking in
+		// indexes: ..."). Not with the profile off: PIP_INDEX_URL beats
+		// every pip.conf, and one naming a loopback index must keep
+		// working (the refused name lookup's note names the grant).
+		RefuseAtOnceEnv: []string{"PIP_RETRIES=0"},
+		OfflineEnv:      []string{"PIP_TIMEOUT=5", "UV_OFFLINE=1", "PIP_INDEX_URL=" + pipOfflineIndex},
 		registries:      pypiRegistries,
 	},
 	{

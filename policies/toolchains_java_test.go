@@ -107,17 +107,18 @@ func TestJavaProfileMavenSettings(t *testing.T) {
 }
 
 // TestRefuseAtOnceWhateverTheProfiles: offline, every package manager's
-// retries are off and pip's index names the grant even when its profile
-// is not selected (an agent in a Go repository may run npm or pip: npm
-// retried for 70 s, cargo 11 s, pip 8.5 s); a grant leaves them out, and
-// the person's own --env wins.
+// retries are off even when its profile is not selected (an agent in a
+// Go repository may run npm or pip: npm retried for 70 s, cargo 11 s,
+// pip 8.5 s); a grant leaves them out, and the person's own --env wins.
+// pip's index is not replaced without the profile: a pip.conf naming a
+// loopback index must keep working.
 func TestRefuseAtOnceWhateverTheProfiles(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "home", "ws", "cache")
 	h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"}}
 	strict, _ := PresetByName("strict")
 	pol := &Policy{Preset: strict}
-	want := []string{"npm_config_fetch_retries=0", "YARN_HTTP_RETRY=0", "PIP_RETRIES=0", "PIP_INDEX_URL=" + pipOfflineIndex, "CARGO_NET_RETRY=0"}
+	want := []string{"npm_config_fetch_retries=0", "YARN_HTTP_RETRY=0", "PIP_RETRIES=0", "CARGO_NET_RETRY=0"}
 	last := func(env []string, name string) string {
 		v := ""
 		for _, e := range env {
@@ -144,6 +145,9 @@ func TestRefuseAtOnceWhateverTheProfiles(t *testing.T) {
 			if got := last(p.Env, name); (got == kv) != tc.offline {
 				t.Errorf("%+v: %s is %q; want %q set: %v", tc.extra, name, got, kv, tc.offline)
 			}
+		}
+		if got := last(p.Env, "PIP_INDEX_URL"); got != "" {
+			t.Errorf("%+v: PIP_INDEX_URL set without the python profile: %q", tc.extra, got)
 		}
 		if tc.offline && !slices.ContainsFunc(rep.Env, func(g Grant) bool { return g.Value == "PIP_RETRIES=0" && strings.HasPrefix(g.Source, "network none") }) {
 			t.Errorf("the report does not say where PIP_RETRIES comes from: %+v", rep.Env)

@@ -112,7 +112,11 @@ func explainNetwork(op, target string, mode NetworkMode) (why, allow string) {
 		// A name lookup: reaching the resolver would not reach the host
 		// it names, whichever network mode allowed the resolver; the
 		// domain proxy resolves the names it is granted, outside.
-		return why + " (no name is resolved in the sandbox)", "--allow-domain HOST (allow_domains in a policy file) reaches a host by its name"
+		allow = "--allow-domain HOST (allow_domains in a policy file) reaches a host by its name"
+		if ip.IsLoopback() && mode == NetworkNone {
+			allow += "; --network loopback reaches this resolver"
+		}
+		return why + " (no name is resolved in the sandbox)", allow
 	}
 	allow = "--network " + string(needs) + " (network in a policy file's [sandbox] table) reaches it"
 	if op != "bind" && op != "listen" && needs == NetworkUnrestricted {

@@ -18,7 +18,7 @@ func TestExplainNetworkNamesTheSetting(t *testing.T) {
 	}{
 		{"connect", "10.255.255.53:53", NetworkNone, "no name is resolved", "--allow-domain HOST"},
 		{"send", "192.0.2.1:53", NetworkLoopback, "no name is resolved", "--allow-domain HOST"},
-		{"connect", "127.0.0.53:53", NetworkNone, "no name is resolved", "--allow-domain HOST"},
+		{"connect", "127.0.0.53:53", NetworkNone, "no name is resolved", "--network loopback reaches this resolver"},
 		{"connect", "192.0.2.1:443", NetworkNone, "network none", "--allow-domain 192.0.2.1:443"},
 		{"connect", "10.1.2.3:8080", NetworkNone, "network none", "--network private"},
 		{"connect", "127.0.0.1:8080", NetworkNone, "only the sandbox's own servers", "--network loopback"},

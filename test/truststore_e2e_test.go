@@ -28,18 +28,18 @@ func TestTrustStoreReachesTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := t.TempDir()
-	script := "curl -sS " + srv.URL + "/; echo; command -v node >/dev/null && node -e 'fetch(process.argv[1]).then(r => r.text()).then(console.log, e => console.log(\"node:\", e.cause && e.cause.code))' " + srv.URL + "/ || echo node-absent"
+	script := "echo curl: $(curl -sS " + srv.URL + "/ 2>&1); command -v node >/dev/null && node -e 'fetch(process.argv[1]).then(r => r.text()).then(console.log, e => console.log(\"node:\", e.cause && e.cause.code))' " + srv.URL + "/ || echo node-absent"
 	base := append(os.Environ(), "HOME="+t.TempDir())
 	run := func(env []string) string {
 		out, errOut := sandboxRunEnv(t, env, "--workspace", ws, "--network", "loopback", "--toolchains", "none", "--", "sh", "-c", script)
 		return out + errOut
 	}
 	without := run(base)
-	if strings.Contains(without, "trusted-by-the-bundle") && !strings.Contains(without, "node: ") {
+	if strings.Contains(without, "curl: trusted-by-the-bundle") {
 		t.Fatalf("curl reached the server without the bundle (the test would prove nothing):\n%s", without)
 	}
 	with := run(append(base, "CURL_CA_BUNDLE="+ca, "NODE_EXTRA_CA_CERTS="+ca))
-	if !strings.HasPrefix(with, "trusted-by-the-bundle\n") {
+	if !strings.HasPrefix(with, "curl: trusted-by-the-bundle\n") {
 		t.Errorf("curl inside does not trust the person's CURL_CA_BUNDLE:\n%s", with)
 	}
 	if !strings.Contains(with, "node-absent") && strings.Count(with, "trusted-by-the-bundle") != 2 {

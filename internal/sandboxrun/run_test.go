@@ -98,7 +98,7 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 	// The env: the defaults, and (network none) the proxy variables that
 	// make a refused download name the sandbox and the package managers'
 	// settings that make it fail at its first request.
-	refuseAtOnce := []string{"npm_config_fetch_retries", "YARN_HTTP_RETRY", "PIP_RETRIES", "PIP_INDEX_URL", "CARGO_NET_RETRY"}
+	refuseAtOnce := []string{"npm_config_fetch_retries", "YARN_HTTP_RETRY", "PIP_RETRIES", "CARGO_NET_RETRY"}
 	// And the TLS trust stores this machine's person has (CA bundles).
 	trustStores := []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT",
 		"CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "CARGO_HTTP_CAINFO", "npm_config_cafile"}

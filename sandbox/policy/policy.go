@@ -206,8 +206,11 @@ func DefaultSystemPaths() []string {
 		// The installed packages (dpkg -l, dpkg -S, apt list --installed,
 		// which a model asks before installing): public metadata. Not
 		// /etc/apt, whose auth.conf.d and proxy settings may hold
-		// credentials.
-		"/var/lib/dpkg",
+		// credentials, nor dpkg's lock files (lock, lock-frontend,
+		// triggers/Lock): a command running as root could hold a read
+		// lock on one and keep the host's apt out.
+		"/var/lib/dpkg/status", "/var/lib/dpkg/available", "/var/lib/dpkg/info", "/var/lib/dpkg/updates",
+		"/var/lib/dpkg/diversions", "/var/lib/dpkg/statoverride", "/var/lib/dpkg/arch", "/var/lib/dpkg/alternatives",
 		"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty",
 		// Pseudo-terminals, on a devpts of the sandbox's own (see
 		// PseudoTerminalPaths).
