@@ -1,13 +1,16 @@
 package policies
 
 import (
-	"bytes"
+	"crypto/x509"
+	"encoding/asn1"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -403,25 +406,37 @@ const maxTrustStore = 8 << 20
 // passTrustStores passes each trustStoreVars variable the person has set,
 // npm's cafile as npm_config_cafile (npmCAFile) and pip's cert as
 // PIP_CERT (pipCertFile), unless the person's own --env names the
-// variable. A path is taken at its real location (links resolved), and
-// passed:
-//   - where the grants already let commands read it (the system's
+// variable:
+//   - a path the grants already let commands read (the system's
 //     /etc/ssl/certs), as it is;
-//   - elsewhere, granted read-only, only when it is a regular file made
-//     of certificates and nothing else (a bundle; never a directory —
-//     SSL_CERT_DIR=/etc would give a command running as root /etc/shadow
-//     — nor a configuration file that also holds one, like an npmrc's
-//     inline ca beside its token);
+//   - any other file, as a copy lite-agent writes in the workspace's
+//     cache directory, granted read-only, of the X.509 certificates the
+//     file holds and nothing else (no comment, no key, no configuration
+//     line: an npmrc's inline ca beside its token gives only the ca).
+//     The file is read once, not through a link, a FIFO or a device
+//     refused: what the sandbox reads is what was checked, whatever
+//     happens to the original meanwhile (an agent in another workspace
+//     may own it and swap it for a link to a secret);
+//   - a directory elsewhere (SSL_CERT_DIR, GIT_SSL_CAPATH) is not
+//     passed: granting one whole could give a command running as root
+//     /etc/shadow (SSL_CERT_DIR=/etc).
 //
-// and never when it lies where a sandboxed command can write (the
-// workspace, the writable roots, lite-agent's per-workspace caches: an
-// agent could swap it for a link to a secret before the next session) or
-// is, holds or lies in a credential path. Each refusal is a note.
+// Never one that is, holds or lies in a credential path. Each refusal is
+// a note.
 func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []Grant, h Host) {
 	home := h.HomeDir()
-	writable := append([]string{ws, liteAgentCache(h)}, p.ReadWritePaths...)
+	var writable []string
+	for _, w := range append([]string{ws, liteAgentCache(h)}, p.ReadWritePaths...) {
+		if w == "" {
+			continue
+		}
+		writable = append(writable, w)
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+			writable = append(writable, r)
+		}
+	}
 	agentWritable := func(path string) bool {
-		return slices.ContainsFunc(writable, func(w string) bool { return w != "" && paths.Within(path, w) })
+		return slices.ContainsFunc(writable, func(w string) bool { return paths.Within(path, w) })
 	}
 	sys := p.SystemPaths
 	if sys == nil {
@@ -462,73 +477,88 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []G
 		}
 		real, err := filepath.EvalSymlinks(v)
 		if err != nil {
-			continue // nothing there: the tool would find nothing outside either
+			continue // nothing there: the tool finds nothing outside either
 		}
-		if agentWritable(v) || agentWritable(real) {
-			refuse("it lies where sandboxed commands can write")
-			continue
+		c := credentialClash(v, home)
+		if c == "" {
+			c = credentialClash(real, home)
 		}
-		if c := credentialClash(real, home); c != "" || credentialClash(v, home) != "" {
-			if c == "" {
-				c = credentialClash(v, home)
-			}
+		if c != "" {
 			refuse("it would expose " + c)
 			continue
 		}
-		if readable(real) {
-			p.Env = append(withDefaultEnv(p.Env), name+"="+real)
-			rep.Env = append(rep.Env, Grant{name + "=" + real, "your " + name + " (a TLS trust store)"})
-			continue
-		}
-		if !certificateBundle(real, h) {
-			refuse("not a file of certificates alone, which is all the sandbox grants for it; --allow-read " + real + " grants it")
-			continue
-		}
 		src := "your " + name + " (a TLS trust store)"
-		p.Env = append(withDefaultEnv(p.Env), name+"="+real)
-		rep.Env = append(rep.Env, Grant{name + "=" + real, src})
-		p.ReadOnlyPaths = append(p.ReadOnlyPaths, real)
-		rep.Read = append(rep.Read, Grant{real, src})
+		if readable(real) && !agentWritable(real) {
+			p.Env = append(withDefaultEnv(p.Env), name+"="+real)
+			rep.Env = append(rep.Env, Grant{name + "=" + real, src})
+			continue
+		}
+		certs, why := certificatesOf(real)
+		if why != "" {
+			refuse(why + "; --allow-read " + real + " grants it as it is")
+			continue
+		}
+		dir, err := h.WorkspaceCache(ws, "truststore")
+		if err == nil {
+			copied := filepath.Join(dir, name+".pem")
+			if err = h.WriteFile(copied, certs); err == nil {
+				src += ", its certificates copied"
+				p.Env = append(withDefaultEnv(p.Env), name+"="+copied)
+				rep.Env = append(rep.Env, Grant{name + "=" + copied, src})
+				p.ReadOnlyPaths = append(p.ReadOnlyPaths, copied)
+				rep.Read = append(rep.Read, Grant{copied, src})
+				continue
+			}
+		}
+		refuse("its copy could not be written: " + err.Error())
 	}
 }
 
-// certificateBundle reports whether path (links resolved) is a regular
-// file, not too large, made of PEM certificates alone: blocks of type
-// CERTIFICATE or TRUSTED CERTIFICATE without headers, with only blank
-// lines and # comments around them (certifi's bundle names each issuer
-// so). Anything else — a key, a configuration line, a malformed block —
-// and it is not.
-func certificateBundle(path string, h Host) bool {
-	st, err := os.Lstat(path)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > maxTrustStore {
-		return false // a FIFO or a device would block the session's start
-	}
-	b, err := h.ReadFile(path)
+// certificatesOf reads path once — a regular file, not through a link,
+// at most maxTrustStore bytes — and returns the X.509 certificates it
+// holds, as PEM, and nothing else; or why it gives none.
+func certificatesOf(path string) ([]byte, string) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return false
+		return nil, "unreadable (" + err.Error() + ")"
 	}
-	certs := 0
-	rest := b
-	for {
-		line, next, more := bytes.Cut(rest, []byte("\n"))
-		if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' {
-			if !more {
-				return certs > 0
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, "not a regular file (a directory is granted only by --allow-read)"
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTrustStore+1))
+	if err != nil || len(b) > maxTrustStore {
+		return nil, "unreadable or larger than 8 MiB"
+	}
+	var out []byte
+	for rest := b; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		der := block.Bytes
+		switch block.Type {
+		case "CERTIFICATE":
+		case "TRUSTED CERTIFICATE":
+			// OpenSSL's trusted form: the certificate, then its trust
+			// settings, which are not copied.
+			var raw asn1.RawValue
+			if _, err := asn1.Unmarshal(der, &raw); err != nil {
+				continue
 			}
-			rest = next
+			der = raw.FullBytes
+		default:
+			continue // a key, parameters: never copied
+		}
+		if _, err := x509.ParseCertificate(der); err != nil {
 			continue
 		}
-		block, after := pem.Decode(rest)
-		// The block decoded must be the one this line begins: one BEGIN
-		// in what Decode consumed, else it skipped text to reach it.
-		if block == nil || !bytes.HasPrefix(bytes.TrimSpace(line), []byte("-----BEGIN ")) ||
-			bytes.Count(rest[:len(rest)-len(after)], []byte("-----BEGIN ")) != 1 ||
-			block.Type != "CERTIFICATE" && block.Type != "TRUSTED CERTIFICATE" || len(block.Headers) > 0 {
-			return false
-		}
-		certs++
-		rest = after
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
+	if len(out) == 0 {
+		return nil, "it holds no certificate"
+	}
+	return out, ""
 }
 
 // liteAgentCache is lite-agent's cache directory, which holds every
