@@ -1,16 +1,11 @@
 package policies
 
 import (
-	"crypto/x509"
-	"encoding/asn1"
-	"encoding/pem"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
@@ -399,30 +394,19 @@ var trustStoreVars = []string{
 	"CARGO_HTTP_CAINFO", // cargo
 }
 
-// maxTrustStore bounds the bundle read to check it (Debian's holds ~150
-// certificates in 220 KB).
-const maxTrustStore = 8 << 20
-
 // passTrustStores passes each trustStoreVars variable the person has set,
 // npm's cafile as npm_config_cafile (npmCAFile) and pip's cert as
 // PIP_CERT (pipCertFile), unless the person's own --env names the
-// variable:
-//   - a path the grants already let commands read (the system's
-//     /etc/ssl/certs), as it is;
-//   - any other file, as a copy lite-agent writes in the workspace's
-//     cache directory, granted read-only, of the X.509 certificates the
-//     file holds and nothing else (no comment, no key, no configuration
-//     line: an npmrc's inline ca beside its token gives only the ca).
-//     The file is read once, not through a link, a FIFO or a device
-//     refused: what the sandbox reads is what was checked, whatever
-//     happens to the original meanwhile (an agent in another workspace
-//     may own it and swap it for a link to a secret);
-//   - a directory elsewhere (SSL_CERT_DIR, GIT_SSL_CAPATH) is not
-//     passed: granting one whole could give a command running as root
-//     /etc/shadow (SSL_CERT_DIR=/etc).
-//
-// Never one that is, holds or lies in a credential path. Each refusal is
-// a note.
+// variable, when the path, at its real location, is one the grants
+// already let commands read (the system's /etc/ssl/certs, an
+// --allow-read) and no sandboxed command can write. Nothing is granted
+// for it: a file granted by path can be swapped for a link to a secret
+// between this check and the sandbox's grant by an agent that can write
+// there (two reviews did so, through another workspace's session and
+// through a broad --allow-write of the cache), while a path already
+// readable gains nothing from a swap — Landlock checks a link's target.
+// Each path not passed is a note naming the --allow-read that would pass
+// it; never one that is, holds or lies in a credential path.
 func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []Grant, h Host) {
 	home := h.HomeDir()
 	var writable []string
@@ -483,82 +467,18 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []G
 		if c == "" {
 			c = credentialClash(real, home)
 		}
-		if c != "" {
+		switch {
+		case c != "":
 			refuse("it would expose " + c)
-			continue
-		}
-		src := "your " + name + " (a TLS trust store)"
-		if readable(real) && !agentWritable(real) {
-			p.Env = append(withDefaultEnv(p.Env), name+"="+real)
-			rep.Env = append(rep.Env, Grant{name + "=" + real, src})
-			continue
-		}
-		certs, why := certificatesOf(real)
-		if why != "" {
-			refuse(why + "; --allow-read " + real + " grants it as it is")
-			continue
-		}
-		dir, err := h.WorkspaceCache(ws, "truststore")
-		if err == nil {
-			copied := filepath.Join(dir, name+".pem")
-			if err = h.WriteFile(copied, certs); err == nil {
-				src += ", its certificates copied"
-				p.Env = append(withDefaultEnv(p.Env), name+"="+copied)
-				rep.Env = append(rep.Env, Grant{name + "=" + copied, src})
-				p.ReadOnlyPaths = append(p.ReadOnlyPaths, copied)
-				rep.Read = append(rep.Read, Grant{copied, src})
-				continue
-			}
-		}
-		refuse("its copy could not be written: " + err.Error())
-	}
-}
-
-// certificatesOf reads path once — a regular file, not through a link,
-// at most maxTrustStore bytes — and returns the X.509 certificates it
-// holds, as PEM, and nothing else; or why it gives none.
-func certificatesOf(path string) ([]byte, string) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, "unreadable (" + err.Error() + ")"
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, "not a regular file (a directory is granted only by --allow-read)"
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTrustStore+1))
-	if err != nil || len(b) > maxTrustStore {
-		return nil, "unreadable or larger than 8 MiB"
-	}
-	var out []byte
-	for rest := b; ; {
-		var block *pem.Block
-		if block, rest = pem.Decode(rest); block == nil {
-			break
-		}
-		der := block.Bytes
-		switch block.Type {
-		case "CERTIFICATE":
-		case "TRUSTED CERTIFICATE":
-			// OpenSSL's trusted form: the certificate, then its trust
-			// settings, which are not copied.
-			var raw asn1.RawValue
-			if _, err := asn1.Unmarshal(der, &raw); err != nil {
-				continue
-			}
-			der = raw.FullBytes
+		case agentWritable(real):
+			refuse("it lies where sandboxed commands write")
+		case !readable(real):
+			refuse("commands cannot read it; --allow-read " + real + " (read in a policy file's [sandbox]) lets them, and passes it")
 		default:
-			continue // a key, parameters: never copied
+			p.Env = append(withDefaultEnv(p.Env), name+"="+real)
+			rep.Env = append(rep.Env, Grant{name + "=" + real, "your " + name + " (a TLS trust store)"})
 		}
-		if _, err := x509.ParseCertificate(der); err != nil {
-			continue
-		}
-		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
-	if len(out) == 0 {
-		return nil, "it holds no certificate"
-	}
-	return out, ""
 }
 
 // liteAgentCache is lite-agent's cache directory, which holds every

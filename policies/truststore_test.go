@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -58,16 +56,19 @@ func noSystemPip() map[string]string {
 }
 
 // TestTrustStoresPassed: the CA bundles a person points TLS clients at
-// (a company proxy that re-signs TLS) reach the sandbox: one the system
-// paths grant as it is, another as a read-only copy of its certificates
-// alone; a path that does not exist, a relative one, a directory outside
-// the grants, one the person's --env names and a credential path are not.
+// (a company proxy that re-signs TLS) reach the sandbox when commands can
+// read them already — the system's, or a file the person grants with
+// --allow-read — and nothing is granted for them; a bundle elsewhere, a
+// path that does not exist, a relative one, one the person's --env names
+// and a credential path are not passed, each with a note.
 func TestTrustStoresPassed(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "home/.ssh", "ws", "cache", "corp")
-	ca := filepath.Join(root, "corp", "ca.pem")
-	if err := os.WriteFile(ca, bundle(), 0o644); err != nil {
-		t.Fatal(err)
+	ca, other := filepath.Join(root, "corp", "ca.pem"), filepath.Join(root, "corp", "other.pem")
+	for _, f := range []string{ca, other} {
+		if err := os.WriteFile(f, bundle(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sshCA := filepath.Join(root, "home", ".ssh", "ca.pem")
 	if err := os.WriteFile(sshCA, certPEM(), 0o600); err != nil {
@@ -76,97 +77,48 @@ func TestTrustStoresPassed(t *testing.T) {
 	h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), files: noSystemPip(), env: map[string]string{
 		"PATH":                "/usr/bin",
 		"NODE_EXTRA_CA_CERTS": ca,
+		"SSL_CERT_FILE":       other,
 		"SSL_CERT_DIR":        "/etc/ssl/certs",
-		"GIT_SSL_CAPATH":      filepath.Join(root, "corp"),
 		"REQUESTS_CA_BUNDLE":  filepath.Join(root, "corp", "missing.pem"),
 		"CURL_CA_BUNDLE":      "corp/ca.pem",
 		"GIT_SSL_CAINFO":      sshCA,
 		"PIP_CERT":            ca,
 	}}
 	strict, _ := PresetByName("strict")
-	p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}, Env: []Grant{{"PIP_CERT=/mine.pem", "flag"}}}, h)
+	p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"},
+		Read: []Grant{{ca, "--allow-read"}}, Env: []Grant{{"PIP_CERT=/mine.pem", "flag"}}}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	copied := envValue(p.Env, "NODE_EXTRA_CA_CERTS")
-	if copied == "" || copied == ca || !slices.Contains(p.ReadOnlyPaths, copied) {
-		t.Fatalf("NODE_EXTRA_CA_CERTS=%q, grants %v: want a granted copy", copied, p.ReadOnlyPaths)
+	for name, want := range map[string]string{"NODE_EXTRA_CA_CERTS": ca, "SSL_CERT_DIR": "/etc/ssl/certs", "PIP_CERT": "/mine.pem"} {
+		if got := envValue(p.Env, name); got != want {
+			t.Errorf("%s=%q, want %q", name, got, want)
+		}
 	}
-	if b, err := os.ReadFile(copied); err != nil || !bytes.Equal(b, certPEM()) {
-		t.Errorf("the copy holds %q (%v), want the certificate alone", b, err)
-	}
-	if got := envValue(p.Env, "SSL_CERT_DIR"); got != "/etc/ssl/certs" {
-		t.Errorf("SSL_CERT_DIR=%q: the system's directory is passed as it is", got)
-	}
-	if got := envValue(p.Env, "PIP_CERT"); got != "/mine.pem" {
-		t.Errorf("PIP_CERT=%q: the person's --env wins", got)
-	}
-	for _, name := range []string{"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH"} {
+	for _, name := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {
 		if got := envValue(p.Env, name); got != "" {
 			t.Errorf("%s passed: %q", name, got)
 		}
 	}
-	for _, r := range p.ReadOnlyPaths {
-		if r == ca || r == sshCA || r == filepath.Join(root, "corp") {
-			t.Errorf("granted %s itself", r)
-		}
+	if slices.ContainsFunc(p.ReadOnlyPaths, func(r string) bool { return r != ca }) {
+		t.Errorf("granted more than the person's --allow-read: %v", p.ReadOnlyPaths)
 	}
-	for _, name := range []string{"GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "CURL_CA_BUNDLE"} {
+	for _, name := range []string{"SSL_CERT_FILE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"} {
 		if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "not passing "+name) }) {
 			t.Errorf("no note says why %s was not passed: %v", name, rep.Notes)
 		}
 	}
-}
-
-// TestCertificatesOf: what is copied is the X.509 certificates of the
-// file and nothing else; a file without one, a FIFO, a link and an
-// oversized file give none.
-func TestCertificatesOf(t *testing.T) {
-	dir := t.TempDir()
-	secret := []byte("//registry.example/:_authToken=SECRET\n")
-	key := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("SECRET-KEY")})
-	fake := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("SECRET in a certificate block")})
-	for _, tc := range []struct {
-		name  string
-		body  []byte
-		certs int
-	}{
-		{"a bundle with titles", bundle(), 1},
-		{"two, CRLF", bytes.ReplaceAll(append(certPEM(), certPEM()...), []byte("\n"), []byte("\r\n")), 2},
-		{"an npmrc with an inline ca (mid-line: no PEM block)", append(append(slices.Clone(secret), "ca=\""...), certPEM()...), 0},
-		{"a token, then a certificate", append(slices.Clone(secret), certPEM()...), 1},
-		{"a key beside", append(slices.Clone(key), certPEM()...), 1},
-		{"bytes that are no certificate", fake, 0},
-		{"nothing", secret, 0},
-	} {
-		f := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-		if err := os.WriteFile(f, tc.body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, why := certificatesOf(f)
-		if got := bytes.Count(out, []byte("-----BEGIN CERTIFICATE-----")); got != tc.certs || (tc.certs == 0) != (why != "") {
-			t.Errorf("%s: %d certificates (%q), want %d", tc.name, got, why, tc.certs)
-		}
-		if bytes.Contains(out, []byte("SECRET")) || bytes.Contains(out, []byte("PRIVATE")) || bytes.Contains(out, []byte("Issuer")) {
-			t.Errorf("%s: the copy holds more than certificates:\n%s", tc.name, out)
-		}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "--allow-read "+other) }) {
+		t.Errorf("the note for SSL_CERT_FILE does not name the --allow-read that passes it: %v", rep.Notes)
 	}
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	// A credential path is not pointed at even where it is readable.
+	p, rep, err = (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"},
+		Read: []Grant{{filepath.Join(root, "home", ".ssh"), "--allow-read"}}}, h)
+	if err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink(filepath.Join(dir, "a-bundle-with-titles"), link); err != nil {
-		t.Fatal(err)
-	}
-	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, append(bytes.Repeat([]byte("#\n"), maxTrustStore/2), certPEM()...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{fifo, link, big, dir} {
-		if out, why := certificatesOf(f); out != nil || why == "" {
-			t.Errorf("%s gave certificates (it blocks, or is read through a link, or is too large, or a directory)", f)
-		}
+	if got := envValue(p.Env, "GIT_SSL_CAINFO"); got != "" || !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "would expose") }) {
+		t.Errorf("GIT_SSL_CAINFO=%q with ~/.ssh readable; notes %v", got, rep.Notes)
 	}
 }
 
@@ -204,7 +156,8 @@ func TestNpmCAFilePassed(t *testing.T) {
 			}
 			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
 				bins: map[string]string{"node": node}, files: files}
-			p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}}, h)
+			p, rep, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"},
+				Read: []Grant{{filepath.Join(root, "corp"), "--allow-read"}}}, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,13 +165,8 @@ func TestNpmCAFilePassed(t *testing.T) {
 			if (got != "") != tc.want {
 				t.Fatalf("npm_config_cafile = %q, want one: %v", got, tc.want)
 			}
-			if tc.want {
-				if !slices.ContainsFunc(rep.Env, func(g Grant) bool { return g.Value == "npm_config_cafile="+got }) || !slices.Contains(p.ReadOnlyPaths, got) {
-					t.Errorf("npm_config_cafile=%s is not granted: %v", got, p.ReadOnlyPaths)
-				}
-				if strings.Contains(tc.name, "user") && !slices.ContainsFunc(rep.Env, func(g Grant) bool { return strings.HasPrefix(g.Value, "npm_config_cafile=") }) {
-					t.Errorf("no report line")
-				}
+			if tc.want && (got != ca || !slices.ContainsFunc(rep.Env, func(g Grant) bool { return g.Value == "npm_config_cafile="+ca })) {
+				t.Errorf("npm_config_cafile=%q, want %s, reported", got, ca)
 			}
 		})
 	}
@@ -258,7 +206,8 @@ func TestPipCertPassed(t *testing.T) {
 				files[k] = v
 			}
 			h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: env, files: files}
-			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"}}, h)
+			p, _, err := (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"},
+				Read: []Grant{{filepath.Join(root, "corp"), "--allow-read"}}}, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,10 +223,9 @@ func TestPipCertPassed(t *testing.T) {
 
 // TestTrustStoreNeverFromWhereTheAgentWrites: a configuration file the
 // person's environment names in the workspace, or in a workspace reached
-// through a link, is not read (an agent could make it name any file);
-// a certificate bundle that is a link to a credential file is refused;
-// and one whose original an agent may change is copied, so the sandbox
-// reads the certificates checked, never the original.
+// through a link, is not read (an agent could make it name any file), a
+// bundle that is a link to a credential file is refused, and so is a
+// bundle in the workspace (an agent could swap it for a link).
 func TestTrustStoreNeverFromWhereTheAgentWrites(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "home", "realws", "cache", "corp")
@@ -311,7 +259,10 @@ func TestTrustStoreNeverFromWhereTheAgentWrites(t *testing.T) {
 	h := &fakeHost{home: home, cache: filepath.Join(root, "cache"), files: noSystemPip(),
 		env: map[string]string{"PATH": "/usr/bin", "PIP_CONFIG_FILE": planted, "SSL_CERT_FILE": toNpmrc, "NODE_EXTRA_CA_CERTS": inWS}}
 	strict, _ := PresetByName("strict")
-	p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"none"}}, h)
+	// The bundles are readable (granted, the workspace too): what keeps
+	// them out is the rule.
+	p, _, err := (&Policy{Preset: strict}).SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"none"},
+		Read: []Grant{{filepath.Join(root, "corp"), "--allow-read"}, {realWS, "--allow-read"}}}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,12 +272,11 @@ func TestTrustStoreNeverFromWhereTheAgentWrites(t *testing.T) {
 	if got := envValue(p.Env, "SSL_CERT_FILE"); got != "" {
 		t.Errorf("SSL_CERT_FILE=%q through a link to ~/.npmrc", got)
 	}
-	got := envValue(p.Env, "NODE_EXTRA_CA_CERTS")
-	if got == "" || got == inWS || strings.HasPrefix(got, realWS+"/") {
-		t.Errorf("NODE_EXTRA_CA_CERTS=%q: a bundle in the workspace is passed as a copy outside it", got)
+	if got := envValue(p.Env, "NODE_EXTRA_CA_CERTS"); got != "" {
+		t.Errorf("NODE_EXTRA_CA_CERTS=%q: a bundle where the agent writes", got)
 	}
 	for _, r := range p.ReadOnlyPaths {
-		if r == npmrc || r == toNpmrc || r == inWS {
+		if r != filepath.Join(root, "corp") && r != realWS {
 			t.Errorf("granted %s", r)
 		}
 	}
