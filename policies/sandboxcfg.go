@@ -254,7 +254,7 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 					continue
 				}
 				p.Env = append(withDefaultEnv(p.Env), kv)
-				rep.Env = append(rep.Env, Grant{kv, "network none (" + tc.Name + "'s tools fail at their first request, naming the grant)"})
+				rep.Env = append(rep.Env, Grant{kv, "network none (" + tc.Name + "'s tools fail at their first request, not after retries)"})
 			}
 		}
 	}
@@ -402,9 +402,10 @@ var trustStoreVars = []string{
 // --allow-read) and no sandboxed command can write. Nothing is granted
 // for it: a file granted by path can be swapped for a link to a secret
 // between this check and the sandbox's grant by an agent that can write
-// there (two reviews did so, through another workspace's session and
-// through a broad --allow-write of the cache), while a path already
-// readable gains nothing from a swap — Landlock checks a link's target.
+// there (security reviews did so from another workspace's session, and
+// to a copy lite-agent wrote, through a broad --allow-write of the
+// cache), while a path already readable gains nothing from a swap —
+// Landlock checks a link's target.
 // Each path not passed is a note naming the --allow-read that would pass
 // it; never one that is, holds or lies in a credential path.
 func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []Grant, h Host) {
@@ -496,7 +497,7 @@ func liteAgentCache(h Host) string {
 
 // configFile is a configuration file named by the person's environment,
 // or "" when it is relative or lies where a sandboxed command can write
-// (a workspace's pip.conf would let the agent choose what is granted).
+// (a workspace's pip.conf would let the agent choose what is passed).
 func configFile(f string, agentWritable func(string) bool) string {
 	if !filepath.IsAbs(f) || agentWritable(f) {
 		return ""
