@@ -125,9 +125,10 @@ type Toolchain struct {
 	// RefuseAtOnceEnv is set when the network is none and no domain is
 	// granted, whether the profile is selected or not (an agent in a Go
 	// repository may still run npm or pip): the tool gives up at its
-	// first failed request instead of retrying for seconds to a minute,
-	// and its error names the grant. Settings that change nothing a
-	// tool does with a network that answers.
+	// first failed request instead of retrying for seconds to a minute
+	// (its error names the offline proxy, or the refused name lookup's
+	// note names the grant). Settings that change nothing a tool does
+	// with a network that answers.
 	RefuseAtOnceEnv []string
 	// settings reads the tool's own settings (go env -json).
 	settings func(h Host) map[string]string
