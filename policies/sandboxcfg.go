@@ -235,6 +235,11 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	if err != nil {
 		return sandbox.Policy{}, nil, err
 	}
+	given := map[string]bool{} // the names of the person's own --env: they win
+	for _, g := range s.Env {
+		name, _, _ := strings.Cut(g.Value, "=")
+		given[name] = true
+	}
 	// Offline: no network and no domain grant, so a tool that tries to
 	// download can be told to stop at once, and why.
 	offline := s.Network == sandbox.NetworkNone && len(s.AllowDomains) == 0
@@ -242,11 +247,6 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 		for _, kv := range sandbox.ProxyVariables(offlineProxy) {
 			p.Env = append(withDefaultEnv(p.Env), kv[0]+"="+kv[1])
 			rep.Env = append(rep.Env, Grant{kv[0] + "=" + kv[1], "network none (a download fails at once, naming the grant)"})
-		}
-		given := map[string]bool{} // the person's own --env wins
-		for _, g := range s.Env {
-			name, _, _ := strings.Cut(g.Value, "=")
-			given[name] = true
 		}
 		for _, tc := range toolchains {
 			for _, kv := range tc.RefuseAtOnceEnv {
@@ -272,7 +272,7 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	hideSystemCredentials(&p, rep, tcs, h)
 	hideSystemConfigSecrets(&p, rep, h)
 	personPath(&p, rep, h)
-	passTrustStores(&p, rep, ws, s.Env, h)
+	passTrustStores(&p, rep, ws, given, h)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {
@@ -408,7 +408,7 @@ var trustStoreVars = []string{
 // Landlock checks a link's target.
 // Each path not passed is a note naming the --allow-read that would pass
 // it; never one that is, holds or lies in a credential path.
-func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []Grant, h Host) {
+func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given map[string]bool, h Host) {
 	home := h.HomeDir()
 	var writable []string
 	for _, w := range append([]string{ws, liteAgentCache(h)}, p.ReadWritePaths...) {
@@ -447,10 +447,7 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given []G
 	}
 	for _, name := range append(slices.Clone(trustStoreVars), "npm_config_cafile") {
 		v := found[name]
-		if v == "" || slices.ContainsFunc(given, func(g Grant) bool {
-			n, _, _ := strings.Cut(g.Value, "=")
-			return n == name
-		}) {
+		if v == "" || given[name] {
 			continue
 		}
 		refuse := func(why string) {
@@ -495,17 +492,24 @@ func liteAgentCache(h Host) string {
 	return ""
 }
 
-// configFile is a configuration file named by the person's environment,
-// or "" when it is relative or lies where a sandboxed command can write
-// (a workspace's pip.conf would let the agent choose what is passed).
-func configFile(f string, agentWritable func(string) bool) string {
-	if !filepath.IsAbs(f) || agentWritable(f) {
-		return ""
+// configContents reads the configuration files among files that exist,
+// in order, leaving out one that is relative or lies where a sandboxed
+// command can write (a workspace's pip.conf would let the agent choose
+// what is passed).
+func configContents(h Host, files []string, agentWritable func(string) bool) [][]byte {
+	var out [][]byte
+	for _, f := range files {
+		if !filepath.IsAbs(f) || agentWritable(f) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(f); err == nil && agentWritable(real) {
+			continue
+		}
+		if b, err := h.ReadFile(f); err == nil {
+			out = append(out, b)
+		}
 	}
-	if real, err := filepath.EvalSymlinks(f); err == nil && agentWritable(real) {
-		return ""
-	}
-	return f
+	return out
 }
 
 // npmCAFile is the cafile npm's configuration names, as npm reads it (a
@@ -533,15 +537,7 @@ func npmCAFile(h Host, agentWritable func(string) bool) string {
 	if global == "" {
 		global = filepath.Join(filepath.Dir(filepath.Dir(node)), "etc", "npmrc")
 	}
-	for _, f := range []string{user, global} {
-		f = configFile(f, agentWritable)
-		if f == "" {
-			continue
-		}
-		b, err := h.ReadFile(f)
-		if err != nil {
-			continue
-		}
+	for _, b := range configContents(h, []string{user, global}, agentWritable) {
 		cafile := ""
 		for _, l := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
@@ -578,15 +574,7 @@ func pipCertFile(h Host, agentWritable func(string) bool) string {
 		files = append(files, f)
 	}
 	cert := ""
-	for _, f := range files {
-		f = configFile(f, agentWritable)
-		if f == "" {
-			continue
-		}
-		b, err := h.ReadFile(f)
-		if err != nil {
-			continue
-		}
+	for _, b := range configContents(h, files, agentWritable) {
 		section := ""
 		for _, l := range strings.Split(string(b), "\n") {
 			l = strings.TrimSpace(l)

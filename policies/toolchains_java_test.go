@@ -119,15 +119,6 @@ func TestRefuseAtOnceWhateverTheProfiles(t *testing.T) {
 	strict, _ := PresetByName("strict")
 	pol := &Policy{Preset: strict}
 	want := []string{"npm_config_fetch_retries=0", "YARN_HTTP_RETRY=0", "PIP_RETRIES=0", "CARGO_NET_RETRY=0"}
-	last := func(env []string, name string) string {
-		v := ""
-		for _, e := range env {
-			if k, _, _ := strings.Cut(e, "="); k == name {
-				v = e
-			}
-		}
-		return v
-	}
 	for _, tc := range []struct {
 		extra   SandboxSettings
 		offline bool
@@ -142,11 +133,11 @@ func TestRefuseAtOnceWhateverTheProfiles(t *testing.T) {
 		}
 		for _, kv := range want {
 			name, _, _ := strings.Cut(kv, "=")
-			if got := last(p.Env, name); (got == kv) != tc.offline {
+			if got := envValue(p.Env, name); (name+"="+got == kv) != tc.offline {
 				t.Errorf("%+v: %s is %q; want %q set: %v", tc.extra, name, got, kv, tc.offline)
 			}
 		}
-		if got := last(p.Env, "PIP_INDEX_URL"); got != "" {
+		if got := envValue(p.Env, "PIP_INDEX_URL"); got != "" {
 			t.Errorf("%+v: PIP_INDEX_URL set without the python profile: %q", tc.extra, got)
 		}
 		if tc.offline && !slices.ContainsFunc(rep.Env, func(g Grant) bool { return g.Value == "PIP_RETRIES=0" && strings.HasPrefix(g.Source, "network none") }) {
@@ -157,10 +148,10 @@ func TestRefuseAtOnceWhateverTheProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := last(p.Env, "PIP_RETRIES"); got != "PIP_RETRIES=2" {
+	if got := envValue(p.Env, "PIP_RETRIES"); got != "2" {
 		t.Errorf("--env PIP_RETRIES=2 gave %q: the person's own setting must win", got)
 	}
-	if got := last(p.Env, "CARGO_NET_RETRY"); got != "CARGO_NET_RETRY=0" {
+	if got := envValue(p.Env, "CARGO_NET_RETRY"); got != "0" {
 		t.Errorf("CARGO_NET_RETRY beside the person's PIP_RETRIES: %q", got)
 	}
 }
