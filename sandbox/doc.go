@@ -66,7 +66,13 @@
 //     or another architecture's system call table — seccomp, EPERM
 //     (clone3 and openat2 answer ENOSYS so that libc falls back);
 //   - make a set-id file or a device node, or set extended attributes
-//     (seccomp, decided on register values, so race-free);
+//     (seccomp, decided on register values, so race-free). Where a
+//     notification server serves the sandbox, these calls and the ones
+//     above (bar the ENOSYS fallbacks, sockets, terminals and foreign
+//     tables) are sent to it, which answers EPERM all the same and
+//     lists each in ExitStatus.Refusals (rules "syscall", "set-id-mode",
+//     "device-node"), so that whoever ran the command learns what was
+//     refused;
 //   - connect to a pathname unix socket outside the read-write roots: the
 //     notification server resolves the path as the child would and
 //     performs the connect itself;

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,6 +263,7 @@ func escapeSeccomp(t *testing.T, e *escapeEnv, unconfined bool) {
 			if got != tc.want {
 				t.Errorf("confined %s: %q (%+v), want %s", name, got, st, tc.want)
 			}
+			checkSyscallRefusal(t, e.sb, st, seccompRefusalOps[tc.args[0]])
 			if !tc.free || !unconfined {
 				return
 			}
@@ -280,6 +282,54 @@ func escapeSeccomp(t *testing.T, e *escapeEnv, unconfined bool) {
 	}
 	if err := e.victim.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the victim process was hurt: %v", err)
+	}
+}
+
+// seccompRefusalOps: the escapeSeccomp rows whose call is in the seccomp
+// programs' refusal set (internal/seccomp's refusal_linux.go), by the
+// call a confined command's ExitStatus.Refusals names. The other rows'
+// refusals are not named (ENOSYS fallbacks, socket kinds, Landlock's
+// signal scoping, personality flags).
+var seccompRefusalOps = map[string]string{
+	"unshare-user": "unshare", "unshare-net": "unshare", "clone-newuser": "clone", "setns": "setns",
+	"mount": "mount", "chroot": "chroot", "remount-rw": "mount", "mount-setattr-rw": "mount_setattr",
+	"open-tree": "open_tree", "fsopen": "fsopen", "fspick": "fspick", "umount": "umount2",
+	"pivot-root": "pivot_root", "move-mount": "move_mount", "ptrace": "ptrace", "keyctl": "add_key",
+	"bpf": "bpf", "io_uring": "io_uring_setup", "perf": "perf_event_open", "userfaultfd": "userfaultfd",
+	"open-tree-attr": "*", // named by libseccomp, or by its number
+}
+
+// checkSyscallRefusal: where the command's seccomp programs have a
+// listener to send the refusal set to (a notification server serves the
+// sandbox), a refused call of the set is in st.Refusals under rule, with
+// op ("*": any), and RefusalNote names it; a call outside the set (op "")
+// is not.
+func checkSyscallRefusal(t *testing.T, sb *Sandbox, st *ExitStatus, op string, rules ...string) {
+	t.Helper()
+	if len(rules) == 0 {
+		rules = []string{"syscall"}
+	}
+	i := slices.IndexFunc(st.Refusals, func(r Refusal) bool { return slices.Contains(rules, r.Rule) })
+	switch {
+	case op == "":
+		if i >= 0 {
+			t.Errorf("a refusal named that is not one of the refusal set: %+v", st.Refusals[i])
+		}
+	case sb.notify != notifyNet:
+		t.Logf("no notification server here: refusals are EPERM from the filter, unnamed (%+v)", st.Refusals)
+	case sb.threadNotifies && !sb.cgroups.Slots():
+		// Sealed spawner threads shared by every command, outside cgroup
+		// slots (the container level, unprivileged): their server
+		// cannot tell whose call it refused, as for network refusals.
+		t.Logf("pooled sealed threads: refusals unattributed to a command (%+v)", st.Refusals)
+	case i < 0:
+		t.Errorf("refusal of %s not named: %+v", op, st.Refusals)
+	case op != "*" && st.Refusals[i].Op != op:
+		t.Errorf("refusal named %+v, want op %s", st.Refusals[i], op)
+	default:
+		if note := RefusalNote(st.Refusals, st.MoreRefusals, true); !strings.Contains(note, "[lite-agent] the sandbox refused "+st.Refusals[i].Op) {
+			t.Errorf("note %q does not name %+v", note, st.Refusals[i])
+		}
 	}
 }
 
@@ -336,12 +386,18 @@ func TestEscapeSetID(t *testing.T) {
 					if capture {
 						cmd.BeforeChange = func([]string) error { return nil }
 					}
-					if _, err := e.sb.Run(context.Background(), cmd); err != nil {
+					st, err := e.sb.Run(context.Background(), cmd)
+					if err != nil {
 						t.Fatal(err)
 					}
 					if got := strings.TrimSpace(out.String()); got != tc.want {
 						t.Errorf("confined %s: %q, want %s", tc.way, got, tc.want)
 					}
+					op := "*"
+					if tc.want != "EPERM" {
+						op = "" // allowed, or openat2's ENOSYS fallback
+					}
+					checkSyscallRefusal(t, e.sb, st, op, "set-id-mode", "device-node")
 					if fi, err := os.Lstat(filepath.Join(e.ws, "f")); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeDevice) != 0 {
 						t.Errorf("confined %s left %v", tc.way, fi.Mode())
 					}

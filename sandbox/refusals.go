@@ -11,22 +11,27 @@ import (
 // narrowed): the .git rule, a change outside the writable roots, a network
 // destination or bind address the mode refuses, a unix socket outside the
 // writable roots, a hard link out of the workspace, a set-id file opened
-// for writing. ExitStatus.Refusals lists them, so that whoever ran the
-// command can say what was refused, by which rule, and what would allow
-// it (the bash tool's note: RefusalNote).
+// for writing, a set-id mode or a device node, a system call the seccomp
+// rules refuse (ptrace, mount, namespaces, ...). ExitStatus.Refusals
+// lists them, so that whoever ran the command can say what was refused,
+// by which rule, and what would allow it (the bash tool's note:
+// RefusalNote).
 //
 // What is not listed, because the kernel reports it to no one: a read
 // outside the grants and a credential file hidden from a toolchain
-// (Landlock, or no such name in the sandbox's root), a set-id mode given
-// by chmod or open and any other system call seccomp refuses (EPERM from
-// the filter itself), and, without change capture (Policy.CaptureChanges,
-// which the CLI and the agent's tools set), a write outside the writable
-// roots (Landlock's EACCES). A connection the domain proxy refuses is
-// answered by the proxy itself, with a body naming the grant.
+// (Landlock, or no such name in the sandbox's root); a set-id mode and a
+// refused system call where the command's seccomp programs have no
+// listener (without change capture or a network supervisor: see
+// Enforcement's notes) — EPERM from the filter itself; and, without
+// change capture (Policy.CaptureChanges, which the CLI and the agent's
+// tools set), a write outside the writable roots (Landlock's EACCES). A
+// connection the domain proxy refuses is answered by the proxy itself,
+// with a body naming the grant.
 type Refusal struct {
 	// Rule is "git" (a new repository, or one leaving the private
 	// roots), "git-write" (a change in an existing .git), "write",
-	// "network", "unix-socket", "hard-link", "set-id" or
+	// "network", "unix-socket", "hard-link", "set-id" (a set-id file
+	// opened for writing), "set-id-mode", "device-node", "syscall" or
 	// "temp-boundary".
 	Rule string
 	// Op is the call as the command made it ("mkdir", "open", "rename",
@@ -44,7 +49,11 @@ type Refusal struct {
 
 // String is the refusal on one line: what, why, and what would allow it.
 func (r Refusal) String() string {
-	s := r.Op + " " + r.Target + ": " + r.Why
+	s := r.Op
+	if r.Target != "" {
+		s += " " + r.Target
+	}
+	s += ": " + r.Why
 	if r.Allow != "" {
 		s += "; " + r.Allow
 	}
@@ -78,12 +87,42 @@ func explain(rule, op, target string, mode NetworkMode) Refusal {
 		r.Why = "a workspace file may not get a name outside the workspace (a checkpoint could not restore its bytes)"
 	case "set-id":
 		r.Why = "a set-id file is never opened for writing in the sandbox"
+	case "syscall":
+		r.Why = syscallWhy(op) + "; the sandbox's seccomp rules refuse it"
+		r.Allow = "no setting allows it inside the sandbox"
+	case "set-id-mode":
+		r.Why = "set-id modes are never given in the sandbox (a set-id file left behind runs with its owner's rights for whoever runs it next)"
+		r.Allow = "no setting allows it; the same mode without u+s and g+s is allowed"
+	case "device-node":
+		r.Why = "device nodes are never made in the sandbox"
+		r.Allow = "no setting allows it"
 	case "temp-boundary":
 		r.Why = "no hard link or rename between the sandbox's temporary directories (which commands write themselves) and the other writable roots, as between two file systems: mv and cp copy instead"
 	default:
 		r.Why = "refused by the sandbox"
 	}
 	return r
+}
+
+// syscallWhy says what a refused system call (the seccomp programs'
+// refusal set) would have done.
+func syscallWhy(op string) string {
+	switch op {
+	case "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd":
+		return "no process reads or controls another's memory or descriptors (strace, gdb and other debuggers)"
+	case "clone", "unshare", "setns":
+		return "no namespaces in the sandbox (unshare, bwrap, container tools): they would rearrange what its rules name"
+	case "chroot", "pivot_root", "mount", "umount", "umount2", "move_mount", "open_tree", "open_tree_attr", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr":
+		return "no mounts or chroot in the sandbox: they would rearrange what its rules name"
+	case "open_by_handle_at", "name_to_handle_at":
+		return "no file handles: they open files around the sandbox's path rules"
+	case "io_uring_setup", "io_uring_enter", "io_uring_register":
+		return "no io_uring: it makes system calls the sandbox's rules do not see (programs fall back to plain reads and writes)"
+	case "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load",
+		"init_module", "finit_module", "delete_module", "fanotify_init", "syslog":
+		return "a kernel interface no build or test needs, closed as attack surface (BPF, profilers, keyrings, modules)"
+	}
+	return "system administration or legacy hardware access"
 }
 
 // explainNetwork says why mode refused op on target (an IP:PORT) and
@@ -131,12 +170,14 @@ func explainNetwork(op, target string, mode NetworkMode) (why, allow string) {
 // others there were. "" when there were none. With failed false (the
 // command succeeded), refusals a program works around on its own are
 // left out: a change in an existing .git (git status's index refresh,
-// which it skips when it cannot write) says nothing the model needs.
+// which it skips when it cannot write) and a refused system call (a
+// program probing for io_uring or a user namespace, then doing without)
+// say nothing the model needs.
 func RefusalNote(list []Refusal, more int, failed bool) string {
 	if !failed {
 		var loud []Refusal
 		for _, r := range list {
-			if r.Rule != "git-write" {
+			if r.Rule != "git-write" && r.Rule != "syscall" {
 				loud = append(loud, r)
 			}
 		}
@@ -149,7 +190,7 @@ func RefusalNote(list []Refusal, more int, failed bool) string {
 		return ""
 	}
 	first := list[0]
-	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "hard-link", "temp-boundary", "write"} {
+	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "set-id-mode", "device-node", "hard-link", "temp-boundary", "write", "syscall"} {
 		if i := indexRule(list, rule); i >= 0 {
 			first = list[i]
 			break

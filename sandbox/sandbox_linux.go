@@ -241,13 +241,19 @@ func (s *Sandbox) build() error {
 				spec.Notify, childNotify = s.notifyCalls, seccomp.NotifySpec{}
 			}
 		}
+		// The refusal set (internal/seccomp's refusal_linux.go) goes
+		// where a listener can name it: into the child programs when
+		// every child of the pooled threads loads one, else it stays on
+		// the thread.
+		childBuilt := !s.sealed || !childNotify.Empty()
+		spec.RefusalsInChild = childBuilt
 		var err error
 		if s.threadBPF, err = seccomp.Main(spec); err != nil {
 			filtersDone <- err
 			return
 		}
-		if !s.sealed || !childNotify.Empty() {
-			if childBPF, err = seccomp.Child(!s.sealed, childNotify); err != nil {
+		if childBuilt {
+			if childBPF, err = seccomp.Child(seccomp.ChildSpec{Namespaces: !s.sealed, Refusals: true, Notify: childNotify}); err != nil {
 				filtersDone <- err
 				return
 			}
@@ -255,17 +261,19 @@ func (s *Sandbox) build() error {
 		}
 		switch {
 		case s.captureThread:
-			spec.Notify = seccomp.NotifySpec{}
+			// Both programs are on the command's own thread: the
+			// listener's carries the refusal set.
+			spec.Notify, spec.RefusalsInChild = seccomp.NotifySpec{}, true
 			if s.captureThreadBPF, err = seccomp.Main(spec); err != nil {
 				filtersDone <- err
 				return
 			}
-			if s.captureListenerBPF, err = seccomp.Child(false, seccomp.WithCapture(s.notifyCalls, s.foreign)); err != nil {
+			if s.captureListenerBPF, err = seccomp.Child(seccomp.ChildSpec{Refusals: true, Notify: seccomp.WithCapture(s.notifyCalls, s.foreign)}); err != nil {
 				filtersDone <- err
 				return
 			}
 		case s.capture:
-			bpf, err := seccomp.Child(!s.sealed, seccomp.WithCapture(childNotify, s.foreign))
+			bpf, err := seccomp.Child(seccomp.ChildSpec{Namespaces: !s.sealed, Refusals: childBuilt, Notify: seccomp.WithCapture(childNotify, s.foreign)})
 			if err != nil {
 				filtersDone <- err
 				return
@@ -533,7 +541,7 @@ func (s *Sandbox) newCaptureSpawner(capt *notify.Capture) (*spawner, error) {
 func (s *Sandbox) serverOptions(capt *notify.Capture, mountNS uint64, refusals *notify.RefusalLog) notify.Options {
 	return s.withDomains(notify.Options{Mode: internalMode(s.pol.Network), Unix: s.unixRule, Capture: capt,
 		OwnPorts: &s.ownPorts, MountNS: mountNS, RootDev: s.mounts.RootDevice(), TmpDev: s.mounts.TmpDevice(),
-		PtyDev: s.mounts.PtyDevice(), Refusals: refusals})
+		PtyDev: s.mounts.PtyDevice(), Refusals: refusals, Refused: seccomp.Refused})
 }
 
 // newSlotThread is newSpawner as a cgroup slot's thread (the dirs are the
@@ -606,7 +614,7 @@ func (s *Sandbox) confinement() (spawn.Pieces, error) {
 	if s.notify == notifyNet {
 		ns = s.notifyCalls
 	}
-	if p.ChildBPF, err = seccomp.Child(true, ns); err != nil {
+	if p.ChildBPF, err = seccomp.Child(seccomp.ChildSpec{Namespaces: true, Notify: ns}); err != nil {
 		return p, err
 	}
 	p.ChildNotifies = !ns.Empty()

@@ -80,3 +80,39 @@ func BenchmarkSpawnSideBySide(b *testing.B) {
 	b.ReportMetric(p, "plain-median-ns")
 	b.ReportMetric(c/p, "ratio")
 }
+
+// BenchmarkSpawnCapturedSideBySide is BenchmarkSpawnSideBySide for a
+// command under change capture, as the agent's bash runs them: a
+// listener and a child program with the capture calls (and the seccomp
+// refusal set) per command.
+func BenchmarkSpawnCapturedSideBySide(b *testing.B) {
+	sb, err := New(Policy{Workspace: b.TempDir(), CaptureChanges: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	ctx := context.Background()
+	cmd := &Command{Path: "/bin/true", BeforeChange: func([]string) error { return nil }}
+	var confined, plain []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		st, err := sb.Run(ctx, cmd)
+		confined = append(confined, time.Since(t0))
+		if err != nil || st.Code != 0 {
+			b.Fatal(err, st)
+		}
+		t0 = time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		plain = append(plain, time.Since(t0))
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2])
+	}
+	c, p := median(confined), median(plain)
+	b.ReportMetric(c, "confined-median-ns")
+	b.ReportMetric(p, "plain-median-ns")
+	b.ReportMetric(c/p, "ratio")
+}

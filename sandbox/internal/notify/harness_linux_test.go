@@ -829,7 +829,7 @@ func startNetChild(t testing.TB, cfg netChildConfig) *netChild {
 			t.Fatalf("pidfd_getfd: %v", err)
 		}
 		c.sup, err = startNetSupervisor(lfd, c.pidfd, c.pid, Options{Mode: cfg.Mode, Unix: cfg.Unix, Logf: c.logf,
-			DirectGrant: cfg.DirectGrant, OnDirect: cfg.OnDirect})
+			DirectGrant: cfg.DirectGrant, OnDirect: cfg.OnDirect, Refused: refusesNothing})
 		if err != nil {
 			t.Fatalf("startNetSupervisor: %v", err)
 		}
@@ -1159,3 +1159,7 @@ func mptcpAvailable() bool {
 	unix.Close(fd)
 	return true
 }
+
+// refusesNothing is Options.Refused for the harness's programs, which
+// carry no refusal set (the sandbox's tests run the real one).
+func refusesNothing(int32, [6]uint64) (Refusal, bool) { return Refusal{}, false }

@@ -11,9 +11,10 @@ import (
 // from the kernel on its own (a file that is not there, a port in use) is
 // not one: only calls a rule of ours turned away are recorded.
 //
-// What this server cannot see is not recorded: Landlock's and seccomp's
-// own refusals (a read outside the grants, a set-id chmod, a refused
-// system call) are decided in the kernel and reported to no one.
+// What this server cannot see is not recorded: Landlock's refusals (a
+// read outside the grants) are decided in the kernel and reported to no
+// one, and so are seccomp's where the programs have no listener to send
+// their refusal set to (Options.Refused).
 
 // RefusalRule names the rule that refused a call.
 type RefusalRule string
@@ -45,6 +46,15 @@ const (
 	// temporary directories, which commands write themselves, and the
 	// other roots (own_linux.go).
 	RuleTempBoundary RefusalRule = "temp-boundary"
+	// RuleSyscall: a system call the seccomp programs refuse whatever
+	// its arguments (ptrace, bpf, mount, setns, ...), or clone/unshare
+	// with a namespace flag (Options.Refused).
+	RuleSyscall RefusalRule = "syscall"
+	// RuleSetIDMode: a set-id mode given by chmod, or by open, creat or
+	// mknod to the file they create.
+	RuleSetIDMode RefusalRule = "set-id-mode"
+	// RuleDeviceNode: mknod of a character or block device.
+	RuleDeviceNode RefusalRule = "device-node"
 )
 
 // Refusal is one call refused by a rule.

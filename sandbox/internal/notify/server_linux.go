@@ -100,9 +100,16 @@ type Options struct {
 	// (ptyPath).
 	PtyDev uint64
 	// Refusals, if set, records the calls a rule refused (network
-	// destinations, unix sockets, and Capture's), for the command's
-	// report (refusals.go).
+	// destinations, unix sockets, Capture's, and Refused's), for the
+	// command's report (refusals.go).
 	Refusals *RefusalLog
+	// Refused says whether a call is one of the seccomp programs'
+	// refusal set (sandbox/internal/seccomp's Refused), which a program
+	// with a listener sends here instead of answering EPERM itself. Such
+	// a call is answered EPERM and recorded before anything else looks
+	// at it. Required: a set-id mode arrives on calls change capture
+	// also receives and would perform.
+	Refused func(nr int32, args [6]uint64) (Refusal, bool)
 }
 
 // Layout of include/uapi/linux/seccomp.h on 64-bit architectures.
@@ -210,6 +217,9 @@ func startNetSupervisor(listenerFD, pidfd, pid int, opts Options) (run *netSuper
 	case ModeNone, ModeLoopback, ModePrivate, ModeUnrestricted:
 	default:
 		return nil, fmt.Errorf("sandbox: network supervisor: unknown mode %v", opts.Mode)
+	}
+	if opts.Refused == nil {
+		return nil, errors.New("sandbox: network supervisor: Options.Refused is required (the seccomp programs' refusal set)")
 	}
 	// pid 0: a spawner thread's listener, shared by its commands (no
 	// direct child to take a shortcut for).
@@ -516,6 +526,17 @@ func (s *netSupervisorRun) loop() {
 		req.Data.Arch = binary.NativeEndian.Uint32(buf[20:])
 		for i := range req.Data.Args {
 			req.Data.Args[i] = binary.NativeEndian.Uint64(buf[32+8*i:])
+		}
+		if req.Data.Arch == s.arch {
+			if r, ok := s.opts.Refused(req.Data.Nr, req.Data.Args); ok {
+				// The refusal set (Options.Refused): answered here,
+				// whatever else receives this call.
+				s.opts.Refusals.add(r)
+				if err := s.respond(req.ID, 0, unix.EPERM, 0); err != nil {
+					s.stats.abandoned.Add(1)
+				}
+				continue
+			}
 		}
 		if s.opts.Capture.handles(req.Data.Nr) && req.Data.Arch == s.arch {
 			// A change-capture call sharing the listener: answered here,

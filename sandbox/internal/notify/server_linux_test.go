@@ -1011,15 +1011,20 @@ func TestNetSupervisorStartErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startNetSupervisor(fd, -1, os.Getpid(), Options{Mode: ModeLoopback}); err == nil {
-		t.Fatal("a pipe was accepted as a seccomp listener")
+	if _, err := startNetSupervisor(fd, -1, os.Getpid(), Options{Mode: ModeLoopback, Refused: refusesNothing}); err == nil || !strings.Contains(err.Error(), "not a seccomp listener") {
+		t.Fatalf("a pipe as a seccomp listener: %v", err)
 	}
 	// The supervisor owns the fd even on error: it is closed now.
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
 		t.Errorf("listener fd not closed on error: %v", err)
 	}
-	if _, err := Start(-1, -1, 1, Options{Mode: 255}); err == nil {
+	if _, err := Start(-1, -1, 1, Options{Mode: 255, Refused: refusesNothing}); err == nil {
 		t.Fatal("unknown mode accepted")
+	}
+	// Without the refusal set's predicate a set-id chmod sent to the
+	// listener would reach change capture, which performs chmod.
+	if _, err := Start(-1, -1, 1, Options{Mode: ModeNone}); err == nil || !strings.Contains(err.Error(), "Options.Refused is required") {
+		t.Fatalf("a server without Options.Refused: %v", err)
 	}
 }
 

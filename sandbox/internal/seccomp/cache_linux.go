@@ -98,8 +98,8 @@ func encodePrograms(keys []string, progs map[string][]byte) []byte {
 func mainFilterKey(spec MainSpec) string {
 	return programKey(fmt.Sprintf("%s main %#v", runtime.GOARCH, spec))
 }
-func childFilterKey(nsRules bool, n NotifySpec) string {
-	return programKey(fmt.Sprintf("%s child %v %#v", runtime.GOARCH, nsRules, n))
+func childFilterKey(spec ChildSpec) string {
+	return programKey(fmt.Sprintf("%s child %#v", runtime.GOARCH, spec))
 }
 
 func programKey(desc string) string {
@@ -117,40 +117,39 @@ func Main(spec MainSpec) ([]byte, error) {
 }
 
 // Child returns the program each child loads itself.
-func Child(nsRules bool, n NotifySpec) ([]byte, error) {
-	if p, ok := precompiledPrograms()[childFilterKey(nsRules, n)]; ok {
+func Child(spec ChildSpec) ([]byte, error) {
+	if p, ok := precompiledPrograms()[childFilterKey(spec)]; ok {
 		return slices.Clone(p), nil
 	}
 	seccompCompiles.Add(1)
-	return compileChildFilter(nsRules, n)
+	return compileChildFilter(spec)
 }
 
 // precompiledShapes lists the inputs New and confinement can pass: every
 // network mode, with connect refused or not; a spawner thread sealed or
 // not, with or without the notification server's calls (connect only, or
-// every addressed call) in its main program; the
-// child programs with and without namespace rules, for each supervisor,
-// with change capture (exit_group notified or not) and without.
-func precompiledShapes() (mains []MainSpec, children []struct {
-	ns     bool
-	notify NotifySpec
-}) {
+// every addressed call) in its main program, with the refusal set or
+// without it (its children carry it); the child programs with and
+// without namespace rules and the refusal set, for each supervisor, with
+// change capture (exit_group notified or not) and without.
+func precompiledShapes() (mains []MainSpec, children []ChildSpec) {
 	for _, mode := range []notify.Mode{notify.ModeNone, notify.ModeLoopback, notify.ModePrivate, notify.ModeUnrestricted} {
 		for _, deny := range []bool{false, true} {
 			mains = append(mains,
 				MainSpec{Network: mode, DenyConnect: deny},
+				MainSpec{Network: mode, DenyConnect: deny, RefusalsInChild: true},
 				MainSpec{Network: mode, DenyConnect: deny, Sealed: true},
+				MainSpec{Network: mode, DenyConnect: deny, Sealed: true, RefusalsInChild: true},
 				MainSpec{Network: mode, DenyConnect: deny, Sealed: true, Notify: ConnectOnly},
 				MainSpec{Network: mode, DenyConnect: deny, Sealed: true, Notify: NetSupervised})
 		}
 	}
 	for _, ns := range []bool{false, true} {
-		for _, n := range []NotifySpec{{}, ConnectOnly, NetSupervised} {
-			for _, v := range []NotifySpec{n, WithCapture(n, false), WithCapture(n, true)} {
-				children = append(children, struct {
-					ns     bool
-					notify NotifySpec
-				}{ns, v})
+		for _, refusals := range []bool{false, true} {
+			for _, n := range []NotifySpec{{}, ConnectOnly, NetSupervised} {
+				for _, v := range []NotifySpec{n, WithCapture(n, false), WithCapture(n, true)} {
+					children = append(children, ChildSpec{Namespaces: ns, Refusals: refusals, Notify: v})
+				}
 			}
 		}
 	}

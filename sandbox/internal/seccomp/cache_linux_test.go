@@ -28,11 +28,11 @@ func TestPrecompiledSeccompPrograms(t *testing.T) {
 		keys, fresh[k] = append(keys, k), p
 	}
 	for _, c := range children {
-		p, err := compileChildFilter(c.ns, c.notify)
+		p, err := compileChildFilter(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := childFilterKey(c.ns, c.notify)
+		k := childFilterKey(c)
 		keys, fresh[k] = append(keys, k), p
 	}
 	if *updateSeccomp {

@@ -56,8 +56,8 @@ var deniedSyscalls = []string{
 	"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd",
 	// root (the mount calls and pivot_root: mountSyscalls)
 	"chroot",
-	// namespaces: clone, clone3, unshare and setns are in the child
-	// program (addNamespaceRules)
+	// namespaces: clone, unshare and setns are with the mount calls
+	// (namespaceRefusals)
 	// kernel attack surface
 	"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
@@ -128,6 +128,12 @@ type MainSpec struct {
 	// and with them Notify's calls (one listener per spawner thread).
 	Sealed bool
 	Notify NotifySpec
+	// RefusalsInChild: every child of the thread loads a child program
+	// that carries the refusal set (ChildSpec.Refusals), so this one
+	// leaves it out — a refusal answered EPERM here would outrank the
+	// child's notification (the kernel takes the most restrictive action
+	// of all the programs).
+	RefusalsInChild bool
 }
 
 // compileMainFilter compiles the policy's main seccomp program
@@ -150,8 +156,15 @@ func compileMainFilter(spec MainSpec) ([]byte, error) {
 	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	b := ruleBuilder{f: f}
 
-	for _, name := range deniedSyscalls {
-		b.add(name, eperm)
+	// The refusal set (refusal.go): sent to the listener when this
+	// program has one, in a child program when every child of the
+	// thread loads one that carries it (RefusalsInChild).
+	refuse := eperm
+	if spec.Sealed && !spec.Notify.Empty() {
+		refuse = libseccomp.ActNotify
+	}
+	if !spec.RefusalsInChild {
+		addRefusals(&b, otherRefusals(), refuse)
 	}
 	// Terminal injection: TIOCSTI pushes bytes into a terminal's input (the
 	// caller's shell would run them), TIOCLINUX can do the same on a
@@ -163,7 +176,7 @@ func compileMainFilter(spec MainSpec) ([]byte, error) {
 		b.add("ioctl", eperm, cond(1, libseccomp.CompareMaskedEqual, 0xffffffff, req))
 	}
 
-	addModeRules(&b)
+	b.add("openat2", libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
 	addXattrRules(&b)
 
 	// Socket families: only AF_UNIX, AF_INET and AF_INET6 exist in here.
@@ -196,7 +209,10 @@ func compileMainFilter(spec MainSpec) ([]byte, error) {
 		b.add("connect", eperm)
 	}
 	if spec.Sealed {
-		addNamespaceRules(&b)
+		addClone3Rule(&b)
+		if !spec.RefusalsInChild {
+			addRefusals(&b, namespaceRefusals(), refuse)
+		}
 		addNotifyRules(&b, spec.Notify)
 	}
 	switch spec.Network {
@@ -314,29 +330,6 @@ func addXattrRules(b *ruleBuilder) {
 			b.err = fmt.Errorf("seccomp: rule for %s (%d): %w", name, nr, err)
 		}
 	}
-}
-
-// addModeRules refuses set-id modes and device nodes (see above).
-func addModeRules(b *ruleBuilder) {
-	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
-	for _, c := range modeCalls {
-		for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
-			m := cond(c.modeArg, libseccomp.CompareMaskedEqual, bit, bit)
-			if c.flagArg < 0 {
-				b.add(c.name, eperm, m)
-				continue
-			}
-			for _, fl := range []uint64{unix.O_CREAT, oTmpfileBit} {
-				b.add(c.name, eperm, cond(uint(c.flagArg), libseccomp.CompareMaskedEqual, fl, fl), m)
-			}
-		}
-		if c.mknodLike {
-			for _, typ := range []uint64{unix.S_IFCHR, unix.S_IFBLK} {
-				b.add(c.name, eperm, cond(c.modeArg, libseccomp.CompareMaskedEqual, unix.S_IFMT, typ))
-			}
-		}
-	}
-	b.add("openat2", libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
 }
 
 // The network rules of modes loopback and private (addInetSocketRules,
@@ -607,61 +600,59 @@ func WithCapture(n NotifySpec, exits bool) NotifySpec {
 	return out
 }
 
-// compileChildFilter compiles the program each child loads itself: the
-// namespace rules (the spawner thread must create PID and user namespaces,
-// so they cannot be in the main program it carries) and, when a supervisor
-// serves this policy, the calls sent to it (Child: the
-// precompiled copy).
-func compileChildFilter(nsRules bool, n NotifySpec) ([]byte, error) {
+// ChildSpec says what the program each child loads itself carries.
+type ChildSpec struct {
+	// Namespaces: the namespace and mount rules (namespaceRefusals) and
+	// clone3's ENOSYS, which the spawner thread's own program cannot
+	// carry when the thread must make namespaces itself.
+	Namespaces bool
+	// Refusals: the whole refusal set (the namespace rules included),
+	// left out of the thread's program (MainSpec.RefusalsInChild), sent
+	// to the notification server with Notify's calls when there are any
+	// (refusal_linux.go). Without it, the namespace rules answer EPERM
+	// themselves, for a listener whose server does not know the set
+	// (confinement's re-executed children).
+	Refusals bool
+	// Notify: the calls sent to the notification server.
+	Notify NotifySpec
+}
+
+// compileChildFilter compiles the program each child loads itself (Child:
+// the precompiled copy).
+func compileChildFilter(spec ChildSpec) ([]byte, error) {
 	f, err := newFilter()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Release()
-	b := ruleBuilder{f: f}
-	if nsRules {
-		addNamespaceRules(&b)
+	if err := f.SetOptimize(2); err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
 	}
-	addNotifyRules(&b, n)
+	b := ruleBuilder{f: f}
+	refuse := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	if spec.Refusals && !spec.Notify.Empty() {
+		refuse = libseccomp.ActNotify
+	}
+	if spec.Namespaces || spec.Refusals {
+		addClone3Rule(&b)
+		addRefusals(&b, namespaceRefusals(), refuse)
+	}
+	if spec.Refusals {
+		addRefusals(&b, otherRefusals(), refuse)
+	}
+	addNotifyRules(&b, spec.Notify)
 	if b.err != nil {
 		return nil, b.err
 	}
 	return exportBPF(f)
 }
 
-// addNamespaceRules refuses clone3, namespace flags, setns and the mount
-// calls.
-func addNamespaceRules(b *ruleBuilder) {
-	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
-	// clone3 passes its flags in memory, where a filter cannot look: refuse
-	// it as "not implemented" so that glibc and others fall back to clone.
+// addClone3Rule: clone3 passes its flags in memory, where a filter cannot
+// look: it answers "not implemented" (not a refusal to name), so that
+// glibc and others fall back to clone, whose flags the namespace rules
+// see.
+func addClone3Rule(b *ruleBuilder) {
 	b.add("clone3", libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
-	// Namespaces: a new user namespace would hand the process every
-	// capability inside it (and with them mount, pivot_root and friends on
-	// its own mounts); the others rearrange what it sees. One rule per flag:
-	// libseccomp compares an argument once per rule. unshare without a
-	// namespace flag (CLONE_FILES, CLONE_FS) stays allowed: the spawn path
-	// itself needs unshare(CLONE_FILES) right after the child program is
-	// loaded.
-	for _, fl := range cloneNewFlags {
-		b.add("clone", eperm, cond(0, libseccomp.CompareMaskedEqual, fl, fl))
-		b.add("unshare", eperm, cond(0, libseccomp.CompareMaskedEqual, fl, fl))
-	}
-	b.add("unshare", eperm, cond(0, libseccomp.CompareMaskedEqual, unix.CLONE_NEWTIME, unix.CLONE_NEWTIME))
-	// Joining another process's namespaces. The spawn path itself joins
-	// the sandbox's namespace template before this program is loaded
-	// (spawn's la_spawn_in_template).
-	b.add("setns", eperm)
-	for _, name := range mountSyscalls {
-		b.add(name, eperm)
-	}
-	for _, nr := range mountSyscallNumbers {
-		if name, err := nr.GetName(); err == nil && name != "" {
-			b.add(name, eperm) // known by name after all
-			continue
-		}
-		b.addNumber(nr, eperm)
-	}
 }
 
 func addNotifyRules(b *ruleBuilder, n NotifySpec) {

@@ -20,7 +20,7 @@ func TestChildFilterNotifiesConnectInEveryMode(t *testing.T) {
 			t.Errorf("a notification spec without connect: %+v", spec)
 		}
 	}
-	if _, err := Child(true, NetSupervised); err != nil {
+	if _, err := Child(ChildSpec{Namespaces: true, Notify: NetSupervised}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := Main(MainSpec{Network: notify.ModeNone}); err != nil || len(p) < 8*20 {
