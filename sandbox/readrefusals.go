@@ -200,11 +200,16 @@ func readRefusalsOf(output string, sc readScope) []Refusal {
 // grant, and a toolchain's hidden file is granted by name when asked for
 // (docs/toolchains.md, "What stays unreadable"); beneath the private
 // tmpfs the grant is bound in. "if it exists": the note must not say
-// whether it does.
+// whether it does. An error line seldom says whether the call read or
+// wrote ("bash: /x/out: No such file or directory" is a redirection's
+// too, which the notification server cannot record where the sandbox's
+// root has no /x), so a path outside every grant also names the grant
+// that lets commands write beside it.
 func explainRead(path string, own, credential bool) Refusal {
 	r := Refusal{Rule: "read", Op: "read", Target: path,
-		Why:   "outside the paths commands may read (the sandbox shows only the workspace, the system and the toolchains' files)",
-		Allow: "--allow-read " + path + " (read in a policy file's [sandbox] table) shows it, if it exists"}
+		Why: "outside the paths commands may read (the sandbox shows only the workspace, the system and the toolchains' files)",
+		Allow: "--allow-read " + path + " (read in a policy file's [sandbox] table) shows it, if it exists; --allow-write " +
+			filepath.Dir(path) + " (write) lets commands write there"}
 	switch {
 	case credential:
 		r.Why = "a credential path, hidden from commands whatever the profiles grant"

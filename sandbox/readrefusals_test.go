@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestReadRefusalsByToolFormat(t *testing.T) {
 		for _, r := range got {
 			targets = append(targets, r.Target)
 			if r.Rule != "read" || r.Op != "read" || !strings.Contains(r.Why, "outside the paths commands may read") ||
-				r.Allow != "--allow-read "+r.Target+" (read in a policy file's [sandbox] table) shows it, if it exists" {
+				r.Allow != "--allow-read "+r.Target+" (read in a policy file's [sandbox] table) shows it, if it exists; --allow-write "+filepath.Dir(r.Target)+" (write) lets commands write there" {
 				t.Errorf("%s: %+v: want rule read, naming the grant of %s", tc.name, r, r.Target)
 			}
 		}
@@ -183,7 +184,7 @@ func TestRefusalNoteRead(t *testing.T) {
 		t.Errorf("a command that succeeded: %q", note)
 	}
 	note := RefusalNote([]Refusal{read}, 0, true)
-	want := "[lite-agent] the sandbox refused read /home/u/notes.txt: outside the paths commands may read (the sandbox shows only the workspace, the system and the toolchains' files); --allow-read /home/u/notes.txt (read in a policy file's [sandbox] table) shows it, if it exists"
+	want := "[lite-agent] the sandbox refused read /home/u/notes.txt: outside the paths commands may read (the sandbox shows only the workspace, the system and the toolchains' files); --allow-read /home/u/notes.txt (read in a policy file's [sandbox] table) shows it, if it exists; --allow-write /home/u (write) lets commands write there"
 	if note != want {
 		t.Errorf("note\n%s\nwant\n%s", note, want)
 	}
