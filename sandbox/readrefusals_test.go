@@ -214,3 +214,22 @@ func TestCredentialPatternsChecked(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadRefusals: the bash tool's whole kept output (30,000 bytes)
+// of error lines, each naming a path outside the grants, against 200
+// credential patterns — what a failed command's result costs at most.
+func BenchmarkReadRefusals(b *testing.B) {
+	var out strings.Builder
+	for i := 0; out.Len() < 30000; i++ {
+		fmt.Fprintf(&out, "cat: /home/u/project-%d/notes.txt: No such file or directory\n", i)
+	}
+	sc := testScope
+	for i := range 200 {
+		sc.credentials = append(sc.credentials, fmt.Sprintf("/home/u/.tool%d/*/credentials/**", i))
+	}
+	for b.Loop() {
+		if len(readRefusalsOf(out.String(), sc)) != readMaxRefusals {
+			b.Fatal("not every line was named")
+		}
+	}
+}
