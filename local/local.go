@@ -495,6 +495,7 @@ func clonePolicy(p *sandbox.Policy) *sandbox.Policy {
 	c.ReadOnlyPaths = slices.Clone(p.ReadOnlyPaths)
 	c.ReadWritePaths = slices.Clone(p.ReadWritePaths)
 	c.SystemPaths = slices.Clone(p.SystemPaths)
+	c.CredentialPatterns = slices.Clone(p.CredentialPatterns)
 	c.Env = slices.Clone(p.Env)
 	c.AllowDomains = slices.Clone(p.AllowDomains)
 	c.DenyDomains = slices.Clone(p.DenyDomains)

@@ -143,7 +143,10 @@
 // (toolchains_path.go), so a command resolves to the same program inside
 // as outside. Configuration files the system paths grant whole
 // (/etc/wgetrc, /usr/etc/npmrc...) are hidden when they hold a credential
-// (hideSystemConfigSecrets).
+// (hideSystemConfigSecrets). Every kind of credential path hidden is also
+// named, as patterns and not as the files found, in the policy's
+// CredentialPatterns, so that a command's failed read of one is noted as
+// a credential (sandbox.Sandbox.ReadRefusals); they grant nothing.
 //
 // # Offline, a refusal says why
 //

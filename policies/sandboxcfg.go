@@ -273,6 +273,9 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	hideSystemConfigSecrets(&p, rep, h)
 	personPath(&p, rep, h)
 	passTrustStores(&p, rep, ws, given, h)
+	p.CredentialPatterns = append(p.CredentialPatterns, homeAndSystemCredentialPatterns(h)...)
+	slices.Sort(p.CredentialPatterns)
+	p.CredentialPatterns = slices.Compact(p.CredentialPatterns)
 	for _, g := range s.AllowDomains {
 		hosts, err := expandDomain(g, tcs, h)
 		if err != nil {

@@ -433,6 +433,9 @@ type ToolchainGrant struct {
 	// /usr/bin/node), whose credential files hideSystemCredentials
 	// takes out of those paths.
 	systemRoots []string
+	// credentialPatterns name its credential files in every root it
+	// grants (hideCredentialsFrom), for sandbox.Policy.CredentialPatterns.
+	credentialPatterns []string
 }
 
 type selected struct {
@@ -746,6 +749,7 @@ func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant
 			rep.Env = append(rep.Env, e)
 		}
 		rep.Notes = append(rep.Notes, g.Notes...)
+		p.CredentialPatterns = append(p.CredentialPatterns, g.credentialPatterns...)
 		rep.Toolchains = append(rep.Toolchains, g)
 	}
 }

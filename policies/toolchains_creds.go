@@ -183,8 +183,12 @@ func (g *ToolchainGrant) hideCredentials(h Host) {
 }
 
 // hideCredentialsFrom is hideCredentials with the credential files of
-// list.
+// list. Every root granted gets list's patterns in
+// g.credentialPatterns, whether a file of them exists there or not.
 func (g *ToolchainGrant) hideCredentialsFrom(list []credentialFile, h Host) {
+	for _, r := range g.Read {
+		g.credentialPatterns = append(g.credentialPatterns, credentialPatternsIn(r.Value, list)...)
+	}
 	var found []hiddenCredential
 	for _, r := range g.Read {
 		for _, c := range credentialsIn(r.Value, list, h) {
@@ -249,6 +253,7 @@ func hideSystemCredentials(p *sandbox.Policy, rep *SandboxReport, tcs []Toolchai
 	for _, g := range tcs {
 		list := toolchainCredentials(g.Name)
 		for _, root := range g.systemRoots {
+			p.CredentialPatterns = append(p.CredentialPatterns, credentialPatternsIn(root, list)...)
 			for _, c := range credentialsIn(root, list, h) {
 				real := c.path
 				if r, ok := h.(symlinkResolver); ok {
@@ -405,4 +410,66 @@ func hideSystemConfigSecrets(p *sandbox.Policy, rep *SandboxReport, h Host) {
 		}
 	}
 	p.SystemPaths = out
+}
+
+// # The notes' patterns
+//
+// sandbox.Policy.CredentialPatterns let the bash tool's note name a path
+// a failed command could not read as a credential hidden from commands
+// (sandbox.Sandbox.ReadRefusals). They are patterns, not the files found:
+// the note must read the same whether the file exists or not (a command
+// could print an error line of its own making to learn which does), and
+// they grant nothing. They cover every kind this file hides: the home's
+// credential paths (credentialPaths), each profile's files in each root
+// it grants and in its system installs, and the system configuration
+// files hidden when they hold a password. Each is named both as itself
+// and with "/**" (what lies inside a credential directory).
+
+// credentialPatternsIn are the patterns of list's files beneath root.
+func credentialPatternsIn(root string, list []credentialFile) []string {
+	var out []string
+	for _, c := range list {
+		out = append(out, credentialPattern(patternQuote(filepath.Clean(root))+"/"+c.Pattern)...)
+	}
+	return out
+}
+
+// credentialPattern is pattern and what lies beneath what it matches.
+func credentialPattern(pattern string) []string {
+	return []string{pattern, pattern + "/**"}
+}
+
+// patternQuote escapes p's doublestar metacharacters, so that a root
+// named "a[1]" or "{x}" is matched as written.
+func patternQuote(p string) string {
+	var b strings.Builder
+	for _, c := range p {
+		if strings.ContainsRune(`*?[]{}\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// homeAndSystemCredentialPatterns are the patterns of the credentials
+// hidden whatever profiles are on: the home's credential paths (as the
+// home is named and as resolved) and systemConfigFiles.
+func homeAndSystemCredentialPatterns(h Host) []string {
+	var out []string
+	if home := h.HomeDir(); filepath.IsAbs(home) && home != "/" {
+		homes := []string{filepath.Clean(home)}
+		if real := realPathOf(h, home); real != homes[0] && filepath.IsAbs(real) && real != "/" {
+			homes = append(homes, real)
+		}
+		for _, home := range homes {
+			for _, c := range credentialPaths {
+				out = append(out, credentialPattern(patternQuote(home)+"/"+patternQuote(c))...)
+			}
+		}
+	}
+	for _, f := range systemConfigFiles {
+		out = append(out, credentialPattern(patternQuote(f))...)
+	}
+	return out
 }

@@ -1,12 +1,14 @@
 package policies
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/lite-agent/lite-agent/internal/paths"
 	"github.com/lite-agent/lite-agent/sandbox"
 )
@@ -87,6 +89,35 @@ func TestProfilesHideCredentialsInTheirRoots(t *testing.T) {
 	// A root without a credential file is granted whole, as before.
 	if !slices.Contains(p.ReadOnlyPaths, pyenv+"/shims") || !slices.Contains(p.ReadOnlyPaths, node+"/bin") {
 		t.Errorf("read-only: %v", p.ReadOnlyPaths)
+	}
+	// The patterns the bash tool's note names credentials by match each
+	// hidden file, the same names where no file exists (the note must
+	// not tell the two apart), the home's credential paths and the
+	// system configuration files whatever profiles are on — and nothing
+	// granted.
+	credentialPatternsMatch(t, p.CredentialPatterns, slices.Collect(maps.Keys(secrets)), true)
+	credentialPatternsMatch(t, p.CredentialPatterns, []string{
+		pyenv + "/versions/3.13.0/pip.conf", gradleHome + "/init.d/other.gradle", node + "/etc/npmrc",
+		home + "/.ssh", home + "/.ssh/id_ed25519", home + "/.aws/credentials", home + "/.npmrc", home + "/.cargo/credentials.toml",
+		"/etc/wgetrc", "/usr/local/pip.conf"}, true)
+	credentialPatternsMatch(t, p.CredentialPatterns, append(slices.Clone(runnable), home+"/notes.txt", home+"/.sshx", node+"/etc/other"), false)
+}
+
+// credentialPatternsMatch checks that each of files is matched by one of
+// patterns (want) or by none, and that every pattern is one the sandbox
+// takes (absolute, well-formed).
+func credentialPatternsMatch(t *testing.T, patterns, files []string, want bool) {
+	t.Helper()
+	for _, pat := range patterns {
+		if !filepath.IsAbs(pat) || !doublestar.ValidatePattern(pat) {
+			t.Errorf("credential pattern %q: not an absolute doublestar pattern", pat)
+		}
+	}
+	for _, f := range files {
+		got := slices.ContainsFunc(patterns, func(pat string) bool { ok, _ := doublestar.Match(pat, f); return ok })
+		if got != want {
+			t.Errorf("%s: a credential pattern matches = %v, want %v", f, got, want)
+		}
 	}
 }
 
@@ -205,4 +236,12 @@ func FuzzMaySecretLine(f *testing.F) {
 			t.Errorf("%q: the expression matches, the pre-check says no secret", l)
 		}
 	})
+}
+
+// TestCredentialPatternsQuoteTheRoot: a root whose name holds pattern
+// characters is matched as written, not as a pattern.
+func TestCredentialPatternsQuoteTheRoot(t *testing.T) {
+	pats := credentialPatternsIn("/opt/a[1]{x,y}*", installCredentials)
+	credentialPatternsMatch(t, pats, []string{"/opt/a[1]{x,y}*/.npmrc", "/opt/a[1]{x,y}*/.config/git/credentials"}, true)
+	credentialPatternsMatch(t, pats, []string{"/opt/a1x/.npmrc", "/opt/a[1]{x,y}z/.npmrc", "/opt/a[1]{x,y}*/npmrc"}, false)
 }

@@ -255,6 +255,7 @@ func personPath(p *sandbox.Policy, rep *SandboxReport, h Host) {
 	for _, kind := range order {
 		g := grants[kind]
 		g.hideCredentialsFrom(managerCredentials(kind), h)
+		p.CredentialPatterns = append(p.CredentialPatterns, g.credentialPatterns...)
 		for _, r := range g.Read {
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, r.Value)
 			rep.Read = append(rep.Read, r)

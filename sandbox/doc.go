@@ -186,6 +186,19 @@
 // private mount namespace, or without CaptureChanges, part of this does
 // not hold, and Enforcement().Notes says which part.
 //
+// # Reads outside the grants
+//
+// No one is told of a read the grants do not cover: Landlock answers
+// EACCES, the root skeleton has no such name (ENOENT), and the command
+// says "No such file or directory" of a file that may exist. ReadRefusals
+// takes a failed command's output and names, as Refusals of rule "read",
+// the absolute paths its error lines report that no grant covers — a
+// credential path (Policy.CredentialPatterns) named as one, a path in the
+// sandbox's own /tmp as its own — decided as text against the grants,
+// never by asking the host, so that the answer is the same whether the
+// file exists outside or not. RefusalNote names one only when no rule
+// the sandbox recorded was refused.
+//
 // # Temporary directories
 //
 // A sandbox's TMPDIR is named lite-agent-sandbox-<pid>.<start>-<random>

@@ -17,25 +17,27 @@ import (
 // by which rule, and what would allow it (the bash tool's note:
 // RefusalNote).
 //
-// What is not listed, because the kernel reports it to no one: a read
-// outside the grants and a credential file hidden from a toolchain
-// (Landlock, or no such name in the sandbox's root); a set-id mode and a
-// refused system call where the command's seccomp programs have no
-// listener (without change capture or a network supervisor: see
+// What is not listed, because the kernel reports it to no one: a set-id
+// mode and a refused system call where the command's seccomp programs
+// have no listener (without change capture or a network supervisor: see
 // Enforcement's notes) — EPERM from the filter itself; and, without
 // change capture (Policy.CaptureChanges, which the CLI and the agent's
 // tools set), a write outside the writable roots (Landlock's EACCES). A
 // connection the domain proxy refuses is answered by the proxy itself,
-// with a body naming the grant.
+// with a body naming the grant. A read outside the grants, a credential
+// file hidden from commands included (Landlock's EACCES, or no such name
+// in the sandbox's root), is not listed either: Sandbox.ReadRefusals
+// finds those a failed command's own error lines name (rule "read").
 type Refusal struct {
 	// Rule is "git" (a new repository, or one leaving the private
 	// roots), "git-write" (a change in an existing .git), "write",
 	// "network", "unix-socket", "hard-link", "set-id" (a set-id file
-	// opened for writing), "set-id-mode", "device-node", "syscall" or
-	// "temp-boundary".
+	// opened for writing), "set-id-mode", "device-node", "syscall",
+	// "temp-boundary", or "read" (a path outside the grants that a
+	// failed command's output names: Sandbox.ReadRefusals).
 	Rule string
 	// Op is the call as the command made it ("mkdir", "open", "rename",
-	// "connect", "send", "bind", ...).
+	// "connect", "send", "bind", ...; "read" for rule "read").
 	Op string
 	// Target is what the call named: a path as resolved, or an IP:PORT,
 	// or a unix socket's path ("@name" for an abstract one).
@@ -167,17 +169,19 @@ func explainNetwork(op, target string, mode NetworkMode) (why, allow string) {
 // RefusalNote is the one line a tool result carries after a command's
 // own output when the sandbox refused something (more: refusals not
 // listed): the first refusal of the most telling rule, and how many
-// others there were. "" when there were none. With failed false (the
+// others there were. "" when there were none. A rule the sandbox
+// recorded is more telling than a read the output names
+// (Sandbox.ReadRefusals), which comes last. With failed false (the
 // command succeeded), refusals a program works around on its own are
 // left out: a change in an existing .git (git status's index refresh,
-// which it skips when it cannot write) and a refused system call (a
-// program probing for io_uring or a user namespace, then doing without)
-// say nothing the model needs.
+// which it skips when it cannot write), a refused system call (a program
+// probing for io_uring or a user namespace, then doing without) and a
+// file it looked for and went on without say nothing the model needs.
 func RefusalNote(list []Refusal, more int, failed bool) string {
 	if !failed {
 		var loud []Refusal
 		for _, r := range list {
-			if r.Rule != "git-write" && r.Rule != "syscall" {
+			if r.Rule != "git-write" && r.Rule != "syscall" && r.Rule != "read" {
 				loud = append(loud, r)
 			}
 		}
@@ -190,7 +194,7 @@ func RefusalNote(list []Refusal, more int, failed bool) string {
 		return ""
 	}
 	first := list[0]
-	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "set-id-mode", "device-node", "hard-link", "temp-boundary", "write", "syscall"} {
+	for _, rule := range []string{"git", "git-write", "network", "unix-socket", "set-id", "set-id-mode", "device-node", "hard-link", "temp-boundary", "write", "syscall", "read"} {
 		if i := indexRule(list, rule); i >= 0 {
 			first = list[i]
 			break

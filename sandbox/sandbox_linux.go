@@ -124,6 +124,13 @@ type Sandbox struct {
 	// workspaceReal is the canonical workspace (change capture), or "".
 	workspaceReal string
 	readable      []string // canonical readable roots (PATH trimming)
+	// privateTmpfs: commands have the sandbox's own /tmp, /dev/shm,
+	// /var/tmp and /run (spawn.TmpfsPaths); readRoots are every
+	// readable root as given and as resolved, made once for
+	// ReadRefusals (readrefusals_linux.go).
+	privateTmpfs  bool
+	readRootsOnce sync.Once
+	readRoots     []string
 	devNull       *os.File
 	// unixRule decides AF_UNIX addresses for the notification server by
 	// rwRoots (nil unless notifyNet).
@@ -409,6 +416,7 @@ func (s *Sandbox) build() error {
 				s.builtWithout("/tmp: NOT writable ("+tmpOff+"): programs that ignore TMPDIR and write to /tmp fail",
 					"a private /tmp: /tmp is not writable, so programs that ignore TMPDIR and write to /tmp fail ("+tmpOff+")")
 			} else {
+				s.privateTmpfs = true
 				s.enf.Notes = append(s.enf.Notes, "/tmp: a private tmpfs of the sandbox's own (at most "+strconv.FormatInt(q.Limits.MemoryBytes>>20, 10)+" MiB, the memory limit; /dev/shm, /var/tmp and /run are on it too), shared by its commands, invisible to the host and other sandboxes, gone at Close")
 			}
 		} else {
@@ -581,6 +589,7 @@ func (s *Sandbox) Policy() Policy {
 	p.ReadOnlyPaths = append([]string(nil), p.ReadOnlyPaths...)
 	p.ReadWritePaths = append([]string(nil), p.ReadWritePaths...)
 	p.SystemPaths = append([]string(nil), p.SystemPaths...)
+	p.CredentialPatterns = append([]string(nil), p.CredentialPatterns...)
 	p.Env = append([]string(nil), p.Env...)
 	return p
 }

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/lite-agent/lite-agent/internal/paths"
 )
 
@@ -48,6 +50,9 @@ func normalizePolicy(p Policy) (Policy, error) {
 		// System paths differ between distributions (/lib32, /libx32):
 		// missing ones are skipped rather than refused.
 		q.SystemPaths = existing(p.SystemPaths)
+	}
+	if q.CredentialPatterns, err = checkPatterns(p.CredentialPatterns); err != nil {
+		return Policy{}, err
 	}
 	if q.TempDir != "" {
 		if q.TempDir, err = checkPath("temporary directory", q.TempDir, true); err != nil {
@@ -120,6 +125,22 @@ func checkPaths(what string, ps []string) ([]string, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// checkPatterns requires absolute, well-formed doublestar patterns
+// (Policy.CredentialPatterns) and returns a copy: a malformed one is a
+// mistake of whoever filled them in, said at New, not a note that
+// silently never matches.
+func checkPatterns(ps []string) ([]string, error) {
+	if ps == nil {
+		return nil, nil
+	}
+	for _, p := range ps {
+		if !filepath.IsAbs(p) || !doublestar.ValidatePattern(p) {
+			return nil, fmt.Errorf("sandbox: credential pattern %q is not an absolute doublestar pattern", p)
+		}
+	}
+	return slices.Clone(ps), nil
 }
 
 func existing(ps []string) []string {

@@ -102,3 +102,42 @@ func TestRefusalExplainedToTheModel(t *testing.T) {
 		t.Errorf("the note does not name the path, the rule and the flag: %q", note)
 	}
 }
+
+// TestReadRefusalExplainedToTheModel: a file of the person's that the
+// sandbox does not show (cat says "No such file or directory", or
+// "Permission denied") comes back to the model with cat's words untouched
+// and a line of lite-agent's naming the read and --allow-read; a
+// credential file is named as one (and its bytes are nowhere); with
+// --allow-read the same command reads the file and nothing is noted.
+func TestReadRefusalExplainedToTheModel(t *testing.T) {
+	u := newFakeUser(t)
+	home, err := filepath.EvalSymlinks(u.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	notes := filepath.Join(home, "notes.txt")
+	writeFile(t, key, "SECRET-KEY\n")
+	writeFile(t, notes, "mine\n")
+	ws := t.TempDir()
+	res, _ := u.bashSession(t, ws, nil, "cat "+key, "cat "+notes)
+	for i, want := range []struct{ path, why string }{{key, "a credential path, hidden from commands"}, {notes, ""}} {
+		own, note, ok := strings.Cut(res[i].text, "\n\n[lite-agent] ")
+		if !ok || !res[i].isError {
+			t.Fatalf("cat %s: no lite-agent note after the output (error %v):\n%s", want.path, res[i].isError, res[i].text)
+		}
+		if !strings.HasPrefix(own, "cat: "+want.path+": ") {
+			t.Errorf("cat's own message is not there as cat wrote it:\n%s", own)
+		}
+		if !strings.HasPrefix(note, "the sandbox refused read "+want.path+": "+want.why) || !strings.Contains(note, "--allow-read "+want.path+" ") {
+			t.Errorf("the note does not name the read of %s and --allow-read: %q", want.path, note)
+		}
+		if strings.Contains(res[i].text, "SECRET") {
+			t.Errorf("the credential's bytes reached the model: %q", res[i].text)
+		}
+	}
+	res, _ = u.bashSession(t, ws, []string{"--allow-read", notes}, "cat "+notes)
+	if res[0].isError || res[0].text != "mine\n" {
+		t.Errorf("with --allow-read %s: %q", notes, res[0].text)
+	}
+}

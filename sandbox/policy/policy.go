@@ -105,6 +105,17 @@ type Policy struct {
 	// toolchain needs. nil means DefaultSystemPaths(); an empty non-nil
 	// slice means none.
 	SystemPaths []string
+	// CredentialPatterns name the credential files and directories that
+	// commands are not shown (~/.ssh, ~/.aws, ~/.npmrc, a toolchain's
+	// npmrc or pip.conf, a system configuration file holding a
+	// password), as absolute doublestar patterns ("/home/u/.ssh/**").
+	// They are for the note a failed command's result carries
+	// (sandbox.Sandbox.ReadRefusals): a path the command could not read
+	// that matches one is named as a credential, and one the grants
+	// cover never is. They grant and refuse nothing — a credential stays
+	// hidden because no grant covers it — and package policies fills
+	// them in with the grants.
+	CredentialPatterns []string
 	// TempDir is the private TMPDIR, readable and writable. Empty means a
 	// fresh directory per command, emptied when it ends. Private from
 	// everything outside the sandbox, not between its commands: one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,8 +160,9 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	}
 	// What the sandbox refused by a rule, after everything the command
 	// said, on a line of its own marked as lite-agent's: the command's
-	// bytes stay as they were.
-	if line := sandbox.RefusalNote(run.refusals, run.moreRefusals, isError); line != "" {
+	// bytes stay as they were. A failed command's error lines may name
+	// a path the sandbox does not show it, which no rule records.
+	if line := sandbox.RefusalNote(withReadRefusals(sb, run, isError, text), run.moreRefusals, isError); line != "" {
 		note("%s", line)
 	}
 	if err := full.first(); err != nil {
@@ -212,6 +214,16 @@ type bashRun struct {
 	// listed).
 	refusals     []sandbox.Refusal
 	moreRefusals int
+}
+
+// withReadRefusals is what the sandbox refused run: what its rules
+// recorded, and, when the command failed, the paths its output (text)
+// names that the sandbox does not show commands (sandbox.ReadRefusals).
+func withReadRefusals(sb *sandbox.Sandbox, run bashRun, failed bool, text string) []sandbox.Refusal {
+	if !failed {
+		return run.refusals
+	}
+	return append(slices.Clone(run.refusals), sb.ReadRefusals(text)...)
 }
 
 // runCommand runs command with bash -c in dir inside sb, stdin from

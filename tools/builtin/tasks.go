@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
 	"github.com/lite-agent/lite-agent/tools/confined"
 )
@@ -39,26 +41,42 @@ func startBackground(ctx *tools.Context, in bashInput, timeout time.Duration) (*
 	// the next checkpoint, so what it writes there later is rewound too.
 	writers := confined.Writers(ctx)
 	task, err := ctx.Tasks.Start(desc, taskOutputCap, func(tctx context.Context, out *tools.Task) error {
-		run, err := runCommand(tctx, sb, dir, in.Command, timeout, out, true, hook, foreign, writers)
+		// Its output as a foreground command's result would keep it,
+		// for the note on what the sandbox refused it.
+		kept := newBashOutput(bashMaxOutputBytes)
+		run, err := runCommand(tctx, sb, dir, in.Command, timeout, io.MultiWriter(out, kept), true, hook, foreign, writers)
+		var why string
 		switch {
 		case err != nil:
 			return err
 		case run.cancelled:
-			return errors.New("killed")
+			why = "killed"
 		case run.timedOut:
-			return fmt.Errorf("timed out after %v and was killed", timeout)
+			why = fmt.Sprintf("timed out after %v and was killed", timeout)
 		case run.signal != "":
-			return fmt.Errorf("killed by signal %s", run.signal)
+			why = "killed by signal " + run.signal
 		case run.exitCode != 0:
-			return fmt.Errorf("exit code %d", run.exitCode)
+			why = fmt.Sprintf("exit code %d", run.exitCode)
+		default:
+			return nil
 		}
-		return nil
+		return &taskFailed{why: why, note: sandbox.RefusalNote(withReadRefusals(sb, run, true, kept.String()), run.moreRefusals, true)}
 	})
 	if err != nil {
 		return nil, err
 	}
 	return tools.Text(fmt.Sprintf("Started background task %s: %s\nRead its output with bash_output {\"task_id\": %q}; stop it with kill_task {\"task_id\": %q}. It is killed when the session ends.", task.ID, desc, task.ID, task.ID)), nil
 }
+
+// taskFailed is how a background task's command failed (why), and the
+// line saying what the sandbox refused it (sandbox.RefusalNote), which
+// taskReport puts after the status. A task that succeeded carries no
+// note: its result is the nil error.
+type taskFailed struct {
+	why, note string
+}
+
+func (e *taskFailed) Error() string { return e.why }
 
 type taskInput struct {
 	TaskID string `json:"task_id" jsonschema:"The id bash returned when it started the background task (e.g. task-1)."`
@@ -147,6 +165,9 @@ func taskReport(t *tools.Task) string {
 		fmt.Fprintf(&b, "Task %s is running (started %s ago).", t.ID, time.Since(t.Started).Round(time.Second))
 	} else if err := t.Err(); err != nil {
 		fmt.Fprintf(&b, "Task %s has ended: %v.", t.ID, err)
+		if f, ok := errors.AsType[*taskFailed](err); ok && f.note != "" {
+			b.WriteString("\n\n" + f.note)
+		}
 	} else {
 		fmt.Fprintf(&b, "Task %s has ended: exit code 0.", t.ID)
 	}
