@@ -244,7 +244,17 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 	// download can be told to stop at once, and why.
 	offline := s.Network == sandbox.NetworkNone && len(s.AllowDomains) == 0
 	if offline {
-		for _, kv := range sandbox.ProxyVariables(offlineProxy) {
+		proxyVars := sandbox.ProxyVariables(offlineProxy)
+		// A proxy the person set (any variable naming one: clients read
+		// different ones, curl https_proxy before HTTPS_PROXY) is
+		// theirs, whole; a NO_PROXY of theirs replaces only that.
+		if slices.ContainsFunc(proxyVars, func(kv [2]string) bool { return given[kv[0]] && kv[1] == offlineProxy }) {
+			proxyVars = nil
+		}
+		for _, kv := range proxyVars {
+			if given[kv[0]] {
+				continue
+			}
 			p.Env = append(withDefaultEnv(p.Env), kv[0]+"="+kv[1])
 			rep.Env = append(rep.Env, Grant{kv[0] + "=" + kv[1], "network none (a download fails at once, naming the grant)"})
 		}
@@ -268,7 +278,7 @@ func (pol *Policy) SandboxPolicy(ws string, extra SandboxSettings, h Host) (sand
 			tcs = append(tcs, *g)
 		}
 	}
-	applyToolchains(&p, rep, tcs)
+	applyToolchains(&p, rep, tcs, given)
 	hideSystemCredentials(&p, rep, tcs, h)
 	hideSystemConfigSecrets(&p, rep, h)
 	personPath(&p, rep, h)

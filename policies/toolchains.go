@@ -733,8 +733,10 @@ func stripUserinfo(v string) string {
 	return v
 }
 
-// applyToolchains lays the profiles' grants over p and the report.
-func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant) {
+// applyToolchains lays the profiles' grants over p and the report. A
+// variable the person set (given: the names of their --env) is theirs:
+// the profile's value for it is left out, and a note says so.
+func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant, given map[string]bool) {
 	for _, g := range tcs {
 		for _, r := range g.Read {
 			p.ReadOnlyPaths = append(p.ReadOnlyPaths, r.Value)
@@ -745,6 +747,10 @@ func applyToolchains(p *sandbox.Policy, rep *SandboxReport, tcs []ToolchainGrant
 			rep.Write = append(rep.Write, w)
 		}
 		for _, e := range g.Env {
+			if name, _, _ := strings.Cut(e.Value, "="); given[name] {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("toolchain %s: %s is yours (--env), not the profile's %s", g.Name, name, e.Value))
+				continue
+			}
 			p.Env = append(withDefaultEnv(p.Env), e.Value)
 			rep.Env = append(rep.Env, e)
 		}

@@ -194,3 +194,64 @@ func TestOfflineProxyOnlyWhenOffline(t *testing.T) {
 		t.Errorf("offlineProxy %q must be unresolvable (.invalid) and say why", offlineProxy)
 	}
 }
+
+// TestPersonEnvWinsOverProfiles: a variable the person sets with --env is
+// theirs — over a toolchain profile's value for it (the python profile's
+// offline PIP_INDEX_URL), with a note saying so, and over the offline
+// proxy, whose variables all step aside for a proxy of the person's (curl
+// reads https_proxy before HTTPS_PROXY) while a NO_PROXY of theirs
+// replaces only that one.
+func TestPersonEnvWinsOverProfiles(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "home", "ws", "cache")
+	h := &fakeHost{home: filepath.Join(root, "home"), cache: filepath.Join(root, "cache"), env: map[string]string{"PATH": "/usr/bin"},
+		files: noSystemPip(), bins: map[string]string{"python3": "/usr/bin/python3"}}
+	strict, _ := PresetByName("strict")
+	pol := &Policy{Preset: strict}
+	ws := filepath.Join(root, "ws")
+	if err := os.WriteFile(filepath.Join(ws, "requirements.txt"), []byte("pytest\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy := func(env ...string) (sandbox.Policy, *SandboxReport) {
+		t.Helper()
+		var grants []Grant
+		for _, e := range env {
+			grants = append(grants, Grant{e, "--env"})
+		}
+		p, rep, err := pol.SandboxPolicy(ws, SandboxSettings{Toolchains: []string{"python"}, Env: grants}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, rep
+	}
+	p, _ := policy()
+	if got := envValue(p.Env, "PIP_INDEX_URL"); got != pipOfflineIndex {
+		t.Fatalf("the python profile's offline PIP_INDEX_URL is not set (%q): the test proves nothing", got)
+	}
+	const mine = "http://127.0.0.1:3141/simple"
+	p, rep := policy("PIP_INDEX_URL=" + mine)
+	if got := envValue(p.Env, "PIP_INDEX_URL"); got != mine {
+		t.Errorf("--env PIP_INDEX_URL=%s gave %q", mine, got)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "PIP_INDEX_URL is yours (--env)") }) {
+		t.Errorf("no note that the person's PIP_INDEX_URL wins: %q", rep.Notes)
+	}
+	if got := envValue(p.Env, "PIP_TIMEOUT"); got != "5" {
+		t.Errorf("the profile's other variables went too: PIP_TIMEOUT=%q", got)
+	}
+
+	const proxy = "http://127.0.0.1:3128"
+	p, _ = policy("HTTPS_PROXY=" + proxy)
+	for _, name := range []string{"HTTP_PROXY", "http_proxy", "https_proxy", "npm_config_https_proxy", "PIP_PROXY"} {
+		if got := envValue(p.Env, name); got == offlineProxy {
+			t.Errorf("with the person's HTTPS_PROXY, %s is still the offline proxy", name)
+		}
+	}
+	if got := envValue(p.Env, "HTTPS_PROXY"); got != proxy {
+		t.Errorf("HTTPS_PROXY: %q", got)
+	}
+	p, _ = policy("NO_PROXY=localhost,.corp.example")
+	if envValue(p.Env, "NO_PROXY") != "localhost,.corp.example" || envValue(p.Env, "https_proxy") != offlineProxy {
+		t.Errorf("a NO_PROXY of the person's: NO_PROXY=%q https_proxy=%q", envValue(p.Env, "NO_PROXY"), envValue(p.Env, "https_proxy"))
+	}
+}
