@@ -194,6 +194,11 @@ type SandboxReport struct {
 	ToolchainsSource string           `json:"toolchains_source"`
 	// Notes say what a profile looked for and did not grant, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Withheld says what of the person's own settings commands do not
+	// get, and why (a trust store they cannot read, and the flag that
+	// passes it): said to the person at the start of a session and of
+	// `sandbox run`, whose commands would otherwise fail unexplained.
+	Withheld []string `json:"withheld,omitempty"`
 }
 
 // SandboxPolicy is the sandbox policy of commands for workspace ws: the
@@ -464,7 +469,7 @@ func passTrustStores(p *sandbox.Policy, rep *SandboxReport, ws string, given map
 			continue
 		}
 		refuse := func(why string) {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("not passing %s=%s: %s", name, v, why))
+			rep.Withheld = append(rep.Withheld, fmt.Sprintf("not passing %s=%s: %s", name, v, why))
 		}
 		if !filepath.IsAbs(v) {
 			refuse("not an absolute path")

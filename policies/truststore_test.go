@@ -104,12 +104,12 @@ func TestTrustStoresPassed(t *testing.T) {
 		t.Errorf("granted more than the person's --allow-read: %v", p.ReadOnlyPaths)
 	}
 	for _, name := range []string{"SSL_CERT_FILE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"} {
-		if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "not passing "+name) }) {
-			t.Errorf("no note says why %s was not passed: %v", name, rep.Notes)
+		if !slices.ContainsFunc(rep.Withheld, func(n string) bool { return strings.Contains(n, "not passing "+name) }) {
+			t.Errorf("no note says why %s was not passed: %v", name, rep.Withheld)
 		}
 	}
-	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "--allow-read "+other) }) {
-		t.Errorf("the note for SSL_CERT_FILE does not name the --allow-read that passes it: %v", rep.Notes)
+	if !slices.ContainsFunc(rep.Withheld, func(n string) bool { return strings.Contains(n, "--allow-read "+other) }) {
+		t.Errorf("the note for SSL_CERT_FILE does not name the --allow-read that passes it: %v", rep.Withheld)
 	}
 	// A credential path is not pointed at even where it is readable.
 	p, rep, err = (&Policy{Preset: strict}).SandboxPolicy(filepath.Join(root, "ws"), SandboxSettings{Toolchains: []string{"none"},
@@ -117,8 +117,8 @@ func TestTrustStoresPassed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := envValue(p.Env, "GIT_SSL_CAINFO"); got != "" || !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "would expose") }) {
-		t.Errorf("GIT_SSL_CAINFO=%q with ~/.ssh readable; notes %v", got, rep.Notes)
+	if got := envValue(p.Env, "GIT_SSL_CAINFO"); got != "" || !slices.ContainsFunc(rep.Withheld, func(n string) bool { return strings.Contains(n, "would expose") }) {
+		t.Errorf("GIT_SSL_CAINFO=%q with ~/.ssh readable; notes %v", got, rep.Withheld)
 	}
 }
 

@@ -453,6 +453,13 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 			for _, n := range notRewindableNotes(ev.SessionStart) {
 				lines = append(lines, styleErr("note: "+n))
 			}
+			if m.app.agent != nil {
+				if rep := m.app.agent.SandboxReport(); rep != nil {
+					for _, n := range rep.Withheld {
+						lines = append(lines, styleErr("note: the sandbox is "+field(n, 300)))
+					}
+				}
+			}
 			// What the sandbox runs commands without here, as run says it.
 			if st := ev.SessionStart; len(st.SandboxLost) > 0 || len(st.SandboxNotEnforced) > 0 {
 				lines = append(lines, styleErr("the sandbox (level "+esc(string(st.SandboxLevel))+") runs commands here without:"))

@@ -19,6 +19,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/termsafe"
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/local"
+	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/anthropic"
 	"github.com/lite-agent/lite-agent/provider/openai"
@@ -135,6 +136,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnWithheld(agent.SandboxReport(), stderr)
 	var queryOpts []local.QueryOption
 	if f.resume != "" {
 		queryOpts = append(queryOpts, local.Resume(f.resume))
@@ -532,6 +534,19 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// warnWithheld says at the start what of the person's own settings the
+// session's commands do not get (policies.SandboxReport.Withheld: a
+// trust store they cannot read), in every output format: a TLS failure
+// inside would otherwise come unexplained.
+func warnWithheld(rep *policies.SandboxReport, stderr io.Writer) {
+	if rep == nil {
+		return
+	}
+	for _, n := range rep.Withheld {
+		fmt.Fprintln(stderr, "note: the sandbox is "+esc(n))
+	}
 }
 
 // warnSandboxLost says at the start what the session's sandbox runs

@@ -57,4 +57,7 @@ func printSandboxReport(w io.Writer, rep *policies.SandboxReport) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note        %s\n", esc(n))
 	}
+	for _, n := range rep.Withheld {
+		fmt.Fprintf(w, "  withheld    %s\n", esc(n))
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,9 +103,14 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	// made, on the other core.
 	sandbox.ProbeInBackground()
 
-	pol, err := sandboxPolicy(&f, set)
+	pol, rep, err := sandboxPolicy(&f, set)
 	if err != nil {
 		return err
+	}
+	// What of the person's own settings commands do not get, and the
+	// flag that passes it: a TLS failure inside would come unexplained.
+	for _, n := range rep.Withheld {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: %s\n", n)
 	}
 	for _, e := range f.grants.env {
 		if !strings.Contains(e, "=") && sandbox.LooksSecret(e) {
@@ -159,13 +165,17 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}()
 
+	// The end of what the command says on stderr, for the paths its
+	// error lines name that the sandbox does not show it
+	// (Sandbox.ReadRefusals).
+	tail := &tailBuffer{max: 64 << 10}
 	st, err := sb.Run(ctx, &sandbox.Command{
 		Path:   argv[0],
 		Args:   argv,
 		Dir:    dir,
 		Stdin:  stdin,
 		Stdout: stdout,
-		Stderr: stderr,
+		Stderr: io.MultiWriter(stderr, tail),
 	})
 	cancel()
 	mu.Lock()
@@ -174,49 +184,87 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return startFailure(argv[0], err)
 	}
+	// What the sandbox refused the command by a rule, as the agent's
+	// bash result says it, on a line of lite-agent's after the
+	// command's own output.
+	failed := st.Code != 0 || st.TimedOut || st.Signal != 0 || sig != 0
+	refusals := st.Refusals
+	if failed {
+		refusals = append(slices.Clone(refusals), sb.ReadRefusals(tail.String())...)
+	}
+	if note := sandbox.RefusalNote(refusals, st.MoreRefusals, failed); note != "" {
+		fmt.Fprintf(stderr, "lite-agent: sandbox: %s\n", strings.TrimPrefix(note, "[lite-agent] "))
+	}
 	return sandboxExit(st, sig, pol.Limits, stderr)
 }
 
+// tailBuffer keeps the last max bytes written to it (at most twice that
+// in memory: it moves the tail down only when it doubled).
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > t.max {
+		p = p[len(p)-t.max:]
+	}
+	if len(t.b)+len(p) > 2*t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	t.b = append(t.b, p...)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	if len(t.b) > t.max {
+		return string(t.b[len(t.b)-t.max:])
+	}
+	return string(t.b)
+}
+
 // sandboxPolicy turns the flags into the policy: the preset's template,
-// then each flag given on top of it.
-func sandboxPolicy(f *runFlags, set map[string]bool) (sandbox.Policy, error) {
+// then each flag given on top of it; and the report of where each grant
+// came from and what was withheld.
+func sandboxPolicy(f *runFlags, set map[string]bool) (sandbox.Policy, *policies.SandboxReport, error) {
 	preset, err := policies.PresetByName(f.preset)
 	if err != nil {
-		return sandbox.Policy{}, usageErrorf("--preset: %v", err)
+		return sandbox.Policy{}, nil, usageErrorf("--preset: %v", err)
 	}
 	ws := f.workspace
 	if ws == "" {
 		if ws, err = os.Getwd(); err != nil {
-			return sandbox.Policy{}, &ExitError{Code: ExitSandboxFailed, Msg: fmt.Sprintf("sandbox: the current directory: %v", err)}
+			return sandbox.Policy{}, nil, &ExitError{Code: ExitSandboxFailed, Msg: fmt.Sprintf("sandbox: the current directory: %v", err)}
 		}
 	}
 	if ws, err = filepath.Abs(ws); err != nil {
-		return sandbox.Policy{}, usageErrorf("--workspace: %v", err)
+		return sandbox.Policy{}, nil, usageErrorf("--workspace: %v", err)
 	}
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
-		return sandbox.Policy{}, &ExitError{Code: ExitSandboxFailed, Msg: fmt.Sprintf("sandbox: workspace %s: %v", ws, err)}
+		return sandbox.Policy{}, nil, &ExitError{Code: ExitSandboxFailed, Msg: fmt.Sprintf("sandbox: workspace %s: %v", ws, err)}
 	}
 	grants, err := f.grants.Settings(set)
 	if err != nil {
-		return sandbox.Policy{}, err
+		return sandbox.Policy{}, nil, err
 	}
 	// --toolchains defaults to auto, as for run and as its help says:
 	// `sandbox run -- go test ./...` in a module works as it does there.
 	// No policy files: sandbox run is the flags and the preset. The
 	// allowlist stays; --env adds to it (secret-looking names given
 	// without a value are still dropped by the sandbox).
-	pol, _, err := (&policies.Policy{Preset: preset}).SandboxPolicy(ws, grants, &machine.Host{})
+	pol, rep, err := (&policies.Policy{Preset: preset}).SandboxPolicy(ws, grants, &machine.Host{})
 	if err != nil {
-		return sandbox.Policy{}, failf("sandbox: %v", err)
+		return sandbox.Policy{}, nil, failf("sandbox: %v", err)
 	}
 
 	if set["timeout"] {
 		d, err := parseTimeout(f.timeout)
 		if err != nil {
-			return pol, usageErrorf("--timeout: %v", err)
+			return pol, nil, usageErrorf("--timeout: %v", err)
 		}
 		pol.Limits.WallTime = d
 	}
@@ -234,13 +282,13 @@ func sandboxPolicy(f *runFlags, set map[string]bool) (sandbox.Policy, error) {
 		}
 		n, err := parseLimitSize(s.value)
 		if err != nil {
-			return pol, usageErrorf("--%s: %v", s.name, err)
+			return pol, nil, usageErrorf("--%s: %v", s.name, err)
 		}
 		*s.dst = n
 	}
 	if set["max-procs"] {
 		if f.maxProcs < 1 {
-			return pol, usageErrorf("--max-procs: %d is too small; give at least 1", f.maxProcs)
+			return pol, nil, usageErrorf("--max-procs: %d is too small; give at least 1", f.maxProcs)
 		}
 		pol.Limits.Processes = f.maxProcs
 	}
@@ -250,7 +298,7 @@ func sandboxPolicy(f *runFlags, set map[string]bool) (sandbox.Policy, error) {
 	// sandbox captures every command of a sandbox that has it, as the
 	// kernel asks for the agent's (~0.25 ms per command).
 	pol.CaptureChanges = !pol.GitWritable
-	return pol, nil
+	return pol, rep, nil
 }
 
 // sandboxFailure is the error for a sandbox that could not be prepared.

@@ -68,7 +68,7 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 		timeout: "3s", maxMemory: "256M", maxProcs: 32, maxFileSize: "1M", maxOutput: "64K", bestEffort: true,
 	}
 	set := map[string]bool{"network": true, "timeout": true, "max-memory": true, "max-procs": true, "max-file-size": true, "max-output": true}
-	pol, err := sandboxPolicy(&f, set)
+	pol, _, err := sandboxPolicy(&f, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 	}
 
 	// Without flags: the strict preset, fail closed, the sandbox's defaults.
-	pol, err = sandboxPolicy(&runFlags{workspace: ws, preset: "strict"}, map[string]bool{})
+	pol, _, err = sandboxPolicy(&runFlags{workspace: ws, preset: "strict"}, map[string]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 		}
 	}
 	// A relative --allow-read is taken from the current directory.
-	pol, err = sandboxPolicy(&runFlags{workspace: ws, preset: "strict", grants: GrantFlags{allowRead: []string{"testdata"}}}, map[string]bool{})
+	pol, _, err = sandboxPolicy(&runFlags{workspace: ws, preset: "strict", grants: GrantFlags{allowRead: []string{"testdata"}}}, map[string]bool{})
 	if err != nil || !filepath.IsAbs(pol.ReadOnlyPaths[0]) {
 		t.Errorf("relative --allow-read: %v, %v", pol.ReadOnlyPaths, err)
 	}
