@@ -156,7 +156,7 @@ func compileMainFilter(spec MainSpec) ([]byte, error) {
 	eperm := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
 	b := ruleBuilder{f: f}
 
-	// The refusal set (refusal.go): sent to the listener when this
+	// The refusal set (refusal_linux.go): sent to the listener when this
 	// program has one, in a child program when every child of the
 	// thread loads one that carries it (RefusalsInChild).
 	refuse := eperm
