@@ -413,6 +413,22 @@ func decide(q Policy, h *hostInfo) (*plan, error) {
 	// thread, and the pooled threads keep theirs: no child ever makes one.
 	pl.threadNotifies = pl.sealed && pl.notify == notifyNet && (!pl.capture || pl.captureThread)
 
+	// Whether a command's result names a refused system call or set-id
+	// mode: the seccomp refusal set goes to a notification server where
+	// build puts it in a program with a listener whose server serves
+	// that command alone (internal/seccomp's refusal_linux.go).
+	childListens := pl.notify == notifyNet && !pl.threadNotifies
+	plainNamed := childListens || pl.threadNotifies && cg.Slots()
+	capturedNamed := pl.captureThread || pl.capture && (!pl.sealed || childListens)
+	switch {
+	case plainNamed && (capturedNamed || !pl.capture):
+		note("refused system calls and set-id modes: named in each command's result (the notification server answers them EPERM)")
+	case capturedNamed:
+		note("refused system calls and set-id modes: named in the results of commands under change capture; other commands get EPERM from the seccomp filter, unnamed")
+	default:
+		note("refused system calls and set-id modes: EPERM from the seccomp filter itself, not named in results (no notification server serves one command at a time here)")
+	}
+
 	// Capabilities: the bounding set and securebits need CAP_SETPCAP,
 	// which root has, and so does the owner of a fresh user namespace. A
 	// child born outside a new user namespace inherits its spawner

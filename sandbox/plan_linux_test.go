@@ -392,3 +392,58 @@ func TestDecideOwnWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideSaysWhereRefusalsAreNamed: the note on refused system calls
+// and set-id modes (printed by `sandbox check`) follows the programs build
+// makes: named wherever a notification server serves one command at a
+// time, only for captured commands where only their listener does, and
+// not at all without user notification or on sealed threads shared
+// outside cgroup slots (TestEscapeSeccomp and TestEscapeSetID hold each
+// host's real commands to the note).
+func TestDecideSaysWhereRefusalsAreNamed(t *testing.T) {
+	const (
+		all      = "named in each command's result"
+		captured = "named in the results of commands under change capture"
+		none     = "not named in results"
+	)
+	for _, tc := range []struct {
+		name   string
+		host   []func(*hostInfo)
+		policy func(*Policy)
+		want   string
+	}{
+		{"root, every mechanism", nil, nil, all},
+		{"root, every mechanism, a session", nil, func(p *Policy) { p.CaptureChanges = true }, all},
+		{"unprivileged, user namespaces", []func(*hostInfo){asUser}, nil, all},
+		{"user notification refused", []func(*hostInfo){notifyBusy}, func(p *Policy) { p.BestEffort = true }, none},
+		{"unprivileged container level, no cgroups: shared sealed threads", []func(*hostInfo){asUser},
+			func(p *Policy) { p.Level = LevelContainer }, none},
+		{"the same with change capture: each command's own listener", []func(*hostInfo){asUser},
+			func(p *Policy) { p.Level, p.CaptureChanges = LevelContainer, true }, all},
+		{"docker with SYS_PTRACE, a session: a captured command's own thread", []func(*hostInfo){dockerPtrace},
+			func(p *Policy) { p.Level, p.CaptureChanges = LevelContainer, true }, captured},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fullHost()
+			for _, edit := range tc.host {
+				edit(h)
+			}
+			q, err := normalizePolicy(Policy{Workspace: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.policy != nil {
+				tc.policy(&q)
+			}
+			pl, err := decide(q, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(pl.enf.Notes, func(n string) bool { return strings.HasPrefix(n, "refused system calls and set-id modes: ") })
+			if i < 0 || !strings.Contains(pl.enf.Notes[i], tc.want) {
+				t.Errorf("want %q in the note; notes %q (plan: notify %v sealed %v threadNotifies %v capture %v captureThread %v)",
+					tc.want, pl.enf.Notes, pl.notify, pl.sealed, pl.threadNotifies, pl.capture, pl.captureThread)
+			}
+		})
+	}
+}
