@@ -120,7 +120,7 @@ func TestReadRefusalExplainedToTheModel(t *testing.T) {
 	writeFile(t, key, "SECRET-KEY\n")
 	writeFile(t, notes, "mine\n")
 	ws := t.TempDir()
-	res, _ := u.bashSession(t, ws, nil, "cat "+key, "cat "+notes)
+	res, errOut := u.bashSession(t, ws, nil, "cat "+key, "cat "+notes)
 	for i, want := range []struct{ path, why string }{{key, "a credential path, hidden from commands"}, {notes, ""}} {
 		own, note, ok := strings.Cut(res[i].text, "\n\n[lite-agent] ")
 		if !ok || !res[i].isError {
@@ -136,8 +136,16 @@ func TestReadRefusalExplainedToTheModel(t *testing.T) {
 			t.Errorf("the credential's bytes reached the model: %q", res[i].text)
 		}
 	}
-	res, _ = u.bashSession(t, ws, []string{"--allow-read", notes}, "cat "+notes)
+	// The person learns it too, at the end of the run, each refusal once.
+	summary := "note: the sandbox refused the agent's commands, during this run:\n  - read " + key + ": a credential path"
+	if !strings.Contains(errOut, summary) || !strings.Contains(errOut, "\n  - read "+notes+": ") {
+		t.Errorf("the run's stderr does not sum up the refusals:\n%s", errOut)
+	}
+	res, errOut = u.bashSession(t, ws, []string{"--allow-read", notes}, "cat "+notes)
 	if res[0].isError || res[0].text != "mine\n" {
 		t.Errorf("with --allow-read %s: %q", notes, res[0].text)
+	}
+	if strings.Contains(errOut, "the sandbox refused") {
+		t.Errorf("a run refused nothing, yet its stderr says so:\n%s", errOut)
 	}
 }

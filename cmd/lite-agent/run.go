@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/lite-agent/lite-agent/provider/scripted"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
 const defaultAnthropicModel = "claude-sonnet-4-6"
@@ -316,6 +318,7 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 	var runErr error
 	var last kernel.Event
 	wroteText := false
+	var refusals refusalSummary
 	for ev, err := range events {
 		if err != nil {
 			runErr = err
@@ -340,6 +343,9 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 			warnSandboxLost(ev.SessionStart, stderr)
 			warnMCPServers(ev.SessionStart, stderr)
 		}
+		if ev.Type == kernel.EventCustom {
+			refusals.add(ev.Custom) // a subagent's commands' too
+		}
 		if ev.Type == kernel.EventSandbox && ev.Sandbox != nil {
 			// In every format: the person must see it, not only the
 			// model (and a stream-json consumer has the event).
@@ -356,6 +362,8 @@ func render(format string, verbose bool, events func(func(kernel.Event, error) b
 		text.Flush()
 		fmt.Fprintln(out)
 	}
+	out.Flush()
+	refusals.print(stderr)
 	if res := last.Result; runErr != nil || res != nil && res.IsError {
 		msg := ""
 		if res != nil {
@@ -534,6 +542,62 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// refusalSummary collects what the sandbox refused the session's
+// commands (the bash tool's SandboxRefusalEvent), so that the person
+// learns it at the end of a run, in every format, with what allows each
+// — not only the model, in the tool results.
+type refusalSummary struct {
+	notes []string
+	more  int
+}
+
+// maxRefusalNotes bounds the summary: a command refused in a loop must not
+// fill the person's terminal.
+const maxRefusalNotes = 10
+
+func (r *refusalSummary) add(c *kernel.CustomEvent) {
+	if c == nil || c.Name != builtin.SandboxRefusalEvent {
+		return
+	}
+	var note string
+	switch d := c.Data.(type) {
+	case map[string]any:
+		note, _ = d["note"].(string)
+	case json.RawMessage:
+		var v struct {
+			Note string `json:"note"`
+		}
+		if json.Unmarshal(d, &v) == nil {
+			note = v.Note
+		}
+	}
+	note = strings.TrimPrefix(note, "[lite-agent] the sandbox refused ")
+	if i := strings.LastIndex(note, " (and "); i >= 0 && strings.HasSuffix(note, ")") {
+		note = note[:i] // how many others, for that command
+	}
+	if note == "" || slices.Contains(r.notes, note) {
+		return
+	}
+	if len(r.notes) == maxRefusalNotes {
+		r.more++
+		return
+	}
+	r.notes = append(r.notes, note)
+}
+
+func (r *refusalSummary) print(stderr io.Writer) {
+	if len(r.notes) == 0 {
+		return
+	}
+	fmt.Fprintln(stderr, "note: the sandbox refused the agent's commands, during this run:")
+	for _, n := range r.notes {
+		fmt.Fprintf(stderr, "  - %s\n", esc(n))
+	}
+	if r.more > 0 {
+		fmt.Fprintf(stderr, "  - and %d more\n", r.more)
+	}
 }
 
 // warnWithheld says at the start what of the person's own settings the

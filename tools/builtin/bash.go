@@ -164,12 +164,20 @@ func bashHandler(ctx *tools.Context, in bashInput) (*tools.Result, error) {
 	// a path the sandbox does not show it, which no rule records.
 	if line := sandbox.RefusalNote(withReadRefusals(sb, run, isError, text), run.moreRefusals, isError); line != "" {
 		note("%s", line)
+		// And for the person: the same line as an event, which `run`
+		// sums up at the end (the model alone would see it otherwise).
+		ctx.Emit(SandboxRefusalEvent, map[string]any{"note": line})
 	}
 	if err := full.first(); err != nil {
 		note("Some changes were refused with \"No space left on device\": the checkpoint store is full, not the disk of the workspace (%v). The refused changes did not happen. Free space where the store is, or shrink it with 'lite-agent gc --max-size SIZE', then run the command again.", err)
 	}
 	return &tools.Result{Content: []tools.Content{tools.TextContent(b.String())}, IsError: isError}, nil
 }
+
+// SandboxRefusalEvent is the name of the custom event (tools.Context.Emit)
+// the bash tool emits with the line it adds to a result when the sandbox
+// refused the command something: {"note": LINE}.
+const SandboxRefusalEvent = "sandbox_refusal"
 
 // storeFull remembers the first change refused because the checkpoint
 // store ran out of space: the command sees ENOSPC about a workspace file
