@@ -348,7 +348,8 @@ var setidWays = []struct{ way, want string }{
 }
 
 // TestEscapeSetID: a confined command must not plant a set-id binary or a
-// device node for whoever runs it next (internal/seccomp, addModeRules).
+// device node for whoever runs it next (internal/seccomp's modeCalls,
+// refusal_linux.go).
 // Each way works unconfined on a file the test owns (as root and, in
 // TestAsUnprivilegedUser, as nobody: set-id bits on one's own file need no
 // privilege), and is refused confined — with and without change capture,

@@ -260,7 +260,10 @@ func compileMainFilter(spec MainSpec) ([]byte, error) {
 //
 // The mode is a register value, so these are race-free seccomp rules: the
 // change capture (internal/notify) answers CONTINUE and could not enforce
-// anything a process can change in its memory. Each rule tests one bit of
+// anything a process can change in its memory. Where the refusal set goes
+// to the notification server (refusal_linux.go), the server refuses them
+// from the same register values the notification carries (Refused),
+// before change capture sees the call. Each rule tests one bit of
 // one argument (libseccomp ANDs the conditions of one rule and compares an
 // argument once per rule); only the low bits are looked at, and the kernel
 // reads mode as an unsigned int, so junk in the upper half changes nothing.
