@@ -16,7 +16,7 @@ import (
 // answering EPERM itself; the notification server answers EPERM all the
 // same and records the refusal (Refused, the server's Options.Refused),
 // so that the command's result says what was refused and why. A program
-// without a listener answers EPERM as before. The refusal is the same
+// without a listener answers EPERM itself. The refusal is the same
 // either way: only who answers differs, and a listener that is gone
 // answers ENOSYS, still a refusal.
 //
