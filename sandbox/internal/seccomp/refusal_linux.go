@@ -12,8 +12,9 @@ import (
 // The refusal set: the EPERM rules whose refusal a person or a model may
 // need named — what a debugger (ptrace), a container or mount tool
 // (namespaces, mount), `chmod u+s` or a profiler meets. A program with a
-// listener sends these calls to it (SECCOMP_RET_USER_NOTIF) instead of
-// answering EPERM itself; the notification server answers EPERM all the
+// listener whose server knows the set (ChildSpec.Refusals, or a sealed
+// thread's main program) sends these calls to it (SECCOMP_RET_USER_NOTIF)
+// instead of answering EPERM itself; the notification server answers EPERM all the
 // same and records the refusal (Refused, the server's Options.Refused),
 // so that the command's result says what was refused and why. A program
 // without a listener answers EPERM itself. The refusal is the same
