@@ -136,6 +136,10 @@ type chatModel struct {
 	// denied are the calls the gate denied (any way), by call id: their
 	// error result is not shown again.
 	denied map[string]bool
+	// refusals are the notes on what the sandbox refused a call's
+	// command (builtin.SandboxRefusalEvent), by call id, shown under its
+	// result: the note ends the output, which a folded view cuts.
+	refusals map[string]string
 	// folded are the outputs of commands shown folded, for ctrl+o.
 	folded []foldedOutput
 	// menuAt is the command menu's cursor, for the input menuFor.
@@ -488,6 +492,13 @@ func (m *chatModel) onEvent(ev kernel.Event) tea.Cmd {
 		}
 	case kernel.EventToolCall:
 		m.calls = append(m.calls, runningCall{id: ev.ToolCall.ID, line: callSummary(ev.ToolCall.Name, ev.ToolCall.Input), input: ev.ToolCall.Input, start: time.Now()})
+	case kernel.EventCustom:
+		if note, ok := refusalNote(ev.Custom); ok {
+			if m.refusals == nil {
+				m.refusals = map[string]string{}
+			}
+			m.refusals[ev.Custom.ID] = note
+		}
 	case kernel.EventToolOutput:
 		for i := range m.calls {
 			if m.calls[i].id == ev.ToolOutput.ID {
@@ -597,6 +608,14 @@ func (m *chatModel) resultText(ev kernel.Event, call *runningCall) func(width in
 	for _, c := range res.Content {
 		text += c.Text
 	}
+	refused := m.refusals[res.ID]
+	delete(m.refusals, res.ID)
+	if refused != "" {
+		// Shown on a row of its own, below: not again as output, nor
+		// as a failed command's status (its exit code is).
+		text = strings.TrimSuffix(strings.TrimRight(text, "\n"), refused)
+		text = strings.TrimRight(text, "\n")
+	}
 	st := status(ev)
 	showsOutput := res.Name == policies.ShellTool || res.Name == "bash_output"
 	if showsOutput && res.IsError {
@@ -625,6 +644,9 @@ func (m *chatModel) resultText(ev kernel.Event, call *runningCall) func(width in
 		}
 		for _, c := range sub {
 			rows = append(rows, wrapText(styleDim(c.String()), width))
+		}
+		if refused != "" {
+			rows = append(rows, styleErr(wrapText(outputPrefix+esc(refused), width)))
 		}
 		return strings.Join(rows, "\n")
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/lite-agent/lite-agent/kernel"
 	"github.com/lite-agent/lite-agent/policies"
 	"github.com/lite-agent/lite-agent/sandbox"
+	"github.com/lite-agent/lite-agent/tools"
+	"github.com/lite-agent/lite-agent/tools/builtin"
 )
 
 func keyRunes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
@@ -409,5 +411,47 @@ func TestChatSaysWhatIsNotRewindable(t *testing.T) {
 	}
 	if strings.Contains(got, "\x1b[2J") {
 		t.Errorf("a path's escape sequence reached the terminal: %q", got)
+	}
+}
+
+// TestChatShowsWhatTheSandboxRefused: a command's refusal note (the bash
+// tool's sandbox_refusal event) is shown under its result even when the
+// output is folded — the note ends the output, which the fold cuts — and
+// even when the command succeeded.
+func TestChatShowsWhatTheSandboxRefused(t *testing.T) {
+	m := &chatModel{app: &chatApp{}, width: 100}
+	const note = "[lite-agent] the sandbox refused connect 127.0.0.1:5432: network none; --network loopback reaches it"
+	long := strings.Repeat("row\n", 40) + "\n" + note
+	m.onEvent(kernel.Event{Type: kernel.EventToolCall, ToolCall: &kernel.ToolCallEvent{ID: "c1", Name: "bash", Input: json.RawMessage(`{"command":"psql"}`)}})
+	m.onEvent(kernel.Event{Type: kernel.EventCustom, Custom: &kernel.CustomEvent{ID: "c1", Name: builtin.SandboxRefusalEvent, Data: map[string]any{"note": note}}})
+	m.onEvent(kernel.Event{Type: kernel.EventToolResult, ToolResult: &kernel.ToolResultEvent{ID: "c1", Name: "bash", Content: []tools.Content{tools.TextContent(long)}}})
+	var b strings.Builder
+	for _, render := range m.printed {
+		b.WriteString(render(1000) + "\n")
+	}
+	got := b.String()
+	if !strings.Contains(got, "more row(s)") {
+		t.Fatalf("the output was not folded: the test proves nothing:\n%s", got)
+	}
+	if !strings.Contains(got, "the sandbox refused connect 127.0.0.1:5432") || !strings.Contains(got, "--network loopback") {
+		t.Errorf("the refusal is not shown under the result:\n%s", got)
+	}
+	if len(m.refusals) != 0 {
+		t.Errorf("the note was kept after its result: %v", m.refusals)
+	}
+	// A failed command with a short output: its status is its exit code,
+	// the note is said once.
+	m.printed, m.printing = nil, false // the first batch printed
+	m.onEvent(kernel.Event{Type: kernel.EventToolCall, ToolCall: &kernel.ToolCallEvent{ID: "c2", Name: "bash", Input: json.RawMessage(`{"command":"psql"}`)}})
+	m.onEvent(kernel.Event{Type: kernel.EventCustom, Custom: &kernel.CustomEvent{ID: "c2", Name: builtin.SandboxRefusalEvent, Data: map[string]any{"note": note}}})
+	m.onEvent(kernel.Event{Type: kernel.EventToolResult, ToolResult: &kernel.ToolResultEvent{ID: "c2", Name: "bash", IsError: true,
+		Content: []tools.Content{tools.TextContent("psql: error: connection refused\n\nexit code 2\n\n" + note)}}})
+	b.Reset()
+	for _, render := range m.printed {
+		b.WriteString(render(1000) + "\n")
+	}
+	got = b.String()
+	if strings.Count(got, "the sandbox refused") != 1 || !strings.Contains(got, "✗ exit code 2") {
+		t.Errorf("a failed command's result: the note once, the exit code as its status:\n%s", got)
 	}
 }

@@ -557,9 +557,10 @@ type refusalSummary struct {
 // fill the person's terminal.
 const maxRefusalNotes = 10
 
-func (r *refusalSummary) add(c *kernel.CustomEvent) {
+// refusalNote is the line of a SandboxRefusalEvent, if c is one.
+func refusalNote(c *kernel.CustomEvent) (string, bool) {
 	if c == nil || c.Name != builtin.SandboxRefusalEvent {
-		return
+		return "", false
 	}
 	var note string
 	switch d := c.Data.(type) {
@@ -572,6 +573,14 @@ func (r *refusalSummary) add(c *kernel.CustomEvent) {
 		if json.Unmarshal(d, &v) == nil {
 			note = v.Note
 		}
+	}
+	return note, note != ""
+}
+
+func (r *refusalSummary) add(c *kernel.CustomEvent) {
+	note, ok := refusalNote(c)
+	if !ok {
+		return
 	}
 	note = strings.TrimPrefix(note, "[lite-agent] the sandbox refused ")
 	if i := strings.LastIndex(note, " (and "); i >= 0 && strings.HasSuffix(note, ")") {
