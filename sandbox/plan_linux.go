@@ -424,9 +424,11 @@ func decide(q Policy, h *hostInfo) (*plan, error) {
 	case plainNamed && (capturedNamed || !pl.capture):
 		note("refused system calls and set-id modes: named in each command's result (the notification server answers them EPERM)")
 	case capturedNamed:
-		note("refused system calls and set-id modes: named in the results of commands under change capture; other commands get EPERM from the seccomp filter, unnamed")
+		note("refused system calls and set-id modes: named in the results of commands under change capture; other commands get EPERM, unnamed")
+	case pl.notify == notifyNet:
+		note("refused system calls and set-id modes: answered EPERM by a notification server that serves several commands at once, not named in results")
 	default:
-		note("refused system calls and set-id modes: EPERM from the seccomp filter itself, not named in results (no notification server serves one command at a time here)")
+		note("refused system calls and set-id modes: EPERM from the seccomp filter itself, not named in results (no notification server here)")
 	}
 
 	// Capabilities: the bounding set and securebits need CAP_SETPCAP,

@@ -87,7 +87,10 @@
 //     socket; waits for buffer space are cancelled), waits for them,
 //     closes the listener and returns. It is idempotent and returns
 //     promptly. After it, the kernel answers the child's trapped calls
-//     with ENOSYS: supervision fails closed. Call it when the process tree
+//     with ENOSYS: supervision fails closed (a process that outlived
+//     its command cannot install a listener of its own to answer them
+//     instead: the seccomp programs refuse one, internal/seccomp's
+//     addNoListenerRule). Call it when the process tree
 //     is gone (the loop also ends by itself then: the listener reports
 //     POLLHUP when the filter's last task exits) or on teardown.
 //

@@ -232,3 +232,59 @@ func TestRefusalsReachTheListener(t *testing.T) {
 		})
 	}
 }
+
+// TestNoListenerOfTheirOwn: in each chain with a listener, the program
+// loaded last refuses seccomp(SECCOMP_SET_MODE_FILTER) with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER (junk in the registers' upper halves
+// changes nothing: the kernel reads unsigned ints), and lets a filter
+// without a listener through; and no thread program that a child program
+// with a listener follows refuses it (the child's own load would fail).
+// The sandbox's TestEscapeOwnListener shows the attack on a real kernel.
+func TestNoListenerOfTheirOwn(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the emulation feeds x86-64 numbers and AUDIT_ARCH_X86_64; on " + runtime.GOARCH + " the program kills the foreign architecture")
+	}
+	must := func(p []byte, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const nr = unix.SYS_SECCOMP
+	listener := [6]uint64{unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER}
+	cases := map[string][6]uint64{
+		"with a listener":                 listener,
+		"with a listener and TSYNC_ESRCH": {unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC | 1<<4},
+		"junk in the upper halves":        {0xdead_0000_0000 | unix.SECCOMP_SET_MODE_FILTER, 0xbeef_0000_0000 | unix.SECCOMP_FILTER_FLAG_NEW_LISTENER},
+	}
+	plain := [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 0}
+	for _, c := range []struct {
+		name  string
+		last  []byte   // the chain's last program
+		first [][]byte // loaded before it
+	}{
+		{"a child program with the network server", must(Child(ChildSpec{Namespaces: true, Refusals: true, Notify: NetSupervised})),
+			[][]byte{must(Main(MainSpec{Network: 1, RefusalsInChild: true}))}},
+		{"a captured child", must(Child(ChildSpec{Namespaces: true, Refusals: true, Notify: WithCapture(NetSupervised, true)})),
+			[][]byte{must(Main(MainSpec{Network: 1, RefusalsInChild: true}))}},
+		{"a captured command's own thread", must(Child(ChildSpec{Refusals: true, Notify: WithCapture(NetSupervised, false)})),
+			[][]byte{must(Main(MainSpec{Network: 1, Sealed: true, RefusalsInChild: true}))}},
+		{"a sealed thread with its listener", must(Main(MainSpec{Network: 1, Sealed: true, Notify: NetSupervised})), nil},
+		{"a re-executed child", must(Child(ChildSpec{Namespaces: true, Notify: NetSupervised})), nil},
+	} {
+		for what, args := range cases {
+			if got := chainAction(t, [][]byte{c.last}, nr, args); got != retErrno|uint32(unix.EPERM) {
+				t.Errorf("%s: seccomp %s: %#x, want EPERM", c.name, what, got)
+			}
+		}
+		if got := chainAction(t, [][]byte{c.last}, nr, plain); got != retAllow {
+			t.Errorf("%s: a filter without a listener: %#x, want allowed", c.name, got)
+		}
+		for i, p := range c.first {
+			if got := runProgram(t, p, nr, listener); got != retAllow {
+				t.Errorf("%s: program %d before the last refuses the child program's own listener: %#x", c.name, i, got)
+			}
+		}
+	}
+}

@@ -214,6 +214,9 @@ func compileMainFilter(spec MainSpec) ([]byte, error) {
 			addRefusals(&b, namespaceRefusals(), refuse)
 		}
 		addNotifyRules(&b, spec.Notify)
+		if !spec.Notify.Empty() {
+			addNoListenerRule(&b) // the chain's listener is this program's
+		}
 	}
 	switch spec.Network {
 	case notify.ModeNone:
@@ -644,10 +647,32 @@ func compileChildFilter(spec ChildSpec) ([]byte, error) {
 		addRefusals(&b, otherRefusals(), refuse)
 	}
 	addNotifyRules(&b, spec.Notify)
+	addNoListenerRule(&b)
 	if b.err != nil {
 		return nil, b.err
 	}
 	return exportBPF(f)
+}
+
+// addNoListenerRule refuses a confined process a seccomp listener of its
+// own: seccomp(SECCOMP_SET_MODE_FILTER) with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER. While the sandbox's listener lives
+// the kernel refuses a second one in the chain anyway (EBUSY); once it is
+// gone — a process that outlived its command where the tree cannot be
+// killed, after its server stopped — a filter of the process's own with a
+// listener would get the calls this chain notifies (the refusal set, the
+// network calls, change capture's) before they fail ENOSYS, the kernel
+// keeping the newest filter's answer among equal actions, and it could
+// answer CONTINUE to each. A filter without a listener stays allowed
+// (programs sandbox themselves). The rule goes in the program loaded last
+// in a chain that has a listener: every child program, and a sealed
+// thread's that notifies (nothing is loaded after it); not a thread's
+// main program that a child program with a listener follows. op and
+// flags are unsigned ints: their low 32 bits are compared.
+func addNoListenerRule(b *ruleBuilder) {
+	b.add("seccomp", libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM)),
+		cond(0, libseccomp.CompareMaskedEqual, 0xffffffff, unix.SECCOMP_SET_MODE_FILTER),
+		cond(1, libseccomp.CompareMaskedEqual, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER))
 }
 
 // addClone3Rule: clone3 passes its flags in memory, where a filter cannot
