@@ -122,14 +122,25 @@ int main(int argc, char **argv)
 		perror("connect");
 		return 1;
 	}
+	// The command ends when this process does, and its session is then
+	// killed: it waits until the daemon is in a session of its own.
+	int sync[2];
+	if (pipe(sync) < 0)
+		return 1;
 	pid_t pid = fork();
 	if (pid < 0)
 		return 1;
 	if (pid > 0) {
+		char c;
+		close(sync[1]);
+		while (read(sync[0], &c, 1) < 0 && errno == EINTR)
+			;
 		printf("daemon %d\n", pid);
 		return 0;
 	}
 	setsid();
+	close(sync[0]);
+	close(sync[1]);
 	int devnull = open("/dev/null", O_RDWR);
 	dup2(devnull, 0);
 	dup2(devnull, 1);

@@ -647,7 +647,9 @@ func compileChildFilter(spec ChildSpec) ([]byte, error) {
 		addRefusals(&b, otherRefusals(), refuse)
 	}
 	addNotifyRules(&b, spec.Notify)
-	addNoListenerRule(&b)
+	if !spec.Notify.Empty() {
+		addNoListenerRule(&b) // the chain's listener is this program's
+	}
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -665,9 +667,11 @@ func compileChildFilter(spec ChildSpec) ([]byte, error) {
 // keeping the newest filter's answer among equal actions, and it could
 // answer CONTINUE to each. A filter without a listener stays allowed
 // (programs sandbox themselves). The rule goes in the program loaded last
-// in a chain that has a listener: every child program, and a sealed
-// thread's that notifies (nothing is loaded after it); not a thread's
-// main program that a child program with a listener follows. op and
+// in a chain that has a listener: every child program with one, and a
+// sealed thread's that notifies (nothing is loaded after it); not a
+// thread's main program that a child program with a listener follows;
+// and not where no program listens (the refusals are EPERM there, which
+// no filter of the process's own outranks). op and
 // flags are unsigned ints: their low 32 bits are compared.
 func addNoListenerRule(b *ruleBuilder) {
 	b.add("seccomp", libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM)),
