@@ -59,8 +59,14 @@ func TestSandboxRunSaysWhatItRefused(t *testing.T) {
 		!strings.Contains(lastLine(errOut), "--allow-read "+notes) {
 		t.Errorf("cat of a file outside the grants, stderr:\n%s", errOut)
 	}
+	// An error line on stdout (go test and others print their failures
+	// there) is read too.
+	out, errOut, code := run(nil, "--", "sh", "-c", `cat "$0" 2>&1`, notes)
+	if code == 0 || !strings.HasPrefix(out, "cat: ") || !strings.HasPrefix(lastLine(errOut), "lite-agent: sandbox: the sandbox refused read "+notes) {
+		t.Errorf("an error line on stdout: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
 	// With the grant the note names, it is read, and nothing is said.
-	out, errOut, code := run(nil, "--allow-read", outside, "--", "cat", notes)
+	out, errOut, code = run(nil, "--allow-read", outside, "--", "cat", notes)
 	if code != 0 || out != "mine\n" || strings.Contains(errOut, "lite-agent:") {
 		t.Errorf("with --allow-read: exit %d, %q, stderr %q", code, out, errOut)
 	}

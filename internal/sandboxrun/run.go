@@ -165,16 +165,16 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	// The end of what the command says on stderr, for the paths its
-	// error lines name that the sandbox does not show it
-	// (Sandbox.ReadRefusals).
+	// The end of what the command says, for the paths its error lines
+	// name that the sandbox does not show it (Sandbox.ReadRefusals):
+	// stdout too, where go test and others print their failures.
 	tail := &tailBuffer{max: 64 << 10}
 	st, err := sb.Run(ctx, &sandbox.Command{
 		Path:   argv[0],
 		Args:   argv,
 		Dir:    dir,
 		Stdin:  stdin,
-		Stdout: stdout,
+		Stdout: io.MultiWriter(stdout, tail),
 		Stderr: io.MultiWriter(stderr, tail),
 	})
 	cancel()
@@ -199,13 +199,17 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 }
 
 // tailBuffer keeps the last max bytes written to it (at most twice that
-// in memory: it moves the tail down only when it doubled).
+// in memory: it moves the tail down only when it doubled). Safe for the
+// sandbox's stdout and stderr forwarders writing at once.
 type tailBuffer struct {
+	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	n := len(p)
 	if len(p) > t.max {
 		p = p[len(p)-t.max:]
@@ -218,6 +222,8 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.b) > t.max {
 		return string(t.b[len(t.b)-t.max:])
 	}

@@ -3,6 +3,7 @@ package sandboxrun
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,41 @@ func TestSandboxPolicyFromFlags(t *testing.T) {
 	pol, _, err = sandboxPolicy(&runFlags{workspace: ws, preset: "strict", grants: GrantFlags{allowRead: []string{"testdata"}}}, map[string]bool{})
 	if err != nil || !filepath.IsAbs(pol.ReadOnlyPaths[0]) {
 		t.Errorf("relative --allow-read: %v, %v", pol.ReadOnlyPaths, err)
+	}
+}
+
+// TestTailBufferKeepsTheEnd: the tail `sandbox run` keeps of a command's
+// output for its read refusals is the last max bytes, whatever the
+// writes' sizes, from two writers at once (run with -race).
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	tb := &tailBuffer{max: 10}
+	var want []byte
+	for i := range 100 {
+		p := []byte(strconv.Itoa(i) + ",")
+		if n, err := tb.Write(p); n != len(p) || err != nil {
+			t.Fatalf("Write: %d %v", n, err)
+		}
+		want = append(want, p...)
+	}
+	if got := tb.String(); got != string(want[len(want)-10:]) {
+		t.Errorf("tail %q, want %q", got, want[len(want)-10:])
+	}
+	big := strings.Repeat("x", 25) + "0123456789"
+	if n, _ := tb.Write([]byte(big)); n != len(big) || tb.String() != "0123456789" {
+		t.Errorf("after a write larger than the tail: n=%d %q", n, tb.String())
+	}
+	done := make(chan struct{})
+	for range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 1000 {
+				tb.Write([]byte("abc"))
+			}
+		}()
+	}
+	<-done
+	<-done
+	if got := tb.String(); len(got) != 10 || strings.Trim(got, "abc") != "" {
+		t.Errorf("after concurrent writes: %q", got)
 	}
 }
