@@ -170,10 +170,15 @@ func pathsInLine(line string) []string {
 // it: home is the HOME the command saw ("" when it was its own TMPDIR),
 // roots the grants (clean, as given and as resolved), own the paths of
 // the sandbox's private tmpfs (when it has one), credentials
-// Policy.CredentialPatterns.
+// Policy.CredentialPatterns. When a command's HOME was its own temporary
+// directory, personHome is the person's (which commands cannot read) and
+// tempHomes where those directories are: tempHomes itself
+// (Policy.TempDir, or the sandbox's directory a command uses whole) or a
+// directory of it named cmd-* (tmpCommandPrefix).
 type readScope struct {
 	home                    string
 	roots, own, credentials []string
+	personHome, tempHomes   string
 }
 
 // readRefusalsOf is ReadRefusals' decision for the paths output names:
@@ -182,6 +187,12 @@ func readRefusalsOf(output string, sc readScope) []Refusal {
 	var out []Refusal
 	for _, p := range readCandidates(output, sc.home) {
 		if withinAny(p, sc.roots) {
+			if r, ok := explainTempHome(p, sc); ok {
+				out = append(out, r)
+			}
+			if len(out) == readMaxRefusals {
+				break
+			}
 			continue
 		}
 		out = append(out, explainRead(p, withinAny(p, sc.own), matchesAny(p, sc.credentials)))
@@ -190,6 +201,45 @@ func readRefusalsOf(output string, sc readScope) []Refusal {
 		}
 	}
 	return out
+}
+
+// tmpCommandPrefix begins the name of a command's temporary directory
+// in the sandbox's (acquireTmp).
+const tmpCommandPrefix = "cmd-"
+
+// explainTempHome is the Refusal for a dotfile a failed command could not
+// find in its HOME when that HOME was its own temporary directory
+// (`cat ~/.gitconfig` names $TMPDIR/.gitconfig): the person's file of
+// that name is not shown, and --allow-read shows it by its own path (a
+// command's HOME stays its temporary directory unless the whole home is
+// readable). Only a name starting with "." right under HOME: what a
+// command writes in its temporary directory and then misses is its own
+// business, and a note on every such path would be noise.
+func explainTempHome(p string, sc readScope) (Refusal, bool) {
+	if sc.personHome == "" || sc.tempHomes == "" {
+		return Refusal{}, false
+	}
+	rel, err := filepath.Rel(sc.tempHomes, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return Refusal{}, false
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	if strings.HasPrefix(parts[0], tmpCommandPrefix) {
+		parts = parts[1:] // the command's own directory in the sandbox's
+	}
+	if len(parts) == 0 || !strings.HasPrefix(parts[0], ".") || parts[0] == "." || parts[0] == ".." {
+		return Refusal{}, false
+	}
+	real := filepath.Join(append([]string{sc.personHome}, parts...)...)
+	r := Refusal{Rule: "read", Op: "read", Target: p,
+		Why: "HOME is this command's own temporary directory (your home is not readable in the sandbox), so this is not " + real +
+			", which commands cannot read",
+		Allow: "--allow-read " + real + " (read in a policy file's [sandbox] table) lets commands read it by that path, if it exists"}
+	if matchesAny(real, sc.credentials) {
+		r.Why = "HOME is this command's own temporary directory (your home is not readable in the sandbox), so this is not " + real +
+			", a credential path, hidden from commands whatever the profiles grant"
+	}
+	return r, true
 }
 
 // explainRead is the Refusal of a read of path outside the grants: in

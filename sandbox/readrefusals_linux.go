@@ -22,6 +22,14 @@ func (s *Sandbox) ReadRefusals(output string) []Refusal {
 	if s.privateTmpfs {
 		sc.own = spawn.TmpfsPaths()
 	}
+	// commandEnv gives a command its temporary directory as HOME when it
+	// cannot read the person's.
+	if home, ok := envGet(filterEnv(os.LookupEnv, s.pol.Env, nil), "HOME"); ok && filepath.IsAbs(home) && !s.readableDir(home) {
+		sc.personHome = filepath.Clean(home)
+		if sc.tempHomes = s.pol.TempDir; sc.tempHomes == "" {
+			sc.tempHomes = s.tmpRoot
+		}
+	}
 	return readRefusalsOf(output, sc)
 }
 

@@ -233,3 +233,47 @@ func BenchmarkReadRefusals(b *testing.B) {
 		}
 	}
 }
+
+// TestReadRefusalsTempHome: where a command's HOME was its own temporary
+// directory (the person's home not readable), a dotfile it could not
+// find there (`cat ~/.gitconfig` names $TMPDIR/.gitconfig) is named with
+// the person's file of that name and the --allow-read that shows it — a
+// credential as one — while other files of the temporary directory, the
+// directory itself and paths elsewhere in the grants are not.
+func TestReadRefusalsTempHome(t *testing.T) {
+	sc := testScope
+	sc.home = "" // the command's HOME was its temporary directory
+	sc.roots = append(slices.Clone(sc.roots), "/tmp/la-root")
+	sc.personHome, sc.tempHomes = "/home/u", "/tmp/la-root"
+	sc.credentials = append(slices.Clone(sc.credentials), "/home/u/.ssh", "/home/u/.ssh/**")
+	for _, tc := range []struct {
+		output, target, real string
+		credential           bool
+	}{
+		{"cat: /tmp/la-root/.gitconfig: No such file or directory", "/tmp/la-root/.gitconfig", "/home/u/.gitconfig", false},
+		{"cat: /tmp/la-root/cmd-1/.gitconfig: No such file or directory", "/tmp/la-root/cmd-1/.gitconfig", "/home/u/.gitconfig", false},
+		{"ls: cannot access '/tmp/la-root/cmd-1/.config/app/x.toml': No such file or directory", "/tmp/la-root/cmd-1/.config/app/x.toml", "/home/u/.config/app/x.toml", false},
+		{"cat: /tmp/la-root/cmd-1/.ssh/id_ed25519: No such file or directory", "/tmp/la-root/cmd-1/.ssh/id_ed25519", "/home/u/.ssh/id_ed25519", true},
+		{"open /tmp/la-root/cmd-1/out/result.json: no such file or directory", "", "", false},
+		{"cat: /tmp/la-root/build/.cache/x: No such file or directory", "", "", false},
+		{"cat: /work/ws/.gitconfig: No such file or directory", "", "", false},
+	} {
+		got := readRefusalsOf(tc.output, sc)
+		if tc.target == "" {
+			if len(got) != 0 {
+				t.Errorf("%q: %+v, want nothing", tc.output, got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Target != tc.target || !strings.Contains(got[0].Why, "HOME is this command's own temporary directory") ||
+			!strings.Contains(got[0].Why, "not "+tc.real) || !strings.HasPrefix(got[0].Allow, "--allow-read "+tc.real+" ") ||
+			strings.Contains(got[0].Why, "a credential path") != tc.credential || strings.Contains(got[0].Allow, "--allow-write") {
+			t.Errorf("%q: %+v", tc.output, got)
+		}
+	}
+	// A HOME the command could read: nothing of this kind.
+	sc.personHome = ""
+	if got := readRefusalsOf("cat: /tmp/la-root/cmd-1/.gitconfig: No such file or directory", sc); len(got) != 0 {
+		t.Errorf("with the person's home readable: %+v", got)
+	}
+}

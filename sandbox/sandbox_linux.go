@@ -724,7 +724,7 @@ func (s *Sandbox) acquireTmp() (string, error) {
 		return d, nil
 	}
 	s.tmpMu.Unlock()
-	d, err := os.MkdirTemp(s.tmpRoot, "cmd-")
+	d, err := os.MkdirTemp(s.tmpRoot, tmpCommandPrefix+"*")
 	if err == nil {
 		s.tmpMu.Lock()
 		s.tmpOwned[filepath.Base(d)] = true

@@ -136,6 +136,15 @@ func TestReadRefusalExplainedToTheModel(t *testing.T) {
 			t.Errorf("the credential's bytes reached the model: %q", res[i].text)
 		}
 	}
+	// `cat ~/.gitconfig` names the command's own HOME (its temporary
+	// directory): the note says which file of the person's it is not.
+	writeFile(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Me\n")
+	res2, _ := u.bashSession(t, ws, nil, "cat ~/.gitconfig")
+	if _, note, ok := strings.Cut(res2[0].text, "\n\n[lite-agent] "); !ok || !res2[0].isError ||
+		!strings.Contains(note, "HOME is this command's own temporary directory") || !strings.Contains(note, "/.gitconfig, which commands cannot read") ||
+		!strings.Contains(note, "--allow-read ") || strings.Contains(res2[0].text, "name = Me") {
+		t.Errorf("cat ~/.gitconfig with HOME the command's own:\n%s", res2[0].text)
+	}
 	// The person learns it too, at the end of the run, each refusal once.
 	summary := "note: the sandbox refused the agent's commands, during this run:\n  - read " + key + ": a credential path"
 	if !strings.Contains(errOut, summary) || !strings.Contains(errOut, "\n  - read "+notes+": ") {
