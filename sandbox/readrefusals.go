@@ -219,8 +219,8 @@ func explainTempHome(p string, sc readScope) (Refusal, bool) {
 	if sc.personHome == "" || sc.tempHomes == "" {
 		return Refusal{}, false
 	}
-	rel, err := filepath.Rel(sc.tempHomes, p)
-	if err != nil || !filepath.IsLocal(rel) {
+	rel, ok := paths.Rel(sc.tempHomes, p)
+	if !ok || rel == "." {
 		return Refusal{}, false
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
