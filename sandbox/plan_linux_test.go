@@ -237,18 +237,7 @@ func TestDecideHostProfiles(t *testing.T) {
 			policy: func(p *Policy) { p.Level = LevelContainer }, refused: []string{"seccomp filters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := fullHost()
-			for _, edit := range tc.host {
-				edit(h)
-			}
-			q, err := normalizePolicy(Policy{Workspace: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.policy != nil {
-				tc.policy(&q)
-			}
-			pl, err := decide(q, h)
+			q, pl, err := decideOnProfile(t, tc.host, tc.policy)
 			if tc.refused != nil {
 				if !errors.Is(err, ErrUnsupported) {
 					t.Fatalf("not refused: %v %+v", err, pl)
@@ -424,18 +413,7 @@ func TestDecideSaysWhereRefusalsAreNamed(t *testing.T) {
 			func(p *Policy) { p.Level, p.CaptureChanges = LevelContainer, true }, captured},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := fullHost()
-			for _, edit := range tc.host {
-				edit(h)
-			}
-			q, err := normalizePolicy(Policy{Workspace: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.policy != nil {
-				tc.policy(&q)
-			}
-			pl, err := decide(q, h)
+			_, pl, err := decideOnProfile(t, tc.host, tc.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -446,4 +424,24 @@ func TestDecideSaysWhereRefusalsAreNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decideOnProfile is decide on fullHost with edits, for a policy of a
+// fresh workspace changed by policy (nil: as it is); it returns the
+// normalized policy too.
+func decideOnProfile(t *testing.T, edits []func(*hostInfo), policy func(*Policy)) (Policy, *plan, error) {
+	t.Helper()
+	h := fullHost()
+	for _, edit := range edits {
+		edit(h)
+	}
+	q, err := normalizePolicy(Policy{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy != nil {
+		policy(&q)
+	}
+	pl, err := decide(q, h)
+	return q, pl, err
 }

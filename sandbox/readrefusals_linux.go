@@ -18,16 +18,20 @@ import (
 // It asks the file system nothing about the paths the output names, so
 // its answer does not depend on whether they exist outside.
 func (s *Sandbox) ReadRefusals(output string) []Refusal {
-	sc := readScope{home: s.commandHome(), roots: s.readableRoots(), credentials: s.pol.CredentialPatterns}
+	sc := readScope{roots: s.readableRoots(), credentials: s.pol.CredentialPatterns}
 	if s.privateTmpfs {
 		sc.own = spawn.TmpfsPaths()
 	}
-	// commandEnv gives a command its temporary directory as HOME when it
-	// cannot read the person's.
-	if home, ok := envGet(filterEnv(os.LookupEnv, s.pol.Env, nil), "HOME"); ok && filepath.IsAbs(home) && !s.readableDir(home) {
-		sc.personHome = filepath.Clean(home)
-		if sc.tempHomes = s.pol.TempDir; sc.tempHomes == "" {
-			sc.tempHomes = s.tmpRoot
+	// The HOME a command sees (commandEnv): the policy's when commands
+	// can read it, else the command's own temporary directory.
+	if home, ok := envGet(filterEnv(os.LookupEnv, s.pol.Env, nil), "HOME"); ok && filepath.IsAbs(home) {
+		if s.readableDir(home) {
+			sc.home = home
+		} else {
+			sc.personHome = filepath.Clean(home)
+			if sc.tempHomes = s.pol.TempDir; sc.tempHomes == "" {
+				sc.tempHomes = s.tmpRoot
+			}
 		}
 	}
 	return readRefusalsOf(output, sc)
@@ -56,16 +60,4 @@ func (s *Sandbox) readableRoots() []string {
 		s.readRoots = roots
 	})
 	return s.readRoots
-}
-
-// commandHome is the HOME a command of the sandbox sees when it is the
-// policy's (commandEnv), or "" when a command sees its own TMPDIR there
-// or no HOME at all: a ~/x its output names is then in its TMPDIR, which
-// it may read.
-func (s *Sandbox) commandHome() string {
-	home, ok := envGet(filterEnv(os.LookupEnv, s.pol.Env, nil), "HOME")
-	if !ok || !filepath.IsAbs(home) || !s.readableDir(home) {
-		return ""
-	}
-	return home
 }

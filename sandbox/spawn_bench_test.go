@@ -50,35 +50,7 @@ func BenchmarkSpawnPlainExecTrue(b *testing.B) {
 }
 
 func BenchmarkSpawnSideBySide(b *testing.B) {
-	sb, err := New(Policy{Workspace: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Close()
-	ctx := context.Background()
-	cmd := &Command{Path: "/bin/true"}
-	var confined, plain []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		st, err := sb.Run(ctx, cmd)
-		confined = append(confined, time.Since(t0))
-		if err != nil || st.Code != 0 {
-			b.Fatal(err, st)
-		}
-		t0 = time.Now()
-		if err := exec.Command("/bin/true").Run(); err != nil {
-			b.Fatal(err)
-		}
-		plain = append(plain, time.Since(t0))
-	}
-	median := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2])
-	}
-	c, p := median(confined), median(plain)
-	b.ReportMetric(c, "confined-median-ns")
-	b.ReportMetric(p, "plain-median-ns")
-	b.ReportMetric(c/p, "ratio")
+	spawnSideBySide(b, Policy{Workspace: b.TempDir()}, nil)
 }
 
 // BenchmarkSpawnCapturedSideBySide is BenchmarkSpawnSideBySide for a
@@ -86,13 +58,20 @@ func BenchmarkSpawnSideBySide(b *testing.B) {
 // listener and a child program with the capture calls (and the seccomp
 // refusal set) per command.
 func BenchmarkSpawnCapturedSideBySide(b *testing.B) {
-	sb, err := New(Policy{Workspace: b.TempDir(), CaptureChanges: true})
+	spawnSideBySide(b, Policy{Workspace: b.TempDir(), CaptureChanges: true}, func([]string) error { return nil })
+}
+
+// spawnSideBySide alternates a confined spawn of /bin/true (under p, with
+// before as its BeforeChange) and a plain one in every iteration, and
+// reports the median of each and their ratio.
+func spawnSideBySide(b *testing.B, p Policy, before ChangeFunc) {
+	sb, err := New(p)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sb.Close()
 	ctx := context.Background()
-	cmd := &Command{Path: "/bin/true", BeforeChange: func([]string) error { return nil }}
+	cmd := &Command{Path: "/bin/true", BeforeChange: before}
 	var confined, plain []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
@@ -111,8 +90,8 @@ func BenchmarkSpawnCapturedSideBySide(b *testing.B) {
 		slices.Sort(d)
 		return float64(d[len(d)/2])
 	}
-	c, p := median(confined), median(plain)
+	c, pl := median(confined), median(plain)
 	b.ReportMetric(c, "confined-median-ns")
-	b.ReportMetric(p, "plain-median-ns")
-	b.ReportMetric(c/p, "ratio")
+	b.ReportMetric(pl, "plain-median-ns")
+	b.ReportMetric(c/pl, "ratio")
 }
